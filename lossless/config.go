@@ -1,0 +1,246 @@
+package lossless
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// Config is the engine's configuration: the JSON object at
+// plugins.entries.lossless.config in openclaw.json. Zero fields take the
+// defaults of DefaultConfig (documented on each field).
+type Config struct {
+	// StoreDir is the Badger directory. Default: <agentDir>/lossless when the
+	// host gives an agent directory, else $XDG_DATA_HOME/lossless or
+	// ~/.local/share/lossless.
+	StoreDir string `json:"storeDir,omitempty"`
+	// AgentID is the agent used when none can be derived from a call
+	// (CompactParams.AgentID, a sessionKey "agent:<id>:..."). Default "main".
+	AgentID string `json:"agentId,omitempty"`
+	// Tokenizer counts tokens at ingest: "o200k_base" (default),
+	// "cl100k_base" or "chars4" (OpenClaw's chars/4 estimate). A store keeps
+	// the counts of the tokenizer it was written with.
+	Tokenizer string `json:"tokenizer,omitempty"`
+	// SyncWrites fsyncs every write (survives power loss; ~30x slower
+	// single writes). Default false: a process crash (kill -9) loses no
+	// acknowledged message, a power loss may lose the last writes.
+	SyncWrites bool `json:"syncWrites,omitempty"`
+	// LargeContentTokens is the size above which a message is represented in
+	// the active context by a reference with a short description (the full
+	// content stays stored and retrievable). Default 25000.
+	LargeContentTokens int `json:"largeContentTokens,omitempty"`
+	// ContextThreshold is the share of the token budget above which
+	// compaction runs. Default 0.75.
+	ContextThreshold float64 `json:"contextThreshold,omitempty"`
+	// DefaultTokenBudget is the budget when neither the call nor the runtime
+	// context gives one. Default 128000.
+	DefaultTokenBudget int `json:"defaultTokenBudget,omitempty"`
+	// FreshTailMessages is the number of newest messages never compacted.
+	// Default 64.
+	FreshTailMessages int `json:"freshTailMessages,omitempty"`
+	// FreshTailMaxTokens caps the fresh tail's tokens. Default 0: no cap
+	// beyond the budget.
+	FreshTailMaxTokens int `json:"freshTailMaxTokens,omitempty"`
+	// LeafChunkTokens is the most raw tokens one leaf summary covers.
+	// Default 20000.
+	LeafChunkTokens int `json:"leafChunkTokens,omitempty"`
+	// LeafTargetTokens is the target size of a leaf summary. Default 2400.
+	LeafTargetTokens int `json:"leafTargetTokens,omitempty"`
+	// CondensedTargetTokens is the target size of a condensed summary.
+	// Default 2000.
+	CondensedTargetTokens int `json:"condensedTargetTokens,omitempty"`
+	// MinFanIn is the fewest summaries one condensed summary covers.
+	// Default 8.
+	MinFanIn int `json:"minFanIn,omitempty"`
+	// CompactionConcurrency is how many conversations compact at once.
+	// Default 2.
+	CompactionConcurrency int `json:"compactionConcurrency,omitempty"`
+	// RotateBytes is the transcript size above which compaction rotates the
+	// host transcript. Default 2 MiB.
+	RotateBytes int64 `json:"rotateBytes,omitempty"`
+	// Summarizer configures the summarizer (package summarize's Config, kept
+	// raw here and decoded by the compaction code). Default: none.
+	Summarizer json.RawMessage `json:"summarizer,omitempty"`
+	// Recall configures cross-session recall.
+	Recall RecallConfig `json:"recall,omitempty"`
+	// Retention limits the store's growth. Off by default.
+	Retention RetentionConfig `json:"retention,omitempty"`
+	// Badger overrides the store's Badger sizes.
+	Badger BadgerConfig `json:"badger,omitempty"`
+}
+
+// RecallConfig is Config.Recall.
+type RecallConfig struct {
+	// Enabled turns recall on. Default false.
+	Enabled bool `json:"enabled,omitempty"`
+	// Share is the share of the token budget recall may use. Default 0.1.
+	Share float64 `json:"share,omitempty"`
+	// K is the number of recalled items. Default 8.
+	K int `json:"k,omitempty"`
+	// CrossAgent lets recall search other agents' history. Default false.
+	CrossAgent bool `json:"crossAgent,omitempty"`
+}
+
+// RetentionConfig is Config.Retention. Zero values mean no limit.
+type RetentionConfig struct {
+	// MaxAgeDays deletes conversations not updated for this many days.
+	MaxAgeDays int `json:"maxAgeDays,omitempty"`
+	// MaxBytesPerAgent deletes an agent's oldest conversations while its
+	// stored bytes exceed this.
+	MaxBytesPerAgent int64 `json:"maxBytesPerAgent,omitempty"`
+}
+
+// BadgerConfig is Config.Badger: Badger's sizes in bytes (counts for
+// NumMemtables). Defaults are small, for an embedded library.
+type BadgerConfig struct {
+	// MemTableSize: default 8 MiB.
+	MemTableSize int64 `json:"memTableSize,omitempty"`
+	// ValueLogFileSize: default 64 MiB.
+	ValueLogFileSize int64 `json:"valueLogFileSize,omitempty"`
+	// BlockCacheSize: default 8 MiB.
+	BlockCacheSize int64 `json:"blockCacheSize,omitempty"`
+	// IndexCacheSize: default 4 MiB.
+	IndexCacheSize int64 `json:"indexCacheSize,omitempty"`
+	// NumMemtables: default 2.
+	NumMemtables int `json:"numMemtables,omitempty"`
+}
+
+// Default values of Config.
+const (
+	DefaultAgentID               = "main"
+	DefaultLargeContentTokens    = 25000
+	DefaultContextThreshold      = 0.75
+	DefaultTokenBudget           = 128000
+	DefaultFreshTailMessages     = 64
+	DefaultLeafChunkTokens       = 20000
+	DefaultLeafTargetTokens      = 2400
+	DefaultCondensedTargetTokens = 2000
+	DefaultMinFanIn              = 8
+	DefaultCompactionConcurrency = 2
+	DefaultRotateBytes           = 2 << 20
+)
+
+// DefaultConfig returns the configuration with every default filled in
+// (StoreDir left empty: Open and Factory resolve it).
+func DefaultConfig() Config {
+	return Config{
+		AgentID:               DefaultAgentID,
+		Tokenizer:             core.EncodingO200k,
+		LargeContentTokens:    DefaultLargeContentTokens,
+		ContextThreshold:      DefaultContextThreshold,
+		DefaultTokenBudget:    DefaultTokenBudget,
+		FreshTailMessages:     DefaultFreshTailMessages,
+		LeafChunkTokens:       DefaultLeafChunkTokens,
+		LeafTargetTokens:      DefaultLeafTargetTokens,
+		CondensedTargetTokens: DefaultCondensedTargetTokens,
+		MinFanIn:              DefaultMinFanIn,
+		CompactionConcurrency: DefaultCompactionConcurrency,
+		RotateBytes:           DefaultRotateBytes,
+		Recall:                RecallConfig{Share: 0.1, K: 8},
+		Badger: BadgerConfig{MemTableSize: 8 << 20, ValueLogFileSize: 64 << 20,
+			BlockCacheSize: 8 << 20, IndexCacheSize: 4 << 20, NumMemtables: 2},
+	}
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.AgentID == "" {
+		c.AgentID = d.AgentID
+	}
+	if c.Tokenizer == "" {
+		c.Tokenizer = d.Tokenizer
+	}
+	if c.LargeContentTokens <= 0 {
+		c.LargeContentTokens = d.LargeContentTokens
+	}
+	if c.ContextThreshold <= 0 {
+		c.ContextThreshold = d.ContextThreshold
+	}
+	if c.DefaultTokenBudget <= 0 {
+		c.DefaultTokenBudget = d.DefaultTokenBudget
+	}
+	if c.FreshTailMessages <= 0 {
+		c.FreshTailMessages = d.FreshTailMessages
+	}
+	if c.LeafChunkTokens <= 0 {
+		c.LeafChunkTokens = d.LeafChunkTokens
+	}
+	if c.LeafTargetTokens <= 0 {
+		c.LeafTargetTokens = d.LeafTargetTokens
+	}
+	if c.CondensedTargetTokens <= 0 {
+		c.CondensedTargetTokens = d.CondensedTargetTokens
+	}
+	if c.MinFanIn <= 0 {
+		c.MinFanIn = d.MinFanIn
+	}
+	if c.CompactionConcurrency <= 0 {
+		c.CompactionConcurrency = d.CompactionConcurrency
+	}
+	if c.RotateBytes <= 0 {
+		c.RotateBytes = d.RotateBytes
+	}
+	if c.Recall.Share <= 0 {
+		c.Recall.Share = d.Recall.Share
+	}
+	if c.Recall.K <= 0 {
+		c.Recall.K = d.Recall.K
+	}
+	b := &c.Badger
+	if b.MemTableSize <= 0 {
+		b.MemTableSize = d.Badger.MemTableSize
+	}
+	if b.ValueLogFileSize <= 0 {
+		b.ValueLogFileSize = d.Badger.ValueLogFileSize
+	}
+	if b.BlockCacheSize <= 0 {
+		b.BlockCacheSize = d.Badger.BlockCacheSize
+	}
+	if b.IndexCacheSize <= 0 {
+		b.IndexCacheSize = d.Badger.IndexCacheSize
+	}
+	if b.NumMemtables <= 0 {
+		b.NumMemtables = d.Badger.NumMemtables
+	}
+	return c
+}
+
+// validate reports a configuration that cannot work.
+func (c Config) validate() error {
+	if c.StoreDir == "" {
+		return fmt.Errorf("lossless: config: storeDir is empty")
+	}
+	if c.ContextThreshold > 1 {
+		return fmt.Errorf("lossless: config: contextThreshold %v is above 1", c.ContextThreshold)
+	}
+	if c.Recall.Share > 1 {
+		return fmt.Errorf("lossless: config: recall.share %v is above 1", c.Recall.Share)
+	}
+	switch c.Tokenizer {
+	case core.EncodingO200k, core.EncodingCL100k, core.CounterChars4:
+	default:
+		return fmt.Errorf("lossless: config: unknown tokenizer %q (want o200k_base, cl100k_base or chars4)", c.Tokenizer)
+	}
+	return nil
+}
+
+// DefaultStoreDir returns the store directory used when Config.StoreDir is
+// empty: <agentDir>/lossless when agentDir is set, else
+// $XDG_DATA_HOME/lossless, else ~/.local/share/lossless.
+func DefaultStoreDir(agentDir string) (string, error) {
+	if agentDir != "" {
+		return filepath.Join(agentDir, "lossless"), nil
+	}
+	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "lossless"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("lossless: no store directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "lossless"), nil
+}

@@ -1,0 +1,198 @@
+package lossless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// Engine identity (Info).
+const (
+	EngineID   = "lossless"
+	EngineName = "Lossless Context Engine"
+	// Version is the engine's version reported in Info.
+	Version = "0.1.0"
+)
+
+// Engine is the lossless context engine: every message stored verbatim in
+// Badger, an active context of raw messages and summaries, and Assemble
+// reading only the budgeted suffix. It implements core.Engine,
+// core.Bootstrapper, core.BatchIngester, core.AfterTurner and io.Closer. It
+// is safe for concurrent use; work on one conversation never blocks another.
+type Engine struct {
+	cfg Config
+	db  *badger.DB
+	tc  core.TokenCounter
+
+	// life guards Close against in-flight calls: calls hold it shared.
+	life   sync.RWMutex
+	closed atomic.Bool
+
+	// convMu guards convs, the per-conversation state (lock + counters).
+	convMu sync.Mutex
+	convs  map[convID]*convState
+
+	// metaMu serialises creation of conversations and the import checkpoints.
+	metaMu sync.Mutex
+
+	// cache of token counts by content hash (bounded).
+	counts *countCache
+}
+
+var (
+	_ core.Engine        = (*Engine)(nil)
+	_ core.Bootstrapper  = (*Engine)(nil)
+	_ core.BatchIngester = (*Engine)(nil)
+	_ core.AfterTurner   = (*Engine)(nil)
+)
+
+// Open opens (creating if needed) the store in cfg.StoreDir with the
+// defaults of DefaultConfig for zero fields. A store written by a newer
+// format is refused with an error wrapping core.ErrFormatTooNew; a store of
+// another engine is refused too.
+func Open(ctx context.Context, cfg Config) (*Engine, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lossless: open: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	tc, err := core.NewCounter(cfg.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("lossless: open: %w", err)
+	}
+	if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
+		return nil, fmt.Errorf("lossless: open: %w", err)
+	}
+	db, err := openBadger(cfg)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, db: db, tc: tc, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
+	if err := e.checkFormat(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Factory is the core.Factory registered as "lossless": it decodes
+// FactoryOptions.Config (JSON) over DefaultConfig and resolves the store
+// directory (DefaultStoreDir(opts.AgentDir) when storeDir is empty).
+var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
+	cfg, err := ParseConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.StoreDir == "" {
+		dir, err := DefaultStoreDir(opts.AgentDir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.StoreDir = dir
+	}
+	return Open(ctx, cfg)
+}
+
+// ParseConfig decodes raw JSON (nil or empty: the defaults) into a Config
+// with defaults filled. Unknown fields are refused, so a typo is reported.
+func ParseConfig(raw json.RawMessage) (Config, error) {
+	var cfg Config
+	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return Config{}, fmt.Errorf("lossless: config: %w", err)
+		}
+	}
+	return cfg.withDefaults(), nil
+}
+
+// Config returns the engine's configuration, defaults filled.
+func (e *Engine) Config() Config { return e.cfg }
+
+// TokenCounter returns the counter the engine counts tokens with.
+func (e *Engine) TokenCounter() core.TokenCounter { return e.tc }
+
+// Info describes the engine: id "lossless", ownsCompaction true.
+func (e *Engine) Info() core.Info {
+	return core.Info{
+		ID: EngineID, Name: EngineName, Version: Version, OwnsCompaction: true,
+		TurnMaintenanceMode: core.MaintenanceForeground,
+		AcceptedHostParams: []string{core.HostParamSessionKey, core.HostParamPrompt,
+			core.HostParamRuntimeSettings, core.HostParamRuntimeContext, core.HostParamAbortSignal},
+	}
+}
+
+// enter marks the start of a call; it fails with core.ErrClosed after Close.
+// The returned func ends the call.
+func (e *Engine) enter() (func(), error) {
+	e.life.RLock()
+	if e.closed.Load() {
+		e.life.RUnlock()
+		return nil, fmt.Errorf("lossless: %w", core.ErrClosed)
+	}
+	return e.life.RUnlock, nil
+}
+
+// Close waits for in-flight calls and closes the store. It is idempotent;
+// later calls of any method return an error wrapping core.ErrClosed.
+func (e *Engine) Close() error {
+	e.life.Lock()
+	defer e.life.Unlock()
+	if e.closed.Swap(true) {
+		return nil
+	}
+	if err := e.db.Close(); err != nil {
+		return fmt.Errorf("lossless: close: %w", err)
+	}
+	return nil
+}
+
+// Compact summarises older history. Compaction is wired by the compaction
+// code (H5); until then it reports ok:false.
+func (e *Engine) Compact(ctx context.Context, p core.CompactParams) (core.CompactResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return core.CompactResult{}, err
+	}
+	defer done()
+	return core.CompactResult{OK: false, Compacted: false, Reason: "compaction not implemented yet"}, nil
+}
+
+// agentFor resolves the agent of a call: explicit (CompactParams.AgentID),
+// else a sessionKey "agent:<id>:...", else Config.AgentID, else "main".
+func (e *Engine) agentFor(explicit, sessionKey string) string {
+	if explicit != "" {
+		return explicit
+	}
+	if a := AgentFromSessionKey(sessionKey); a != "" {
+		return a
+	}
+	if e.cfg.AgentID != "" {
+		return e.cfg.AgentID
+	}
+	return DefaultAgentID
+}
+
+// AgentFromSessionKey returns <id> of a session key "agent:<id>:...", or "".
+func AgentFromSessionKey(key string) string {
+	rest, ok := strings.CutPrefix(key, "agent:")
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	return id
+}

@@ -1,0 +1,300 @@
+package lossless
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// FormatVersion is the store format this build writes. A store with a
+// higher version is refused (core.ErrFormatTooNew); a lower one is migrated
+// on open.
+const FormatVersion = 1
+
+// MaxMessageBytes is the largest message accepted (its raw JSON). Larger
+// messages are refused with an error wrapping core.ErrTooLarge; nothing
+// stored is affected.
+const MaxMessageBytes = 32 << 20
+
+// Key prefixes (see doc.go for the layout).
+const (
+	pMeta    = 0x00 // 0x00 "format" -> metaRecord JSON
+	pConv    = 'C'  // C conv(8) -> convRecord JSON
+	pName    = 'N'  // N agent 0x00 kind:name -> conv(8)
+	pMsg     = 'M'  // M conv(8) seq(8) -> message record
+	pHash    = 'H'  // H conv(8) hash(16) -> seq(8)
+	pItem    = 'I'  // I conv(8) pos(8) -> item record
+	pLarge   = 'L'  // L conv(8) seq(8) -> large-content description (text)
+	pSummary = 'S'  // S conv(8) id -> summary record
+	pCheck   = 'F'  // F agent 0x00 path -> import checkpoint JSON
+)
+
+// posStep is the gap between consecutive appended positions: positions are
+// sparse so that a range can be replaced by one summary at its first
+// position without renumbering anything.
+const posStep = 1 << 16
+
+type convID [8]byte
+
+func (c convID) String() string { return fmt.Sprintf("%x", c[:]) }
+
+var metaKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
+
+type metaRecord struct {
+	Format int    `json:"format"`
+	Engine string `json:"engine"`
+	// Tokenizer is the counter the stored token counts were made with.
+	Tokenizer string `json:"tokenizer"`
+}
+
+// convRecord is a conversation's record: C conv -> JSON.
+type convRecord struct {
+	Agent string `json:"agent"`
+	// Key is the sessionKey the conversation is keyed by ("" when keyed by
+	// its first session id).
+	Key        string   `json:"key,omitempty"`
+	SessionIDs []string `json:"sessionIds"`
+	Created    int64    `json:"created"`
+	Updated    int64    `json:"updated"`
+	// NextSeq is the sequence number of the next message, NextPos the
+	// position of the next appended item.
+	NextSeq   uint64 `json:"nextSeq"`
+	NextPos   uint64 `json:"nextPos"`
+	Messages  int64  `json:"messages"`
+	Bytes     int64  `json:"bytes"`
+	Summaries int64  `json:"summaries"`
+	// Tokens is the total token count of the stored messages.
+	Tokens int64 `json:"tokens"`
+}
+
+func convKey(c convID) []byte { return append([]byte{pConv}, c[:]...) }
+
+func nameKey(agent, name string) []byte {
+	k := make([]byte, 0, 2+len(agent)+len(name))
+	k = append(k, pName)
+	k = append(k, agent...)
+	k = append(k, 0)
+	return append(k, name...)
+}
+
+func seqKey(prefix byte, c convID, seq uint64) []byte {
+	k := make([]byte, 17)
+	k[0] = prefix
+	copy(k[1:9], c[:])
+	binary.BigEndian.PutUint64(k[9:], seq)
+	return k
+}
+
+func msgKey(c convID, seq uint64) []byte   { return seqKey(pMsg, c, seq) }
+func itemKey(c convID, pos uint64) []byte  { return seqKey(pItem, c, pos) }
+func largeKey(c convID, seq uint64) []byte { return seqKey(pLarge, c, seq) }
+
+func hashKey(c convID, h msgHash) []byte {
+	k := make([]byte, 25)
+	k[0] = pHash
+	copy(k[1:9], c[:])
+	copy(k[9:], h[:])
+	return k
+}
+
+func summaryKey(c convID, id string) []byte {
+	return append(append([]byte{pSummary}, c[:]...), id...)
+}
+
+func checkKey(agent, path string) []byte {
+	k := append([]byte{pCheck}, agent...)
+	k = append(k, 0)
+	return append(k, path...)
+}
+
+func convPrefix(prefix byte, c convID) []byte { return append([]byte{prefix}, c[:]...) }
+
+// newConvID derives a conversation id from its agent and first name.
+func newConvID(agent, name string) convID {
+	h := sha256.Sum256([]byte(agent + "\x00" + name))
+	var c convID
+	copy(c[:], h[:8])
+	return c
+}
+
+// badgerLogger routes Badger's log to slog: warnings and errors only.
+type badgerLogger struct{}
+
+func (badgerLogger) Errorf(f string, a ...any) {
+	slog.Error("lossless: badger: " + fmt.Sprintf(f, a...))
+}
+func (badgerLogger) Warningf(f string, a ...any) {
+	slog.Warn("lossless: badger: " + fmt.Sprintf(f, a...))
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
+
+func badgerOptions(cfg Config) badger.Options {
+	b := cfg.Badger
+	return badger.DefaultOptions(cfg.StoreDir).
+		WithLogger(badgerLogger{}).
+		WithSyncWrites(cfg.SyncWrites).
+		WithMemTableSize(b.MemTableSize).
+		WithNumMemtables(b.NumMemtables).
+		WithValueLogFileSize(b.ValueLogFileSize).
+		WithBlockCacheSize(b.BlockCacheSize).
+		WithIndexCacheSize(b.IndexCacheSize).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithNumCompactors(2).
+		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(1).
+		WithValueThreshold(1 << 10).
+		WithDetectConflicts(false)
+}
+
+func openBadger(cfg Config) (*badger.DB, error) {
+	db, err := badger.Open(badgerOptions(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
+	}
+	return db, nil
+}
+
+// checkFormat writes the format record of a new store, refuses a newer
+// format or another engine's store, and migrates an older format.
+func (e *Engine) checkFormat() error {
+	return e.db.Update(func(txn *badger.Txn) error {
+		it, err := txn.Get(metaKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return setJSON(txn, metaKey, metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer})
+		}
+		if err != nil {
+			return fmt.Errorf("lossless: read format: %w", err)
+		}
+		var m metaRecord
+		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
+			return fmt.Errorf("lossless: read format: %w", err)
+		}
+		if m.Engine != EngineID {
+			return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.cfg.StoreDir, m.Engine, EngineID)
+		}
+		if m.Format > FormatVersion {
+			return fmt.Errorf("lossless: store %s has format %d, this build reads up to %d: %w",
+				e.cfg.StoreDir, m.Format, FormatVersion, core.ErrFormatTooNew)
+		}
+		if m.Format < FormatVersion {
+			// Format 0 (never released) had no tokenizer field; there is
+			// nothing else to migrate yet.
+			m.Format = FormatVersion
+			if m.Tokenizer == "" {
+				m.Tokenizer = e.cfg.Tokenizer
+			}
+			return setJSON(txn, metaKey, m)
+		}
+		if m.Tokenizer != "" && m.Tokenizer != e.cfg.Tokenizer {
+			slog.Warn("lossless: store token counts were made with another tokenizer",
+				"store", m.Tokenizer, "config", e.cfg.Tokenizer)
+		}
+		return nil
+	})
+}
+
+func setJSON(txn *badger.Txn, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("lossless: encode: %w", err)
+	}
+	if err := txn.Set(key, b); err != nil {
+		return fmt.Errorf("lossless: write: %w", err)
+	}
+	return nil
+}
+
+func getJSON(txn *badger.Txn, key []byte, v any) error {
+	it, err := txn.Get(key)
+	if err != nil {
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("lossless: %w", core.ErrNotFound)
+		}
+		return fmt.Errorf("lossless: read: %w", err)
+	}
+	return it.Value(func(b []byte) error {
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("lossless: decode record %q: %w", key[:1], err)
+		}
+		return nil
+	})
+}
+
+// convState is the in-memory state of one conversation: its lock (held by
+// every write to it) and its record.
+type convState struct {
+	mu  sync.Mutex
+	id  convID
+	rec convRecord
+	// loaded is true once rec was read from the store.
+	loaded bool
+}
+
+func (e *Engine) state(c convID) *convState {
+	e.convMu.Lock()
+	defer e.convMu.Unlock()
+	s, ok := e.convs[c]
+	if !ok {
+		s = &convState{id: c}
+		e.convs[c] = s
+	}
+	return s
+}
+
+// lockConv locks conversation c and loads its record. The caller unlocks
+// s.mu.
+func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
+	s := e.state(c)
+	s.mu.Lock()
+	if !s.loaded {
+		err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, convKey(c), &s.rec) })
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.loaded = true
+	}
+	if err := ctx.Err(); err != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("lossless: %w", err)
+	}
+	return s, nil
+}
+
+// countCache caches token counts by content hash (bounded: cleared when
+// full, which is cheap and keeps memory flat).
+type countCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[msgHash]int
+}
+
+func newCountCache(max int) *countCache { return &countCache{max: max, m: make(map[msgHash]int)} }
+
+func (c *countCache) get(h msgHash) (int, bool) {
+	c.mu.Lock()
+	n, ok := c.m[h]
+	c.mu.Unlock()
+	return n, ok
+}
+
+func (c *countCache) put(h msgHash, n int) {
+	c.mu.Lock()
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[h] = n
+	c.mu.Unlock()
+}
