@@ -1,0 +1,695 @@
+package index
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
+	bindex "github.com/blevesearch/bleve_index_api"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// Kinds of indexed documents.
+const (
+	KindMessage = "message"
+	KindSummary = "summary"
+)
+
+// FormatVersion is the version of the index layout (mapping, analyzers,
+// fields). An index written with an older version is rebuilt; one written by
+// a newer version is refused with core.ErrFormatTooNew.
+const FormatVersion = 1
+
+// Field names in the bleve documents.
+const (
+	fText    = "text"
+	fCtx     = "ctx"
+	fAgent   = "agent"
+	fConv    = "conv"
+	fSession = "session"
+	fRole    = "role"
+	fKind    = "kind"
+	fSeq     = "seq"
+	fTS      = "ts"
+)
+
+var (
+	keyFormat = []byte("lossless_format")
+	keyGen    = []byte("lossless_generation")
+)
+
+// Sentinel errors of the package, checked with errors.Is.
+var (
+	// ErrClosed is returned by an Index used after Close; it wraps
+	// core.ErrClosed.
+	ErrClosed = fmt.Errorf("index: %w", core.ErrClosed)
+)
+
+// Doc is one indexed message or summary.
+type Doc struct {
+	// ID is the store's id of the message or summary (unique in the index).
+	ID string
+	// Agent scopes recall: a search never returns docs of another agent.
+	Agent string
+	// Conversation groups sessions (a session key, a thread); may be empty.
+	Conversation string
+	// Session is the session id.
+	Session string
+	// Role is the message role ("user", "assistant", "toolResult", ...);
+	// for summaries, "summary".
+	Role string
+	// Kind is KindMessage or KindSummary.
+	Kind string
+	// Seq is the position of the message in its session (increasing in
+	// session order; gaps allowed). Neighbours are found by Seq.
+	Seq uint64
+	// Timestamp is the message time in Unix milliseconds.
+	Timestamp int64
+	// Text is the searchable text (core.Message.SearchText for messages).
+	Text string
+}
+
+// Hit is a search result: the doc's fields and its score.
+type Hit struct {
+	Doc
+	// Score is the relevance score (higher is better; 0 for neighbours added
+	// by Recall).
+	Score float64
+	// NeighbourOf is set on turns that Recall added as context of a hit: the
+	// id of that hit.
+	NeighbourOf string
+}
+
+// Options configure an Index. The zero value is usable.
+type Options struct {
+	// Generation is the store's current generation (any number the store
+	// changes whenever its indexed content changes, e.g. its last sequence
+	// number). When it differs from the generation recorded in the index,
+	// the index is stale and NeedsRebuild reports true. 0 with no index on
+	// disk means an empty store: a fresh index needs no rebuild.
+	Generation uint64
+	// BatchSize is the number of docs indexed per bleve batch (default 1000).
+	BatchSize int
+	// MaxLag bounds the docs waiting to be indexed: Add blocks while more
+	// than MaxLag are pending (default 100,000).
+	MaxLag int
+	// BM25B is the BM25 length-normalisation parameter b (default 0.3).
+	// Note: bleve keeps it in a package variable, shared by every bleve
+	// index in the process.
+	BM25B float64
+	// NoStoreText leaves Text out of stored fields (hits then carry no
+	// text; the caller reads it from the store). Default: stored.
+	NoStoreText bool
+}
+
+func (o *Options) fill() {
+	if o.BatchSize <= 0 {
+		o.BatchSize = 1000
+	}
+	if o.MaxLag <= 0 {
+		o.MaxLag = 100_000
+	}
+	if o.BM25B <= 0 {
+		o.BM25B = 0.3
+	}
+}
+
+// Index is a Bleve (scorch) full-text index of messages and summaries,
+// kept beside the store and rebuildable from it. Docs are added to a queue
+// and indexed in batches by a background goroutine. All methods are safe
+// for concurrent use.
+type Index struct {
+	dir  string
+	opts Options
+
+	chat analysis.Analyzer
+
+	bmu sync.RWMutex // guards bi against a swap by Rebuild
+	bi  bleve.Index
+
+	mu           sync.Mutex
+	queue        []item
+	enq, done    uint64 // docs enqueued / applied
+	enqI, doneI  uint64 // items (docs and generation marks) enqueued / applied
+	progress     chan struct{}
+	wake         chan struct{}
+	wantGen      uint64
+	err          error // sticky worker error
+	closed       bool
+	needsRebuild bool
+	reason       string
+	prev         map[string]string // session → previous text (worker only)
+
+	wg sync.WaitGroup
+}
+
+// item is a queued doc or a generation marker.
+type item struct {
+	doc    Doc
+	gen    uint64
+	isMark bool
+}
+
+// Open opens the index in dir (created when missing). A missing, stale
+// (generation differs from opts.Generation), incomplete or corrupt index is
+// replaced by an empty one and NeedsRebuild reports true: call Rebuild with
+// the store as source. An index written by a newer FormatVersion is refused
+// with an error wrapping core.ErrFormatTooNew.
+func Open(dir string, opts Options) (*Index, error) {
+	opts.fill()
+	if dir == "" {
+		return nil, errors.New("index: empty directory")
+	}
+	setBM25B(opts.BM25B)
+	ix := &Index{
+		dir:      dir,
+		opts:     opts,
+		progress: make(chan struct{}),
+		wake:     make(chan struct{}, 1),
+		wantGen:  opts.Generation,
+		prev:     make(map[string]string),
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("index: open: %w", err)
+	}
+	if err := ix.openBleve(); err != nil {
+		return nil, err
+	}
+	ix.chat = ix.bi.Mapping().AnalyzerNamed(AnalyzerChat)
+	if ix.chat == nil {
+		ix.bi.Close()
+		return nil, errors.New("index: open: chat analyzer missing from mapping")
+	}
+	ix.wg.Add(1)
+	go ix.worker()
+	return ix, nil
+}
+
+var bm25Once sync.Mutex
+
+func setBM25B(b float64) {
+	bm25Once.Lock()
+	search.BM25_b = b
+	bm25Once.Unlock()
+}
+
+func (ix *Index) path() string { return filepath.Join(ix.dir, "bleve") }
+
+// openBleve opens or creates the bleve index and decides NeedsRebuild.
+func (ix *Index) openBleve() error {
+	p := ix.path()
+	_, statErr := os.Stat(p)
+	if statErr != nil {
+		if !os.IsNotExist(statErr) {
+			return fmt.Errorf("index: open: %w", statErr)
+		}
+		if err := ix.create(ix.opts.Generation == 0); err != nil {
+			return err
+		}
+		if ix.opts.Generation != 0 {
+			ix.needsRebuild, ix.reason = true, "missing"
+		}
+		return nil
+	}
+	bi, err := safeOpen(p)
+	if err != nil {
+		return ix.recreate("corrupt: " + err.Error())
+	}
+	fv, err := bi.GetInternal(keyFormat)
+	if err != nil || len(fv) == 0 {
+		bi.Close()
+		return ix.recreate("corrupt: no format marker")
+	}
+	v, err := strconv.Atoi(string(fv))
+	if err != nil {
+		bi.Close()
+		return ix.recreate("corrupt: bad format marker")
+	}
+	if v > FormatVersion {
+		bi.Close()
+		return fmt.Errorf("index: format %d, this build reads up to %d: %w", v, FormatVersion, core.ErrFormatTooNew)
+	}
+	if v < FormatVersion {
+		bi.Close()
+		return ix.recreate(fmt.Sprintf("old format %d", v))
+	}
+	gv, err := bi.GetInternal(keyGen)
+	if err != nil {
+		bi.Close()
+		return ix.recreate("corrupt: " + err.Error())
+	}
+	ix.bi = bi
+	switch {
+	case len(gv) != 8:
+		ix.needsRebuild, ix.reason = true, "incomplete"
+	case binary.BigEndian.Uint64(gv) != ix.opts.Generation:
+		ix.needsRebuild = true
+		ix.reason = fmt.Sprintf("stale: generation %d, store %d", binary.BigEndian.Uint64(gv), ix.opts.Generation)
+	}
+	return nil
+}
+
+// safeOpen opens a bleve index, turning a panic on corrupt files into an error.
+func safeOpen(p string) (bi bleve.Index, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			bi, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	bi, err = bleve.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	// Touch the index so that unreadable segments fail here.
+	if _, err = bi.DocCount(); err != nil {
+		bi.Close()
+		return nil, err
+	}
+	return bi, nil
+}
+
+// recreate replaces the index with an empty one and marks it for rebuild.
+func (ix *Index) recreate(reason string) error {
+	if err := os.RemoveAll(ix.path()); err != nil {
+		return fmt.Errorf("index: remove %s: %w", reason, err)
+	}
+	if err := ix.create(false); err != nil {
+		return err
+	}
+	ix.needsRebuild, ix.reason = true, reason
+	return nil
+}
+
+// create makes a new empty bleve index; complete records the generation so
+// that the index counts as up to date.
+func (ix *Index) create(complete bool) error {
+	bi, err := bleve.New(ix.path(), newMapping())
+	if err != nil {
+		return fmt.Errorf("index: create: %w", err)
+	}
+	b := bi.NewBatch()
+	b.SetInternal(keyFormat, []byte(strconv.Itoa(FormatVersion)))
+	if complete {
+		b.SetInternal(keyGen, genBytes(ix.opts.Generation))
+	}
+	if err := bi.Batch(b); err != nil {
+		bi.Close()
+		return fmt.Errorf("index: create: %w", err)
+	}
+	ix.bi = bi
+	return nil
+}
+
+func genBytes(g uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], g)
+	return b[:]
+}
+
+// newMapping is the index mapping: text fields with the chat analyzer,
+// keyword fields for scopes, numeric seq and timestamp, BM25 scoring.
+func newMapping() *mapping.IndexMappingImpl {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = bindex.BM25Scoring
+	im.DefaultAnalyzer = AnalyzerChat
+	dm := bleve.NewDocumentStaticMapping()
+	text := bleve.NewTextFieldMapping()
+	text.Analyzer = AnalyzerChat
+	text.Store = true
+	text.IncludeTermVectors = false
+	text.IncludeInAll = false
+	dm.AddFieldMappingsAt(fText, text)
+	ctxf := bleve.NewTextFieldMapping()
+	ctxf.Analyzer = AnalyzerChat
+	ctxf.Store = false
+	ctxf.IncludeTermVectors = false
+	ctxf.IncludeInAll = false
+	dm.AddFieldMappingsAt(fCtx, ctxf)
+	for _, f := range []string{fAgent, fConv, fSession, fRole, fKind} {
+		k := bleve.NewKeywordFieldMapping()
+		k.Store = true
+		k.IncludeInAll = false
+		k.IncludeTermVectors = false
+		dm.AddFieldMappingsAt(f, k)
+	}
+	for _, f := range []string{fSeq, fTS} {
+		n := bleve.NewNumericFieldMapping()
+		n.Store = true
+		n.IncludeInAll = false
+		dm.AddFieldMappingsAt(f, n)
+	}
+	im.DefaultMapping = dm
+	return im
+}
+
+// NeedsRebuild reports whether the index was missing, stale, incomplete or
+// corrupt when opened and has not been rebuilt since.
+func (ix *Index) NeedsRebuild() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.needsRebuild
+}
+
+// RebuildReason says why NeedsRebuild is true ("" when it is not).
+func (ix *Index) RebuildReason() string {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if !ix.needsRebuild {
+		return ""
+	}
+	return ix.reason
+}
+
+// Add enqueues docs for indexing and returns at once (it blocks only while
+// more than Options.MaxLag docs are pending). Docs of one session should be
+// added in Seq order: the previous turn's text is indexed as context of the
+// next. Adding an id again replaces the doc.
+func (ix *Index) Add(docs ...Doc) {
+	if len(docs) == 0 {
+		return
+	}
+	ix.mu.Lock()
+	for !ix.closed && ix.err == nil && len(ix.queue) > ix.opts.MaxLag {
+		ch := ix.progress
+		ix.mu.Unlock()
+		<-ch
+		ix.mu.Lock()
+	}
+	if ix.closed {
+		ix.mu.Unlock()
+		return
+	}
+	for _, d := range docs {
+		ix.queue = append(ix.queue, item{doc: d})
+	}
+	ix.enq += uint64(len(docs))
+	ix.enqI += uint64(len(docs))
+	ix.mu.Unlock()
+	ix.signal()
+}
+
+// SetGeneration records that everything of the store up to generation gen
+// has been added: once the docs added before this call are indexed, gen is
+// stored in the index (atomically with them), so a later Open with
+// Options.Generation == gen finds the index up to date.
+func (ix *Index) SetGeneration(gen uint64) {
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return
+	}
+	ix.wantGen = gen
+	ix.queue = append(ix.queue, item{gen: gen, isMark: true})
+	ix.enqI++
+	ix.mu.Unlock()
+	ix.signal()
+}
+
+func (ix *Index) signal() {
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Lag returns the number of docs added but not yet searchable.
+func (ix *Index) Lag() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return int(ix.enq - ix.done)
+}
+
+// Flush waits until every doc added before the call is searchable, the
+// context ends, or the index fails or closes.
+func (ix *Index) Flush(ctx context.Context) error {
+	ix.mu.Lock()
+	target := ix.enqI
+	ix.mu.Unlock()
+	for {
+		ix.mu.Lock()
+		doneNow := ix.doneI >= target
+		err, closed, ch := ix.err, ix.closed, ix.progress
+		ix.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if doneNow {
+			return nil
+		}
+		if closed {
+			return ErrClosed
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("index: flush: %w", ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// worker indexes queued docs in batches until Close.
+func (ix *Index) worker() {
+	defer ix.wg.Done()
+	for {
+		ix.mu.Lock()
+		for len(ix.queue) == 0 && !ix.closed {
+			ix.mu.Unlock()
+			<-ix.wake
+			ix.mu.Lock()
+		}
+		if len(ix.queue) == 0 && ix.closed {
+			ix.mu.Unlock()
+			return
+		}
+		n := len(ix.queue)
+		if n > ix.opts.BatchSize {
+			n = ix.opts.BatchSize
+		}
+		items := make([]item, n)
+		copy(items, ix.queue[:n])
+		ix.queue = ix.queue[n:]
+		if len(ix.queue) == 0 {
+			ix.queue = nil
+		}
+		ix.mu.Unlock()
+
+		err := ix.apply(items)
+		ndocs := 0
+		for i := range items {
+			if !items[i].isMark {
+				ndocs++
+			}
+		}
+		ix.mu.Lock()
+		ix.done += uint64(ndocs)
+		ix.doneI += uint64(len(items))
+		if err != nil && ix.err == nil {
+			ix.err = err
+		}
+		close(ix.progress)
+		ix.progress = make(chan struct{})
+		ix.mu.Unlock()
+	}
+}
+
+// apply indexes one batch of items.
+func (ix *Index) apply(items []item) error {
+	ix.bmu.RLock()
+	defer ix.bmu.RUnlock()
+	b := ix.bi.NewBatch()
+	for i := range items {
+		it := &items[i]
+		if it.isMark {
+			b.SetInternal(keyGen, genBytes(it.gen))
+			continue
+		}
+		if err := b.IndexAdvanced(ix.document(&it.doc)); err != nil {
+			return fmt.Errorf("index: batch: %w", err)
+		}
+	}
+	if err := ix.bi.Batch(b); err != nil {
+		return fmt.Errorf("index: batch: %w", err)
+	}
+	return nil
+}
+
+// document builds the bleve document of d; the previous turn of the same
+// session (in Add order) is indexed as context. Called by one goroutine at
+// a time (the worker, or Rebuild while the worker is parked).
+func (ix *Index) document(d *Doc) *document.Document {
+	doc := document.NewDocument(d.ID)
+	textOpts := bindex.IndexField
+	if !ix.opts.NoStoreText {
+		textOpts |= bindex.StoreField
+	}
+	doc.AddField(document.NewTextFieldCustom(fText, nil, []byte(d.Text), textOpts, ix.chat))
+	key := d.Agent + "\x00" + d.Session
+	if p := ix.prev[key]; p != "" {
+		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(p), bindex.IndexField, ix.chat))
+	}
+	if d.Kind != KindSummary {
+		ix.prev[key] = clip(d.Text, 2000)
+	}
+	kw := bindex.IndexField | bindex.StoreField
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fAgent, nil, []byte(d.Agent), kw))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fConv, nil, []byte(d.Conversation), kw))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fSession, nil, []byte(d.Session), kw))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fRole, nil, []byte(d.Role), kw))
+	kind := d.Kind
+	if kind == "" {
+		kind = KindMessage
+	}
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fKind, nil, []byte(kind), kw))
+	doc.AddField(document.NewNumericFieldWithIndexingOptions(fSeq, nil, float64(d.Seq), kw))
+	doc.AddField(document.NewNumericFieldWithIndexingOptions(fTS, nil, float64(d.Timestamp), kw))
+	return doc
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Rebuild replaces the index with one built from source (the store: it
+// yields every message and summary, sessions in Seq order), reporting the
+// number of docs indexed so far to progress (may be nil) after each batch.
+// Docs added while it runs are indexed as well. On success the generation
+// last passed to SetGeneration (or Options.Generation) is recorded and
+// NeedsRebuild reports false.
+func (ix *Index) Rebuild(ctx context.Context, source func(yield func(Doc) bool) error, progress func(done int)) error {
+	if err := ix.Flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+		// a sticky worker error is what a rebuild repairs; go on
+		if ctx.Err() != nil {
+			return err
+		}
+	}
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return ErrClosed
+	}
+	ix.needsRebuild, ix.reason = true, "rebuilding"
+	ix.mu.Unlock()
+
+	// Park the worker (it takes bmu.RLock per batch) and swap in an empty index.
+	ix.bmu.Lock()
+	ix.bi.Close()
+	if err := os.RemoveAll(ix.path()); err != nil {
+		ix.bmu.Unlock()
+		return fmt.Errorf("index: rebuild: %w", err)
+	}
+	bi, err := bleve.New(ix.path(), newMapping())
+	if err != nil {
+		ix.bmu.Unlock()
+		return fmt.Errorf("index: rebuild: %w", err)
+	}
+	ix.bi = bi
+	ix.prev = make(map[string]string)
+	b := bi.NewBatch()
+	b.SetInternal(keyFormat, []byte(strconv.Itoa(FormatVersion)))
+	n := 0
+	var ferr error
+	flush := func() bool {
+		if ferr = bi.Batch(b); ferr != nil {
+			ferr = fmt.Errorf("index: rebuild: %w", ferr)
+			return false
+		}
+		b.Reset()
+		if progress != nil {
+			progress(n)
+		}
+		return true
+	}
+	serr := source(func(d Doc) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		if err := b.IndexAdvanced(ix.document(&d)); err != nil {
+			ferr = fmt.Errorf("index: rebuild: %w", err)
+			return false
+		}
+		n++
+		if b.Size() >= ix.opts.BatchSize {
+			return flush()
+		}
+		return true
+	})
+	if serr == nil && ferr == nil && ctx.Err() == nil {
+		ix.mu.Lock()
+		gen := ix.wantGen
+		ix.mu.Unlock()
+		b.SetInternal(keyGen, genBytes(gen))
+		flush()
+	}
+	ix.bmu.Unlock()
+	switch {
+	case serr != nil:
+		return fmt.Errorf("index: rebuild: source: %w", serr)
+	case ferr != nil:
+		return ferr
+	case ctx.Err() != nil:
+		return fmt.Errorf("index: rebuild: %w", ctx.Err())
+	}
+	ix.mu.Lock()
+	ix.needsRebuild, ix.reason = false, ""
+	ix.err = nil
+	ix.mu.Unlock()
+	return nil
+}
+
+// DocCount returns the number of searchable docs.
+func (ix *Index) DocCount() (uint64, error) {
+	ix.bmu.RLock()
+	defer ix.bmu.RUnlock()
+	if ix.isClosed() {
+		return 0, ErrClosed
+	}
+	n, err := ix.bi.DocCount()
+	if err != nil {
+		return 0, fmt.Errorf("index: doc count: %w", err)
+	}
+	return n, nil
+}
+
+func (ix *Index) isClosed() bool {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.closed
+}
+
+// Close indexes what is queued, stops the worker and closes the index.
+// It is idempotent.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return nil
+	}
+	ix.closed = true
+	ix.mu.Unlock()
+	ix.signal()
+	ix.wg.Wait()
+	ix.mu.Lock()
+	close(ix.progress)
+	ix.progress = make(chan struct{})
+	ix.mu.Unlock()
+	ix.bmu.Lock()
+	defer ix.bmu.Unlock()
+	if err := ix.bi.Close(); err != nil {
+		return fmt.Errorf("index: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,268 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search"
+	"github.com/blevesearch/bleve/v2/search/query"
+)
+
+// ErrNoAgent is returned by a search without an agent that does not set
+// AllAgents: recall never crosses agents unless asked to.
+var ErrNoAgent = errors.New("index: query without agent (set Query.AllAgents to search every agent)")
+
+// MaxQueryTerms caps the distinct terms taken from a query text (the rest
+// are dropped), bounding query cost for long prompts.
+const MaxQueryTerms = 48
+
+// Query is a full-text search. Text is plain text (a prompt), never query
+// syntax: it is analyzed like the indexed text and its terms are OR-ed.
+type Query struct {
+	// Agent restricts the search to one agent's docs (required unless
+	// AllAgents).
+	Agent string
+	// AllAgents searches every agent (tools that are configured to cross
+	// agents; recall never sets it).
+	AllAgents bool
+	// Text is the query text.
+	Text string
+	// Conversations, when set, restricts to these conversations.
+	Conversations []string
+	// ExcludeConversation leaves one conversation out.
+	ExcludeConversation string
+	// Sessions, when set, restricts to these sessions.
+	Sessions []string
+	// ExcludeSessions leaves these sessions out.
+	ExcludeSessions []string
+	// Kind, when set, restricts to KindMessage or KindSummary.
+	Kind string
+	// Since and Until, when non-zero, bound Timestamp (inclusive, ms).
+	Since, Until int64
+	// K is the number of hits wanted (default 10).
+	K int
+	// WaitForLag makes the search wait until everything added before it is
+	// searchable (bounded by the context); otherwise docs still in the queue
+	// are not found (see Lag).
+	WaitForLag bool
+}
+
+// Terms returns the distinct analyzed terms of a query text, in order of
+// first appearance, at most MaxQueryTerms. This is the whole of query
+// parsing: no operator or syntax in the text has any effect.
+func (ix *Index) Terms(text string) []string {
+	return queryTerms(ix.chat, text)
+}
+
+func queryTerms(a analysis.Analyzer, text string) []string {
+	if text == "" {
+		return nil
+	}
+	if !utf8.ValidString(text) {
+		text = toValidUTF8(text)
+	}
+	if len(text) > 16<<10 {
+		text = text[:16<<10]
+	}
+	toks := a.Analyze([]byte(text))
+	seen := make(map[string]struct{}, len(toks))
+	out := make([]string, 0, len(toks))
+	for _, t := range toks {
+		if len(t.Term) == 0 || len(t.Term) > maxIdentLen {
+			continue
+		}
+		s := string(t.Term)
+		if _, ok := seen[s]; ok {
+			continue
+		}
+		seen[s] = struct{}{}
+		out = append(out, s)
+		if len(out) == MaxQueryTerms {
+			break
+		}
+	}
+	return out
+}
+
+func toValidUTF8(s string) string {
+	b := make([]rune, 0, len(s))
+	for _, r := range s {
+		b = append(b, r) // invalid bytes become U+FFFD
+	}
+	return string(b)
+}
+
+// Search runs q and returns up to q.K hits, best first.
+func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+	if q.K <= 0 {
+		q.K = 10
+	}
+	if q.Agent == "" && !q.AllAgents {
+		return nil, ErrNoAgent
+	}
+	if q.WaitForLag {
+		if err := ix.Flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	terms := ix.Terms(q.Text)
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	return ix.search(ctx, &q, terms, q.K)
+}
+
+// ctxBoost weighs the neighbour-context field against the text field.
+var ctxBoost = 0.25
+
+func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {
+	should := make([]query.Query, 0, 2*len(terms))
+	for _, t := range terms {
+		tq := query.NewTermQuery(t)
+		tq.SetField(fText)
+		should = append(should, tq)
+		if ctxBoost > 0 {
+			cq := query.NewTermQuery(t)
+			cq.SetField(fCtx)
+			cq.SetBoost(ctxBoost)
+			should = append(should, cq)
+		}
+	}
+	bq := query.NewBooleanQuery(nil, should, nil)
+	var filters []query.Query
+	if !q.AllAgents {
+		filters = append(filters, termQ(fAgent, q.Agent))
+	}
+	if len(q.Conversations) > 0 {
+		filters = append(filters, anyTerm(fConv, q.Conversations))
+	}
+	if len(q.Sessions) > 0 {
+		filters = append(filters, anyTerm(fSession, q.Sessions))
+	}
+	if q.Kind != "" {
+		filters = append(filters, termQ(fKind, q.Kind))
+	}
+	if q.Since != 0 || q.Until != 0 {
+		var lo, hi *float64
+		if q.Since != 0 {
+			v := float64(q.Since)
+			lo = &v
+		}
+		if q.Until != 0 {
+			v := float64(q.Until)
+			hi = &v
+		}
+		t := true
+		filters = append(filters, query.NewNumericRangeInclusiveQuery(lo, hi, &t, &t))
+		filters[len(filters)-1].(*query.NumericRangeQuery).SetField(fTS)
+	}
+	var not []query.Query
+	if q.ExcludeConversation != "" {
+		not = append(not, termQ(fConv, q.ExcludeConversation))
+	}
+	for _, s := range q.ExcludeSessions {
+		not = append(not, termQ(fSession, s))
+	}
+	if len(not) > 0 {
+		bq.AddMustNot(not...)
+	}
+	switch len(filters) {
+	case 0:
+	case 1:
+		bq.AddFilter(filters[0])
+	default:
+		bq.AddFilter(query.NewConjunctionQuery(filters))
+	}
+	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
+	req.Fields = storedFields(ix.opts.NoStoreText)
+	req.SortBy([]string{"-_score", "_id"})
+
+	ix.bmu.RLock()
+	defer ix.bmu.RUnlock()
+	if ix.isClosed() {
+		return nil, ErrClosed
+	}
+	res, err := ix.bi.SearchInContext(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("index: search: %w", err)
+	}
+	hits := make([]Hit, 0, len(res.Hits))
+	for _, h := range res.Hits {
+		hits = append(hits, hitFrom(h))
+	}
+	return hits, nil
+}
+
+func termQ(field, v string) *query.TermQuery {
+	t := query.NewTermQuery(v)
+	t.SetField(field)
+	return t
+}
+
+func anyTerm(field string, vs []string) query.Query {
+	if len(vs) == 1 {
+		return termQ(field, vs[0])
+	}
+	qs := make([]query.Query, len(vs))
+	for i, v := range vs {
+		qs[i] = termQ(field, v)
+	}
+	return query.NewDisjunctionQuery(qs)
+}
+
+var (
+	fieldsWithText = []string{fText, fAgent, fConv, fSession, fRole, fKind, fSeq, fTS}
+	fieldsNoText   = []string{fAgent, fConv, fSession, fRole, fKind, fSeq, fTS}
+)
+
+func storedFields(noText bool) []string {
+	if noText {
+		return fieldsNoText
+	}
+	return fieldsWithText
+}
+
+func hitFrom(h *search.DocumentMatch) Hit {
+	str := func(k string) string {
+		s, _ := h.Fields[k].(string)
+		return s
+	}
+	num := func(k string) float64 {
+		f, _ := h.Fields[k].(float64)
+		return f
+	}
+	score := h.Score
+	if math.IsNaN(score) {
+		score = 0
+	}
+	return Hit{
+		Doc: Doc{
+			ID:           h.ID,
+			Agent:        str(fAgent),
+			Conversation: str(fConv),
+			Session:      str(fSession),
+			Role:         str(fRole),
+			Kind:         str(fKind),
+			Seq:          uint64(num(fSeq)),
+			Timestamp:    int64(num(fTS)),
+			Text:         str(fText),
+		},
+		Score: score,
+	}
+}
+
+// sortHits orders hits by score, then id.
+func sortHits(hs []Hit) {
+	sort.SliceStable(hs, func(i, j int) bool {
+		if hs[i].Score != hs[j].Score {
+			return hs[i].Score > hs[j].Score
+		}
+		return hs[i].ID < hs[j].ID
+	})
+}
