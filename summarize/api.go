@@ -141,41 +141,6 @@ type SpendGuard struct{}
 // DefaultSpend is the process-wide spend guard used when GuardOptions.Spend is nil.
 var DefaultSpend = &SpendGuard{}
 
-// Extractive is the embedded deterministic summarizer: no network.
-type Extractive struct {
-	tc core.TokenCounter
-}
-
-// NewExtractive returns an extractive summarizer counting tokens with tc
-// (core.DefaultCounter when nil).
-func NewExtractive(tc core.TokenCounter) *Extractive {
-	if tc == nil {
-		tc = core.DefaultCounter()
-	}
-	return &Extractive{tc: tc}
-}
-
-// Name returns "extractive".
-func (e *Extractive) Name() string { return KindExtractive }
-
-// Summarize returns an extractive summary of req.Text.
-func (e *Extractive) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
-	n := e.tc.CountText(req.Text)
-	t := req.TargetTokens
-	if t <= 0 || t >= n {
-		t = n - 1
-	}
-	out := core.Truncate(e.tc, req.Text, t)
-	if out == "" {
-		return "", fmt.Errorf("summarize: extractive: input too small: %w", core.ErrSummarizerFailed)
-	}
-	return out, nil
-}
-
-// Identifiers returns the opaque identifiers found in text, in order of
-// first appearance, without duplicates.
-func Identifiers(text string) []string { return nil }
-
 // FromConfig builds the summarizer cfg describes. Model kinds are wrapped in
 // a Guard that falls back to the extractive summarizer.
 func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {

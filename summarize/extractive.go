@@ -1,0 +1,691 @@
+package summarize
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// Extractive is the embedded summarizer: deterministic, no network. It picks
+// and trims the sentences that carry asks, constraints, decisions, errors,
+// outcomes and identifiers, and lays them out in fixed sections. Its output
+// is always strictly shorter (in tokens) than its input (Text plus
+// PreviousSummary) and never longer than TargetTokens. It is safe for
+// concurrent use.
+type Extractive struct {
+	tc core.TokenCounter
+}
+
+// NewExtractive returns an extractive summarizer counting tokens with tc
+// (core.DefaultCounter when nil).
+func NewExtractive(tc core.TokenCounter) *Extractive {
+	if tc == nil {
+		tc = core.DefaultCounter()
+	}
+	return &Extractive{tc: tc}
+}
+
+// Name returns "extractive".
+func (e *Extractive) Name() string { return KindExtractive }
+
+// Sections of a summary, in output order.
+const (
+	secGoal = iota
+	secConstraints
+	secDone
+	secInProgress
+	secBlocked
+	secDecisions
+	secNext
+	secContext
+	numSections
+	secNone = -1
+)
+
+// Headings of the full (compaction) form and labels of the compact form.
+var (
+	sectionHeadings = [numSections]string{
+		"## Goal", "## Constraints and preferences", "### Done", "### In progress", "### Blocked",
+		"## Key decisions", "## Next steps", "## Critical context",
+	}
+	sectionLabels = [numSections]string{
+		"Goal", "Constraints", "Done", "In progress", "Blocked", "Decisions", "Next", "Context",
+	}
+)
+
+// ProgressHeading is printed before the Done/In progress/Blocked headings.
+const progressHeading = "## Progress"
+
+// identifiersLabel starts the line listing identifiers kept verbatim.
+const identifiersLabel = "Identifiers: "
+
+// Word flags found by the keyword scan.
+const (
+	fAsk = 1 << iota
+	fConstraint
+	fDecision
+	fError
+	fDone
+	fProgress
+	fBlocked
+	fNext
+)
+
+var keywords = func() map[string]uint16 {
+	m := map[string]uint16{}
+	add := func(f uint16, words string) {
+		for _, w := range strings.Fields(words) {
+			m[w] |= f
+		}
+	}
+	add(fAsk, "please can could would want need lets let's make implement add fix create write build help how why what where should")
+	add(fConstraint, "must never always don't dont avoid prefer preferably require required requires only without mustn't shouldn't cannot no-")
+	add(fDecision, "decided decide decision decisions chose chosen choose instead opted settled approach tradeoff rather switched agreed plan")
+	add(fError, "error errors failed fail fails failure failing panic exception traceback unable denied refused timeout crash crashed broken bug undefined enoent eacces fatal invalid mismatch couldn't can't segfault regression")
+	add(fDone, "done fixed implemented added created updated completed complete passes passed passing works succeeded success successfully merged committed resolved removed refactored renamed wrote built finished verified")
+	add(fProgress, "currently ongoing wip progress started starting continuing working now")
+	add(fBlocked, "blocked blocking stuck waiting blocker pending")
+	add(fNext, "next todo remaining later follow-up then will tbd afterwards")
+	return m
+}()
+
+var roleWords = map[string]byte{
+	"user": 'u', "human": 'u', "assistant": 'a', "ai": 'a', "model": 'a',
+	"tool": 't', "toolresult": 't', "tool_result": 't', "bash": 't', "bashexecution": 't', "output": 't',
+	"system": 's', "summary": 'p', "compactionsummary": 'p', "branchsummary": 'p',
+}
+
+// sent is one candidate sentence.
+type sent struct {
+	text    string
+	order   int
+	section int
+	score   float64
+	cost    int // estimated tokens
+	prev    bool
+}
+
+// maxSentBytes caps one kept sentence; longer ones are cut at a space.
+const maxSentBytes = 360
+
+// Summarize returns an extractive summary of req. It fails (wrapping
+// core.ErrSummarizerFailed) only when the input is too small to shorten.
+func (e *Extractive) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("summarize: extractive: %w", err)
+	}
+	nText := e.tc.CountText(req.Text)
+	nPrev := 0
+	if req.PreviousSummary != "" {
+		nPrev = e.tc.CountText(req.PreviousSummary)
+	}
+	in := nText + nPrev
+	if in <= 1 {
+		return "", fmt.Errorf("summarize: extractive: input of %d tokens is too small to shorten: %w", in, core.ErrSummarizerFailed)
+	}
+	target := req.TargetTokens
+	if target <= 0 || target >= in {
+		target = in - 1
+	}
+	if req.Aggressive && target > 64 {
+		target = target * 2 / 3
+	}
+	// tokens per byte, to estimate sentence costs without counting each one.
+	nBytes := len(req.Text) + len(req.PreviousSummary)
+	ratio := float64(in) / float64(nBytes)
+
+	p := plan{req: req, ratio: ratio, compact: req.Kind != core.SummaryCompaction || target < 160 || req.Aggressive}
+	p.collect()
+
+	budget := target
+	var out string
+	for attempt := 0; attempt < 4; attempt++ {
+		out = p.render(budget)
+		got := e.tc.CountText(out)
+		if got <= target {
+			break
+		}
+		budget = int(float64(budget) * float64(target) / float64(got) * 0.95)
+		if attempt == 2 {
+			out = core.Truncate(e.tc, out, target)
+			break
+		}
+	}
+	if strings.TrimSpace(out) == "" {
+		out = core.Truncate(e.tc, strings.TrimSpace(req.PreviousSummary+"\n"+req.Text), target)
+	}
+	if strings.TrimSpace(out) == "" {
+		return "", fmt.Errorf("summarize: extractive: nothing fits in %d tokens: %w", target, core.ErrSummarizerFailed)
+	}
+	return out, nil
+}
+
+// plan holds the candidates of one request.
+type plan struct {
+	req     core.SummarizeRequest
+	ratio   float64
+	compact bool
+	sents   []sent
+	ids     []string // identifiers, most frequent first
+	prevIDs []string // identifiers listed by the previous summary
+	focus   map[string]struct{}
+}
+
+// collect splits the inputs into scored candidate sentences.
+func (p *plan) collect() {
+	p.focus = map[string]struct{}{}
+	forEachWord(p.req.Focus, func(w string) {
+		if len(w) >= 3 && !stopword(w) {
+			p.focus[w] = struct{}{}
+		}
+	})
+	if p.req.PreviousSummary != "" {
+		p.collectPrevious(p.req.PreviousSummary)
+	}
+	p.collectText(p.req.Text)
+	// identifiers by frequency, then first appearance
+	count := map[string]int{}
+	var order []string
+	scanIdentifiers(p.req.Text, func(id string) {
+		if count[id] == 0 {
+			order = append(order, id)
+		}
+		count[id]++
+	})
+	sort.SliceStable(order, func(i, j int) bool { return count[order[i]] > count[order[j]] })
+	p.ids = order
+	// diminishing returns within a section: the k-th best loses 0.35*k.
+	idx := make([]int, len(p.sents))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p.sents[idx[a]].score > p.sents[idx[b]].score })
+	var rank [numSections]int
+	for _, i := range idx {
+		s := &p.sents[i]
+		if s.section >= 0 {
+			s.score -= 0.35 * float64(rank[s.section])
+			rank[s.section]++
+		}
+	}
+}
+
+// collectPrevious turns a previous summary into candidates that keep their
+// section when it is in this package's format.
+func (p *plan) collectPrevious(prev string) {
+	section := secNone
+	for _, line := range strings.Split(prev, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" {
+			continue
+		}
+		if s, rest, ok := parseHeading(t); ok {
+			section = s
+			if rest == "" {
+				continue
+			}
+			t = rest
+		}
+		if strings.HasPrefix(t, identifiersLabel) || strings.HasPrefix(t, "- "+identifiersLabel) {
+			for _, id := range strings.Split(t[strings.Index(t, identifiersLabel)+len(identifiersLabel):], ", ") {
+				if id = strings.TrimSpace(id); id != "" {
+					p.prevIDs = append(p.prevIDs, id)
+				}
+			}
+			continue
+		}
+		if strings.HasPrefix(t, "Focus: ") {
+			continue
+		}
+		t = strings.TrimPrefix(strings.TrimPrefix(t, "- "), "* ")
+		if t == "(none)" || t == "" {
+			continue
+		}
+		for _, item := range strings.Split(t, " · ") {
+			p.add(item, 'p', section, true)
+		}
+	}
+}
+
+// parseHeading recognises a section heading of either form ("## Goal",
+// "Goal: ...") and returns the section and any text after it.
+func parseHeading(t string) (int, string, bool) {
+	if strings.HasPrefix(t, "#") {
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(t, "#")))
+		h = strings.TrimSuffix(h, ":")
+		switch {
+		case h == "progress":
+			return secNone, "", true
+		case strings.HasPrefix(h, "goal"):
+			return secGoal, "", true
+		case strings.HasPrefix(h, "constraint"):
+			return secConstraints, "", true
+		case h == "done" || strings.HasPrefix(h, "completed"):
+			return secDone, "", true
+		case strings.HasPrefix(h, "in progress"):
+			return secInProgress, "", true
+		case strings.HasPrefix(h, "blocked"):
+			return secBlocked, "", true
+		case strings.Contains(h, "decision"):
+			return secDecisions, "", true
+		case strings.HasPrefix(h, "next"):
+			return secNext, "", true
+		case strings.Contains(h, "context"):
+			return secContext, "", true
+		}
+		return secNone, "", true
+	}
+	for s, l := range sectionLabels {
+		if len(t) > len(l)+1 && strings.HasPrefix(t, l) && t[len(l)] == ':' {
+			return s, strings.TrimSpace(t[len(l)+1:]), true
+		}
+	}
+	return 0, "", false
+}
+
+// collectText splits the rendered messages into sentences, tracking the
+// speaker from role markers at line starts ("user:", "[assistant]", ...).
+func (p *plan) collectText(text string) {
+	role := byte('?')
+	for len(text) > 0 {
+		k := strings.IndexByte(text, '\n')
+		var line string
+		if k < 0 {
+			line, text = text, ""
+		} else {
+			line, text = text[:k], text[k+1:]
+		}
+		if r, rest, ok := roleMarker(line); ok {
+			role, line = r, rest
+		}
+		t := strings.TrimSpace(line)
+		if len(t) < 3 {
+			continue
+		}
+		codeLike := isCodeLike(line, t)
+		for len(t) > 0 {
+			end := sentenceEnd(t)
+			s := strings.TrimSpace(t[:end])
+			t = strings.TrimSpace(t[end:])
+			if len(s) >= 8 {
+				if codeLike {
+					p.add(s, role|0x80, secNone, false)
+				} else {
+					p.add(s, role, secNone, false)
+				}
+			}
+		}
+	}
+}
+
+// roleMarker recognises "user:", "[user]", "<assistant>", "## tool (read):".
+func roleMarker(line string) (byte, string, bool) {
+	i := 0
+	for i < len(line) && i < 4 && (line[i] == '[' || line[i] == '#' || line[i] == '<' || line[i] == '*' || line[i] == ' ') {
+		i++
+	}
+	j := i
+	for j < len(line) && j-i < 20 && (isLetter(line[j]) || line[j] == '_') {
+		j++
+	}
+	if j == i || j >= len(line) {
+		return 0, "", false
+	}
+	word := line[i:j]
+	if j+1 < len(line) && line[j] == ' ' && line[j+1] == '(' {
+		j++
+	}
+	switch line[j] {
+	case ':', ']', '>', '(', '*':
+	default:
+		return 0, "", false
+	}
+	var buf [20]byte
+	w := buf[:0]
+	for k := 0; k < len(word); k++ {
+		w = append(w, word[k]|0x20)
+	}
+	r, ok := roleWords[string(w)]
+	if !ok {
+		return 0, "", false
+	}
+	// skip to the end of the marker
+	k := j
+	if line[k] == '(' {
+		if c := strings.IndexByte(line[k:], ')'); c > 0 && c < 60 {
+			k += c + 1
+		}
+	}
+	for k < len(line) && (line[k] == ':' || line[k] == ']' || line[k] == '>' || line[k] == '*') {
+		k++
+	}
+	return r, line[k:], true
+}
+
+// isCodeLike guesses whether a line is source code or data rather than prose.
+func isCodeLike(line, t string) bool {
+	if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "    ") {
+		return true
+	}
+	switch t[len(t)-1] {
+	case '{', '}', ';', ')', ',', '(', '[', ']':
+		return true
+	}
+	switch t[0] {
+	case '{', '}', '/', '<', '|', '+', '=':
+		return true
+	}
+	return false
+}
+
+// sentenceEnd returns the end of the first sentence of t: after ". ", "? ",
+// "! " followed by an upper-case letter, a digit or a quote, or the whole of
+// t, capped near maxSentBytes*2 at a space.
+func sentenceEnd(t string) int {
+	lim := len(t)
+	if lim > maxSentBytes*2 {
+		lim = maxSentBytes * 2
+	}
+	for i := 1; i+2 < lim; i++ {
+		c := t[i]
+		if (c == '.' || c == '?' || c == '!') && t[i+1] == ' ' {
+			n := t[i+2]
+			if isUpper(n) || isDigit(n) || n == '"' || n == '`' || n == '*' {
+				return i + 1
+			}
+		}
+	}
+	if lim < len(t) {
+		if k := strings.LastIndexByte(t[:lim], ' '); k > lim/2 {
+			return k
+		}
+		for lim < len(t) && !isRuneStartByte(t[lim]) {
+			lim++
+		}
+	}
+	return lim
+}
+
+func isRuneStartByte(b byte) bool { return b&0xC0 != 0x80 }
+
+// add scores one sentence and appends it as a candidate.
+func (p *plan) add(s string, role byte, section int, prev bool) {
+	code := role&0x80 != 0
+	role &^= 0x80
+	if len(s) > maxSentBytes {
+		cut := maxSentBytes
+		if k := strings.LastIndexByte(s[:cut], ' '); k > cut/2 {
+			cut = k
+		}
+		for cut > 0 && !isRuneStartByte(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	var flags uint16
+	focus := false
+	forEachWord(s, func(w string) {
+		flags |= keywords[w]
+		if !focus {
+			if _, ok := p.focus[w]; ok {
+				focus = true
+			}
+		}
+	})
+	ids := 0
+	scanIdentifiers(s, func(string) { ids++ })
+	digits := strings.IndexAny(s, "0123456789") >= 0
+	if strings.Contains(s, "✅") {
+		flags |= fDone
+	}
+
+	score := 0.0
+	if section == secNone {
+		if code || role == 't' {
+			// tool output and code: only errors and identifiers matter
+			flags &= fError
+		}
+		section, score = classify(flags, role, ids)
+		if code && section != secNone {
+			score = 0.5
+		} else if role == 't' && section != secNone {
+			score -= 1
+		}
+	} else {
+		score = 3
+	}
+	if section == secNone {
+		return
+	}
+	if prev {
+		score += 5
+	}
+	if ids > 4 {
+		ids = 4
+	}
+	if code {
+		score += 0.25 * float64(ids)
+	} else {
+		score += 0.6 * float64(ids)
+	}
+	if digits {
+		score += 0.2
+	}
+	if focus && code {
+		score += 1
+	} else if focus {
+		score += 4
+	}
+	cost := int(float64(len(s)+3)*p.ratio) + 1
+	score -= float64(cost) / 60
+	score += float64(len(p.sents)) * 1e-6 // later sentences win ties: the latest state
+	p.sents = append(p.sents, sent{text: s, order: len(p.sents), section: section, score: score, cost: cost, prev: prev})
+}
+
+// classify picks a sentence's section and base score from its keywords.
+func classify(f uint16, role byte, ids int) (int, float64) {
+	switch {
+	case role == 'u' && f&fConstraint != 0:
+		return secConstraints, 3.5
+	case role == 'u':
+		return secGoal, 3
+	case f&fBlocked != 0:
+		return secBlocked, 3
+	case f&fDecision != 0:
+		return secDecisions, 3
+	case f&fError != 0:
+		return secContext, 2.5
+	case f&fDone != 0:
+		return secDone, 2
+	case f&fNext != 0:
+		return secNext, 2.2
+	case f&fProgress != 0:
+		return secInProgress, 1.8
+	case ids > 0:
+		return secContext, 1.2
+	}
+	return secNone, 0
+}
+
+// forEachWord calls fn with every ASCII word of s, lower-cased (apostrophes
+// and inner hyphens kept). The string passed to fn is only valid during the
+// call.
+func forEachWord(s string, fn func(string)) {
+	var buf [24]byte
+	n := 0
+	long := false
+	flush := func() {
+		if n > 0 && !long {
+			fn(string(buf[:n]))
+		}
+		n, long = 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if isLetter(c) || (n > 0 && (c == '\'' || c == '-')) {
+			if n < len(buf) {
+				buf[n] = c | 0x20
+				n++
+			} else {
+				long = true
+			}
+			continue
+		}
+		flush()
+	}
+	flush()
+}
+
+var stopwords = setOf("the and for with that this from into what when where which while have has had was were are " +
+	"you your our their them they then than also just only about please keep focus more most some any all")
+
+func stopword(w string) bool { _, ok := stopwords[w]; return ok }
+
+// render lays out the best candidates that fit in about budget tokens.
+func (p *plan) render(budget int) string {
+	var headCost int
+	focusLine := ""
+	if f := strings.TrimSpace(p.req.Focus); f != "" {
+		f = strings.Join(strings.Fields(f), " ")
+		if len(f) > 200 {
+			f = f[:200]
+			for len(f) > 0 && !isRuneStartByte(f[len(f)-1]) {
+				f = f[:len(f)-1]
+			}
+		}
+		focusLine = "Focus: " + f
+		headCost += int(float64(len(focusLine)+1)*p.ratio) + 2
+	}
+	if !p.compact {
+		headCost += 45 + 3*numSections // headings and "(none)" lines
+	}
+	avail := budget - headCost
+	if avail < 1 {
+		avail = budget / 2
+	}
+
+	// pick sentences for ~80% of the room, then identifiers, then more sentences.
+	order := make([]int, len(p.sents))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return p.sents[order[a]].score > p.sents[order[b]].score })
+	chosen := make([]bool, len(p.sents))
+	seen := map[string]struct{}{}
+	used := 0
+	pick := func(limit int) {
+		misses := 0
+		for _, i := range order {
+			if chosen[i] {
+				continue
+			}
+			s := p.sents[i]
+			if used+s.cost > limit {
+				misses++
+				if misses > 64 {
+					return
+				}
+				continue
+			}
+			if _, dup := seen[s.text]; dup {
+				continue
+			}
+			seen[s.text] = struct{}{}
+			chosen[i] = true
+			used += s.cost
+		}
+	}
+	pick(avail * 4 / 5)
+
+	var keptText strings.Builder
+	for i, c := range chosen {
+		if c {
+			keptText.WriteString(p.sents[i].text)
+			keptText.WriteByte('\n')
+		}
+	}
+	kept := keptText.String()
+	var idLine []string
+	idSeen := map[string]struct{}{}
+	addID := func(id string) bool {
+		if _, ok := idSeen[id]; ok {
+			return true
+		}
+		idSeen[id] = struct{}{}
+		if strings.Contains(kept, id) {
+			return true
+		}
+		c := int(float64(len(id)+2)*p.ratio) + 1
+		if used+c > avail {
+			return false
+		}
+		used += c
+		idLine = append(idLine, id)
+		return true
+	}
+	for _, id := range p.prevIDs {
+		if !addID(id) {
+			break
+		}
+	}
+	for _, id := range p.ids {
+		if !addID(id) {
+			break
+		}
+	}
+	pick(avail)
+
+	var bySec [numSections][]string
+	for i, c := range chosen {
+		if c {
+			s := p.sents[i]
+			bySec[s.section] = append(bySec[s.section], s.text)
+		}
+	}
+	var b strings.Builder
+	if focusLine != "" {
+		b.WriteString(focusLine)
+		b.WriteByte('\n')
+	}
+	if p.compact {
+		for s := 0; s < numSections; s++ {
+			if len(bySec[s]) == 0 {
+				continue
+			}
+			b.WriteString(sectionLabels[s])
+			b.WriteString(": ")
+			b.WriteString(strings.Join(bySec[s], " · "))
+			b.WriteByte('\n')
+		}
+		if len(idLine) > 0 {
+			b.WriteString(identifiersLabel)
+			b.WriteString(strings.Join(idLine, ", "))
+			b.WriteByte('\n')
+		}
+		return strings.TrimRight(b.String(), "\n")
+	}
+	for s := 0; s < numSections; s++ {
+		if s == secDone {
+			b.WriteString(progressHeading)
+			b.WriteByte('\n')
+		}
+		b.WriteString(sectionHeadings[s])
+		b.WriteByte('\n')
+		items := bySec[s]
+		if s == secContext && len(idLine) > 0 {
+			items = append(items, identifiersLabel+strings.Join(idLine, ", "))
+		}
+		if len(items) == 0 {
+			b.WriteString("- (none)\n")
+		}
+		for _, it := range items {
+			b.WriteString("- ")
+			b.WriteString(it)
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
