@@ -410,30 +410,41 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 	if jobs := c.condenseJobs(items[:tail], fanIn); len(jobs) > 0 {
 		return c.assignIDs(jobs)
 	}
-	if !pressure {
-		return nil
+	if !pressure || sumTokens(items[tail:])+c.overhead+c.minText > goal {
+		return nil // no pressure, or the tail alone leaves no room: stop
 	}
-	// Last resort under pressure: re-summarize the shallowest lone summary
-	// one depth up, sized to the room left, so depths can meet and merge.
-	best := -1
-	for i, it := range items[:tail] {
-		if it.IsSummary() && it.Tokens >= c.minChunk() && (best < 0 || it.Depth < items[best].Depth) {
-			best = i
+	// Last resort under pressure: re-summarize the shallowest lone
+	// summaries one depth up, sized to the room left, so that depths meet
+	// and merge (a condensed summary of one source).
+	minDepth, nSum := -1, 0
+	for _, it := range items[:tail] {
+		if it.IsSummary() && it.Tokens >= c.minChunk() {
+			nSum++
+			if minDepth < 0 || it.Depth < minDepth {
+				minDepth = it.Depth
+			}
 		}
 	}
-	if best < 0 {
+	if minDepth < 0 {
 		return nil
 	}
-	it := items[best]
-	room := goal - (total - it.Tokens) - c.overhead
-	t := c.target(c.cfg.CondensedTargetTokens, it.Tokens)
-	if room < t {
-		t = room
+	var jobs []job
+	for i, it := range items[:tail] {
+		if !it.IsSummary() || it.Depth != minDepth || it.Tokens < c.minChunk() {
+			continue
+		}
+		t := c.target(c.cfg.CondensedTargetTokens, it.Tokens)
+		if nSum == 1 {
+			if room := goal - (total - it.Tokens) - c.overhead; room < t {
+				t = room
+			}
+		}
+		if t < 0 {
+			t = 0
+		}
+		jobs = append(jobs, job{kind: KindCondensed, depth: it.Depth + 1, items: items[i : i+1], tokens: it.Tokens, target: t})
 	}
-	if t < 0 {
-		t = 0
-	}
-	return c.assignIDs([]job{{kind: KindCondensed, depth: it.Depth + 1, items: items[best : best+1], tokens: it.Tokens, target: t}})
+	return c.assignIDs(jobs)
 }
 
 func (c *Compactor) assignIDs(jobs []job) []job {
@@ -468,9 +479,21 @@ func (c *Compactor) leafChunks(items []Item) [][]Item {
 			tok += items[i].Tokens
 		}
 		run = append(run, items[start:b])
-		if n := len(run); n > 1 && sumTokens(run[n-1]) < c.minChunk() {
-			run[n-2] = items[b-len(run[n-2])-len(run[n-1]) : b]
-			run = run[:n-1]
+		// Merge chunks too small to be worth a summary into a neighbour, so
+		// no raw island is left stranded between summaries (it would block
+		// condensation for good).
+		for k := 0; k < len(run) && len(run) > 1; {
+			if sumTokens(run[k]) >= c.minChunk() {
+				k++
+				continue
+			}
+			if k+1 < len(run) {
+				run[k] = run[k][:len(run[k])+len(run[k+1])]
+				run = append(run[:k+1], run[k+2:]...)
+			} else {
+				run[k-1] = run[k-1][:len(run[k-1])+len(run[k])]
+				run = run[:k]
+			}
 		}
 		for _, ch := range run {
 			if sumTokens(ch) >= c.minChunk() {
