@@ -359,7 +359,7 @@ func (t *Transcript) Window() Window {
 		return Window{Entries: filterCompactions(branch)}
 	}
 	c := branch[last]
-	first := last + 1
+	first := last // nothing kept before the compaction unless it names an entry
 	switch {
 	case c.FirstKeptEntryID != "":
 		for i := 0; i < last; i++ {

@@ -48,7 +48,9 @@ func TestTranscriptEntriesByteForByte(t *testing.T) {
 				if !bytes.Equal(data[e.Offset:e.Offset+int64(len(e.Raw))], e.Raw) || e.Index != i+1 || e.Line != i+2 {
 					t.Fatalf("entry %d position wrong: offset %d index %d line %d", i, e.Offset, e.Index, e.Line)
 				}
-				if e.Type == EntryMessage {
+				// (The real transcripts' messages are checked by
+				// TestMessageRoundTripRealTranscripts.)
+				if e.Type == EntryMessage && len(tr.Entries) < 100 {
 					raw, _ := member(t, e.Raw, "message")
 					if !bytes.Equal(e.Message.Raw(), raw) {
 						t.Fatalf("entry %d message bytes differ", i)
