@@ -45,6 +45,12 @@ type Engine struct {
 
 	// cache of token counts by content hash (bounded).
 	counts *countCache
+
+	// resolved caches conversation resolution: agent/session/key -> convID.
+	resolved sync.Map
+
+	// importMus serialises imports of one file: agent/path -> *sync.Mutex.
+	importMus sync.Map
 }
 
 var (

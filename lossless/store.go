@@ -240,6 +240,13 @@ type convState struct {
 	rec convRecord
 	// loaded is true once rec was read from the store.
 	loaded bool
+
+	// asmMu guards the parsed messages and rendered summaries of the last
+	// assembled context, reused by the next Assemble (most of a context is
+	// the same from one turn to the next).
+	asmMu   sync.Mutex
+	asmMsgs map[uint64]core.Message
+	asmSums map[string]core.Message
 }
 
 func (e *Engine) state(c convID) *convState {

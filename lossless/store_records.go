@@ -33,6 +33,7 @@ func hashRaw(raw []byte) msgHash {
 const (
 	flagHeartbeat = 1 << 0 // the message was delivered with isHeartbeat
 	flagLarge     = 1 << 1 // represented in the context by a reference (see pLarge)
+	flagHidden    = 1 << 2 // never shown: thinking-only/empty assistant turn, excludeFromContext
 )
 
 const recordVersion = 1

@@ -1,0 +1,492 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+)
+
+// ImportResult reports one import of a session file.
+type ImportResult struct {
+	// SessionID is the conversation's session id: the id in the file's
+	// header (or the caller's).
+	SessionID string `json:"sessionId"`
+	// Imported counts messages stored by this run, Duplicates messages
+	// already stored (skipped).
+	Imported   int `json:"imported"`
+	Duplicates int `json:"duplicates"`
+	// Summaries counts compaction entries imported as summaries.
+	Summaries int `json:"summaries"`
+	// Malformed lists the lines skipped, with their line numbers.
+	Malformed []core.LineError `json:"malformed,omitempty"`
+	// Bytes is the number of bytes of the file read by this run.
+	Bytes int64 `json:"bytes"`
+	// Resumed is true when the run continued from a checkpoint (only the
+	// appended part was read); false for a first import or a rewritten file.
+	Resumed bool `json:"resumed"`
+}
+
+// checkpoint is an imported file's progress: F agent path -> JSON.
+type checkpoint struct {
+	SessionID string `json:"sessionId"`
+	Conv      string `json:"conv"`
+	Offset    int64  `json:"offset"`
+	Line      int    `json:"line"`
+	Index     int    `json:"index"`
+	MtimeNs   int64  `json:"mtimeNs"`
+	// HeadHash and TailHash are SHA-256 of the first line and of the bytes
+	// from the last entry's start to Offset: a file rewritten before Offset
+	// is detected and imported again (without duplicates).
+	HeadHash  string `json:"headHash"`
+	TailStart int64  `json:"tailStart"`
+	TailHash  string `json:"tailHash"`
+}
+
+// importBatch is the number of message entries counted and stored at once.
+const importBatch = 512
+
+// Import imports (or incrementally re-imports) an OpenClaw session JSONL
+// file into agent's store ("" = Config.AgentID). It streams the file in
+// constant memory, resumes from the file's checkpoint when the file was
+// only appended to, re-reads a rewritten or rotated file from the start
+// without storing anything twice, and skips malformed lines (reported in
+// Malformed). Compaction entries become summaries (Method "imported") over
+// the messages they replaced.
+func (e *Engine) Import(ctx context.Context, agent, sessionFile string) (ImportResult, error) {
+	if agent == "" {
+		agent = e.cfg.AgentID
+	}
+	return e.importFile(ctx, agent, "", "", sessionFile)
+}
+
+// Bootstrap imports the session's transcript (p.SessionFile) incrementally;
+// see Import. A missing file is not an error: bootstrapped is false.
+func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.BootstrapResult, error) {
+	if p.SessionID == "" {
+		return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", core.ErrEmptySessionID)
+	}
+	if p.SessionFile == "" {
+		return core.BootstrapResult{Reason: "no session file"}, nil
+	}
+	res, err := e.importFile(ctx, e.agentFor("", p.SessionKey), p.SessionID, p.SessionKey, p.SessionFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A new session: make sure the conversation exists.
+		if done, err2 := e.enter(); err2 == nil {
+			_, err2 = e.resolve(ctx, e.agentFor("", p.SessionKey), p.SessionID, p.SessionKey, true)
+			done()
+			if err2 != nil {
+				return core.BootstrapResult{}, err2
+			}
+		}
+		return core.BootstrapResult{Bootstrapped: false, Reason: "no transcript yet"}, nil
+	}
+	if err != nil {
+		return core.BootstrapResult{}, err
+	}
+	r := core.BootstrapResult{Bootstrapped: true, ImportedMessages: res.Imported}
+	if len(res.Malformed) > 0 {
+		r.Reason = fmt.Sprintf("%d malformed lines skipped", len(res.Malformed))
+	}
+	return r, nil
+}
+
+func (e *Engine) importLock(agent, path string) *sync.Mutex {
+	v, _ := e.importMus.LoadOrStore(agent+"\x00"+path, new(sync.Mutex))
+	return v.(*sync.Mutex)
+}
+
+type importChunk struct {
+	entries []core.Entry // message entries, and a compaction entry last
+	offset  int64        // reader offset after the chunk
+	line    int
+	index   int
+	tail    int64 // start of the last entry of the chunk
+	header  *core.Header
+	err     error
+}
+
+func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, path string) (ImportResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer done()
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	mu := e.importLock(agent, path)
+	mu.Lock()
+	defer mu.Unlock()
+
+	f, err := os.Open(path)
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
+	}
+	var cp checkpoint
+	hasCP := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, checkKey(agent, path), &cp) }) == nil
+	res := ImportResult{}
+	start := int64(0)
+	line, index := 0, 0
+	if hasCP && e.checkpointValid(f, st, cp) {
+		if cp.Offset == st.Size() {
+			res.SessionID = cp.SessionID
+			res.Resumed = true
+			return res, nil
+		}
+		start, line, index = cp.Offset, cp.Line, cp.Index
+		res.Resumed = true
+		if sessionID == "" {
+			sessionID = cp.SessionID
+		}
+	}
+	headHash := cp.HeadHash
+	if !res.Resumed {
+		headHash = hashFirstLine(f)
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
+	}
+
+	// Reader goroutine: parse lines into chunks while the previous chunk is
+	// counted and stored.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan importChunk, 2)
+	tr := core.NewTranscriptReader(f, start, line, index)
+	go func() {
+		defer close(chunks)
+		var cur importChunk
+		nmsg := 0
+		send := func() bool {
+			cur.offset, cur.line, cur.index, cur.header = tr.Offset(), tr.Lines(), tr.Index(), tr.Header()
+			select {
+			case chunks <- cur:
+			case <-rctx.Done():
+				return false
+			}
+			cur, nmsg = importChunk{}, 0
+			return true
+		}
+		for {
+			ent, err := tr.Next()
+			if err == io.EOF {
+				send()
+				return
+			}
+			if err != nil {
+				cur.err = err
+				send()
+				return
+			}
+			cur.tail = ent.Offset
+			switch ent.Type {
+			case core.EntryMessage:
+				cur.entries = append(cur.entries, ent)
+				nmsg++
+				if nmsg >= importBatch && !send() {
+					return
+				}
+			case core.EntryCompaction:
+				cur.entries = append(cur.entries, ent)
+				if !send() {
+					return
+				}
+			default:
+				if ent.ID != "" {
+					// Kept (without its body) so that firstKeptEntryId can
+					// name a non-message entry.
+					cur.entries = append(cur.entries, core.Entry{Type: ent.Type, ID: ent.ID, Index: ent.Index})
+				}
+			}
+		}
+	}()
+
+	var conv *Conversation
+	var tag [8]byte
+	lastTail := cp.TailStart
+	for ch := range chunks {
+		if ch.err != nil {
+			return res, fmt.Errorf("lossless: import %s: %w", path, ch.err)
+		}
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("lossless: import: %w", err)
+		}
+		if conv == nil {
+			if sessionID == "" && ch.header != nil {
+				sessionID = ch.header.ID
+			}
+			if sessionID == "" {
+				sessionID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+			}
+			c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
+			if err != nil {
+				return res, err
+			}
+			conv = &Conversation{e: e, id: c, Agent: agent}
+			tag = fileTag(sessionID)
+			res.SessionID = sessionID
+		}
+		if err := e.importChunk(ctx, conv, tag, ch.entries, &res); err != nil {
+			return res, err
+		}
+		if len(ch.entries) > 0 || ch.tail > 0 {
+			lastTail = ch.tail
+		}
+		tailHash, err := hashRange(f, lastTail, ch.offset)
+		if err != nil {
+			return res, err
+		}
+		ncp := checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: ch.offset, Line: ch.line,
+			Index: ch.index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash}
+		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
+			return res, err
+		}
+		res.Bytes = ch.offset - start
+	}
+	res.Malformed = tr.Malformed()
+	return res, nil
+}
+
+// checkpointValid reports whether the file still holds, byte for byte, the
+// part imported before (same first line, same last entry), so that only
+// the rest must be read.
+func (e *Engine) checkpointValid(f *os.File, st os.FileInfo, cp checkpoint) bool {
+	if st.Size() < cp.Offset || cp.Offset <= 0 {
+		return false
+	}
+	if hashFirstLine(f) != cp.HeadHash {
+		return false
+	}
+	h, err := hashRange(f, cp.TailStart, cp.Offset)
+	return err == nil && h == cp.TailHash
+}
+
+func hashFirstLine(f *os.File) string {
+	buf := make([]byte, 64<<10)
+	n, _ := f.ReadAt(buf, 0)
+	buf = buf[:n]
+	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+		buf = buf[:i]
+	}
+	s := sha256.Sum256(buf)
+	return hex.EncodeToString(s[:])
+}
+
+func hashRange(f *os.File, from, to int64) (string, error) {
+	h := sha256.New()
+	if to > from {
+		if _, err := io.Copy(h, io.NewSectionReader(f, from, to-from)); err != nil {
+			return "", fmt.Errorf("lossless: import: %w", err)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func fileTag(sessionID string) [8]byte {
+	s := sha256.Sum256([]byte("file\x00" + sessionID))
+	var t [8]byte
+	copy(t[:], s[:8])
+	return t
+}
+
+// Entry-map keys: E conv tag 'x' index(8) -> seq (message entries), and
+// E conv tag 'i' id -> index(8) (every entry with an id). They resolve a
+// compaction entry's firstKeptEntryId/Index to message sequence numbers.
+const pEntry = 'E'
+
+func entryIndexKey(c convID, tag [8]byte, index int) []byte {
+	k := make([]byte, 0, 26)
+	k = append(k, pEntry)
+	k = append(k, c[:]...)
+	k = append(k, tag[:]...)
+	k = append(k, 'x')
+	var b [8]byte
+	putU64(b[:], uint64(index))
+	return append(k, b[:]...)
+}
+
+func entryIDKey(c convID, tag [8]byte, id string) []byte {
+	k := make([]byte, 0, 18+len(id))
+	k = append(k, pEntry)
+	k = append(k, c[:]...)
+	k = append(k, tag[:]...)
+	k = append(k, 'i')
+	return append(k, id...)
+}
+
+func (e *Engine) importChunk(ctx context.Context, conv *Conversation, tag [8]byte, entries []core.Entry, res *ImportResult) error {
+	var msgs []core.Message
+	var msgEntries []core.Entry
+	var comp *core.Entry
+	for i := range entries {
+		ent := entries[i]
+		switch ent.Type {
+		case core.EntryMessage:
+			if err := validateMessage(ent.Message); err != nil {
+				res.Malformed = append(res.Malformed, core.LineError{Line: ent.Line, Offset: ent.Offset, Err: err})
+				continue
+			}
+			msgs = append(msgs, ent.Message)
+			msgEntries = append(msgEntries, ent)
+		case core.EntryCompaction:
+			comp = &entries[i]
+		}
+	}
+	if len(msgs) > 0 {
+		ps := e.prepare(msgs, false)
+		n, err := e.ingestInto(ctx, conv.id, ps)
+		if err != nil {
+			return err
+		}
+		res.Imported += n
+		res.Duplicates += len(ps) - n
+		wb := e.db.NewWriteBatch()
+		defer wb.Cancel()
+		for i, p := range ps {
+			var b [8]byte
+			putU64(b[:], p.seq)
+			if err := wb.Set(entryIndexKey(conv.id, tag, msgEntries[i].Index), b[:]); err != nil {
+				return fmt.Errorf("lossless: write entry map: %w", err)
+			}
+		}
+		for _, ent := range entries {
+			if ent.ID == "" {
+				continue
+			}
+			var b [8]byte
+			putU64(b[:], uint64(ent.Index))
+			if err := wb.Set(entryIDKey(conv.id, tag, ent.ID), b[:]); err != nil {
+				return fmt.Errorf("lossless: write entry map: %w", err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return fmt.Errorf("lossless: write entry map: %w", err)
+		}
+	} else if len(entries) > 0 {
+		wb := e.db.NewWriteBatch()
+		defer wb.Cancel()
+		for _, ent := range entries {
+			if ent.ID == "" {
+				continue
+			}
+			var b [8]byte
+			putU64(b[:], uint64(ent.Index))
+			if err := wb.Set(entryIDKey(conv.id, tag, ent.ID), b[:]); err != nil {
+				return fmt.Errorf("lossless: write entry map: %w", err)
+			}
+		}
+		if err := wb.Flush(); err != nil {
+			return fmt.Errorf("lossless: write entry map: %w", err)
+		}
+	}
+	if comp != nil {
+		ok, err := e.importCompaction(ctx, conv, tag, *comp)
+		if err != nil {
+			return err
+		}
+		if ok {
+			res.Summaries++
+		}
+	}
+	return nil
+}
+
+// importCompaction turns a transcript compaction entry into a leaf summary
+// (Method "imported") over the raw messages before its first kept entry
+// that no summary covers yet. The summary id is derived from the entry, so
+// a re-import finds it and does nothing.
+func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [8]byte, ent core.Entry) (bool, error) {
+	sum := sha256.Sum256(append(append([]byte{}, conv.id[:]...), ent.Raw...))
+	id := "imp-" + hex.EncodeToString(sum[:8])
+	if _, err := conv.summary(ctx, id); err == nil {
+		return false, nil
+	}
+	firstKept := ent.Index
+	seqEnd := ^uint64(0)
+	err := e.db.View(func(txn *badger.Txn) error {
+		switch {
+		case ent.FirstKeptEntryID != "":
+			v, err := getValue(txn, entryIDKey(conv.id, tag, ent.FirstKeptEntryID))
+			if err == nil {
+				if x, ok := getU64(v); ok {
+					firstKept = int(x)
+				}
+			}
+		case ent.FirstKeptEntryIndex != nil:
+			firstKept = *ent.FirstKeptEntryIndex
+		}
+		prefix := entryIndexKey(conv.id, tag, 0)[:18]
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+		defer it.Close()
+		it.Seek(entryIndexKey(conv.id, tag, firstKept))
+		if it.Valid() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return fmt.Errorf("lossless: read entry map: %w", err)
+			}
+			if x, ok := getU64(v); ok {
+				seqEnd = x
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	items, err := conv.items(ctx)
+	if err != nil {
+		return false, err
+	}
+	var run []dag.Item
+	for _, it := range items {
+		if it.IsSummary() {
+			run = run[:0]
+			continue
+		}
+		if it.Ref.Seq >= seqEnd {
+			break
+		}
+		run = append(run, it)
+	}
+	if len(run) == 0 {
+		return false, nil
+	}
+	s := dag.Summary{ID: id, Kind: dag.KindLeaf, Depth: 0, Text: ent.Summary, Method: "imported",
+		Earliest: run[0].Timestamp, Latest: run[len(run)-1].Timestamp, DescendantCount: len(run)}
+	for _, it := range run {
+		s.Sources = append(s.Sources, it.Ref)
+		s.DescendantTokens += it.Tokens
+	}
+	if t, err := time.Parse(time.RFC3339Nano, ent.Timestamp); err == nil {
+		s.CreatedAt = t.UnixMilli()
+	}
+	s.Tokens = core.CountMessage(e.tc, RenderSummary(s))
+	item := dag.Item{Pos: run[0].Pos, Ref: dag.SummaryRef(id), Tokens: s.Tokens, Depth: 0, Timestamp: s.Latest}
+	if err := conv.replace(ctx, run, s, item); err != nil {
+		if errors.Is(err, dag.ErrConflict) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}

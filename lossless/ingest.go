@@ -1,0 +1,441 @@
+package lossless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+)
+
+// Ingest stores one message (idempotent: a message already stored in the
+// conversation, byte for byte, is not stored again and Ingested is false).
+// Messages of unknown roles are refused (core.ErrUnknownRole), messages over
+// MaxMessageBytes too (core.ErrTooLarge), an empty session id with
+// core.ErrEmptySessionID.
+func (e *Engine) Ingest(ctx context.Context, p core.IngestParams) (core.IngestResult, error) {
+	n, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, []core.Message{p.Message}, p.IsHeartbeat)
+	return core.IngestResult{Ingested: n > 0}, err
+}
+
+// IngestBatch stores a turn; IngestedCount counts the messages not already
+// stored. The batch is validated as a whole first: one invalid message
+// refuses the batch and nothing of it is stored.
+func (e *Engine) IngestBatch(ctx context.Context, p core.IngestBatchParams) (core.IngestBatchResult, error) {
+	n, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, p.Messages, p.IsHeartbeat)
+	return core.IngestBatchResult{IngestedCount: n}, err
+}
+
+// AfterTurn stores the messages the turn added (p.NewMessages()); messages
+// already stored are skipped, so replaying a turn, or passing the whole
+// session with prePromptMessageCount 0, stores nothing twice.
+func (e *Engine) AfterTurn(ctx context.Context, p core.AfterTurnParams) error {
+	_, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, p.NewMessages(), p.IsHeartbeat)
+	return err
+}
+
+func (e *Engine) ingestCall(ctx context.Context, sessionID, sessionKey string, msgs []core.Message, heartbeat bool) (int, error) {
+	done, err := e.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if err := validateMessages(msgs); err != nil {
+		return 0, err
+	}
+	c, err := e.resolve(ctx, e.agentFor("", sessionKey), sessionID, sessionKey, true)
+	if err != nil {
+		return 0, err
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	return e.ingestInto(ctx, c, e.prepare(msgs, heartbeat))
+}
+
+func validateMessages(msgs []core.Message) error {
+	for i, m := range msgs {
+		if err := validateMessage(m); err != nil {
+			return fmt.Errorf("lossless: message %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func validateMessage(m core.Message) error {
+	switch {
+	case m.IsZero():
+		return fmt.Errorf("empty message: %w", core.ErrInvalidMessage)
+	case len(m.Raw()) > MaxMessageBytes:
+		return fmt.Errorf("%d bytes over the %d-byte limit: %w", len(m.Raw()), MaxMessageBytes, core.ErrTooLarge)
+	case !core.KnownRole(m.Role()):
+		return fmt.Errorf("role %q: %w", m.Role(), core.ErrUnknownRole)
+	}
+	return nil
+}
+
+// pending is a message ready to store: hashed and counted.
+type pending struct {
+	msg    core.Message
+	hash   msgHash
+	tokens int
+	flags  byte
+	// ref is the reference message representing large content (flagLarge).
+	ref       []byte
+	refTokens int
+	// seq is set by ingestInto: the message's sequence number (new or
+	// already stored).
+	seq uint64
+}
+
+// prepare hashes and counts msgs in parallel across cores (token counting is
+// the costly part of ingest), using the count cache for repeats.
+func (e *Engine) prepare(msgs []core.Message, heartbeat bool) []pending {
+	out := make([]pending, len(msgs))
+	var flags byte
+	if heartbeat {
+		flags |= flagHeartbeat
+	}
+	work := func(i int) {
+		m := msgs[i]
+		p := &out[i]
+		p.msg, p.flags = m, flags
+		p.hash = hashRaw(m.Raw())
+		if n, ok := e.counts.get(p.hash); ok {
+			p.tokens = n
+		} else {
+			p.tokens = core.CountMessage(e.tc, m)
+			e.counts.put(p.hash, p.tokens)
+		}
+		if (m.Role() == core.RoleAssistant && !m.HasVisibleContent()) ||
+			(m.Role() == core.RoleBashExecution && m.ExcludeFromContext()) {
+			p.flags |= flagHidden
+		}
+		if p.tokens > e.cfg.LargeContentTokens {
+			p.flags |= flagLarge
+			p.ref = largeReference(m, p.tokens)
+			rm, err := core.ParseMessage(p.ref)
+			if err == nil {
+				p.refTokens = core.CountMessage(e.tc, rm)
+			}
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(msgs) < 4 || workers == 1 {
+		for i := range msgs {
+			work(i)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	var next int64
+	var mu sync.Mutex
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				i := int(next)
+				next++
+				mu.Unlock()
+				if i >= len(msgs) {
+					return
+				}
+				work(i)
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Limits of one write transaction (kept well under Badger's batch limits,
+// which scale with the memtable size).
+const (
+	txnMaxMessages = 1024
+)
+
+// ingestInto stores the prepared messages not already in conversation c and
+// returns how many it stored. Each Badger transaction holds whole messages
+// (message, hash index, context item, optional large reference) and the
+// conversation record, so a crash leaves the store consistent: a message is
+// either fully stored or absent.
+func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, error) {
+	s, err := e.lockConv(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	// Drop duplicates: within the batch and against the store.
+	fresh := make([]*pending, 0, len(ps))
+	seen := make(map[msgHash]*pending, len(ps))
+	var dups []*pending
+	err = e.db.View(func(txn *badger.Txn) error {
+		for i := range ps {
+			p := &ps[i]
+			if _, dup := seen[p.hash]; dup {
+				dups = append(dups, p)
+				continue
+			}
+			seen[p.hash] = p
+			kv, err := txn.Get(hashKey(c, p.hash))
+			if err == nil {
+				err = kv.Value(func(v []byte) error {
+					var ok bool
+					if p.seq, ok = getU64(v); !ok {
+						return fmt.Errorf("%w: hash index", errBadRecord)
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if !errors.Is(err, badger.ErrKeyNotFound) {
+				return fmt.Errorf("lossless: read hash index: %w", err)
+			}
+			fresh = append(fresh, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer func() {
+		for _, d := range dups {
+			d.seq = seen[d.hash].seq
+		}
+	}()
+	maxBytes := e.cfg.Badger.MemTableSize * 15 / 100 / 2
+	stored := 0
+	for len(fresh) > 0 {
+		if err := ctx.Err(); err != nil {
+			return stored, fmt.Errorf("lossless: ingest: %w", err)
+		}
+		rec := s.rec
+		txn := e.db.NewTransaction(true)
+		var size int64
+		n := 0
+		for n < len(fresh) && n < txnMaxMessages {
+			p := fresh[n]
+			est := entrySize(len(p.msg.Raw())) + entrySize(len(p.ref)) + 200
+			if n > 0 && size+est > maxBytes {
+				break
+			}
+			if err := e.writeMessage(txn, c, &rec, p); err != nil {
+				txn.Discard()
+				return stored, err
+			}
+			size += est
+			n++
+		}
+		rec.Updated = time.Now().UnixMilli()
+		if err := setJSON(txn, convKey(c), rec); err != nil {
+			txn.Discard()
+			return stored, err
+		}
+		if err := txn.Commit(); err != nil {
+			return stored, fmt.Errorf("lossless: commit: %w", err)
+		}
+		s.rec = rec
+		stored += n
+		fresh = fresh[n:]
+	}
+	return stored, nil
+}
+
+// entrySize estimates the memtable bytes of a value of n bytes (values over
+// the value threshold live in the value log and cost a pointer).
+func entrySize(n int) int64 {
+	if n > 1<<10 {
+		return 64
+	}
+	return int64(n) + 64
+}
+
+func (e *Engine) writeMessage(txn *badger.Txn, c convID, rec *convRecord, p *pending) error {
+	seq := rec.NextSeq
+	pos := rec.NextPos
+	p.seq = seq
+	m := p.msg
+	ts := m.Timestamp()
+	if err := txn.Set(msgKey(c, seq), encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens,
+		Timestamp: ts, Role: m.Role(), Hash: p.hash, Raw: m.Raw()})); err != nil {
+		return fmt.Errorf("lossless: write message: %w", err)
+	}
+	var sb [8]byte
+	putU64(sb[:], seq)
+	if err := txn.Set(hashKey(c, p.hash), sb[:]); err != nil {
+		return fmt.Errorf("lossless: write hash index: %w", err)
+	}
+	tokens := p.tokens
+	if p.flags&flagLarge != 0 {
+		if err := txn.Set(largeKey(c, seq), p.ref); err != nil {
+			return fmt.Errorf("lossless: write reference: %w", err)
+		}
+		tokens = p.refTokens
+	}
+	it := dag.Item{Pos: pos, Ref: dag.MessageRef(seq), Tokens: tokens, Depth: -1, Timestamp: ts, Role: m.Role()}
+	if err := txn.Set(itemKey(c, pos), encodeItem(it, p.flags)); err != nil {
+		return fmt.Errorf("lossless: write item: %w", err)
+	}
+	rec.NextSeq++
+	rec.NextPos += posStep
+	rec.Messages++
+	rec.Bytes += int64(len(m.Raw()))
+	rec.Tokens += int64(p.tokens)
+	return nil
+}
+
+func putU64(b []byte, v uint64) {
+	_ = b[7]
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(v)
+		v >>= 8
+	}
+}
+
+func getU64(b []byte) (uint64, bool) {
+	if len(b) != 8 {
+		return 0, false
+	}
+	var v uint64
+	for _, x := range b {
+		v = v<<8 | uint64(x)
+	}
+	return v, true
+}
+
+// resolve returns the conversation of (agent, sessionID, sessionKey),
+// creating it when create is set. A conversation is keyed by its sessionKey
+// when there is one, else by its first session id; every session id seen is
+// mapped to it, so it survives session-id changes.
+func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey string, create bool) (convID, error) {
+	if sessionID == "" {
+		return convID{}, fmt.Errorf("lossless: %w", core.ErrEmptySessionID)
+	}
+	if err := ctx.Err(); err != nil {
+		return convID{}, fmt.Errorf("lossless: %w", err)
+	}
+	sname := "s:" + sessionID
+	kname := ""
+	if sessionKey != "" {
+		kname = "k:" + sessionKey
+	}
+	cacheKey := agent + "\x00" + sname + "\x00" + kname
+	if v, ok := e.resolved.Load(cacheKey); ok {
+		return v.(convID), nil
+	}
+	e.metaMu.Lock()
+	defer e.metaMu.Unlock()
+	var c convID
+	newID := false
+	err := e.db.Update(func(txn *badger.Txn) error {
+		sc, sok, err := getConvName(txn, agent, sname)
+		if err != nil {
+			return err
+		}
+		kc, kok := convID{}, false
+		if kname != "" {
+			if kc, kok, err = getConvName(txn, agent, kname); err != nil {
+				return err
+			}
+		}
+		switch {
+		case kok:
+			c = kc
+		case sok:
+			c = sc
+		case !create:
+			return fmt.Errorf("lossless: session %q of agent %q: %w", sessionID, agent, core.ErrUnknownSession)
+		default:
+			name := sname
+			if kname != "" {
+				name = kname
+			}
+			c = newConvID(agent, name)
+			now := time.Now().UnixMilli()
+			rec := convRecord{Agent: agent, Key: sessionKey, Created: now, Updated: now, NextSeq: 1, NextPos: posStep}
+			if err := setJSON(txn, convKey(c), rec); err != nil {
+				return err
+			}
+		}
+		if kname != "" && !kok {
+			if err := txn.Set(nameKey(agent, kname), c[:]); err != nil {
+				return fmt.Errorf("lossless: write session map: %w", err)
+			}
+		}
+		if !sok || sc != c {
+			if err := txn.Set(nameKey(agent, sname), c[:]); err != nil {
+				return fmt.Errorf("lossless: write session map: %w", err)
+			}
+			newID = true
+		}
+		return nil
+	})
+	if err != nil {
+		return convID{}, err
+	}
+	if newID {
+		if err := e.addSessionID(c, sessionID, sessionKey); err != nil {
+			return convID{}, err
+		}
+	}
+	e.resolved.Store(cacheKey, c)
+	return c, nil
+}
+
+// addSessionID records sessionID on conversation c's record, under the
+// conversation's lock so that it does not race with ingest.
+func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
+	s := e.state(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return e.db.Update(func(txn *badger.Txn) error {
+		var rec convRecord
+		if err := getJSON(txn, convKey(c), &rec); err != nil {
+			return err
+		}
+		for _, id := range rec.SessionIDs {
+			if id == sessionID {
+				return nil
+			}
+		}
+		rec.SessionIDs = append(rec.SessionIDs, sessionID)
+		if rec.Key == "" {
+			rec.Key = sessionKey
+		}
+		if err := setJSON(txn, convKey(c), rec); err != nil {
+			return err
+		}
+		s.rec, s.loaded = rec, true
+		return nil
+	})
+}
+
+func getConvName(txn *badger.Txn, agent, name string) (convID, bool, error) {
+	it, err := txn.Get(nameKey(agent, name))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return convID{}, false, nil
+	}
+	if err != nil {
+		return convID{}, false, fmt.Errorf("lossless: read session map: %w", err)
+	}
+	var c convID
+	err = it.Value(func(v []byte) error {
+		if len(v) != len(c) {
+			return fmt.Errorf("%w: session map value", errBadRecord)
+		}
+		copy(c[:], v)
+		return nil
+	})
+	return c, err == nil, err
+}
