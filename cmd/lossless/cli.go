@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+// stdio holds the command's streams.
+type stdio struct {
+	in  io.Reader
+	out io.Writer
+	err io.Writer
+}
+
+// isTerminal reports whether w is a terminal (for the progress bar).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// usageError is a bad invocation: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string // synopsis of the arguments
+	summary string
+	run     func(ctx context.Context, c *cmdEnv, args []string) error
+	flags   func(fs *flag.FlagSet, c *cmdEnv)
+}
+
+// cmdEnv is what every subcommand gets: the streams and the common flags.
+type cmdEnv struct {
+	io       *stdio
+	store    string
+	storeSet bool
+	agent    string
+	agentSet bool
+	json     bool
+	fs       *flag.FlagSet
+}
+
+func commands() []*command {
+	return []*command{
+		cmdImport(), cmdSessions(), cmdStats(), cmdAssemble(), cmdCompact(),
+		cmdExport(), cmdDoctor(), cmdServe(),
+	}
+}
+
+func topUsage(w io.Writer) {
+	fmt.Fprintf(w, `lossless — the lossless context engine's command
+
+Usage:
+  lossless <command> [flags] [arguments]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, `
+Every command takes --store DIR (default %s),
+--json for machine-readable output and --help.
+Exit codes: 0 ok, 1 runtime error, 2 usage error.
+`, defaultStoreHelp())
+}
+
+// run executes the command line and returns the exit code.
+func run(ctx context.Context, args []string, io *stdio) int {
+	if len(args) == 0 {
+		topUsage(io.err)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		if len(args) > 1 && args[0] == "help" {
+			return run(ctx, []string{args[1], "--help"}, io)
+		}
+		topUsage(io.out)
+		return exitOK
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == args[0] {
+			cmd = c
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(io.err, "lossless: unknown command %q\n\n", args[0])
+		topUsage(io.err)
+		return exitUsage
+	}
+	env := &cmdEnv{io: io}
+	fs := flag.NewFlagSet("lossless "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	env.fs = fs
+	fs.StringVar(&env.store, "store", "", "the store directory (default "+defaultStoreHelp()+")")
+	fs.StringVar(&env.agent, "agent", lossless.DefaultAgentID, "the agent id")
+	fs.BoolVar(&env.json, "json", false, "machine-readable JSON output")
+	if cmd.flags != nil {
+		cmd.flags(fs, env)
+	}
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: lossless %s [flags] %s\n\n%s\n\nFlags:\n", cmd.name, cmd.args, cmd.summary)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(io.out)
+		fs.Usage()
+		return exitOK
+	}
+	if err != nil {
+		// The flag package already printed the error and the usage.
+		return exitUsage
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "store":
+			env.storeSet = true
+		case "agent":
+			env.agentSet = true
+		}
+	})
+	if env.store == "" {
+		env.store, err = defaultStore()
+		if err != nil {
+			fmt.Fprintf(io.err, "lossless: %v\n", err)
+			return exitRuntime
+		}
+	}
+	err = cmd.run(ctx, env, pos)
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(io.err, "lossless %s: %v\n", cmd.name, err)
+		fmt.Fprintf(io.err, "Run 'lossless %s --help' for usage.\n", cmd.name)
+		return exitUsage
+	case errors.Is(err, errProblems):
+		return exitRuntime // doctor already printed its findings
+	default:
+		fmt.Fprintf(io.err, "lossless %s: %v\n", cmd.name, err)
+		return exitRuntime
+	}
+}
+
+// parseInterleaved parses flags that may come after positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stops at the first non-flag (or after "--").
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// defaultStore returns the documented per-user store directory:
+// $LOSSLESS_STORE, else $XDG_DATA_HOME/lossless, else
+// ~/.local/share/lossless.
+func defaultStore() (string, error) {
+	if s := os.Getenv("LOSSLESS_STORE"); s != "" {
+		return s, nil
+	}
+	return lossless.DefaultStoreDir("")
+}
+
+func defaultStoreHelp() string {
+	return "$LOSSLESS_STORE, else $XDG_DATA_HOME/lossless, else ~/.local/share/lossless"
+}
+
+// errNoStore is returned when a command that reads the store finds none.
+var errNoStore = errors.New("no store")
+
+// openEngine opens the store. create is false for commands that only read:
+// a missing store is then an error rather than a new empty store.
+func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossless.Config)) (*lossless.Engine, error) {
+	if !create {
+		if _, err := os.Stat(c.store); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s does not exist (import a session first, or pass --store)", errNoStore, c.store)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	cfg := lossless.DefaultConfig()
+	cfg.StoreDir = c.store
+	cfg.AgentID = c.agent
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	e, err := lossless.Open(ctx, cfg)
+	if err != nil {
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
+			return nil, fmt.Errorf("%w (is `lossless serve` or OpenClaw using this store?)", err)
+		}
+		return nil, err
+	}
+	return e, nil
+}
+
+// findSession resolves the agent of sessionID: --agent when given,
+// otherwise the agent whose conversation has that session id (any agent).
+// It fails with core.ErrUnknownSession when no conversation has it.
+func findSession(ctx context.Context, e *lossless.Engine, c *cmdEnv, sessionID string) (agent string, info lossless.SessionInfo, err error) {
+	scope := ""
+	if c.agentSet {
+		scope = c.agent
+	}
+	infos, err := e.Sessions(ctx, scope)
+	if err != nil {
+		return "", lossless.SessionInfo{}, err
+	}
+	for _, in := range infos {
+		for _, id := range in.SessionIDs {
+			if id == sessionID || in.ID == sessionID {
+				return in.Agent, in, nil
+			}
+		}
+	}
+	where := "any agent"
+	if scope != "" {
+		where = "agent " + scope
+	}
+	return "", lossless.SessionInfo{}, fmt.Errorf("session %q in %s: %w (see `lossless sessions`)", sessionID, where, core.ErrUnknownSession)
+}
+
+// printJSON writes v as indented JSON without HTML escaping.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// humanBytes formats n bytes.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// absPath returns p made absolute (for messages).
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

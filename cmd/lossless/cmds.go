@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless"
+)
+
+func cmdImport() *command {
+	return &command{
+		name: "import", args: "FILE...",
+		summary: "Import OpenClaw session JSONL files into the store (incremental: only new lines are read again).",
+		run: func(ctx context.Context, c *cmdEnv, files []string) error {
+			if len(files) == 0 {
+				return usagef("import needs at least one session file")
+			}
+			for _, f := range files {
+				st, err := os.Stat(f)
+				if err != nil {
+					return fmt.Errorf("%s: %w", f, err)
+				}
+				if st.IsDir() {
+					return fmt.Errorf("%s is a directory, not a session file", f)
+				}
+			}
+			e, err := openEngine(ctx, c, true, nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			type fileResult struct {
+				File string `json:"file"`
+				lossless.ImportResult
+			}
+			var results []fileResult
+			var total lossless.ImportResult
+			bar := newProgress(c.io, "importing", int64(len(files)))
+			for i, f := range files {
+				bar.set(int64(i), f)
+				res, err := e.Import(ctx, c.agent, f)
+				if err != nil {
+					bar.done()
+					return fmt.Errorf("import %s: %w", f, err)
+				}
+				results = append(results, fileResult{File: f, ImportResult: res})
+				total.Imported += res.Imported
+				total.Duplicates += res.Duplicates
+				total.Summaries += res.Summaries
+				total.Bytes += res.Bytes
+				total.Malformed = append(total.Malformed, res.Malformed...)
+			}
+			bar.done()
+			if c.json {
+				return printJSON(c.io.out, map[string]any{"agent": c.agent, "store": c.store, "files": results,
+					"imported": total.Imported, "duplicates": total.Duplicates, "summaries": total.Summaries,
+					"malformed": len(total.Malformed), "bytes": total.Bytes})
+			}
+			for _, r := range results {
+				fmt.Fprintf(c.io.out, "%s: session %s: %d imported, %d already stored, %d summaries, %d malformed lines, %s read",
+					r.File, r.SessionID, r.Imported, r.Duplicates, r.Summaries, len(r.Malformed), humanBytes(r.Bytes))
+				if r.Resumed {
+					fmt.Fprint(c.io.out, " (resumed)")
+				}
+				fmt.Fprintln(c.io.out)
+				for _, m := range r.Malformed {
+					fmt.Fprintf(c.io.out, "  malformed line %d (byte %d): %v\n", m.Line, m.Offset, m.Err)
+				}
+			}
+			if len(results) > 1 {
+				fmt.Fprintf(c.io.out, "total: %d imported, %d already stored, %d summaries, %d malformed lines\n",
+					total.Imported, total.Duplicates, total.Summaries, len(total.Malformed))
+			}
+			return nil
+		},
+	}
+}
+
+func cmdSessions() *command {
+	var all bool
+	return &command{
+		name: "sessions", args: "",
+		summary: "List the stored conversations (of --agent, or every agent with --all).",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.BoolVar(&all, "all", false, "list every agent's conversations")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("sessions takes no arguments")
+			}
+			e, err := openEngine(ctx, c, false, nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			scope := c.agent
+			if all || !c.agentSet {
+				scope = ""
+			}
+			infos, err := e.Sessions(ctx, scope)
+			if err != nil {
+				return err
+			}
+			if c.json {
+				if infos == nil {
+					infos = []lossless.SessionInfo{}
+				}
+				return printJSON(c.io.out, infos)
+			}
+			if len(infos) == 0 {
+				fmt.Fprintln(c.io.out, "no sessions")
+				return nil
+			}
+			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "AGENT\tSESSION\tMESSAGES\tSUMMARIES\tTOKENS\tBYTES\tUPDATED")
+			for _, in := range infos {
+				sid := in.ID
+				if n := len(in.SessionIDs); n > 0 {
+					sid = in.SessionIDs[n-1]
+					if n > 1 {
+						sid += fmt.Sprintf(" (+%d earlier)", n-1)
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", in.Agent, sid, in.Messages, in.Summaries,
+					in.Tokens, humanBytes(in.Bytes), fmtMillis(in.Updated))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func fmtMillis(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04Z")
+}
+
+func cmdStats() *command {
+	return &command{
+		name: "stats", args: "",
+		summary: "Show per-agent totals (conversations, messages, summaries, tokens) and the bytes on disk.",
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("stats takes no arguments")
+			}
+			e, err := openEngine(ctx, c, false, nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			st, err := e.Stats(ctx)
+			if err != nil {
+				return err
+			}
+			if c.json {
+				return printJSON(c.io.out, map[string]any{"store": c.store, "format": st.Format,
+					"diskBytes": st.DiskBytes, "agents": st.Agents})
+			}
+			fmt.Fprintf(c.io.out, "store %s (format %d), %s on disk\n", absPath(c.store), st.Format, humanBytes(st.DiskBytes))
+			if len(st.Agents) == 0 {
+				fmt.Fprintln(c.io.out, "no agents")
+				return nil
+			}
+			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "AGENT\tCONVERSATIONS\tMESSAGES\tSUMMARIES\tTOKENS\tBYTES")
+			for _, a := range sortedKeys(st.Agents) {
+				s := st.Agents[a]
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", a, s.Conversations, s.Messages, s.Summaries, s.Tokens, humanBytes(s.Bytes))
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func cmdAssemble() *command {
+	var session, prompt string
+	var budget int
+	var full bool
+	return &command{
+		name: "assemble", args: "",
+		summary: "Print the messages and systemPromptAddition the model would get for --session within --budget tokens.",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.StringVar(&session, "session", "", "the session id (required)")
+			fs.IntVar(&budget, "budget", 0, "the token budget (default: the engine's default budget)")
+			fs.StringVar(&prompt, "prompt", "", "the incoming user prompt (the retrieval query)")
+			fs.BoolVar(&full, "full", false, "print whole message texts, not one line each")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("assemble takes no arguments (use --session ID)")
+			}
+			if session == "" {
+				return usagef("--session is required")
+			}
+			if budget < 0 {
+				return usagef("--budget must be positive")
+			}
+			e, err := openEngine(ctx, c, false, nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			agent, _, err := findSession(ctx, e, c, session)
+			if err != nil {
+				return err
+			}
+			res, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
+				Messages: []core.Message{}, TokenBudget: budget, Prompt: prompt})
+			if err != nil {
+				return err
+			}
+			tc := e.TokenCounter()
+			counts := make([]int, len(res.Messages))
+			for i, m := range res.Messages {
+				counts[i] = core.CountMessage(tc, m)
+			}
+			addTokens := 0
+			if res.SystemPromptAddition != "" {
+				addTokens = tc.CountText(res.SystemPromptAddition)
+			}
+			if c.json {
+				type msgOut struct {
+					Tokens  int          `json:"tokens"`
+					Message core.Message `json:"message"`
+				}
+				out := make([]msgOut, len(res.Messages))
+				for i, m := range res.Messages {
+					out[i] = msgOut{counts[i], m}
+				}
+				return printJSON(c.io.out, map[string]any{"sessionId": session, "agent": agent, "budget": budget,
+					"estimatedTokens": res.EstimatedTokens, "messages": out,
+					"systemPromptAddition": res.SystemPromptAddition, "systemPromptAdditionTokens": addTokens,
+					"promptAuthority": res.PromptAuthority})
+			}
+			w := bufio.NewWriter(c.io.out)
+			defer w.Flush()
+			fmt.Fprintf(w, "session %s (agent %s): %d messages, %d estimated tokens", session, agent, len(res.Messages), res.EstimatedTokens)
+			if budget > 0 {
+				fmt.Fprintf(w, " of a %d budget", budget)
+			}
+			fmt.Fprintln(w)
+			if res.SystemPromptAddition != "" {
+				fmt.Fprintf(w, "\nsystemPromptAddition (%d tokens):\n%s\n", addTokens, indent(res.SystemPromptAddition))
+			}
+			fmt.Fprintln(w)
+			for i, m := range res.Messages {
+				text := describeMessage(m)
+				if !full {
+					text = oneLine(text, 160)
+				}
+				fmt.Fprintf(w, "[%d] %s (%d tokens): %s\n", i, m.Role(), counts[i], text)
+			}
+			return nil
+		},
+	}
+}
+
+// describeMessage is a message's text for people: its text, tool calls and
+// tool results.
+func describeMessage(m core.Message) string {
+	var parts []string
+	if t := m.Text(); t != "" {
+		parts = append(parts, t)
+	}
+	for _, b := range m.ToolCalls() {
+		parts = append(parts, fmt.Sprintf("→ %s(%s)", b.Name, string(b.Arguments)))
+	}
+	if m.Role() == core.RoleToolResult && m.ToolName() != "" {
+		parts = append([]string{"[" + m.ToolName() + "]"}, parts...)
+	}
+	return strings.Join(parts, " ")
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n  ")
+}
+
+func cmdCompact() *command {
+	var session, summarizer, model, baseURL, instructions string
+	var budget int
+	var force bool
+	return &command{
+		name: "compact", args: "",
+		summary: "Compact --session: summarise older history so the active context fits --budget.",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.StringVar(&session, "session", "", "the session id (required)")
+			fs.IntVar(&budget, "budget", 0, "the token budget to fit (default: the engine's default budget)")
+			fs.BoolVar(&force, "force", false, "compact even below the trigger threshold")
+			fs.StringVar(&summarizer, "summarizer", "extractive", "the summarizer: extractive, openai or anthropic")
+			fs.StringVar(&model, "model", "", "the model of an openai or anthropic summarizer")
+			fs.StringVar(&baseURL, "base-url", "", "the endpoint of an openai or anthropic summarizer (default: the provider's)")
+			fs.StringVar(&instructions, "instructions", "", "extra focus for the summary (like /compact's text)")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("compact takes no arguments (use --session ID)")
+			}
+			if session == "" {
+				return usagef("--session is required")
+			}
+			if budget < 0 {
+				return usagef("--budget must be positive")
+			}
+			switch summarizer {
+			case "extractive":
+			case "openai", "anthropic":
+				if model == "" {
+					return usagef("--summarizer %s needs --model", summarizer)
+				}
+			default:
+				return usagef("unknown --summarizer %q (want extractive, openai or anthropic)", summarizer)
+			}
+			sumCfg, err := encodeJSON(map[string]any{"kind": summarizer, "model": model, "baseUrl": baseURL})
+			if err != nil {
+				return err
+			}
+			e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) { cfg.Summarizer = sumCfg })
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			agent, _, err := findSession(ctx, e, c, session)
+			if err != nil {
+				return err
+			}
+			target := core.CompactionTargetBudget
+			res, err := e.Compact(ctx, core.CompactParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
+				AgentID: agent, TokenBudget: budget, Force: force, CompactionTarget: target,
+				CustomInstructions: instructions})
+			if err != nil {
+				return err
+			}
+			if c.json {
+				return printJSON(c.io.out, res)
+			}
+			switch {
+			case !res.OK:
+				fmt.Fprintf(c.io.out, "not compacted: %s\n", orDash(res.Reason))
+			case !res.Compacted:
+				fmt.Fprintf(c.io.out, "nothing to compact: %s\n", orDash(res.Reason))
+			default:
+				fmt.Fprintf(c.io.out, "compacted session %s", session)
+				if r := res.Result; r != nil {
+					fmt.Fprintf(c.io.out, ": %d → %d tokens", r.TokensBefore, r.TokensAfter)
+					if r.SessionID != "" && r.SessionID != session {
+						fmt.Fprintf(c.io.out, "; the session continues as %s", r.SessionID)
+					}
+				}
+				fmt.Fprintln(c.io.out)
+				if res.Result != nil && res.Result.Summary != "" {
+					fmt.Fprintf(c.io.out, "\nsummary:\n%s\n", indent(res.Result.Summary))
+				}
+			}
+			if !res.OK {
+				return fmt.Errorf("compaction failed: %s", orDash(res.Reason))
+			}
+			return nil
+		},
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func cmdExport() *command {
+	var session string
+	return &command{
+		name: "export", args: "",
+		summary: "Write --session's messages in order, one message object per line, each exactly the bytes ingested.",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.StringVar(&session, "session", "", "the session id (required; for an imported file, the id in its header)")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("export takes no arguments (use --session ID)")
+			}
+			if session == "" {
+				return usagef("--session is required")
+			}
+			e, err := openEngine(ctx, c, false, nil)
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			agent, _, err := findSession(ctx, e, c, session)
+			if err != nil {
+				return err
+			}
+			// --json changes nothing: the output is JSON lines already.
+			w := bufio.NewWriterSize(c.io.out, 256<<10)
+			err = e.Messages(ctx, agent, session, func(seq uint64, m core.Message) error {
+				if _, err := w.Write(m.Raw()); err != nil {
+					return err
+				}
+				return w.WriteByte('\n')
+			})
+			if ferr := w.Flush(); err == nil {
+				err = ferr
+			}
+			return err
+		},
+	}
+}
+
+// errProblems is returned by doctor when it found problems (already printed).
+var errProblems = errors.New("problems found")

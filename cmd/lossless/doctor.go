@@ -1,0 +1,302 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	contextengine "github.com/lossless-engine/contextengine"
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless"
+)
+
+// pluginOwner is the owner the OpenClaw plugin registers "lossless" as.
+const pluginOwner = "lossless-plugin"
+
+// doctorReport is doctor's --json output.
+type doctorReport struct {
+	Config struct {
+		Path  string `json:"path"`
+		Found bool   `json:"found"`
+		Error string `json:"error,omitempty"`
+	} `json:"config"`
+	Resolution  contextengine.Resolution         `json:"resolution"`
+	Engine      string                           `json:"engine"`
+	Quarantines []contextengine.QuarantineRecord `json:"quarantines"`
+	HostChecks  []hostCheck                      `json:"hostRequirements"`
+	Store       storeReport                      `json:"store"`
+	Problems    []string                         `json:"problems"`
+	Warnings    []string                         `json:"warnings"`
+}
+
+type hostCheck struct {
+	Host      string `json:"host"`
+	Operation string `json:"operation"`
+	OK        bool   `json:"ok"`
+	Error     string `json:"error,omitempty"`
+}
+
+type storeReport struct {
+	Dir           string `json:"dir"`
+	Source        string `json:"source"`
+	Exists        bool   `json:"exists"`
+	Format        int    `json:"format,omitempty"`
+	BuildFormat   int    `json:"buildFormat"`
+	DiskBytes     int64  `json:"diskBytes,omitempty"`
+	Conversations int64  `json:"conversations,omitempty"`
+	Messages      int64  `json:"messages,omitempty"`
+	Error         string `json:"error,omitempty"`
+}
+
+func defaultOpenClawConfig() string {
+	if p := os.Getenv("OPENCLAW_CONFIG_PATH"); p != "" {
+		return p
+	}
+	if d := os.Getenv("OPENCLAW_STATE_DIR"); d != "" {
+		return filepath.Join(d, "openclaw.json")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".openclaw", "openclaw.json")
+}
+
+func cmdDoctor() *command {
+	var configPath string
+	return &command{
+		name: "doctor", args: "",
+		summary: "Check an OpenClaw setup: which engine the contextEngine slot resolves to and why, host requirements, quarantines, the store's format and health. Exits 1 on a problem.",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.StringVar(&configPath, "config", "", "the openclaw.json (default $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else ~/.openclaw/openclaw.json)")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("doctor takes no arguments")
+			}
+			explicit := configPath != ""
+			if !explicit {
+				configPath = defaultOpenClawConfig()
+			}
+			rep := runDoctor(ctx, c, configPath, explicit)
+			if c.json {
+				if err := printJSON(c.io.out, rep); err != nil {
+					return err
+				}
+			} else {
+				printDoctor(c.io.out, rep)
+			}
+			if len(rep.Problems) > 0 {
+				return errProblems
+			}
+			return nil
+		},
+	}
+}
+
+func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit bool) *doctorReport {
+	rep := &doctorReport{Quarantines: []contextengine.QuarantineRecord{}, Problems: []string{}, Warnings: []string{}}
+	problem := func(f string, a ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(f, a...)) }
+	warn := func(f string, a ...any) { rep.Warnings = append(rep.Warnings, fmt.Sprintf(f, a...)) }
+
+	// 1. The config.
+	rep.Config.Path = configPath
+	cfg, err := contextengine.LoadConfig(configPath)
+	switch {
+	case err == nil:
+		rep.Config.Found = true
+	case errors.Is(err, fs.ErrNotExist):
+		if explicit {
+			rep.Config.Error = err.Error()
+			problem("config %s does not exist", configPath)
+		} else {
+			warn("no OpenClaw config at %s: the slot resolves to the default (legacy)", configPath)
+		}
+		cfg = &contextengine.Config{}
+	default:
+		rep.Config.Error = err.Error()
+		problem("config %s cannot be read: %v", configPath, err)
+		cfg = &contextengine.Config{}
+	}
+
+	// 2. The slot.
+	rep.Resolution = cfg.Resolve()
+	slot := rep.Resolution.Slot
+	if slot != "" && slot != lossless.EngineID && rep.Resolution.Reason != contextengine.ReasonDefault {
+		warn("the slot selects %q, which is not this engine; only its resolution is checked", slot)
+	}
+
+	// 3. The store the engine would use: plugins.entries.lossless.config's
+	// storeDir when set, else this command's store.
+	engCfg := cfg.Plugins.Entries[lossless.EngineID].Config
+	rep.Store.Dir, rep.Store.Source = c.store, "--store / $LOSSLESS_STORE / per-user default"
+	if !c.storeSet && os.Getenv("LOSSLESS_STORE") == "" {
+		rep.Store.Source = "per-user default"
+	}
+	if pc, err := lossless.ParseConfig(engCfg); err != nil {
+		problem("plugins.entries.lossless.config: %v", err)
+	} else if pc.StoreDir != "" {
+		rep.Store.Dir, rep.Store.Source = pc.StoreDir, "plugins.entries.lossless.config.storeDir"
+	}
+	rep.Store.BuildFormat = lossless.FormatVersion
+	if st, err := os.Stat(rep.Store.Dir); err == nil && st.IsDir() {
+		rep.Store.Exists = true
+	} else {
+		warn("store %s does not exist yet (it is created on first use)", rep.Store.Dir)
+	}
+
+	// 4. Resolve the slot as the host would, with the engine registered as
+	// the plugin registers it; failures become quarantine records. The store
+	// is opened only when it exists (doctor never creates one).
+	reg := contextengine.NewRegistry()
+	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	storeDir := rep.Store.Dir
+	factory := func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
+		if _, err := os.Stat(storeDir); err != nil {
+			return nil, fmt.Errorf("store %s: %w", storeDir, err)
+		}
+		raw, err := withDefaults(opts.Config, map[string]any{"storeDir": storeDir}, false, "")
+		if err != nil {
+			return nil, err
+		}
+		opts.Config = raw
+		return lossless.Factory(ctx, opts)
+	}
+	_ = reg.Register(lossless.EngineID, factory, pluginOwner)
+	var eng *lossless.Engine
+	if slot == lossless.EngineID && rep.Resolution.EngineID == lossless.EngineID && rep.Store.Exists {
+		g, err := reg.Open(ctx, cfg)
+		if err != nil {
+			problem("resolve: %v", err)
+		} else {
+			defer g.Close()
+			rep.Engine = g.Info().ID
+			eng, _ = g.Engine().(*lossless.Engine)
+		}
+		rep.Quarantines = append(rep.Quarantines, reg.Quarantines()...)
+		for _, q := range rep.Quarantines {
+			problem("engine %q (owner %q) quarantined at %s: %s", q.EngineID, q.Owner, q.Operation, q.Reason)
+		}
+	} else {
+		rep.Engine = rep.Resolution.EngineID
+	}
+	if eng == nil && rep.Store.Exists {
+		// Open the store directly for its checks.
+		e, err := lossless.Factory(ctx, core.FactoryOptions{Config: mustDefaults(engCfg, storeDir)})
+		if err != nil {
+			rep.Store.Error = err.Error()
+			if errors.Is(err, core.ErrFormatTooNew) {
+				problem("store %s was written by a newer format than this build (%d): %v", storeDir, lossless.FormatVersion, err)
+			} else {
+				problem("store %s cannot be opened: %v", storeDir, err)
+			}
+		} else {
+			defer e.(*lossless.Engine).Close()
+			eng = e.(*lossless.Engine)
+		}
+	}
+
+	// 5. Host requirements of the engine, on each known host.
+	var engInfo core.Info
+	if eng != nil {
+		engInfo = eng.Info()
+	} else {
+		engInfo = core.Info{ID: lossless.EngineID, Name: lossless.EngineName}
+	}
+	for _, h := range []contextengine.Host{contextengine.EmbeddedRuntime, contextengine.CodexAppServer, contextengine.GenericCLI} {
+		for _, op := range []string{core.OpAgentRun, core.OpManualCompact, core.OpSubagentSpawn} {
+			hc := hostCheck{Host: h.Label, Operation: op, OK: true}
+			if err := contextengine.CheckHostRequirements(engInfo, op, h); err != nil {
+				hc.OK, hc.Error = false, err.Error()
+				if h.Label == contextengine.EmbeddedRuntime.Label {
+					problem("%v", err)
+				}
+			}
+			rep.HostChecks = append(rep.HostChecks, hc)
+		}
+	}
+
+	// 6. The store's format and contents.
+	if eng != nil {
+		st, err := eng.Stats(ctx)
+		if err != nil {
+			rep.Store.Error = err.Error()
+			problem("store %s: %v", storeDir, err)
+		} else {
+			rep.Store.Format, rep.Store.DiskBytes = st.Format, st.DiskBytes
+			for _, a := range st.Agents {
+				rep.Store.Conversations += a.Conversations
+				rep.Store.Messages += a.Messages
+			}
+		}
+	}
+	return rep
+}
+
+func mustDefaults(raw []byte, storeDir string) []byte {
+	out, err := withDefaults(raw, map[string]any{"storeDir": storeDir}, false, "")
+	if err != nil {
+		out, _ = encodeJSON(map[string]any{"storeDir": storeDir})
+	}
+	return out
+}
+
+func printDoctor(w io.Writer, r *doctorReport) {
+	mark := func(ok bool) string {
+		if ok {
+			return "ok  "
+		}
+		return "FAIL"
+	}
+	fmt.Fprintf(w, "config     %s", r.Config.Path)
+	switch {
+	case r.Config.Error != "":
+		fmt.Fprintf(w, " (error: %s)\n", r.Config.Error)
+	case !r.Config.Found:
+		fmt.Fprintln(w, " (not found)")
+	default:
+		fmt.Fprintln(w)
+	}
+	res := r.Resolution
+	slot := res.Slot
+	if !res.SlotSet {
+		slot = "(unset)"
+	}
+	fmt.Fprintf(w, "slot       plugins.slots.contextEngine = %s\n", slot)
+	fmt.Fprintf(w, "engine     %s (%s): %s\n", r.Engine, res.Reason, res.Detail)
+	if len(r.Quarantines) == 0 {
+		fmt.Fprintln(w, "quarantine none")
+	}
+	for _, q := range r.Quarantines {
+		fmt.Fprintf(w, "quarantine %s (owner %s) at %s, %s: %s\n", q.EngineID, q.Owner, q.Operation,
+			q.FailedAt.UTC().Format("2006-01-02 15:04:05Z"), q.Reason)
+	}
+	for _, h := range r.HostChecks {
+		fmt.Fprintf(w, "host       %s %-16s %-20s %s\n", mark(h.OK), h.Operation, h.Host, h.Error)
+	}
+	s := r.Store
+	fmt.Fprintf(w, "store      %s (from %s)", s.Dir, s.Source)
+	switch {
+	case !s.Exists:
+		fmt.Fprintln(w, ": not created yet")
+	case s.Error != "":
+		fmt.Fprintf(w, ": error: %s\n", s.Error)
+	default:
+		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk, %d conversations, %d messages\n",
+			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
+	}
+	for _, x := range r.Warnings {
+		fmt.Fprintf(w, "warning    %s\n", x)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "PROBLEM    %s\n", p)
+	}
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, "no problems found")
+	} else {
+		fmt.Fprintf(w, "%d problem(s) found\n", len(r.Problems))
+	}
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progress draws a progress bar on stderr while long work runs, only when
+// stdout and stderr are terminals (scripts and pipes see nothing).
+type progress struct {
+	w     io.Writer
+	label string
+	total int64
+	mu    sync.Mutex
+	cur   int64
+	note  string
+	start time.Time
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+func newProgress(s *stdio, label string, total int64) *progress {
+	p := &progress{label: label, total: total, start: time.Now()}
+	if !isTerminal(s.out) || !isTerminal(s.err) {
+		return p
+	}
+	p.w = s.err
+	p.stop = make(chan struct{})
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(150 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+				p.draw()
+			}
+		}
+	}()
+	return p
+}
+
+// set records the units done and what is being worked on.
+func (p *progress) set(cur int64, note string) {
+	p.mu.Lock()
+	p.cur, p.note = cur, note
+	p.mu.Unlock()
+}
+
+func (p *progress) draw() {
+	p.mu.Lock()
+	cur, note, total := p.cur, p.note, p.total
+	p.mu.Unlock()
+	const width = 30
+	filled := 0
+	if total > 0 {
+		filled = int(cur * width / total)
+	}
+	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
+	fmt.Fprintf(p.w, "\r%s [%s] %d/%d %s %s\x1b[K", p.label, bar, cur, total,
+		time.Since(p.start).Round(time.Second), filepath.Base(note))
+}
+
+// done stops the bar and clears its line.
+func (p *progress) done() {
+	if p.stop == nil {
+		return
+	}
+	close(p.stop)
+	p.wg.Wait()
+	p.stop = nil
+	fmt.Fprint(p.w, "\r\x1b[K")
+}

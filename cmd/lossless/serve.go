@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/lossless-engine/contextengine/bridge"
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless"
+)
+
+func cmdServe() *command {
+	var stdioFlag bool
+	return &command{
+		name: "serve", args: "--stdio",
+		summary: "Serve the engine over newline-delimited JSON-RPC 2.0 on stdin/stdout (used by the OpenClaw plugin).",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.BoolVar(&stdioFlag, "stdio", false, "speak JSON-RPC on stdin/stdout (the only transport)")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("serve takes no arguments")
+			}
+			if !stdioFlag {
+				return usagef("serve needs --stdio (the only transport)")
+			}
+			logf := func(format string, a ...any) {
+				fmt.Fprintf(c.io.err, "lossless serve: "+strings.TrimSuffix(format, "\n")+"\n", a...)
+			}
+			err := bridge.Serve(ctx, c.io.in, c.io.out, serveFactory(c), bridge.Options{
+				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf})
+			if errors.Is(err, context.Canceled) {
+				return nil // a signal: a normal shutdown
+			}
+			return err
+		},
+	}
+}
+
+// serveFactory wraps lossless.Factory: the config comes from initialize
+// (plugins.entries.lossless.config); when it names no storeDir the
+// command's store is used (--store, $LOSSLESS_STORE, the per-user default),
+// so `lossless stats` and the plugin see the same store by default. --agent,
+// when given, is the default agent unless the config sets agentId.
+func serveFactory(c *cmdEnv) core.Factory {
+	return func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
+		cfg, err := withDefaults(opts.Config, map[string]any{"storeDir": c.store}, c.agentSet, c.agent)
+		if err != nil {
+			return nil, err
+		}
+		opts.Config = cfg
+		return lossless.Factory(ctx, opts)
+	}
+}
+
+// withDefaults sets keys absent from the JSON object raw.
+func withDefaults(raw json.RawMessage, defaults map[string]any, agentSet bool, agent string) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" {
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("engine config is not a JSON object: %w", err)
+		}
+	}
+	if agentSet {
+		defaults["agentId"] = agent
+	}
+	for k, v := range defaults {
+		if _, ok := obj[k]; ok {
+			continue
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		obj[k] = b
+	}
+	return encodeJSON(obj)
+}
+
+// encodeJSON marshals v without HTML escaping.
+func encodeJSON(v any) (json.RawMessage, error) {
+	var sb strings.Builder
+	enc := json.NewEncoder(&sb)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return json.RawMessage(strings.TrimRight(sb.String(), "\n")), nil
+}
