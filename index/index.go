@@ -42,6 +42,7 @@ const (
 	fKind    = "kind"
 	fSeq     = "seq"
 	fTS      = "ts"
+	fPos     = "pos" // session + "\x1f" + seq: finds neighbours by exact term
 )
 
 var (
@@ -78,6 +79,10 @@ type Doc struct {
 	Timestamp int64
 	// Text is the searchable text (core.Message.SearchText for messages).
 	Text string
+	// Context is text indexed with a lower weight to make the doc findable
+	// by what surrounds it (not stored, not returned). When empty, the text
+	// of the previous doc of the same session (in Add order) is used.
+	Context string
 }
 
 // Hit is a search result: the doc's fields and its score.
@@ -171,7 +176,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	if dir == "" {
 		return nil, errors.New("index: empty directory")
 	}
-	setBM25B(opts.BM25B)
+	setBM25B(tuneF("B", opts.BM25B))
 	ix := &Index{
 		dir:      dir,
 		opts:     opts,
@@ -336,6 +341,11 @@ func newMapping() *mapping.IndexMappingImpl {
 	ctxf.IncludeTermVectors = false
 	ctxf.IncludeInAll = false
 	dm.AddFieldMappingsAt(fCtx, ctxf)
+	pos := bleve.NewKeywordFieldMapping()
+	pos.Store = false
+	pos.IncludeInAll = false
+	pos.IncludeTermVectors = false
+	dm.AddFieldMappingsAt(fPos, pos)
 	for _, f := range []string{fAgent, fConv, fSession, fRole, fKind} {
 		k := bleve.NewKeywordFieldMapping()
 		k.Store = true
@@ -535,7 +545,9 @@ func (ix *Index) document(d *Doc) *document.Document {
 	}
 	doc.AddField(document.NewTextFieldCustom(fText, nil, []byte(d.Text), textOpts, ix.chat))
 	key := d.Agent + "\x00" + d.Session
-	if p := ix.prev[key]; p != "" {
+	if d.Context != "" {
+		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(d.Context), bindex.IndexField, ix.chat))
+	} else if p := ix.prev[key]; p != "" {
 		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(p), bindex.IndexField, ix.chat))
 	}
 	if d.Kind != KindSummary {
@@ -553,7 +565,12 @@ func (ix *Index) document(d *Doc) *document.Document {
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fKind, nil, []byte(kind), kw))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fSeq, nil, float64(d.Seq), kw))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fTS, nil, float64(d.Timestamp), kw))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fPos, nil, []byte(posKey(d.Session, d.Seq)), bindex.IndexField))
 	return doc
+}
+
+func posKey(session string, seq uint64) string {
+	return session + "\x1f" + strconv.FormatUint(seq, 10)
 }
 
 func clip(s string, n int) string {

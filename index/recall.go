@@ -2,6 +2,8 @@ package index
 
 import (
 	"context"
+
+	"github.com/blevesearch/bleve/v2/search/query"
 	"hash/fnv"
 	"strings"
 	"unicode"
@@ -40,12 +42,20 @@ type RecallQuery struct {
 	WaitForLag bool
 }
 
-// recallFetch is how many candidates are fetched per wanted turn.
-const recallFetch = 2
+// Ranking parameters of Recall (measured on the LoCoMo dev set, see
+// internal/locomo).
+var (
+	// recallFetchMin is the least number of candidates fetched.
+	recallFetchMin = 50
+	// neighbourDecay scales a hit's score for a neighbour one turn away (and
+	// again for each further turn).
+	neighbourDecay = 0.6
+)
 
 // Recall returns up to q.K distinct turns ranked for q.Text: hits without
-// those already in context, with near-identical texts collapsed, each
-// optionally followed by its neighbours (NeighbourOf set).
+// those already in context, with near-identical texts collapsed, and the
+// neighbours of the best hits ranked in among them (at a decayed share of
+// the hit's score, NeighbourOf set).
 func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 	if q.K <= 0 {
 		q.K = 10
@@ -72,7 +82,7 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 		Since:               q.Since,
 		Until:               q.Until,
 	}
-	fetch := q.K*recallFetch + len(q.ExcludeIDs)
+	fetch := max(q.K*2, recallFetchMin) + len(q.ExcludeIDs)
 	cands, err := ix.search(ctx, &sq, terms, fetch)
 	if err != nil {
 		return nil, err
@@ -83,17 +93,26 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 		}
 		return q.CurrentSession != "" && h.Session == q.CurrentSession && h.Seq >= q.InContextFrom
 	}
+	kept := cands[:0]
+	for _, h := range cands {
+		if !excluded(&h.Doc) {
+			kept = append(kept, h)
+		}
+	}
+	cands = kept
+	if q.Neighbours > 0 && len(cands) > 0 {
+		cands, err = ix.addNeighbours(ctx, &q, cands, excluded)
+		if err != nil {
+			return nil, err
+		}
+	}
 	out := make([]Hit, 0, q.K)
-	seen := make(map[string]bool, q.K*2)
 	seenText := make(map[uint64]bool, q.K*2)
 	for i := range cands {
 		if len(out) >= q.K {
 			break
 		}
 		h := cands[i]
-		if seen[h.ID] || excluded(&h.Doc) {
-			continue
-		}
 		if h.Text != "" {
 			k := textKey(h.Text)
 			if seenText[k] {
@@ -101,10 +120,83 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 			}
 			seenText[k] = true
 		}
-		seen[h.ID] = true
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// addNeighbours fetches the turns within q.Neighbours of the best
+// q.NeighbourHits hits and merges them into the ranking with a decayed
+// score (a turn keeps the better of its own and its neighbour score).
+func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit, excluded func(*Doc) bool) ([]Hit, error) {
+	type want struct {
+		of    int
+		score float64
+	}
+	byPos := make(map[string]int, len(cands))
+	for i := range cands {
+		byPos[posKey(cands[i].Session, cands[i].Seq)] = i
+	}
+	wants := map[string]want{}
+	for i := 0; i < len(cands) && i < q.NeighbourHits; i++ {
+		h := &cands[i]
+		if h.Kind == KindSummary {
+			continue
+		}
+		f := 1.0
+		for d := 1; d <= q.Neighbours; d++ {
+			f *= neighbourDecay
+			for _, seq := range []int64{int64(h.Seq) - int64(d), int64(h.Seq) + int64(d)} {
+				if seq < 0 {
+					continue
+				}
+				key := posKey(h.Session, uint64(seq))
+				sc := h.Score * f
+				if j, ok := byPos[key]; ok {
+					if cands[j].Score < sc {
+						cands[j].Score = sc
+						cands[j].NeighbourOf = h.ID
+					}
+					continue
+				}
+				if w, ok := wants[key]; !ok || w.score < sc {
+					wants[key] = want{of: i, score: sc}
+				}
+			}
+		}
+	}
+	if len(wants) > 0 {
+		keys := make([]string, 0, len(wants))
+		for k := range wants {
+			keys = append(keys, k)
+		}
+		got, err := ix.byPos(ctx, q.Agent, keys)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range got {
+			w, ok := wants[posKey(g.Session, g.Seq)]
+			if !ok || excluded(&g.Doc) {
+				continue
+			}
+			g.Score = w.score
+			g.NeighbourOf = cands[w.of].ID
+			cands = append(cands, g)
+		}
+	}
+	sortHits(cands)
+	return cands, nil
+}
+
+// byPos returns the agent's docs at the given position keys.
+func (ix *Index) byPos(ctx context.Context, agent string, keys []string) ([]Hit, error) {
+	qs := make([]query.Query, len(keys))
+	for i, k := range keys {
+		qs[i] = termQ(fPos, k)
+	}
+	bq := query.NewBooleanQuery(nil, qs, nil)
+	bq.AddFilter(termQ(fAgent, agent))
+	return ix.run(ctx, bq, len(keys))
 }
 
 // textKey hashes a text with case, punctuation and spacing folded, so that
@@ -120,4 +212,3 @@ func textKey(s string) uint64 {
 	}
 	return h.Sum64()
 }
-

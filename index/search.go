@@ -179,6 +179,11 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 	default:
 		bq.AddFilter(query.NewConjunctionQuery(filters))
 	}
+	return ix.run(ctx, bq, size)
+}
+
+// run executes a query and converts its hits.
+func (ix *Index) run(ctx context.Context, bq query.Query, size int) ([]Hit, error) {
 	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
 	req.Fields = storedFields(ix.opts.NoStoreText)
 	req.SortBy([]string{"-_score", "_id"})

@@ -1,0 +1,363 @@
+package locomo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lossless-engine/contextengine/index"
+)
+
+// DefaultKs are the k of recall@k reported by default (as in the LoCoMo paper).
+var DefaultKs = []int{5, 10, 25, 50}
+
+// TurnDoc is one turn as the benchmark ingests it.
+type TurnDoc struct {
+	// DiaID is the turn's LoCoMo id ("D3:7").
+	DiaID string
+	// Speaker is who said it.
+	Speaker string
+	// Role is "user" for the conversation's first speaker, "assistant" for
+	// the other.
+	Role string
+	// Text is the message text: the speaker's name, what was said, and the
+	// caption of a shared image.
+	Text string
+	// Timestamp is the session date plus the turn's index in seconds (ms).
+	Timestamp int64
+}
+
+// Retriever is the recall path under measurement. The benchmark ingests each
+// session of a conversation as its own session of one agent (one agent per
+// conversation), then asks each question as the prompt of a fresh session.
+type Retriever interface {
+	// IngestSession stores one session's turns, in order.
+	IngestSession(ctx context.Context, agent, session string, turns []TurnDoc) error
+	// Ready waits until everything ingested is searchable.
+	Ready(ctx context.Context) error
+	// Recall returns the dia ids of the turns the recall path ranks for
+	// prompt, best first, at most k distinct (neighbour turns it adds
+	// included).
+	Recall(ctx context.Context, agent, prompt string, k int) ([]string, error)
+	// Close releases the retriever.
+	Close() error
+}
+
+// RecallConfig configures RunRecall.
+type RecallConfig struct {
+	// Path is the LoCoMo JSON file (or set Data).
+	Path string
+	// Data, when set, is used instead of reading Path.
+	Data []Conversation
+	// Ks are the k of recall@k (default DefaultKs).
+	Ks []int
+	// Dir is where the store/index is built ("" → a temporary directory,
+	// removed after).
+	Dir string
+	// Conversations limits how many conversations are used (0: all).
+	Conversations int
+	// Categories limits the question categories (nil: all five, as the
+	// LoCoMo paper counts them).
+	Categories []int
+	// Neighbours is passed to index.RecallQuery (turns added either side of
+	// the best hits; they count toward k).
+	Neighbours int
+	// NewRetriever builds the recall path in dir (default: the index
+	// package's Recall, see IndexRetriever).
+	NewRetriever func(dir string) (Retriever, error)
+	// Progress, when set, gets a line of progress now and then.
+	Progress func(msg string)
+}
+
+// RecallReport is the result of RunRecall; the benchmark command writes it
+// under the top-level key "recall".
+type RecallReport struct {
+	// RecallAt maps k (as a string) to recall@k in percent.
+	RecallAt map[string]float64 `json:"recall_at"`
+	// PerCategory maps a category (as a string) to its recall_at map.
+	PerCategory map[string]map[string]float64 `json:"per_category"`
+	// Questions is the number of questions asked.
+	Questions int `json:"questions"`
+	// PerCategoryQuestions maps a category to its number of questions.
+	PerCategoryQuestions map[string]int `json:"per_category_questions"`
+	// QueryP50Ms and QueryP99Ms are recall latencies (milliseconds).
+	QueryP50Ms float64 `json:"query_p50_ms"`
+	QueryP99Ms float64 `json:"query_p99_ms"`
+	// Turns is the number of turns ingested.
+	Turns int `json:"turns"`
+	// IndexDocsPerSec is the ingest+index rate (turns per second, until
+	// everything is searchable).
+	IndexDocsPerSec float64 `json:"index_docs_per_s"`
+	// Path says which recall path was measured.
+	Path string `json:"path"`
+}
+
+// TurnText renders a turn as the benchmark ingests it.
+func TurnText(t Turn) string {
+	s := t.Speaker + ": " + t.Text
+	if t.BlipCaption != "" {
+		s += " [shared an image: " + t.BlipCaption + "]"
+	}
+	return s
+}
+
+// SessionDocs returns the turns of one session as ingested.
+func SessionDocs(c *Conversation, s *Session) []TurnDoc {
+	base := s.Time.UnixMilli()
+	if s.Time.IsZero() {
+		base = int64(s.Num) * 86_400_000
+	}
+	out := make([]TurnDoc, len(s.Turns))
+	for i, t := range s.Turns {
+		role := "assistant"
+		if t.Speaker == c.SpeakerA {
+			role = "user"
+		}
+		out[i] = TurnDoc{DiaID: t.DiaID, Speaker: t.Speaker, Role: role, Text: TurnText(t), Timestamp: base + int64(i)*1000}
+	}
+	return out
+}
+
+// RunRecall ingests the conversations, asks every question that lists
+// evidence, and reports recall@k of the evidence turns: per question, the
+// share of its evidence turns among the first k distinct turns ranked; the
+// mean over questions, overall and per category.
+func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
+	var rep RecallReport
+	convs := cfg.Data
+	if convs == nil {
+		var err error
+		if convs, err = Load(cfg.Path); err != nil {
+			return rep, err
+		}
+	}
+	if cfg.Conversations > 0 && cfg.Conversations < len(convs) {
+		convs = convs[:cfg.Conversations]
+	}
+	ks := cfg.Ks
+	if len(ks) == 0 {
+		ks = DefaultKs
+	}
+	maxK := 0
+	for _, k := range ks {
+		if k <= 0 {
+			return rep, fmt.Errorf("locomo: bad k %d", k)
+		}
+		maxK = max(maxK, k)
+	}
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "locomo-recall-*")
+		if err != nil {
+			return rep, fmt.Errorf("locomo: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	newR := cfg.NewRetriever
+	if newR == nil {
+		nb := cfg.Neighbours
+		newR = func(dir string) (Retriever, error) { return NewIndexRetriever(dir, nb) }
+	}
+	r, err := newR(dir)
+	if err != nil {
+		return rep, err
+	}
+	defer r.Close()
+	rep.Path = fmt.Sprintf("%T", r)
+
+	start := time.Now()
+	for ci := range convs {
+		c := &convs[ci]
+		agent := agentOf(c, ci)
+		for si := range c.Sessions {
+			s := &c.Sessions[si]
+			docs := SessionDocs(c, s)
+			rep.Turns += len(docs)
+			if err := r.IngestSession(ctx, agent, agent+"/session_"+strconv.Itoa(s.Num), docs); err != nil {
+				return rep, fmt.Errorf("locomo: ingest: %w", err)
+			}
+		}
+	}
+	if err := r.Ready(ctx); err != nil {
+		return rep, fmt.Errorf("locomo: ready: %w", err)
+	}
+	if el := time.Since(start).Seconds(); el > 0 {
+		rep.IndexDocsPerSec = float64(rep.Turns) / el
+	}
+	if cfg.Progress != nil {
+		cfg.Progress(fmt.Sprintf("ingested %d turns in %s", rep.Turns, time.Since(start).Round(time.Millisecond)))
+	}
+
+	wantCat := map[int]bool{}
+	for _, c := range cfg.Categories {
+		wantCat[c] = true
+	}
+	sums := map[int][]float64{} // category → per-k sums (index 0 = all)
+	counts := map[int]int{}
+	total := make([]float64, len(ks))
+	var lat []time.Duration
+	for ci := range convs {
+		c := &convs[ci]
+		agent := agentOf(c, ci)
+		for _, q := range c.QA {
+			if len(q.Evidence) == 0 || (len(wantCat) > 0 && !wantCat[q.Category]) {
+				continue
+			}
+			t0 := time.Now()
+			ids, err := r.Recall(ctx, agent, q.Question, maxK)
+			lat = append(lat, time.Since(t0))
+			if err != nil {
+				return rep, fmt.Errorf("locomo: recall: %w", err)
+			}
+			ids = distinct(ids)
+			if sums[q.Category] == nil {
+				sums[q.Category] = make([]float64, len(ks))
+			}
+			counts[q.Category]++
+			rep.Questions++
+			for i, k := range ks {
+				v := RecallAtK(ids, q.Evidence, k)
+				total[i] += v
+				sums[q.Category][i] += v
+			}
+		}
+	}
+	if rep.Questions == 0 {
+		return rep, errors.New("locomo: no question with evidence")
+	}
+	rep.RecallAt = map[string]float64{}
+	for i, k := range ks {
+		rep.RecallAt[strconv.Itoa(k)] = round1(100 * total[i] / float64(rep.Questions))
+	}
+	rep.PerCategory = map[string]map[string]float64{}
+	rep.PerCategoryQuestions = map[string]int{}
+	for cat, s := range sums {
+		m := map[string]float64{}
+		for i, k := range ks {
+			m[strconv.Itoa(k)] = round1(100 * s[i] / float64(counts[cat]))
+		}
+		rep.PerCategory[strconv.Itoa(cat)] = m
+		rep.PerCategoryQuestions[strconv.Itoa(cat)] = counts[cat]
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	rep.QueryP50Ms = ms(lat[len(lat)/2])
+	rep.QueryP99Ms = ms(lat[min(len(lat)-1, len(lat)*99/100)])
+	return rep, nil
+}
+
+func agentOf(c *Conversation, i int) string {
+	if c.SampleID != "" {
+		return c.SampleID
+	}
+	return "conv-" + strconv.Itoa(i)
+}
+
+func ms(d time.Duration) float64 { return round3(float64(d) / 1e6) }
+
+func round1(v float64) float64 { return float64(int64(v*10+0.5)) / 10 }
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+func distinct(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// RecallAtK is the share of evidence among the first k of ranked (distinct
+// ids).
+func RecallAtK(ranked, evidence []string, k int) float64 {
+	if len(evidence) == 0 {
+		return 0
+	}
+	if k > len(ranked) {
+		k = len(ranked)
+	}
+	top := make(map[string]bool, k)
+	for _, id := range ranked[:k] {
+		top[id] = true
+	}
+	n := 0
+	for _, e := range evidence {
+		if top[e] {
+			n++
+		}
+	}
+	return float64(n) / float64(len(evidence))
+}
+
+// IndexRetriever drives the recall path of package index directly: each turn
+// is an index.Doc (id "<agent>/<dia id>"), and Recall is index.Recall, the
+// function assemble's recall calls.
+type IndexRetriever struct {
+	ix         *index.Index
+	neighbours int
+	seq        map[string]uint64
+}
+
+// NewIndexRetriever opens a fresh index in dir.
+func NewIndexRetriever(dir string, neighbours int) (*IndexRetriever, error) {
+	ix, err := index.Open(filepath.Join(dir, "index"), index.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return &IndexRetriever{ix: ix, neighbours: neighbours, seq: map[string]uint64{}}, nil
+}
+
+// IngestSession implements Retriever.
+func (r *IndexRetriever) IngestSession(_ context.Context, agent, session string, turns []TurnDoc) error {
+	docs := make([]index.Doc, len(turns))
+	for i, t := range turns {
+		docs[i] = index.Doc{
+			ID: agent + "/" + t.DiaID, Agent: agent, Conversation: session, Session: session,
+			Role: t.Role, Kind: index.KindMessage, Seq: uint64(i), Timestamp: t.Timestamp, Text: t.Text,
+		}
+	}
+	if os.Getenv("TUNE_NEXT") != "" {
+		for i := range docs {
+			var parts []string
+			if i > 0 && os.Getenv("TUNE_NEXT") != "nextonly" {
+				parts = append(parts, turns[i-1].Text)
+			}
+			if i+1 < len(turns) {
+				parts = append(parts, turns[i+1].Text)
+			}
+			docs[i].Context = strings.Join(parts, "\n")
+		}
+	}
+	r.ix.Add(docs...)
+	return nil
+}
+
+// Ready implements Retriever.
+func (r *IndexRetriever) Ready(ctx context.Context) error { return r.ix.Flush(ctx) }
+
+// Recall implements Retriever.
+func (r *IndexRetriever) Recall(ctx context.Context, agent, prompt string, k int) ([]string, error) {
+	hits, err := r.ix.Recall(ctx, index.RecallQuery{Agent: agent, Text: prompt, K: k, Neighbours: r.neighbours, NeighbourHits: tuneNH})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = strings.TrimPrefix(h.ID, agent+"/")
+	}
+	return out, nil
+}
+
+// Close implements Retriever.
+func (r *IndexRetriever) Close() error { return r.ix.Close() }
+
+var tuneNH = func() int { n, _ := strconv.Atoi(os.Getenv("TUNE_NH")); return n }()
