@@ -168,14 +168,13 @@ func TestCountRealTranscript(t *testing.T) {
 	if c4 < 100_000 || c4 > 200_000 {
 		t.Fatalf("chars4 estimate %d", c4)
 	}
-	if testing.Short() {
-		return
+	// tiktoken on a sample (the whole file takes seconds under -race): the
+	// two estimates agree within a factor of two.
+	sample := msgs[:150]
+	o, c := CountMessages(DefaultCounter(), sample), CountMessages(Chars4{}, sample)
+	if o < c/2 || o > 2*c {
+		t.Fatalf("o200k %d vs chars4 %d on %d messages", o, c, len(sample))
 	}
-	o := CountMessages(DefaultCounter(), msgs)
-	if o < 90_000 || o > 200_000 {
-		t.Fatalf("o200k count %d", o)
-	}
-	t.Logf("large-session: chars4 %d, o200k %d", c4, o)
 }
 
 func BenchmarkCountMessage(b *testing.B) {
