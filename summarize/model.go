@@ -1,0 +1,286 @@
+package summarize
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	ooption "github.com/openai/openai-go/v3/option"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// OpenAIConfig configures NewOpenAI.
+type OpenAIConfig struct {
+	// Model is the model name (required).
+	Model string
+	// BaseURL is the endpoint, e.g. http://localhost:11434/v1 for Ollama or
+	// http://localhost:8000/v1 for vLLM (default: OpenAI's).
+	BaseURL string
+	// APIKey is the key; when empty it is read from APIKeyEnv. Local servers
+	// accept any key; "none" is sent when no key is found and BaseURL is set.
+	APIKey string
+	// APIKeyEnv names the variable holding the key (default OPENAI_API_KEY).
+	APIKeyEnv string
+	// Timeout bounds one call (default 60s); the Guard adds its own.
+	Timeout time.Duration
+	// MaxOutputTokens caps the answer (default: the request's target, at least 256).
+	MaxOutputTokens int
+	// HTTPClient overrides the HTTP client (tests).
+	HTTPClient *http.Client
+}
+
+// AnthropicConfig configures NewAnthropic.
+type AnthropicConfig struct {
+	// Model is the model name (required).
+	Model string
+	// BaseURL is the endpoint (default: Anthropic's).
+	BaseURL string
+	// APIKey is the key; when empty it is read from APIKeyEnv.
+	APIKey string
+	// APIKeyEnv names the variable holding the key (default ANTHROPIC_API_KEY).
+	APIKeyEnv string
+	// Timeout bounds one call (default 60s); the Guard adds its own.
+	Timeout time.Duration
+	// MaxOutputTokens caps the answer (default: the request's target, at least 256).
+	MaxOutputTokens int
+	// HTTPClient overrides the HTTP client (tests).
+	HTTPClient *http.Client
+}
+
+// ErrNoAPIKey is returned by NewOpenAI and NewAnthropic when no key is
+// configured for the provider's own endpoint.
+var ErrNoAPIKey = errors.New("summarize: no API key")
+
+// ErrConfig is returned for an invalid configuration (missing model, unknown kind).
+var ErrConfig = errors.New("summarize: invalid config")
+
+// StatusError is an HTTP failure of a model call. Model wraps it (and
+// core.ErrSummarizerFailed); the Guard reads it with errors.As to decide
+// whether to retry and how long to wait.
+type StatusError struct {
+	// Provider is "openai" or "anthropic".
+	Provider string
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// RetryAfter is the server's Retry-After (or retry-after-ms), zero when absent.
+	RetryAfter time.Duration
+	// Err is the SDK's error.
+	Err error
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("summarize: %s: HTTP %d: %v", e.Provider, e.StatusCode, e.Err)
+}
+
+// Unwrap returns the SDK's error.
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// Retryable reports whether the status is worth retrying (408, 409, 429, 5xx).
+func (e *StatusError) Retryable() bool {
+	return e.StatusCode == 408 || e.StatusCode == 409 || e.StatusCode == 429 || e.StatusCode >= 500
+}
+
+// Model is a summarizer backed by a language model. It makes exactly one
+// call per Summarize, with no retries of its own: wrap it in a Guard. Its
+// output has reasoning stripped; empty output is an error.
+type Model struct {
+	name      string
+	maxOutput int
+	timeout   time.Duration
+	call      func(ctx context.Context, system, user string, maxTokens int) (string, error)
+}
+
+// Name returns "openai:<model>" or "anthropic:<model>".
+func (m *Model) Name() string { return m.name }
+
+// Summarize asks the model for a summary of req. Errors wrap
+// core.ErrSummarizerFailed, and a *StatusError for HTTP failures.
+func (m *Model) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
+	max := m.maxOutput
+	if max <= 0 {
+		max = req.TargetTokens
+		if max < 256 {
+			max = 256
+		}
+	}
+	if m.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, m.timeout)
+		defer cancel()
+	}
+	out, err := m.call(ctx, SystemPrompt(req), UserPrompt(req), max)
+	if err != nil {
+		return "", fmt.Errorf("summarize: %s: %w: %w", m.name, core.ErrSummarizerFailed, err)
+	}
+	out = StripReasoning(out)
+	if out == "" {
+		return "", fmt.Errorf("summarize: %s: empty answer (after removing reasoning): %w", m.name, core.ErrSummarizerFailed)
+	}
+	return out, nil
+}
+
+func apiKey(key, env, def string) string {
+	if key != "" {
+		return key
+	}
+	if env == "" {
+		env = def
+	}
+	return os.Getenv(env)
+}
+
+func timeoutOr(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 60 * time.Second
+	}
+	return d
+}
+
+// NewOpenAI returns a summarizer for an OpenAI-compatible chat-completions
+// endpoint (OpenAI, vLLM, llama.cpp server, Ollama). Streaming is off. On
+// OpenAI's own endpoint the cap is sent as max_completion_tokens, elsewhere
+// as max_tokens (what local servers understand).
+func NewOpenAI(cfg OpenAIConfig) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("summarize: openai: model is required: %w", ErrConfig)
+	}
+	key := apiKey(cfg.APIKey, cfg.APIKeyEnv, "OPENAI_API_KEY")
+	if key == "" {
+		if cfg.BaseURL == "" {
+			return nil, fmt.Errorf("summarize: openai: set apiKey or $%s: %w", orDefault(cfg.APIKeyEnv, "OPENAI_API_KEY"), ErrNoAPIKey)
+		}
+		key = "none"
+	}
+	opts := []ooption.RequestOption{ooption.WithAPIKey(key), ooption.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, ooption.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, ooption.WithHTTPClient(cfg.HTTPClient))
+	}
+	client := openai.NewClient(opts...)
+	official := cfg.BaseURL == ""
+	model := cfg.Model
+	m := &Model{name: "openai:" + model, maxOutput: cfg.MaxOutputTokens, timeout: timeoutOr(cfg.Timeout)}
+	m.call = func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		p := openai.ChatCompletionNewParams{
+			Model: model,
+			Messages: []openai.ChatCompletionMessageParamUnion{
+				openai.SystemMessage(system),
+				openai.UserMessage(user),
+			},
+		}
+		if official {
+			p.MaxCompletionTokens = openai.Int(int64(maxTokens))
+		} else {
+			p.MaxTokens = openai.Int(int64(maxTokens))
+			p.Temperature = openai.Float(0)
+		}
+		resp, err := client.Chat.Completions.New(ctx, p)
+		if err != nil {
+			var ae *openai.Error
+			if errors.As(err, &ae) {
+				return "", &StatusError{Provider: "openai", StatusCode: ae.StatusCode, RetryAfter: retryAfter(ae.Response), Err: err}
+			}
+			return "", err
+		}
+		if len(resp.Choices) == 0 {
+			return "", errors.New("no choices in the answer")
+		}
+		return resp.Choices[0].Message.Content, nil
+	}
+	return m, nil
+}
+
+// NewAnthropic returns a summarizer for the Anthropic Messages API.
+// Streaming is off; thinking content blocks are ignored, only text blocks
+// make the answer.
+func NewAnthropic(cfg AnthropicConfig) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, fmt.Errorf("summarize: anthropic: model is required: %w", ErrConfig)
+	}
+	key := apiKey(cfg.APIKey, cfg.APIKeyEnv, "ANTHROPIC_API_KEY")
+	if key == "" {
+		if cfg.BaseURL == "" {
+			return nil, fmt.Errorf("summarize: anthropic: set apiKey or $%s: %w", orDefault(cfg.APIKeyEnv, "ANTHROPIC_API_KEY"), ErrNoAPIKey)
+		}
+		key = "none"
+	}
+	opts := []aoption.RequestOption{aoption.WithAPIKey(key), aoption.WithMaxRetries(0)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, aoption.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, aoption.WithHTTPClient(cfg.HTTPClient))
+	}
+	client := anthropic.NewClient(opts...)
+	model := cfg.Model
+	m := &Model{name: "anthropic:" + model, maxOutput: cfg.MaxOutputTokens, timeout: timeoutOr(cfg.Timeout)}
+	m.call = func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		resp, err := client.Messages.New(ctx, anthropic.MessageNewParams{
+			Model:     model,
+			MaxTokens: int64(maxTokens),
+			System:    []anthropic.TextBlockParam{{Text: system}},
+			Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(user))},
+		})
+		if err != nil {
+			var ae *anthropic.Error
+			if errors.As(err, &ae) {
+				return "", &StatusError{Provider: "anthropic", StatusCode: ae.StatusCode, RetryAfter: retryAfter(ae.Response), Err: err}
+			}
+			return "", err
+		}
+		var b strings.Builder
+		for _, c := range resp.Content {
+			if c.Type == "text" {
+				if b.Len() > 0 {
+					b.WriteString("\n")
+				}
+				b.WriteString(c.Text)
+			}
+		}
+		return b.String(), nil
+	}
+	return m, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// retryAfter reads retry-after-ms or Retry-After (seconds or an HTTP date).
+func retryAfter(r *http.Response) time.Duration {
+	if r == nil {
+		return 0
+	}
+	if v := r.Header.Get("Retry-After-Ms"); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := r.Header.Get("Retry-After")
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
