@@ -1,0 +1,324 @@
+// A JSON-RPC 2.0 client for `lossless serve --stdio`: one long-lived child
+// process, newline-delimited messages, concurrent requests matched by id,
+// abort signals turned into $/cancelRequest, host callbacks (the server asks
+// for runtimeContext.rewriteTranscriptEntries / llm.complete), and restart
+// after a crash.
+
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+
+export const PROTOCOL_VERSION = 1;
+
+const STDERR_TAIL = 4096;
+
+/** An error the engine process returned (JSON-RPC error object). */
+export class BridgeError extends Error {
+  constructor(method, error) {
+    super(`lossless ${method}: ${error.message}`);
+    this.name = "LosslessBridgeError";
+    this.code = error.code;
+    this.data = error.data;
+  }
+}
+
+/** The engine process exited or could not be started. */
+export class BridgeCrashError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "LosslessBridgeCrashError";
+  }
+}
+
+function abortError(signal) {
+  const reason = signal?.reason;
+  if (reason instanceof Error) return reason;
+  const err = new Error(reason ? String(reason) : "This operation was aborted");
+  err.name = "AbortError";
+  return err;
+}
+
+/**
+ * BridgeClient owns one engine process. `request` restarts the process when
+ * it died (at most `maxRestarts` times a minute); the calls in flight when
+ * it died reject with a BridgeCrashError, and so does the first call after
+ * a crash that happened while idle, so that the host sees every failure.
+ */
+export class BridgeClient {
+  constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, logger } = {}) {
+    if (!command) throw new TypeError("lossless: no engine command");
+    this.command = command;
+    this.args = args;
+    this.env = env;
+    this.initParams = initialize ?? {};
+    this.maxRestarts = maxRestarts;
+    this.logger = logger;
+    this.nextId = 1;
+    this.pending = new Map(); // id -> {resolve, reject, method, runtimeContext}
+    this.hostCalls = new Map(); // server call id -> AbortController
+    this.child = null;
+    this.starting = null; // promise of the running start()
+    this.restartTimes = [];
+    this.restarts = 0;
+    this.unreportedCrash = null;
+    this.closed = false;
+    this.stderrTail = "";
+    this.initResult = null;
+  }
+
+  /** The running child's pid, or undefined. */
+  get pid() {
+    return this.child?.pid;
+  }
+
+  /** Starts the process (if needed) and returns the initialize result. */
+  async start() {
+    if (this.closed) throw new BridgeCrashError("lossless: engine process closed");
+    if (this.child && this.initResult) return this.initResult;
+    if (!this.starting) {
+      this.starting = this.#spawnAndInit().finally(() => {
+        this.starting = null;
+      });
+    }
+    return this.starting;
+  }
+
+  async #spawnAndInit() {
+    const child = spawn(this.command, this.args, {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: this.env ?? process.env,
+    });
+    this.child = child;
+    this.initResult = null;
+    this.stderrTail = "";
+    let spawnError = null;
+    child.on("error", (err) => {
+      spawnError = err;
+      this.#onExit(child, null, null, err);
+    });
+    child.on("exit", (code, signal) => this.#onExit(child, code, signal, null));
+    child.stdin.on("error", () => {}); // EPIPE after a crash: reported by exit
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
+      for (const line of chunk.split("\n")) {
+        if (line.trim()) this.logger?.warn?.(`lossless: ${line}`);
+      }
+    });
+    const rl = createInterface({ input: child.stdout, crlfDelay: Infinity });
+    rl.on("line", (line) => this.#onLine(child, line));
+    let result;
+    try {
+      result = await this.#send(child, "initialize", { ...this.initParams, protocolVersion: PROTOCOL_VERSION });
+      if (result?.protocolVersion !== PROTOCOL_VERSION) {
+        throw new BridgeCrashError(`lossless: engine speaks protocol ${result?.protocolVersion}, this plugin ${PROTOCOL_VERSION}`);
+      }
+    } catch (err) {
+      // A process that could not initialize is not kept (nor restarted).
+      if (this.child === child) this.child = null;
+      if (child.exitCode === null) child.kill("SIGKILL");
+      throw spawnError ? new BridgeCrashError(`lossless: cannot start ${this.command}: ${spawnError.message}`) : err;
+    }
+    this.initResult = result;
+    return result;
+  }
+
+  #onExit(child, code, signal, error) {
+    if (this.child !== child) return; // an old process
+    const wasUp = this.initResult !== null;
+    this.child = null;
+    this.initResult = null;
+    const why = error
+      ? `could not be started (${this.command}): ${error.message}`
+      : `exited (code ${code}, signal ${signal})`;
+    const tail = this.stderrTail.trim() ? `; stderr: ${this.stderrTail.trim().slice(-1000)}` : "";
+    const err = new BridgeCrashError(`lossless: engine process ${why}${tail}`);
+    for (const ac of this.hostCalls.values()) ac.abort(err);
+    this.hostCalls.clear();
+    const inFlight = [...this.pending.values()];
+    this.pending.clear();
+    for (const p of inFlight) p.reject(err);
+    if (this.closed || !wasUp) return;
+    // Surface a crash that no call saw on the next call.
+    if (inFlight.length === 0) this.unreportedCrash = err;
+    this.logger?.error?.(err.message);
+    this.#maybeRestart();
+  }
+
+  #maybeRestart() {
+    const now = Date.now();
+    this.restartTimes = this.restartTimes.filter((t) => now - t < 60_000);
+    if (this.restartTimes.length >= this.maxRestarts) {
+      this.logger?.error?.(`lossless: engine process crashed ${this.restartTimes.length} times in a minute; not restarting until the next call`);
+      return;
+    }
+    this.restartTimes.push(now);
+    this.restarts++;
+    this.start().catch((err) => this.logger?.error?.(`lossless: restart failed: ${err.message}`));
+  }
+
+  #onLine(child, line) {
+    if (!line.trim()) return;
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      this.logger?.warn?.(`lossless: unparsable line from the engine: ${line.slice(0, 200)}`);
+      return;
+    }
+    if (typeof msg.method === "string") {
+      this.#onServerMessage(child, msg);
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    if (!p) return; // answered after we gave up (aborted)
+    this.pending.delete(msg.id);
+    if (msg.error) p.reject(new BridgeError(p.method, msg.error));
+    else p.resolve(msg.result);
+  }
+
+  #write(child, obj) {
+    if (!child || child.exitCode !== null || child.stdin.destroyed) return false;
+    child.stdin.write(JSON.stringify(obj) + "\n");
+    return true;
+  }
+
+  #send(child, method, params, { signal, runtimeContext, hostCallbacks } = {}) {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(abortError(signal));
+        return;
+      }
+      const id = this.nextId++;
+      const msg = { jsonrpc: "2.0", id, method, params };
+      if (hostCallbacks?.length) msg.hostCallbacks = hostCallbacks;
+      let onAbort;
+      const cleanup = () => signal?.removeEventListener("abort", onAbort);
+      this.pending.set(id, {
+        method,
+        runtimeContext,
+        resolve: (v) => {
+          cleanup();
+          resolve(v);
+        },
+        reject: (e) => {
+          cleanup();
+          reject(e);
+        },
+      });
+      if (signal) {
+        onAbort = () => {
+          if (!this.pending.delete(id)) return;
+          this.#write(child, { jsonrpc: "2.0", method: "$/cancelRequest", params: { id } });
+          reject(abortError(signal));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+      if (!this.#write(child, msg)) {
+        this.pending.delete(id);
+        cleanup();
+        reject(new BridgeCrashError("lossless: engine process is not running"));
+      }
+    });
+  }
+
+  /**
+   * Sends a request and resolves with its result. options.signal aborts it
+   * (the server gets $/cancelRequest); options.runtimeContext is the host's
+   * runtimeContext whose functions the server may call back.
+   */
+  async request(method, params, options = {}) {
+    if (this.unreportedCrash) {
+      const err = this.unreportedCrash;
+      this.unreportedCrash = null;
+      if (!this.child && !this.starting) this.start().catch(() => {});
+      throw err;
+    }
+    await this.start();
+    return this.#send(this.child, method, params, options);
+  }
+
+  async #onServerMessage(child, msg) {
+    if (msg.method === "$/cancelRequest") {
+      this.hostCalls.get(msg.params?.id)?.abort(abortError());
+      return;
+    }
+    const reply = (body) => this.#write(child, { jsonrpc: "2.0", id: msg.id, ...body });
+    const owner = this.pending.get(msg.params?.requestId);
+    const rc = owner?.runtimeContext;
+    const ac = new AbortController();
+    this.hostCalls.set(msg.id, ac);
+    try {
+      let result;
+      if (msg.method === "host/llmComplete" && typeof rc?.llm?.complete === "function") {
+        result = await rc.llm.complete(toLlmCompleteParams(msg.params.request, ac.signal));
+      } else if (msg.method === "host/rewriteTranscriptEntries" && typeof rc?.rewriteTranscriptEntries === "function") {
+        result = await rc.rewriteTranscriptEntries(msg.params.request);
+      } else {
+        reply({ error: { code: -32601, message: `host callback ${msg.method} is not available for this request` } });
+        return;
+      }
+      reply({ result: result ?? null });
+    } catch (err) {
+      reply({ error: { code: -32000, message: String(err?.message ?? err) } });
+    } finally {
+      this.hostCalls.delete(msg.id);
+    }
+  }
+
+  /** Disposes the engine and ends the process (SIGKILL after timeoutMs). */
+  async close({ timeoutMs = 5000 } = {}) {
+    if (this.closed) return;
+    const child = this.child;
+    if (child && this.initResult) {
+      try {
+        await Promise.race([
+          this.#send(child, "dispose", null),
+          new Promise((r) => setTimeout(r, timeoutMs).unref()),
+        ]);
+      } catch {
+        // dispose failing must not keep the process alive
+      }
+    }
+    this.closed = true;
+    if (!child || child.exitCode !== null) return;
+    await new Promise((resolve) => {
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+      timer.unref();
+      child.once("exit", () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      child.stdin.end();
+    });
+  }
+}
+
+function textOf(message) {
+  const c = message?.content;
+  if (typeof c === "string") return c;
+  if (Array.isArray(c)) {
+    return c
+      .filter((b) => b && b.type === "text" && typeof b.text === "string")
+      .map((b) => b.text)
+      .join("\n");
+  }
+  if (typeof message?.summary === "string") return message.summary;
+  return "";
+}
+
+/**
+ * Maps the engine's completion request ({system, messages, maxTokens}, with
+ * OpenClaw messages) onto OpenClaw's llm.complete params ({systemPrompt,
+ * messages: [{role, content: string}], maxTokens, signal}). Other fields the
+ * engine sends (model, temperature, purpose, ...) pass through.
+ */
+export function toLlmCompleteParams(req, signal) {
+  const { system, messages, ...rest } = req ?? {};
+  const out = { ...rest, purpose: rest.purpose ?? "lossless context engine", signal };
+  if (system && out.systemPrompt === undefined) out.systemPrompt = system;
+  out.messages = (messages ?? []).map((m) => ({
+    role: m?.role === "assistant" || m?.role === "system" ? m.role : "user",
+    content: textOf(m),
+  }));
+  return out;
+}
