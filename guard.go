@@ -147,7 +147,7 @@ func (g *Guarded) active() core.Engine {
 	if g.engine == nil || g.id == LegacyID {
 		return nil
 	}
-	if _, q := g.reg.Quarantined(g.id); q {
+	if g.reg.isQuarantined(g.id) {
 		return nil
 	}
 	return g.engine

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -58,6 +59,7 @@ type Registry struct {
 	mu          sync.RWMutex
 	entries     map[string]registration
 	quarantined map[string]QuarantineRecord
+	nq          atomic.Int64 // len(quarantined), read without the lock
 	logger      *slog.Logger
 }
 
@@ -145,6 +147,17 @@ func (r *Registry) Quarantines() []QuarantineRecord {
 	return out
 }
 
+// isQuarantined is the fast check used on every guarded call.
+func (r *Registry) isQuarantined(id string) bool {
+	if r.nq.Load() == 0 {
+		return false
+	}
+	r.mu.RLock()
+	_, ok := r.quarantined[id]
+	r.mu.RUnlock()
+	return ok
+}
+
 // Quarantined returns the record of id, if it is quarantined.
 func (r *Registry) Quarantined(id string) (QuarantineRecord, bool) {
 	r.mu.RLock()
@@ -164,6 +177,7 @@ func (r *Registry) quarantine(id, owner, op string, reason error) bool {
 	rec := QuarantineRecord{EngineID: id, Operation: op, Reason: reason.Error(),
 		FailedAt: time.Now().UTC(), Owner: owner}
 	r.quarantined[id] = rec
+	r.nq.Store(int64(len(r.quarantined)))
 	r.mu.Unlock()
 	r.log().Warn("contextengine: engine quarantined, falling back to legacy",
 		"engine", id, "owner", owner, "operation", op, "reason", rec.Reason)
@@ -174,6 +188,7 @@ func (r *Registry) quarantine(id, owner, op string, reason error) bool {
 func (r *Registry) ClearQuarantine(id string) {
 	r.mu.Lock()
 	delete(r.quarantined, id)
+	r.nq.Store(int64(len(r.quarantined)))
 	r.mu.Unlock()
 }
 
