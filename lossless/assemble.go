@@ -179,23 +179,19 @@ func (e *Engine) itemMessage(txn *badger.Txn, c convID, seq uint64, flags byte, 
 		if err != nil {
 			return core.Message{}, fmt.Errorf("lossless: message %d: %w", seq, err)
 		}
+		var m core.Message
 		err = kv.Value(func(v []byte) error {
 			r, err := decodeMsg(v, false)
-			raw = r.Raw
 			if err != nil {
 				return err
 			}
-			m, err := core.ParseMessage(raw) // copies raw
+			m, err = core.ParseMessage(r.Raw) // copies the bytes
 			if err != nil {
 				return fmt.Errorf("lossless: stored message %d: %w", seq, err)
 			}
-			cache[seq] = m
 			return nil
 		})
-		if err != nil {
-			return core.Message{}, err
-		}
-		return cache[seq], nil
+		return m, err
 	}
 	m, err := core.ParseMessage(raw)
 	if err != nil {

@@ -32,6 +32,10 @@ type Config struct {
 	// the active context by a reference with a short description (the full
 	// content stays stored and retrievable). Default 25000.
 	LargeContentTokens int `json:"largeContentTokens,omitempty"`
+	// MaxMessageBytes is the largest message accepted (its raw JSON); larger
+	// ones are refused with an error wrapping core.ErrTooLarge (a 100 MB
+	// message, say). Default 32 MiB; at most half of badger.valueLogFileSize.
+	MaxMessageBytes int `json:"maxMessageBytes,omitempty"`
 	// ContextThreshold is the share of the token budget above which
 	// compaction runs. Default 0.75.
 	ContextThreshold float64 `json:"contextThreshold,omitempty"`
@@ -130,6 +134,7 @@ func DefaultConfig() Config {
 		AgentID:               DefaultAgentID,
 		Tokenizer:             core.EncodingO200k,
 		LargeContentTokens:    DefaultLargeContentTokens,
+		MaxMessageBytes:       DefaultMaxMessageBytes,
 		ContextThreshold:      DefaultContextThreshold,
 		DefaultTokenBudget:    DefaultTokenBudget,
 		FreshTailMessages:     DefaultFreshTailMessages,
@@ -156,6 +161,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LargeContentTokens <= 0 {
 		c.LargeContentTokens = d.LargeContentTokens
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
 	}
 	if c.ContextThreshold <= 0 {
 		c.ContextThreshold = d.ContextThreshold
@@ -216,6 +224,9 @@ func (c Config) validate() error {
 	}
 	if c.ContextThreshold > 1 {
 		return fmt.Errorf("lossless: config: contextThreshold %v is above 1", c.ContextThreshold)
+	}
+	if int64(c.MaxMessageBytes) > c.Badger.ValueLogFileSize/2 {
+		return fmt.Errorf("lossless: config: maxMessageBytes %d is above half of badger.valueLogFileSize %d", c.MaxMessageBytes, c.Badger.ValueLogFileSize)
 	}
 	if c.Recall.Share > 1 {
 		return fmt.Errorf("lossless: config: recall.share %v is above 1", c.Recall.Share)

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -263,7 +264,8 @@ func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, p
 		}
 		res.Bytes = ch.offset - start
 	}
-	res.Malformed = tr.Malformed()
+	res.Malformed = append(append([]core.LineError(nil), tr.Malformed()...), res.Malformed...)
+	sort.Slice(res.Malformed, func(i, j int) bool { return res.Malformed[i].Line < res.Malformed[j].Line })
 	return res, nil
 }
 
@@ -342,7 +344,7 @@ func (e *Engine) importChunk(ctx context.Context, conv *Conversation, tag [8]byt
 		ent := entries[i]
 		switch ent.Type {
 		case core.EntryMessage:
-			if err := validateMessage(ent.Message); err != nil {
+			if err := validateMessage(ent.Message, e.cfg.MaxMessageBytes); err != nil {
 				res.Malformed = append(res.Malformed, core.LineError{Line: ent.Line, Offset: ent.Offset, Err: err})
 				continue
 			}

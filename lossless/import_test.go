@@ -3,8 +3,12 @@ package lossless
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
@@ -41,5 +45,190 @@ func TestImportRoundTrip(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %+v", path, res)
+	}
+}
+
+// writeLines writes a transcript made of lines (each without newline).
+func writeLines(t testing.TB, path string, lines [][]byte, appendMode bool) {
+	t.Helper()
+	flag := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if appendMode {
+		flag = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		f.Write(l)
+		f.Write([]byte{'\n'})
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readLines(t testing.TB, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Split(bytes.TrimRight(b, "\n"), []byte{'\n'})
+}
+
+func TestImportIncremental(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	src := testutil.PiMono(t)[1]
+	lines := readLines(t, src)
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	half := len(lines) / 2
+	writeLines(t, path, lines[:half], false)
+	r1, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Resumed {
+		t.Fatal("first import resumed")
+	}
+	// A torn last line (a writer mid-append) is left for the next run.
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(lines[half][:len(lines[half])/2])
+	f.Close()
+	r2, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Imported != 0 || !r2.Resumed {
+		t.Fatalf("torn line: %+v", r2)
+	}
+	// Complete it and append the rest: only the appended part is read.
+	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(lines[half][len(lines[half])/2:])
+	f.Write([]byte{'\n'})
+	f.Close()
+	writeLines(t, path, lines[half+1:], true)
+	st, _ := os.Stat(path)
+	r3, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r3.Resumed || r3.Bytes >= st.Size() || r3.Duplicates != 0 {
+		t.Fatalf("append: %+v (file %d bytes)", r3, st.Size())
+	}
+	want := fileMessages(t, src)
+	if got := storedMessages(t, e, "", r1.SessionID); len(got) != len(want) {
+		t.Fatalf("stored %d, want %d", len(got), len(want))
+	}
+	// A rewritten file (an early line changed, same size or not) is read
+	// again from the start, without duplicates; the changed message is new.
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(`"type":"message"`)) && i > 0 {
+			lines[i] = bytes.Replace(l, []byte(`"role":"user"`), []byte(`"role":"user","edited":true`), 1)
+			if !bytes.Equal(lines[i], l) {
+				break
+			}
+		}
+	}
+	writeLines(t, path, lines, false)
+	r4, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r4.Resumed || r4.Imported != 1 || r4.Duplicates != len(want)-1 {
+		t.Fatalf("rewrite: %+v", r4)
+	}
+	if got := countMessages(t, e); got != int64(len(want)+1) {
+		t.Fatalf("count %d, want %d", got, len(want)+1)
+	}
+}
+
+func TestImportMalformedLines(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	lines := [][]byte{
+		[]byte(`{"type":"session","version":4,"id":"sess-1","timestamp":"2026-01-01T00:00:00Z"}`),
+		[]byte(`{"type":"message","id":"a","message":{"role":"user","content":"hi","timestamp":1}}`),
+		[]byte(`{"type":"message","id":"b","message":{not json}}`),
+		[]byte(`{"type":"message","id":"c","message":{"role":"wizard","content":"x"}}`),
+		[]byte("{\"type\":\"message\",\"id\":\"d\",\"message\":{\"role\":\"user\",\"content\":\"\xff\"}}"),
+		[]byte(`{"type":"message","id":"e","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"timestamp":2}}`),
+	}
+	writeLines(t, path, lines, false)
+	res, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SessionID != "sess-1" || res.Imported != 2 {
+		t.Fatalf("%+v", res)
+	}
+	var got []int
+	for _, le := range res.Malformed {
+		got = append(got, le.Line)
+	}
+	if fmt.Sprint(got) != "[3 4 5]" {
+		t.Fatalf("malformed lines %v, want 3, 4 and 5", got)
+	}
+}
+
+func TestImportCompactionsAsSummaries(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := testutil.PiMono(t)[0]
+	res, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summaries != 2 {
+		t.Fatalf("summaries %d, want 2", res.Summaries)
+	}
+	conv, err := e.Conversation(ctx, "", res.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !items[0].IsSummary() || !items[1].IsSummary() || items[2].IsSummary() {
+		t.Fatalf("items start %+v %+v %+v", items[0], items[1], items[2])
+	}
+	tr, err := core.ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	win := tr.Window()
+	// The raw items are exactly the window's messages (after its summary).
+	var winMsgs [][]byte
+	for _, ent := range win.Entries {
+		if ent.Type == core.EntryMessage {
+			winMsgs = append(winMsgs, ent.Message.Raw())
+		}
+	}
+	if len(items)-2 != len(winMsgs) {
+		t.Fatalf("%d raw items, window has %d messages", len(items)-2, len(winMsgs))
+	}
+	for i, it := range items[2:] {
+		m, err := conv.Message(ctx, it.Ref.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(m.Raw(), winMsgs[i]) {
+			t.Fatalf("item %d is not the window's message %d", i+2, i)
+		}
+	}
+	s2, err := conv.Summary(ctx, items[1].Ref.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Method != "imported" || s2.Kind != "leaf" || s2.Text != win.Compaction.Summary {
+		t.Fatalf("summary 2: %+v", s2)
+	}
+	// Re-import adds nothing.
+	r2, err := e.Import(ctx, "", path)
+	if err != nil || r2.Summaries != 0 || r2.Imported != 0 {
+		t.Fatalf("re-import: %+v %v", r2, err)
 	}
 }

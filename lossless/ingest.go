@@ -17,7 +17,7 @@ import (
 // Ingest stores one message (idempotent: a message already stored in the
 // conversation, byte for byte, is not stored again and Ingested is false).
 // Messages of unknown roles are refused (core.ErrUnknownRole), messages over
-// MaxMessageBytes too (core.ErrTooLarge), an empty session id with
+// Config.MaxMessageBytes too (core.ErrTooLarge), an empty session id with
 // core.ErrEmptySessionID.
 func (e *Engine) Ingest(ctx context.Context, p core.IngestParams) (core.IngestResult, error) {
 	n, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, []core.Message{p.Message}, p.IsHeartbeat)
@@ -46,7 +46,7 @@ func (e *Engine) ingestCall(ctx context.Context, sessionID, sessionKey string, m
 		return 0, err
 	}
 	defer done()
-	if err := validateMessages(msgs); err != nil {
+	if err := validateMessages(msgs, e.cfg.MaxMessageBytes); err != nil {
 		return 0, err
 	}
 	c, err := e.resolve(ctx, e.agentFor("", sessionKey), sessionID, sessionKey, true)
@@ -59,21 +59,21 @@ func (e *Engine) ingestCall(ctx context.Context, sessionID, sessionKey string, m
 	return e.ingestInto(ctx, c, e.prepare(msgs, heartbeat))
 }
 
-func validateMessages(msgs []core.Message) error {
+func validateMessages(msgs []core.Message, max int) error {
 	for i, m := range msgs {
-		if err := validateMessage(m); err != nil {
+		if err := validateMessage(m, max); err != nil {
 			return fmt.Errorf("lossless: message %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-func validateMessage(m core.Message) error {
+func validateMessage(m core.Message, max int) error {
 	switch {
 	case m.IsZero():
 		return fmt.Errorf("empty message: %w", core.ErrInvalidMessage)
-	case len(m.Raw()) > MaxMessageBytes:
-		return fmt.Errorf("%d bytes over the %d-byte limit: %w", len(m.Raw()), MaxMessageBytes, core.ErrTooLarge)
+	case len(m.Raw()) > max:
+		return fmt.Errorf("%d bytes over the %d-byte limit: %w", len(m.Raw()), max, core.ErrTooLarge)
 	case !core.KnownRole(m.Role()):
 		return fmt.Errorf("role %q: %w", m.Role(), core.ErrUnknownRole)
 	}

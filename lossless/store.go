@@ -21,10 +21,8 @@ import (
 // on open.
 const FormatVersion = 1
 
-// MaxMessageBytes is the largest message accepted (its raw JSON). Larger
-// messages are refused with an error wrapping core.ErrTooLarge; nothing
-// stored is affected.
-const MaxMessageBytes = 32 << 20
+// DefaultMaxMessageBytes is the default of Config.MaxMessageBytes.
+const DefaultMaxMessageBytes = 32 << 20
 
 // Key prefixes (see doc.go for the layout).
 const (
