@@ -3,6 +3,7 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -212,3 +213,6 @@ func countMessages(t testing.TB, e *Engine) int64 {
 	}
 	return n
 }
+
+func isConflict(err error) bool { return errors.Is(err, dag.ErrConflict) }
+func isNotFound(err error) bool { return errors.Is(err, dag.ErrNotFound) }
