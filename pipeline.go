@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
 )
@@ -52,14 +53,24 @@ func Sanitize(msgs []core.Message) ([]core.Message, SanitizeReport) {
 		case core.RoleAssistant:
 			norm[i] = renameCalls(m, ids, &rep)
 		case core.RoleToolResult:
-			if _, ok := m.Field("details"); ok {
-				if nm, err := m.WithoutField("details"); err == nil {
-					m = nm
-					rep.StrippedDetails++
+			for {
+				key, ok := memberKey(m.Raw(), "details")
+				if !ok {
+					break
 				}
+				nm, err := m.WithoutField(key)
+				if err != nil {
+					break
+				}
+				m = nm
+				rep.StrippedDetails++
 			}
 			if id := ids.lookup(m.ToolCallID()); id != m.ToolCallID() {
-				if nm, err := m.WithField("toolCallId", id); err == nil {
+				key, ok := memberKey(m.Raw(), "toolCallId")
+				if !ok {
+					key = "toolCallId"
+				}
+				if nm, err := m.WithField(key, id); err == nil {
 					m = nm
 				}
 			}
@@ -208,35 +219,80 @@ func renameCalls(m core.Message, ids *idNormaliser, rep *SanitizeReport) core.Me
 	if !changed {
 		return m
 	}
+	contentKey, ok := memberKey(m.Raw(), "content")
+	if !ok {
+		return m
+	}
 	var blocks []json.RawMessage
-	if err := json.Unmarshal(m.RawContent(), &blocks); err != nil {
+	parsed := m.Blocks()
+	if err := json.Unmarshal(m.RawContent(), &blocks); err != nil || len(blocks) != len(parsed) {
 		return m
 	}
 	for i, b := range blocks {
-		var head struct {
-			Type string `json:"type"`
-			ID   string `json:"id"`
-		}
-		if json.Unmarshal(b, &head) != nil || head.Type != core.BlockToolCall {
+		pb := parsed[i]
+		if pb.Type != core.BlockToolCall {
 			continue
 		}
-		nid := ids.lookup(head.ID)
-		if nid == head.ID {
+		nid := ids.lookup(pb.ID)
+		if nid == pb.ID {
 			continue
 		}
-		q, _ := json.Marshal(nid)
-		nb, err := setMember(b, "id", q)
-		if err != nil {
-			return m
-		}
-		blocks[i] = nb
+		blocks[i] = setBlockID(b, pb, nid)
 		rep.RenamedIDs++
 	}
-	nm, err := m.WithField("content", blocks)
+	nm, err := m.WithField(contentKey, blocks)
 	if err != nil {
 		return m
 	}
 	return nm
+}
+
+// setBlockID returns block b with its id set to id, keeping its other bytes
+// when the result decodes as a tool call with that id, and otherwise a clean
+// toolCall block with b's name and arguments.
+func setBlockID(b json.RawMessage, parsed core.Block, id string) json.RawMessage {
+	q, _ := json.Marshal(id)
+	key, ok := memberKey(b, "id")
+	if !ok {
+		key = "id"
+	}
+	if nb, err := setMember(b, key, q); err == nil {
+		var check core.Block
+		if json.Unmarshal(nb, &check) == nil && check.Type == core.BlockToolCall && check.ID == id {
+			return nb
+		}
+	}
+	args := parsed.Arguments
+	if !json.Valid(args) {
+		args = json.RawMessage(`{}`)
+	}
+	clean, _ := json.Marshal(core.Block{Type: core.BlockToolCall, ID: id, Name: parsed.Name, Arguments: args})
+	return clean
+}
+
+// memberKey returns the key of obj's top-level member that encoding/json
+// binds to a field named name: the last key equal to name under case
+// folding.
+func memberKey(obj []byte, name string) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return "", false
+	}
+	found, key := false, ""
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+		if k, _ := kt.(string); strings.EqualFold(k, name) {
+			found, key = true, k
+		}
+	}
+	return key, found
 }
 
 // setMember returns the JSON object obj with member name's value replaced by
