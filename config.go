@@ -169,3 +169,15 @@ func (c *Config) Resolve() Resolution {
 	}
 	return res
 }
+
+// Uninstall records that plugin id was uninstalled: its entry is removed
+// and, when it held the contextEngine slot, the slot is reset to the default
+// (CONTRACT §4). It reports whether the slot was reset.
+func (c *Config) Uninstall(id string) bool {
+	delete(c.Plugins.Entries, id)
+	if s := c.Plugins.Slots.ContextEngine; s != nil && *s == id && id != "" {
+		c.Plugins.Slots.ContextEngine = nil
+		return true
+	}
+	return false
+}

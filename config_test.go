@@ -139,3 +139,22 @@ func TestFactoryGetsOptions(t *testing.T) {
 		t.Fatalf("factory options = %+v (config %s)", got, got.Config)
 	}
 }
+
+func TestUninstallResetsSlot(t *testing.T) {
+	c, err := ParseConfig([]byte(`{plugins: {slots: {contextEngine: "lossless"}, entries: {lossless: {config: {}}, other: {}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Uninstall("other") || c.Resolve().EngineID != "lossless" {
+		t.Fatal("uninstalling another plugin touched the slot")
+	}
+	if !c.Uninstall("lossless") {
+		t.Fatal("slot not reset")
+	}
+	if res := c.Resolve(); res.EngineID != LegacyID || res.Reason != ReasonDefault || res.SlotSet {
+		t.Fatalf("after uninstall %+v", res)
+	}
+	if _, ok := c.Plugins.Entries["lossless"]; ok {
+		t.Fatal("entry kept")
+	}
+}
