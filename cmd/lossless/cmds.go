@@ -349,7 +349,13 @@ func cmdCompact() *command {
 				return err
 			}
 			if c.json {
-				return printJSON(c.io.out, res)
+				if err := printJSON(c.io.out, res); err != nil {
+					return err
+				}
+				if !res.OK {
+					return fmt.Errorf("compaction failed: %s", orDash(res.Reason))
+				}
+				return nil
 			}
 			switch {
 			case !res.OK:

@@ -1,0 +1,446 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/internal/testutil"
+)
+
+// bin is the lossless binary built by TestMain into a temporary directory.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lossless-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "lossless")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build lossless: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// runCLI runs the binary with args; env entries are added to a clean
+// environment (HOME points into the test's temp dir).
+func runCLI(t *testing.T, stdin string, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	home := t.TempDir()
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}, env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func (r result) want(t *testing.T, code int, contains ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, code, r.stdout, r.stderr)
+	}
+	all := r.stdout + r.stderr
+	for _, c := range contains {
+		if !strings.Contains(all, c) {
+			t.Fatalf("output lacks %q\nstdout:\n%s\nstderr:\n%s", c, r.stdout, r.stderr)
+		}
+	}
+}
+
+// messageObjects returns the raw bytes of every "message" entry's message
+// object in a session file, read independently of the engine.
+func messageObjects(t *testing.T, path string) (header string, msgs [][]byte) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(sc.Bytes(), &probe) != nil {
+			continue
+		}
+		var typ string
+		_ = json.Unmarshal(probe["type"], &typ)
+		switch typ {
+		case "session":
+			_ = json.Unmarshal(probe["id"], &header)
+		case "message":
+			msgs = append(msgs, append([]byte(nil), probe["message"]...))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return header, msgs
+}
+
+// writeSession writes a small session file with n user/assistant pairs and
+// the given extra raw lines appended.
+func writeSession(t *testing.T, path, id string, n int, extra ...string) [][]byte {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"timestamp":"2026-11-30T20:00:00.000Z","cwd":"/w"}`+"\n", id)
+	var msgs [][]byte
+	parent := "null"
+	for i := 0; i < n; i++ {
+		for j, m := range []string{
+			fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"question %d <about> & \u00e9 file%d.go"}],"timestamp":%d}`, i, i, 1000+2*i),
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"answer %d: file%d.go has %d lines"}],"stopReason":"stop","timestamp":%d,"x-extra":{"keep":true}}`, i, i, i*10, 1001+2*i),
+		} {
+			eid := fmt.Sprintf(`"%08x"`, 2*i+j+1)
+			fmt.Fprintf(&b, `{"type":"message","id":%s,"parentId":%s,"timestamp":"2026-11-30T20:00:01.000Z","message":%s}`+"\n", eid, parent, m)
+			parent = eid
+			msgs = append(msgs, []byte(m))
+		}
+	}
+	for _, e := range extra {
+		b.WriteString(e + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func TestImportStatsCompactExport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	file := filepath.Join(dir, "s1.jsonl")
+	sid := "11111111-2222-3333-4444-555555555555"
+	msgs := writeSession(t, file, sid, 20)
+
+	runCLI(t, "", nil, "import", "--store", store, "--agent", "alice", file).
+		want(t, 0, "session "+sid, "40 imported", "0 malformed")
+
+	// Import again: nothing new (incremental, idempotent).
+	runCLI(t, "", nil, "import", "--store", store, "--agent", "alice", file).want(t, 0, "0 imported")
+
+	var st struct {
+		Format int   `json:"format"`
+		Disk   int64 `json:"diskBytes"`
+		Agents map[string]struct {
+			Conversations, Messages, Tokens int64
+		} `json:"agents"`
+	}
+	r := runCLI(t, "", nil, "stats", "--store", store, "--json")
+	r.want(t, 0)
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("stats --json: %v\n%s", err, r.stdout)
+	}
+	if a := st.Agents["alice"]; a.Conversations != 1 || a.Messages != 40 || a.Tokens <= 0 || st.Format < 1 || st.Disk <= 0 {
+		t.Fatalf("stats = %+v", st)
+	}
+	runCLI(t, "", nil, "stats", "--store", store).want(t, 0, "alice", "40")
+
+	r = runCLI(t, "", nil, "sessions", "--store", store, "--json")
+	r.want(t, 0, sid)
+	runCLI(t, "", nil, "sessions", "--store", store).want(t, 0, "AGENT", "alice", sid)
+
+	// assemble: within the budget, the newest message last.
+	r = runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "150", "--json")
+	r.want(t, 0)
+	var asm struct {
+		EstimatedTokens int `json:"estimatedTokens"`
+		Messages        []struct {
+			Tokens  int             `json:"tokens"`
+			Message json.RawMessage `json:"message"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &asm); err != nil {
+		t.Fatal(err)
+	}
+	if asm.EstimatedTokens > 150 || len(asm.Messages) == 0 || len(asm.Messages) >= 40 {
+		t.Fatalf("assemble: %d tokens, %d messages", asm.EstimatedTokens, len(asm.Messages))
+	}
+	var got bytes.Buffer
+	json.Compact(&got, asm.Messages[len(asm.Messages)-1].Message)
+	if !bytes.Equal(got.Bytes(), msgs[len(msgs)-1]) {
+		t.Fatalf("last assembled message\n%s\nwant\n%s", got.Bytes(), msgs[len(msgs)-1])
+	}
+	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "150").
+		want(t, 0, "estimated tokens", "[0] ", "assistant (")
+
+	// compact: a well-formed answer either way, exit 0 unless it failed.
+	r = runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "100", "--force", "--json")
+	var cres struct {
+		OK        bool   `json:"ok"`
+		Compacted bool   `json:"compacted"`
+		Reason    string `json:"reason"`
+		Result    *struct {
+			TokensBefore int `json:"tokensBefore"`
+			TokensAfter  int `json:"tokensAfter"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &cres); err != nil {
+		t.Fatalf("compact --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	switch {
+	case !cres.OK && r.code != 1:
+		t.Fatalf("a failed compaction must exit 1, got %d", r.code)
+	case cres.OK && r.code != 0:
+		t.Fatalf("compaction ok but exit %d: %s", r.code, r.stderr)
+	case cres.Compacted && (cres.Result == nil || cres.Result.TokensAfter >= cres.Result.TokensBefore):
+		t.Fatalf("compacted without freeing tokens: %+v", cres.Result)
+	}
+
+	// export: every message object, in order, byte for byte.
+	r = runCLI(t, "", nil, "export", "--store", store, "--session", sid)
+	r.want(t, 0)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != len(msgs) {
+		t.Fatalf("export: %d lines, want %d", len(lines), len(msgs))
+	}
+	for i := range msgs {
+		if lines[i] != string(msgs[i]) {
+			t.Fatalf("export line %d\n%s\nwant\n%s", i, lines[i], msgs[i])
+		}
+	}
+	// --agent scopes the lookup.
+	runCLI(t, "", nil, "export", "--store", store, "--session", sid, "--agent", "bob").want(t, 1, "unknown session")
+}
+
+func TestExportPiMonoByteIdentical(t *testing.T) {
+	t.Parallel()
+	files := testutil.PiMono(t)
+	store := t.TempDir()
+	for _, f := range files {
+		header, want := messageObjects(t, f)
+		if header == "" || len(want) == 0 {
+			t.Fatalf("%s: no header id or no messages", f)
+		}
+		runCLI(t, "", nil, "import", "--store", store, f).want(t, 0, "session "+header)
+		r := runCLI(t, "", nil, "export", "--store", store, "--session", header)
+		r.want(t, 0)
+		got := bytes.Split(bytes.TrimSuffix([]byte(r.stdout), []byte("\n")), []byte("\n"))
+		if len(got) != len(want) {
+			t.Fatalf("%s: exported %d messages, the file has %d", filepath.Base(f), len(got), len(want))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%s: message %d differs\n got %.300s\nwant %.300s", filepath.Base(f), i, got[i], want[i])
+			}
+		}
+	}
+}
+
+func TestIncrementalImport(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	file := filepath.Join(dir, "s.jsonl")
+	writeSession(t, file, "sess-inc", 3)
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0, "6 imported")
+	f, err := os.OpenFile(file, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"type":"message","id":"aaaa0001","parentId":"00000006","timestamp":"2026-11-30T20:00:09.000Z","message":{"role":"user","content":"appended"}}`)
+	f.Close()
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0, "1 imported", "(resumed)")
+	r := runCLI(t, "", nil, "export", "--store", store, "--session", "sess-inc")
+	r.want(t, 0)
+	if !strings.HasSuffix(r.stdout, `{"role":"user","content":"appended"}`+"\n") || strings.Count(r.stdout, "\n") != 7 {
+		t.Fatalf("export after append:\n%s", r.stdout)
+	}
+}
+
+func TestMalformedFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	file := filepath.Join(dir, "bad.jsonl")
+	writeSession(t, file, "sess-bad", 2, `this is not json`, `{"type":"message","message":{"role":"user","content":"ok after garbage"}}`, `{"broken":`)
+	r := runCLI(t, "", nil, "import", "--store", store, file)
+	r.want(t, 0, "5 imported", "2 malformed lines", "malformed line 6", "malformed line 8")
+	r = runCLI(t, "", nil, "import", "--store", store, "--json", file)
+	r.want(t, 0)
+	var res struct {
+		Malformed int `json:"malformed"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	// A file that is not a session at all: every line malformed, nothing stored.
+	junk := filepath.Join(dir, "junk.jsonl")
+	os.WriteFile(junk, []byte("\x00\x01binary\n<html>\n"), 0o644)
+	runCLI(t, "", nil, "import", "--store", store, junk).want(t, 0, "0 imported", "2 malformed lines")
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	file := filepath.Join(dir, "s.jsonl")
+	writeSession(t, file, "sess-x", 1)
+	missing := filepath.Join(dir, "no-store")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no command", nil, 2, "Usage"},
+		{"unknown command", []string{"frob"}, 2, `unknown command "frob"`},
+		{"bad flag", []string{"stats", "--bogus"}, 2, "flag provided but not defined"},
+		{"bad flag value", []string{"assemble", "--store", store, "--session", "x", "--budget", "lots"}, 2, "invalid value"},
+		{"missing session flag", []string{"export", "--store", store}, 2, "--session is required"},
+		{"import without files", []string{"import", "--store", store}, 2, "at least one session file"},
+		{"import missing file", []string{"import", "--store", store, filepath.Join(dir, "nope.jsonl")}, 1, "no such file"},
+		{"import a directory", []string{"import", "--store", store, dir}, 1, "is a directory"},
+		{"missing store", []string{"stats", "--store", missing}, 1, "does not exist"},
+		{"missing store export", []string{"export", "--store", missing, "--session", "x"}, 1, "does not exist"},
+		{"unknown summarizer", []string{"compact", "--store", store, "--session", "sess-x", "--summarizer", "magic"}, 2, "unknown --summarizer"},
+		{"model summarizer without model", []string{"compact", "--store", store, "--session", "sess-x", "--summarizer", "openai"}, 2, "needs --model"},
+		{"serve without --stdio", []string{"serve", "--store", store}, 2, "needs --stdio"},
+		{"stray argument", []string{"stats", "--store", store, "extra"}, 2, "takes no arguments"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runCLI(t, "", nil, tc.args...).want(t, tc.code, tc.msg)
+		})
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatal("a read-only command created the missing store")
+	}
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0)
+	for _, cmd := range []string{"export", "assemble", "compact"} {
+		runCLI(t, "", nil, cmd, "--store", store, "--session", "no-such-session").want(t, 1, "unknown session")
+	}
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	runCLI(t, "", nil, "--help").want(t, 0, "import", "export", "doctor", "serve")
+	for _, c := range commands() {
+		r := runCLI(t, "", nil, c.name, "--help")
+		r.want(t, 0, "Usage: lossless "+c.name, "-store", "-json")
+	}
+	runCLI(t, "", nil, "help", "export").want(t, 0, "Usage: lossless export")
+}
+
+func TestDefaultStore(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.jsonl")
+	writeSession(t, file, "sess-def", 1)
+	envStore := filepath.Join(dir, "env-store")
+	runCLI(t, "", []string{"LOSSLESS_STORE=" + envStore}, "import", file).want(t, 0, "2 imported")
+	if _, err := os.Stat(envStore); err != nil {
+		t.Fatalf("$LOSSLESS_STORE not used: %v", err)
+	}
+	xdg := filepath.Join(dir, "xdg")
+	runCLI(t, "", []string{"XDG_DATA_HOME=" + xdg}, "import", file).want(t, 0, "2 imported")
+	if _, err := os.Stat(filepath.Join(xdg, "lossless")); err != nil {
+		t.Fatalf("$XDG_DATA_HOME/lossless not used: %v", err)
+	}
+	r := runCLI(t, "", []string{"XDG_DATA_HOME=" + xdg}, "stats", "--json")
+	r.want(t, 0, filepath.Join(xdg, "lossless"))
+}
+
+func TestServeStdio(t *testing.T) {
+	t.Parallel()
+	store := t.TempDir()
+	in := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"config":{"storeDir":` + jsonString(store) + `}}}
+{"jsonrpc":"2.0","id":2,"method":"ingest","params":{"sessionId":"srv","message":{"role":"user","content":"<hi> & é","timestamp":5}}}
+not json
+`
+	r := runCLI(t, in, nil, "serve", "--stdio")
+	r.want(t, 0, `"id":1,"result":{"protocolVersion":1,"info":{"id":"lossless"`, `"id":2,"result":{"ingested":true}`, `"code":-32700`)
+	// The message is in the store, byte for byte.
+	runCLI(t, "", nil, "export", "--store", store, "--session", "srv").want(t, 0, `{"role":"user","content":"<hi> & é","timestamp":5}`)
+	// Without storeDir in the config the command's store is used.
+	store2 := t.TempDir()
+	r = runCLI(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"config":{}}}
+{"jsonrpc":"2.0","id":2,"method":"ingest","params":{"sessionId":"srv2","message":{"role":"user","content":"x"}}}
+`, []string{"LOSSLESS_STORE=" + store2}, "serve", "--stdio")
+	r.want(t, 0, `"ingested":true`)
+	runCLI(t, "", nil, "sessions", "--store", store2).want(t, 0, "srv2")
+	// A config the engine refuses is an initialize error, not a crash.
+	r = runCLI(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"config":{"noSuchOption":1}}}
+`, nil, "serve", "--stdio", "--store", store2)
+	r.want(t, 0, `"id":1,"error":{"code":-32000`, "noSuchOption")
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	file := filepath.Join(dir, "s.jsonl")
+	writeSession(t, file, "sess-doc", 2)
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0)
+
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.json", `{
+  // JSON5, as OpenClaw writes it
+  plugins: {
+    slots: { contextEngine: "lossless" },
+    entries: { lossless: { config: { storeDir: `+jsonString(store)+`, }, }, },
+  },
+}`)
+	r := runCLI(t, "", nil, "doctor", "--config", good, "--json")
+	r.want(t, 0)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, r.stdout)
+	}
+	if rep.Engine != "lossless" || rep.Resolution.Reason != "configured" || !rep.Store.Exists ||
+		rep.Store.Format != rep.Store.BuildFormat || rep.Store.Messages != 4 || len(rep.Problems) != 0 || len(rep.HostChecks) != 9 {
+		t.Fatalf("doctor report %+v", rep)
+	}
+	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "no problems found")
+
+	disabled := write("disabled.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"enabled":false}}}}`)
+	runCLI(t, "", nil, "doctor", "--config", disabled, "--store", store).want(t, 0, "engine     legacy (entry-disabled)")
+
+	badCfg := write("badcfg.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"config":{"storeDir":`+jsonString(store)+`,"contextThreshold":7}}}}}`)
+	r = runCLI(t, "", nil, "doctor", "--config", badCfg)
+	r.want(t, 1, "PROBLEM", "quarantined", "contextThreshold")
+
+	runCLI(t, "", nil, "doctor", "--config", write("broken.json", `{plugins: {`)).want(t, 1, "PROBLEM", "cannot be read")
+	runCLI(t, "", nil, "doctor", "--config", filepath.Join(dir, "absent.json")).want(t, 1, "does not exist")
+	// No config at the default path is fine (legacy by default).
+	runCLI(t, "", nil, "doctor", "--store", store).want(t, 0, "engine     legacy (default)")
+}
