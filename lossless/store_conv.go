@@ -531,3 +531,35 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 }
 
 var _ = bytes.Equal
+
+var _ dag.MessageMetaReader = (*Conversation)(nil)
+
+// MessageMeta returns the metadata of raw message seq, in the active
+// context or not (dag.MessageMetaReader). Tokens is the message's own count
+// (for large content, the full content's, not its reference's).
+func (c *Conversation) MessageMeta(ctx context.Context, seq uint64) (dag.MessageMeta, error) {
+	done, err := c.e.enter()
+	if err != nil {
+		return dag.MessageMeta{}, err
+	}
+	defer done()
+	var out dag.MessageMeta
+	err = c.e.db.View(func(txn *badger.Txn) error {
+		kv, err := txn.Get(msgKey(c.id, seq))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("lossless: read: %w", err)
+		}
+		return kv.Value(func(v []byte) error {
+			r, err := decodeMsg(v, false)
+			if err != nil {
+				return err
+			}
+			out = dag.MessageMeta{Seq: seq, Tokens: r.Tokens, Timestamp: r.Timestamp, Role: r.Role}
+			return nil
+		})
+	})
+	return out, err
+}
