@@ -323,14 +323,16 @@ func (s *server) dispatchLine(line []byte) {
 		go func() {
 			defer s.wg.Done()
 			defer cancel()
-			if key != "" {
-				defer func() {
+			// The id is free again before the response is written: a client
+			// may reuse it as soon as it has the response.
+			release := func() {
+				if key != "" {
 					s.mu.Lock()
 					delete(s.inflight, key)
 					s.mu.Unlock()
-				}()
+				}
 			}
-			s.respondCtx(ctx, m)
+			s.respondCtx(ctx, m, release)
 		}()
 	}
 }
@@ -340,22 +342,25 @@ type handler func(ctx context.Context, m Message) (any, error)
 func (s *server) respond(m Message, h handler) {
 	ctx, cancel := context.WithCancel(s.base)
 	defer cancel()
-	s.finish(ctx, m, h)
+	s.finish(ctx, m, h, func() {})
 }
 
-func (s *server) respondCtx(ctx context.Context, m Message) {
+func (s *server) respondCtx(ctx context.Context, m Message, release func()) {
 	h, ok := s.handlers[m.Method]
 	if !ok {
+		release()
 		if m.IsRequest() {
 			s.writeError(m.ID, &Error{Code: CodeMethodNotFound, Message: "method not found: " + m.Method})
 		}
 		return
 	}
-	s.finish(ctx, m, h)
+	s.finish(ctx, m, h, release)
 }
 
-func (s *server) finish(ctx context.Context, m Message, h handler) {
+// finish runs h, calls release, then writes the response.
+func (s *server) finish(ctx context.Context, m Message, h handler, release func()) {
 	result, err := s.call(ctx, m, h)
+	release()
 	if !m.IsRequest() {
 		if err != nil {
 			s.logf("bridge: notification %s: %v", m.Method, err)

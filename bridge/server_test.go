@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -673,4 +674,26 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// A client may reuse an id as soon as it has the response (found by the
+// benchmark: the id used to be freed after the write).
+func TestIDReuseAfterResponse(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go Serve(context.Background(), inR, outW, Static(newFake()), Options{})
+	defer inW.Close()
+	rd := bufio.NewReader(outR)
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize"}`+"\n")
+	rd.ReadBytes('\n')
+	for i := 0; i < 300; i++ {
+		io.WriteString(inW, `{"jsonrpc":"2.0","id":9,"method":"info"}`+"\n")
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(line, []byte(`"error"`)) {
+			t.Fatalf("request %d with a reused id: %s", i, line)
+		}
+	}
 }
