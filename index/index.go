@@ -176,7 +176,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	if dir == "" {
 		return nil, errors.New("index: empty directory")
 	}
-	setBM25B(tuneF("B", opts.BM25B))
+	setBM25B(opts.BM25B)
 	ix := &Index{
 		dir:      dir,
 		opts:     opts,
@@ -617,6 +617,11 @@ func (ix *Index) Rebuild(ctx context.Context, source func(yield func(Doc) bool) 
 	ix.prev = make(map[string]string)
 	b := bi.NewBatch()
 	b.SetInternal(keyFormat, []byte(strconv.Itoa(FormatVersion)))
+	if err := bi.Batch(b); err != nil {
+		ix.bmu.Unlock()
+		return fmt.Errorf("index: rebuild: %w", err)
+	}
+	b.Reset()
 	n := 0
 	var ferr error
 	flush := func() bool {

@@ -21,10 +21,10 @@ type RecallQuery struct {
 	// K is the number of distinct turns wanted, neighbours included
 	// (default 10).
 	K int
-	// Neighbours is how many turns either side of a hit are added after it
-	// (default 0). They count toward K.
+	// Neighbours is how many turns either side of each of the best hits
+	// are ranked in (default 2; negative: none). They count toward K.
 	Neighbours int
-	// NeighbourHits is how many of the best hits get neighbours (default 3).
+	// NeighbourHits is how many of the best hits get neighbours (default 10).
 	NeighbourHits int
 	// CurrentSession is the session being assembled: its turns with
 	// Seq >= InContextFrom are already in the context and never recalled.
@@ -47,9 +47,11 @@ type RecallQuery struct {
 var (
 	// recallFetchMin is the least number of candidates fetched.
 	recallFetchMin = 50
+	// dateBoost multiplies the score of turns within a date the prompt names.
+	dateBoost = 2.0
 	// neighbourDecay scales a hit's score for a neighbour one turn away (and
 	// again for each further turn).
-	neighbourDecay = 0.6
+	neighbourDecay = 0.7
 )
 
 // Recall returns up to q.K distinct turns ranked for q.Text: hits without
@@ -64,7 +66,10 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 		return nil, ErrNoAgent
 	}
 	if q.NeighbourHits <= 0 {
-		q.NeighbourHits = 3
+		q.NeighbourHits = 10
+	}
+	if q.Neighbours == 0 {
+		q.Neighbours = 2
 	}
 	if q.WaitForLag {
 		if err := ix.Flush(ctx); err != nil {
@@ -86,6 +91,15 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 	cands, err := ix.search(ctx, &sq, terms, fetch)
 	if err != nil {
 		return nil, err
+	}
+	if spans := DateSpans(q.Text); len(spans) > 0 && dateBoost > 0 {
+		dq := sq
+		dq.Spans = spans
+		dated, err := ix.search(ctx, &dq, terms, fetch)
+		if err != nil {
+			return nil, err
+		}
+		cands = mergeDated(cands, dated, dateBoost)
 	}
 	excluded := func(h *Doc) bool {
 		if q.ExcludeIDs[h.ID] {
@@ -186,6 +200,25 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 	}
 	sortHits(cands)
 	return cands, nil
+}
+
+// mergeDated boosts the dated hits (found with the same terms within the
+// named dates) and merges them into cands, best first.
+func mergeDated(cands, dated []Hit, boost float64) []Hit {
+	idx := make(map[string]int, len(cands))
+	for i := range cands {
+		idx[cands[i].ID] = i
+	}
+	for _, d := range dated {
+		d.Score *= boost
+		if i, ok := idx[d.ID]; ok {
+			cands[i].Score = max(cands[i].Score, d.Score)
+			continue
+		}
+		cands = append(cands, d)
+	}
+	sortHits(cands)
+	return cands
 }
 
 // byPos returns the agent's docs at the given position keys.

@@ -45,6 +45,8 @@ type Query struct {
 	Kind string
 	// Since and Until, when non-zero, bound Timestamp (inclusive, ms).
 	Since, Until int64
+	// Spans, when set, restricts Timestamp to any of these spans.
+	Spans []TimeSpan
 	// K is the number of hits wanted (default 10).
 	K int
 	// WaitForLag makes the search wait until everything added before it is
@@ -119,7 +121,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 }
 
 // ctxBoost weighs the neighbour-context field against the text field.
-var ctxBoost = 0.25
+var ctxBoost = 0.5
 
 func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {
 	should := make([]query.Query, 0, 2*len(terms))
@@ -161,6 +163,21 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 		t := true
 		filters = append(filters, query.NewNumericRangeInclusiveQuery(lo, hi, &t, &t))
 		filters[len(filters)-1].(*query.NumericRangeQuery).SetField(fTS)
+	}
+	if len(q.Spans) > 0 {
+		rs := make([]query.Query, len(q.Spans))
+		for i, sp := range q.Spans {
+			lo, hi := float64(sp.From), float64(sp.To)
+			t, f := true, false
+			r := query.NewNumericRangeInclusiveQuery(&lo, &hi, &t, &f)
+			r.SetField(fTS)
+			rs[i] = r
+		}
+		if len(rs) == 1 {
+			filters = append(filters, rs[0])
+		} else {
+			filters = append(filters, query.NewDisjunctionQuery(rs))
+		}
 	}
 	var not []query.Query
 	if q.ExcludeConversation != "" {

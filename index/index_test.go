@@ -1,0 +1,488 @@
+package index
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// openTest opens an index in a temp dir and closes it after the test.
+func openTest(t testing.TB, opts Options) (*Index, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ix")
+	ix, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	return ix, dir
+}
+
+func msg(agent, session string, seq uint64, text string) Doc {
+	return Doc{
+		ID: fmt.Sprintf("%s/%s/%d", agent, session, seq), Agent: agent, Conversation: session,
+		Session: session, Role: "user", Kind: KindMessage, Seq: seq, Timestamp: int64(seq) * 1000, Text: text,
+	}
+}
+
+func ids(hs []Hit) []string {
+	out := make([]string, len(hs))
+	for i, h := range hs {
+		out[i] = h.ID
+	}
+	return out
+}
+
+func mustSearch(t *testing.T, ix *Index, q Query) []Hit {
+	t.Helper()
+	q.WaitForLag = true
+	hs, err := ix.Search(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs
+}
+
+func TestAnalyzerTerms(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	cases := []struct {
+		text string
+		want []string // terms that must be produced
+		not  []string // terms that must not
+	}{
+		{"The runners were running quickly", []string{"runner", "run", "quickli"}, []string{"the", "were"}},
+		{"open src/index/index.go now", []string{"src/index/index.go", "src", "index", "go"}, nil},
+		{"id 550e8400-e29b-41d4-a716-446655440000", []string{"550e8400-e29b-41d4-a716-446655440000", "550e8400", "e29b", "446655440000"}, nil},
+		{"call parse_json_file", []string{"parse_json_fil", "pars", "json", "file"}, nil},
+		{"the parseJSONFile helper", []string{"parsejsonfil", "pars", "json", "file"}, nil},
+		{"HTTPServer2 started", []string{"httpserver2", "http", "server", "2"}, nil},
+		{"我们明天在北京开会", []string{"北京", "明天", "开会"}, nil},
+		{"東京タワーに行きました", []string{"東京", "タワ"}, nil},
+		{"ＦＵＬＬＷＩＤＴＨ text", []string{"fullwidth"}, nil},
+	}
+	for _, c := range cases {
+		got := ix.Terms(c.text)
+		for _, w := range c.want {
+			if !slices.Contains(got, w) {
+				t.Errorf("Terms(%q) = %q, missing %q", c.text, got, w)
+			}
+		}
+		for _, w := range c.not {
+			if slices.Contains(got, w) {
+				t.Errorf("Terms(%q) = %q, has %q", c.text, got, w)
+			}
+		}
+	}
+}
+
+func TestSearchAnalyzers(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	ix.Add(
+		msg("a", "s", 1, "I was running the migration in src/store/badger_store.go yesterday"),
+		msg("a", "s", 2, "the store package has several files"),
+		msg("a", "s", 3, "request 550e8400-e29b-41d4-a716-446655440000 failed"),
+		msg("a", "s", 4, "we call parseJSONFile before loadConfig"),
+		msg("a", "s", 5, "我们明天在北京开会讨论搜索引擎"),
+		msg("a", "s", 6, "东京的天气很好"),
+		msg("a", "s", 7, "unrelated words about gardening and tomatoes"),
+	)
+	cases := []struct {
+		q     string
+		first string // id expected first
+		none  bool   // expect no hit
+	}{
+		{"runs", "a/s/1", false},                                 // stemming
+		{"badger_store.go", "a/s/1", false},                      // identifier whole
+		{"badger", "a/s/1", false},                               // identifier part
+		{"src/store/badger_store.go", "a/s/1", false},            // whole path beats the "store" doc
+		{"550e8400-e29b-41d4-a716-446655440000", "a/s/3", false}, // UUID whole
+		{"446655440000", "a/s/3", false},                         // UUID part
+		{"json", "a/s/4", false},                                 // camelCase part
+		{"load_config", "a/s/4", false},                          // parts match across styles
+		{"北京", "a/s/5", false},                                   // CJK bigram
+		{"搜索引擎", "a/s/5", false},                                 // CJK multi-bigram
+		{"上海", "", true},                                         // CJK miss
+		{"zeppelin", "", true},                                   // miss
+	}
+	for _, c := range cases {
+		hs := mustSearch(t, ix, Query{Agent: "a", Text: c.q})
+		if c.none {
+			if len(hs) != 0 {
+				t.Errorf("%q: want no hit, got %v", c.q, ids(hs))
+			}
+			continue
+		}
+		if len(hs) == 0 || hs[0].ID != c.first {
+			t.Errorf("%q: want %s first, got %v", c.q, c.first, ids(hs))
+		}
+	}
+	// Hits carry the stored fields.
+	hs := mustSearch(t, ix, Query{Agent: "a", Text: "tomatoes"})
+	if len(hs) != 1 || hs[0].Text != "unrelated words about gardening and tomatoes" || hs[0].Seq != 7 ||
+		hs[0].Session != "s" || hs[0].Role != "user" || hs[0].Kind != KindMessage || hs[0].Timestamp != 7000 || hs[0].Score <= 0 {
+		t.Fatalf("stored fields: %+v", hs)
+	}
+}
+
+func TestSearchFilters(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	var docs []Doc
+	for s := 0; s < 3; s++ {
+		for i := 0; i < 5; i++ {
+			d := msg("a", fmt.Sprint("s", s), uint64(s*10+i), "shared topic words")
+			d.Conversation = fmt.Sprint("c", s%2)
+			d.Timestamp = int64(s*10+i) * 1000
+			if i == 4 {
+				d.Kind = KindSummary
+			}
+			docs = append(docs, d)
+		}
+	}
+	ix.Add(docs...)
+	all := func(hs []Hit, f func(Hit) bool) bool {
+		for _, h := range hs {
+			if !f(h) {
+				return false
+			}
+		}
+		return len(hs) > 0
+	}
+	q := Query{Agent: "a", Text: "topic", K: 100}
+	if hs := mustSearch(t, ix, q); len(hs) != 15 {
+		t.Fatalf("all: %d", len(hs))
+	}
+	q.Sessions = []string{"s1"}
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Session == "s1" }) {
+		t.Fatalf("sessions: %v", ids(hs))
+	}
+	q.Sessions, q.ExcludeSessions = nil, []string{"s0", "s2"}
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Session == "s1" }) {
+		t.Fatalf("exclude sessions: %v", ids(hs))
+	}
+	q.ExcludeSessions, q.Conversations = nil, []string{"c0"}
+	if hs := mustSearch(t, ix, q); len(hs) != 10 || !all(hs, func(h Hit) bool { return h.Conversation == "c0" }) {
+		t.Fatalf("conversations: %v", ids(hs))
+	}
+	q.Conversations, q.ExcludeConversation = nil, "c0"
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Conversation == "c1" }) {
+		t.Fatalf("exclude conversation: %v", ids(hs))
+	}
+	q.ExcludeConversation, q.Kind = "", KindSummary
+	if hs := mustSearch(t, ix, q); len(hs) != 3 || !all(hs, func(h Hit) bool { return h.Kind == KindSummary }) {
+		t.Fatalf("kind: %v", ids(hs))
+	}
+	q.Kind, q.Since, q.Until = "", 10_000, 14_000
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Timestamp >= 10_000 && h.Timestamp <= 14_000 }) {
+		t.Fatalf("since/until: %v", ids(hs))
+	}
+	q.Since, q.Until, q.Spans = 0, 0, []TimeSpan{{0, 2000}, {20_000, 21_000}}
+	if hs := mustSearch(t, ix, q); len(hs) != 3 {
+		t.Fatalf("spans: %v", ids(hs))
+	}
+	q.Spans, q.K = nil, 4
+	if hs := mustSearch(t, ix, q); len(hs) != 4 {
+		t.Fatalf("K: %v", ids(hs))
+	}
+}
+
+func TestIsolation(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	words := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima")
+	for i := 0; i < 200; i++ {
+		text := words[i%len(words)] + " " + words[(i*7)%len(words)] + " secret"
+		ix.Add(msg("agentA", fmt.Sprint("sa", i%4), uint64(i), text+" from A"))
+		ix.Add(msg("agentB", fmt.Sprint("sb", i%4), uint64(i), text+" from B"))
+	}
+	ctx := context.Background()
+	if err := ix.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	queries := append(words, "secret", "secret alpha", "alpha secret bravo")
+	for _, agent := range []string{"agentA", "agentB"} {
+		for _, w := range queries {
+			hs, err := ix.Search(ctx, Query{Agent: agent, Text: w, K: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, err := ix.Recall(ctx, RecallQuery{Agent: agent, Text: w, K: 1000, Neighbours: 3, NeighbourHits: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hs) == 0 || len(rs) == 0 {
+				t.Fatalf("%s %q: no hits", agent, w)
+			}
+			for _, h := range append(hs, rs...) {
+				if h.Agent != agent || !strings.HasPrefix(h.ID, agent+"/") {
+					t.Fatalf("agent %s query %q got a doc of %s: %s", agent, w, h.Agent, h.ID)
+				}
+			}
+		}
+	}
+	if _, err := ix.Search(ctx, Query{Text: "secret"}); !errors.Is(err, ErrNoAgent) {
+		t.Fatalf("no agent: %v", err)
+	}
+	if _, err := ix.Recall(ctx, RecallQuery{Text: "secret"}); !errors.Is(err, ErrNoAgent) {
+		t.Fatalf("recall without agent: %v", err)
+	}
+	hs, err := ix.Search(ctx, Query{AllAgents: true, Text: "secret", K: 1000})
+	if err != nil || len(hs) != 400 {
+		t.Fatalf("all agents: %d %v", len(hs), err)
+	}
+}
+
+func TestLagAndFlush(t *testing.T) {
+	ix, _ := openTest(t, Options{BatchSize: 100})
+	const n = 1500
+	docs := make([]Doc, n)
+	for i := range docs {
+		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("message number w%d", i))
+	}
+	for i := 0; i < n; i += 50 {
+		ix.Add(docs[i : i+50]...)
+	}
+	if lag := ix.Lag(); lag < 0 || lag > n {
+		t.Fatalf("lag %d", lag)
+	}
+	// A search that waits sees the last doc at once.
+	hs := mustSearch(t, ix, Query{Agent: "a", Text: fmt.Sprintf("w%d", n-1)})
+	if len(hs) == 0 || hs[0].ID != docs[n-1].ID {
+		t.Fatalf("wait for lag: %v", ids(hs))
+	}
+	if ix.Lag() != 0 {
+		t.Fatalf("lag after flush %d", ix.Lag())
+	}
+	c, err := ix.DocCount()
+	if err != nil || c != n {
+		t.Fatalf("count %d %v", c, err)
+	}
+	// Flush honours its context.
+	ix.Add(docs[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := ix.Flush(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("flush canceled: %v", err)
+	}
+}
+
+func TestMaxLagBlocksAdd(t *testing.T) {
+	ix, _ := openTest(t, Options{BatchSize: 10, MaxLag: 20})
+	for i := 0; i < 500; i++ {
+		ix.Add(msg("a", "s", uint64(i), "text"))
+		ix.mu.Lock()
+		q := len(ix.queue)
+		ix.mu.Unlock()
+		if q > 21 {
+			t.Fatalf("queue %d beyond MaxLag", q)
+		}
+	}
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func source(docs []Doc) func(func(Doc) bool) error {
+	return func(yield func(Doc) bool) error {
+		for _, d := range docs {
+			if !yield(d) {
+				return nil
+			}
+		}
+		return nil
+	}
+}
+
+func TestRebuildMissingStaleCorrupt(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "ix")
+	docs := make([]Doc, 1200)
+	for i := range docs {
+		docs[i] = msg("a", fmt.Sprint("s", i%3), uint64(i), fmt.Sprintf("stored message %d tag%d", i, i))
+	}
+	reopen := func(gen uint64) *Index {
+		t.Helper()
+		ix, err := Open(dir, Options{Generation: gen, BatchSize: 200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}
+	rebuild := func(ix *Index) {
+		t.Helper()
+		var prog []int
+		if err := ix.Rebuild(ctx, source(docs), func(n int) { prog = append(prog, n) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(prog) < 5 || prog[len(prog)-1] != len(docs) || !slices.IsSorted(prog) {
+			t.Fatalf("progress %v", prog)
+		}
+		if ix.NeedsRebuild() {
+			t.Fatal("still needs rebuild")
+		}
+		if c, _ := ix.DocCount(); c != uint64(len(docs)) {
+			t.Fatalf("count %d", c)
+		}
+		if hs := mustSearch(t, ix, Query{Agent: "a", Text: "tag1034"}); len(hs) == 0 || hs[0].ID != docs[1034].ID {
+			t.Fatalf("search after rebuild: %v", ids(hs))
+		}
+	}
+
+	// Missing, for a store that has content.
+	ix := reopen(7)
+	if !ix.NeedsRebuild() || ix.RebuildReason() != "missing" {
+		t.Fatalf("missing: %v %q", ix.NeedsRebuild(), ix.RebuildReason())
+	}
+	rebuild(ix)
+	ix.Close()
+
+	// Up to date.
+	ix = reopen(7)
+	if ix.NeedsRebuild() {
+		t.Fatalf("fresh: %q", ix.RebuildReason())
+	}
+	// Stale: the store moved on while the index was closed.
+	ix.Close()
+	ix = reopen(8)
+	if !ix.NeedsRebuild() || !strings.HasPrefix(ix.RebuildReason(), "stale") {
+		t.Fatalf("stale: %q", ix.RebuildReason())
+	}
+	// Generation advanced through SetGeneration is persisted with the docs.
+	ix.Add(msg("a", "s0", 9999, "late message"))
+	ix.SetGeneration(8)
+	if err := ix.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix = reopen(8)
+	if ix.NeedsRebuild() {
+		t.Fatalf("after SetGeneration: %q", ix.RebuildReason())
+	}
+	ix.Close()
+
+	// Corrupt: overwrite every file of the index with garbage.
+	err := filepath.Walk(filepath.Join(dir, "bleve"), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			return os.WriteFile(p, []byte("garbage, not an index"), 0o644)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix = reopen(8)
+	if !ix.NeedsRebuild() || !strings.HasPrefix(ix.RebuildReason(), "corrupt") {
+		t.Fatalf("corrupt: %v %q", ix.NeedsRebuild(), ix.RebuildReason())
+	}
+	rebuild(ix)
+	ix.Close()
+
+	// Corrupt: truncated files.
+	entries, _ := os.ReadDir(filepath.Join(dir, "bleve"))
+	for _, e := range entries {
+		if !e.IsDir() {
+			os.Truncate(filepath.Join(dir, "bleve", e.Name()), 3)
+		}
+	}
+	ix = reopen(8)
+	if !ix.NeedsRebuild() {
+		t.Fatal("truncated: no rebuild")
+	}
+
+	// Incomplete: a rebuild whose source fails leaves a marker-less index.
+	boom := errors.New("store read failed")
+	err = ix.Rebuild(ctx, func(yield func(Doc) bool) error {
+		yield(docs[0])
+		return boom
+	}, nil)
+	if !errors.Is(err, boom) {
+		t.Fatalf("rebuild error %v", err)
+	}
+	ix.Close()
+	ix = reopen(8)
+	if !ix.NeedsRebuild() || ix.RebuildReason() != "incomplete" {
+		t.Fatalf("incomplete: %q", ix.RebuildReason())
+	}
+	rebuild(ix)
+	ix.Close()
+
+	// An empty store needs no rebuild of a missing index.
+	ix2, err := Open(filepath.Join(t.TempDir(), "ix"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	if ix2.NeedsRebuild() {
+		t.Fatal("empty store: rebuild asked")
+	}
+}
+
+func TestFormatTooNew(t *testing.T) {
+	ix, dir := openTest(t, Options{})
+	ix.bi.SetInternal(keyFormat, []byte("99"))
+	ix.Close()
+	_, err := Open(dir, Options{})
+	if !errors.Is(err, core.ErrFormatTooNew) {
+		t.Fatalf("want ErrFormatTooNew, got %v", err)
+	}
+}
+
+func TestRebuildWhileAdding(t *testing.T) {
+	ix, _ := openTest(t, Options{BatchSize: 64})
+	ctx := context.Background()
+	docs := make([]Doc, 1000)
+	for i := range docs {
+		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("old %d", i))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 500; i++ {
+			ix.Add(msg("a", "live", uint64(i), fmt.Sprintf("live%d", i)))
+		}
+	}()
+	if err := ix.Rebuild(ctx, source(docs), nil); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if err := ix.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := ix.DocCount()
+	// Every live doc added after the swap is there; those added before it
+	// were dropped with the old index (the store, not the index, is the
+	// source of truth), so the count is between the two.
+	if c < 1000 || c > 1500 {
+		t.Fatalf("count %d", c)
+	}
+	if hs := mustSearch(t, ix, Query{Agent: "a", Text: "live499"}); len(hs) == 0 || hs[0].ID != "a/live/499" {
+		t.Fatalf("last live doc: %v", ids(hs))
+	}
+}
+
+func TestClosed(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	ix.Add(msg("a", "s", 1, "hello"))
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	ctx := context.Background()
+	if _, err := ix.Search(ctx, Query{Agent: "a", Text: "hello"}); !errors.Is(err, ErrClosed) || !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("search after close: %v", err)
+	}
+	if err := ix.Rebuild(ctx, source(nil), nil); !errors.Is(err, ErrClosed) {
+		t.Fatalf("rebuild after close: %v", err)
+	}
+	ix.Add(msg("a", "s", 2, "ignored"))
+	if _, err := ix.DocCount(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("count after close: %v", err)
+	}
+}
