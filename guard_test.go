@@ -421,3 +421,54 @@ func BenchmarkGuardAssemble(b *testing.B) {
 		})
 	}
 }
+
+func TestConcurrentFailuresQuarantineOnce(t *testing.T) {
+	f := newFake("lossless")
+	f.fail[OpAssemble] = errors.New("corrupt index")
+	r := registryWith("lossless", f)
+	logs := withLog(r)
+	g, _ := r.Open(context.Background(), slotConfig("lossless"))
+	var wg sync.WaitGroup
+	in := msgs("a")
+	for i := 0; i < 16; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				res, err := g.Assemble(context.Background(), core.AssembleParams{SessionID: "s", Messages: in})
+				if err != nil || len(res.Messages) != 1 {
+					t.Errorf("assemble = %+v, %v", res, err)
+					return
+				}
+				_ = g.Info()
+			}
+		}()
+	}
+	wg.Wait()
+	if n := strings.Count(logs.String(), "\n"); n != 1 || len(r.Quarantines()) != 1 {
+		t.Fatalf("%d log lines, %d records", n, len(r.Quarantines()))
+	}
+	r.ClearQuarantine("lossless")
+	if g.Quarantined() {
+		t.Fatal("ClearQuarantine did not lift it")
+	}
+}
+
+func TestInfoBreakingContractLaterQuarantines(t *testing.T) {
+	f := newFake("lossless")
+	r := registryWith("lossless", f)
+	withLog(r)
+	g, _ := r.Open(context.Background(), slotConfig("lossless"))
+	if g.Info().ID != "lossless" {
+		t.Fatal("not selected")
+	}
+	f.mu.Lock()
+	f.info = &core.Info{ID: "lossless"} // name gone
+	f.mu.Unlock()
+	if g.Info().ID != LegacyID {
+		t.Fatal("invalid info served")
+	}
+	if q, ok := r.Quarantined("lossless"); !ok || q.Operation != OpInfo {
+		t.Fatalf("record %+v", q)
+	}
+}
