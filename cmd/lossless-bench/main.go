@@ -1,0 +1,241 @@
+// Command lossless-bench benchmarks the lossless context engine on long
+// transcripts, with baselines in the same run.
+//
+// With no arguments it runs every suite on embedded defaults (temporary
+// Badger and Bleve stores, the extractive summarizer, no network) on a
+// long synthetic transcript, at sizes that finish in about a minute on
+// 2 cores, prints a table, and exits non-zero if a suite failed:
+//
+//	go run ./cmd/lossless-bench
+//
+// Suites (--suite, repeatable or comma-separated): ingest (one by one,
+// batched, bootstrap import, against raw Badger WriteBatch and raw Bleve
+// batches), assemble (p50/p99 at several history sizes, against legacy),
+// compact (wall time, rounds, tokens before/after, identifier retention,
+// against legacy), recall (LoCoMo recall@k), lossless (import, compact,
+// rotate, expand, compare byte for byte) and footprint (heap, RSS, disk).
+//
+// Flags:
+//
+//	--sizes 10K,100K,1M     assemble history sizes (default 1K,5K,20K with no flag;
+//	                        the issue's full run is --sizes 10K,100K,1M)
+//	--messages N            synthetic transcript length (default 5000)
+//	--transcripts FILE...   real session files to import and compact as well
+//	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture)
+//	--budget N              token budget (default 128000)
+//	--k 5,10,25,50          recall cut-offs
+//	--seed N                synthetic transcript seed (default 1)
+//	--json FILE             write the figures as JSON
+//	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
+//	--gobench               also print benchstat-readable lines
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/lossless-engine/contextengine/internal/bench"
+)
+
+// Defaults of the no-argument run (sized to finish in about a minute on
+// 2 cores).
+var (
+	defaultSizes    = []int{1000, 5000, 20000}
+	defaultMessages = 5000
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	isTerm := term.IsTerminal(int(os.Stderr.Fd()))
+	width := func() int {
+		w, _, err := term.GetSize(int(os.Stderr.Fd()))
+		if err != nil {
+			return 80
+		}
+		return w
+	}
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerm, width, nil))
+}
+
+// listFlag is a repeatable, comma-separated string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+// parseCount parses "20000", "20K", "1M", "1_000".
+func parseCount(s string) (int, error) {
+	s = strings.ReplaceAll(strings.TrimSpace(s), "_", "")
+	mult := 1
+	switch {
+	case strings.HasSuffix(s, "K"), strings.HasSuffix(s, "k"):
+		mult, s = 1000, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"), strings.HasSuffix(s, "m"):
+		mult, s = 1000000, s[:len(s)-1]
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 || n > 1<<40/mult {
+		return 0, fmt.Errorf("not a positive count: %q", s)
+	}
+	return n * mult, nil
+}
+
+func parseCounts(vals []string) ([]int, error) {
+	var out []int
+	for _, v := range vals {
+		n, err := parseCount(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// run is the command; it returns the exit code. wire, when not nil, edits
+// the config before the run (tests use it to shrink sizes further).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bool, width func() int, wire func(*bench.Config)) int {
+	fs := flag.NewFlagSet("lossless-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var sizes, suites, transcripts, ks listFlag
+	fs.Var(&sizes, "sizes", "assemble history sizes in messages, comma-separated (e.g. 10K,100K,1M)")
+	fs.Var(&suites, "suite", "suites to run (repeatable or comma-separated): "+strings.Join(bench.Suites, ", "))
+	fs.Var(&transcripts, "transcripts", "real session JSONL files to import and compact (repeatable or comma-separated; extra arguments are added too)")
+	fs.Var(&ks, "k", "recall cut-offs, comma-separated (default 5,10,25,50)")
+	locomoPath := fs.String("locomo", "", "LoCoMo JSON file for the recall suite (default: a small built-in synthetic fixture)")
+	jsonPath := fs.String("json", "", "write the figures as JSON to `FILE`")
+	plotPath := fs.String("plot", "", "write an SVG chart to `FILE.svg`")
+	gobench := fs.Bool("gobench", false, "also print the figures as Go benchmark lines (benchstat reads them)")
+	budget := fs.Int("budget", 128000, "token budget")
+	messages := fs.String("messages", strconv.Itoa(defaultMessages), "synthetic transcript length in messages")
+	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	transcripts = append(transcripts, fs.Args()...)
+	usage := func(err error) int {
+		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
+		return 2
+	}
+	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
+		LoCoMo: *locomoPath, Engine: losslessTarget(), Recall: recallFunc, Identifiers: identifiers}
+	var err error
+	if cfg.Messages, err = parseCount(*messages); err != nil {
+		return usage(fmt.Errorf("--messages: %w", err))
+	}
+	if len(sizes) == 0 {
+		cfg.Sizes = defaultSizes
+		cfg.Note = fmt.Sprintf("reduced assemble sizes %v to finish in about a minute; the full run is --sizes 10K,100K,1M", defaultSizes)
+	} else if cfg.Sizes, err = parseCounts(sizes); err != nil {
+		return usage(fmt.Errorf("--sizes: %w", err))
+	}
+	if len(ks) > 0 {
+		if cfg.K, err = parseCounts(ks); err != nil {
+			return usage(fmt.Errorf("--k: %w", err))
+		}
+	}
+	if *budget <= 0 {
+		return usage(fmt.Errorf("--budget %d is not positive", *budget))
+	}
+	for _, p := range transcripts {
+		if _, err := os.Stat(p); err != nil {
+			return usage(fmt.Errorf("--transcripts: %w", err))
+		}
+	}
+	if *locomoPath != "" {
+		if _, err := os.Stat(*locomoPath); err != nil {
+			return usage(fmt.Errorf("--locomo: %w", err))
+		}
+	}
+	var pb *bar
+	if isTerm {
+		pb = newBar(stderr, width)
+		cfg.Progress = pb
+	}
+	if wire != nil {
+		wire(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		return usage(err)
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if pb != nil {
+		pb.Clear()
+	}
+	if err != nil && rep == nil {
+		return usage(err)
+	}
+	rep.Meta.Command = "lossless-bench " + strings.Join(args, " ")
+	code := 0
+	if err != nil {
+		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
+		code = 1
+	}
+	if werr := bench.WriteTable(stdout, rep); werr != nil {
+		fmt.Fprintf(stderr, "lossless-bench: %v\n", werr)
+		code = 1
+	}
+	if *gobench {
+		fmt.Fprintln(stdout)
+		if werr := bench.WriteGoBench(stdout, rep); werr != nil {
+			fmt.Fprintf(stderr, "lossless-bench: %v\n", werr)
+			code = 1
+		}
+	}
+	if *jsonPath != "" {
+		if werr := writeFile(*jsonPath, func(w io.Writer) error { return bench.WriteJSON(w, rep) }); werr != nil {
+			fmt.Fprintf(stderr, "lossless-bench: %v\n", werr)
+			code = 1
+		}
+	}
+	if *plotPath != "" {
+		if werr := writeFile(*plotPath, func(w io.Writer) error { return bench.WriteSVG(w, rep) }); werr != nil {
+			fmt.Fprintf(stderr, "lossless-bench: %v\n", werr)
+			code = 1
+		}
+	}
+	if len(rep.Errors) > 0 && code == 0 {
+		code = 1
+	}
+	return code
+}
+
+func writeFile(path string, fn func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("lossless-bench: %w", err)
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("lossless-bench: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as indented JSON.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rep); err != nil {
+		return fmt.Errorf("bench: write json: %w", err)
+	}
+	return nil
+}
+
+// sortedKeys returns a map's keys in numeric order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return cmp.Compare(x, y)
+	})
+	return keys
+}
+
+func human(n float64) string {
+	switch {
+	case n >= 1e6:
+		return fmt.Sprintf("%.2fM", n/1e6)
+	case n >= 1e4:
+		return fmt.Sprintf("%.1fK", n/1e3)
+	case n >= 100:
+		return fmt.Sprintf("%.0f", n)
+	default:
+		return fmt.Sprintf("%.1f", n)
+	}
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}
+
+// WriteTable writes the report as tables a person can read.
+func WriteTable(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	m := rep.Meta
+	fmt.Fprintf(&b, "lossless-bench  %s  %s, %d cores, %.1f GB, %s, engine %s, seed %d, %.1fs\n",
+		m.Date, m.OS, m.Cores, m.MemoryGB, m.Go, m.Engine, m.Seed, m.WallS)
+	if m.Command != "" {
+		fmt.Fprintf(&b, "command: %s\n", m.Command)
+	}
+	if m.Note != "" {
+		fmt.Fprintf(&b, "note: %s\n", m.Note)
+	}
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	section := func(title string) {
+		tw.Flush()
+		fmt.Fprintf(&b, "\n%s\n", title)
+	}
+	if r := rep.Ingest; r != nil {
+		section(fmt.Sprintf("INGEST  %d synthetic messages, %.1f MB of JSON", r.Batched.Messages, float64(r.Batched.Bytes)/1e6))
+		fmt.Fprintln(tw, "\tmsgs/s\tMB/s\tµs/msg\tvs raw Badger\tvs raw Bleve\t")
+		row := func(name string, x Rate, vs bool) {
+			if x.Messages == 0 {
+				fmt.Fprintf(tw, "%s\t-\t-\t-\t\t\t\n", name)
+				return
+			}
+			extra := "\t"
+			if vs {
+				extra = fmt.Sprintf("%.2fx\t%.2fx", ratio(x.MsgsPerS, r.RawBadger.MsgsPerS), ratio(x.MsgsPerS, r.RawBleve.MsgsPerS))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t\n", name, human(x.MsgsPerS), x.MBPerS, x.NsPerMsg/1e3, extra)
+		}
+		row("raw Badger WriteBatch", r.RawBadger, false)
+		row("raw Bleve, batches of 1000", r.RawBleve, false)
+		row(fmt.Sprintf("engine, one message per call (%d)", r.OneByOne.Messages), r.OneByOne, true)
+		row("engine, one turn per call", r.Batched, true)
+		row("engine, bootstrap import of the file", r.Bootstrap, true)
+		for _, t := range r.Transcripts {
+			if t.Error != "" {
+				fmt.Fprintf(tw, "import %s\terror\t\t\t\t\t\n", filepath.Base(t.Path))
+				continue
+			}
+			fmt.Fprintf(tw, "import %s (%d msgs)\t%s\t%.1f\t%.1f\t\t\t\n", filepath.Base(t.Path), t.Messages,
+				human(t.MsgsPerS), t.MBPerS, 1e6/max(t.MsgsPerS, 1e-9))
+		}
+	}
+	if r := rep.Assemble; r != nil && len(r.P99Ms) > 0 {
+		section(fmt.Sprintf("ASSEMBLE  budget %d tokens, %d timed runs per size (legacy: fewer)", r.Budget, r.Runs))
+		fmt.Fprintln(tw, "history (msgs)\tp50 ms\tp99 ms\ttokens\tmsgs out\tlegacy p50 ms\tlegacy p99 ms\t")
+		for _, k := range sortedKeys(r.P99Ms) {
+			lp50, lp99 := "-", "-"
+			if v, ok := r.LegacyP50Ms[k]; ok {
+				lp50, lp99 = ms(v), ms(r.LegacyP99Ms[k])
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k, ms(r.P50Ms[k]), ms(r.P99Ms[k]), r.Tokens[k], r.Messages[k], lp50, lp99)
+		}
+		tw.Flush()
+		fmt.Fprintf(&b, "p99 at the largest size / p99 at the smallest: %.2f (1.00 = flat in history size)\n", r.P99RatioLargestSmallest)
+	}
+	if r := rep.Compact; r != nil {
+		section(fmt.Sprintf("COMPACT  %d synthetic messages to a %d-token budget", r.Messages, r.Budget))
+		fmt.Fprintln(tw, "\twall s\trounds\ttokens before\ttokens after\tidentifiers kept\t")
+		fmt.Fprintf(tw, "engine\t%.2f\t%d\t%d\t%d\t%.1f%% of %d\t\n", r.WallS, r.Rounds, r.TokensBefore, r.TokensAfter, r.IdentifierRetentionPct, r.Identifiers)
+		if l := r.Legacy; l != nil {
+			if l.Error != "" {
+				fmt.Fprintf(tw, "legacy\terror\t\t\t\t\t\n")
+			} else {
+				fmt.Fprintf(tw, "legacy\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n", l.WallS, l.Rounds, l.TokensBefore, l.TokensAfter, l.IdentifierRetentionPct)
+			}
+		}
+		for _, t := range r.Transcripts {
+			fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t\t\n", filepath.Base(t.Path), t.WallS, t.Rounds, t.TokensBefore, t.TokensAfter)
+		}
+	}
+	if r := rep.Recall; r != nil {
+		section(fmt.Sprintf("RECALL  LoCoMo recall@k (%% of evidence turns in the top k), %d questions, %s", r.Questions, r.Source))
+		keys := sortedKeys(r.RecallAt)
+		var hdr, row strings.Builder
+		for _, k := range keys {
+			hdr.WriteString("@" + k + "\t")
+			row.WriteString(fmt.Sprintf("%.1f\t", r.RecallAt[k]))
+		}
+		if len(keys) > 0 {
+			fmt.Fprintf(tw, "\t%s\nrecall %%\t%s\n", hdr.String(), row.String())
+		}
+	}
+	tw.Flush()
+	if r := rep.Lossless; r != nil {
+		fmt.Fprintf(&b, "\nLOSSLESS  import %d messages, %d compaction rounds, %d rotations, expand %d: %d lost or altered, %d extra (%.1fs)\n",
+			r.Messages, r.CompactRounds, r.Rotations, r.Expanded, r.LostOrAltered, r.Extra, r.WallS)
+	}
+	if r := rep.Footprint; r != nil {
+		fmt.Fprintf(&b, "\nFOOTPRINT  after open: heap %.1f MB, RSS %.1f MB (%.1f MB before open)\n", r.HeapMBOpen, r.RSSMBOpen, r.RSSBaseline)
+		fmt.Fprintf(&b, "           at %d messages: heap %.1f MB, RSS %.1f MB; disk %.1f MB for %.1f MB of raw JSON (%.2fx)\n",
+			r.AtMessages, r.HeapMB, r.RSSMB, float64(r.DiskBytes)/1e6, float64(r.RawJSON)/1e6, r.DiskRatio)
+	}
+	if len(rep.Errors) > 0 {
+		fmt.Fprintf(&b, "\nERRORS\n")
+		for _, e := range rep.Errors {
+			fmt.Fprintf(&b, "  %s\n", e)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteGoBench writes the figures as Go benchmark lines that benchstat
+// reads ("BenchmarkXxx-N  iterations  value unit  value unit ...").
+func WriteGoBench(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "goos: %s\ngoarch: %s\npkg: github.com/lossless-engine/contextengine/cmd/lossless-bench\n", runtime.GOOS, runtime.GOARCH)
+	procs := fmt.Sprintf("-%d", runtime.GOMAXPROCS(0))
+	line := func(name string, n int, pairs ...any) {
+		fmt.Fprintf(&b, "Benchmark%s%s\t%d", name, procs, max(n, 1))
+		for i := 0; i+1 < len(pairs); i += 2 {
+			fmt.Fprintf(&b, "\t%v %s", pairs[i], pairs[i+1])
+		}
+		b.WriteByte('\n')
+	}
+	rate := func(name string, x Rate) {
+		if x.Messages > 0 {
+			line(name, x.Messages, fmt.Sprintf("%.0f", x.NsPerMsg), "ns/op", fmt.Sprintf("%.2f", x.MBPerS), "MB/s",
+				fmt.Sprintf("%.0f", x.MsgsPerS), "msgs/s")
+		}
+	}
+	if r := rep.Ingest; r != nil {
+		rate("Ingest/raw_badger", r.RawBadger)
+		rate("Ingest/raw_bleve", r.RawBleve)
+		rate("Ingest/one_by_one", r.OneByOne)
+		rate("Ingest/batched", r.Batched)
+		rate("Ingest/bootstrap", r.Bootstrap)
+	}
+	if r := rep.Assemble; r != nil {
+		for _, k := range sortedKeys(r.P99Ms) {
+			line("Assemble/size="+k, r.Runs, fmt.Sprintf("%.0f", r.P50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.P99Ms[k]*1e6), "p99-ns/op")
+		}
+		for _, k := range sortedKeys(r.LegacyP99Ms) {
+			line("AssembleLegacy/size="+k, max(5, r.Runs/5), fmt.Sprintf("%.0f", r.LegacyP50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.LegacyP99Ms[k]*1e6), "p99-ns/op")
+		}
+	}
+	if r := rep.Compact; r != nil && r.Rounds > 0 {
+		line("Compact", 1, fmt.Sprintf("%.0f", r.WallS*1e9), "ns/op", r.Rounds, "rounds", r.TokensBefore, "tokens-before", r.TokensAfter, "tokens-after",
+			fmt.Sprintf("%.1f", r.IdentifierRetentionPct), "ident-kept-%")
+		if l := r.Legacy; l != nil && l.Error == "" {
+			line("CompactLegacy", 1, fmt.Sprintf("%.0f", l.WallS*1e9), "ns/op", l.Rounds, "rounds", l.TokensBefore, "tokens-before", l.TokensAfter, "tokens-after",
+				fmt.Sprintf("%.1f", l.IdentifierRetentionPct), "ident-kept-%")
+		}
+	}
+	if r := rep.Recall; r != nil && len(r.RecallAt) > 0 {
+		for _, k := range sortedKeys(r.RecallAt) {
+			line("Recall/k="+k, max(r.Questions, 1), fmt.Sprintf("%.0f", r.WallS*1e9/float64(max(r.Questions, 1))), "ns/op", fmt.Sprintf("%.2f", r.RecallAt[k]), "recall-%")
+		}
+	}
+	if r := rep.Lossless; r != nil && r.Error == "" {
+		line("Lossless", r.Messages, fmt.Sprintf("%.0f", r.WallS*1e9/float64(max(r.Messages, 1))), "ns/op", r.LostOrAltered, "lost-or-altered")
+	}
+	if r := rep.Footprint; r != nil && r.AtMessages > 0 {
+		line("Footprint", r.AtMessages, fmt.Sprintf("%.2f", r.RSSMB), "rss-MB", fmt.Sprintf("%.2f", r.HeapMB), "heap-MB", fmt.Sprintf("%.3f", r.DiskRatio), "disk/raw")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

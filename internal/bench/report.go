@@ -1,0 +1,205 @@
+package bench
+
+// Report holds every figure of a run; it encodes to the JSON written by
+// lossless-bench --json, with one key per suite that ran.
+type Report struct {
+	Meta      Meta             `json:"meta"`
+	Ingest    *IngestReport    `json:"ingest,omitempty"`
+	Assemble  *AssembleReport  `json:"assemble,omitempty"`
+	Compact   *CompactReport   `json:"compact,omitempty"`
+	Recall    *RecallReport    `json:"recall,omitempty"`
+	Lossless  *LosslessReport  `json:"lossless,omitempty"`
+	Footprint *FootprintReport `json:"footprint,omitempty"`
+	// Errors lists the suites that failed, as "suite: error".
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Meta describes the run and the machine.
+type Meta struct {
+	Date     string   `json:"date"`
+	Go       string   `json:"go"`
+	OS       string   `json:"os"`
+	Cores    int      `json:"cores"`
+	MemoryGB float64  `json:"memory_gb"`
+	Command  string   `json:"command,omitempty"`
+	Seed     uint64   `json:"seed"`
+	Messages int      `json:"messages"`
+	Sizes    []int    `json:"sizes"`
+	Budget   int      `json:"budget"`
+	Suites   []string `json:"suites"`
+	Engine   string   `json:"engine"`
+	Note     string   `json:"note,omitempty"`
+	WallS    float64  `json:"wall_s"`
+}
+
+// Rate is a throughput measurement.
+type Rate struct {
+	Messages   int     `json:"messages"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	MsgsPerS   float64 `json:"msgs_per_s"`
+	MBPerS     float64 `json:"mb_per_s"`
+	NsPerMsg   float64 `json:"ns_per_msg"`
+	AllocBytes uint64  `json:"alloc_bytes,omitempty"`
+}
+
+func newRate(msgs int, bytes int64, secs float64, alloc uint64) Rate {
+	r := Rate{Messages: msgs, Bytes: bytes, Seconds: secs, AllocBytes: alloc}
+	if secs > 0 {
+		r.MsgsPerS = float64(msgs) / secs
+		r.MBPerS = float64(bytes) / secs / 1e6
+	}
+	if msgs > 0 {
+		r.NsPerMsg = secs * 1e9 / float64(msgs)
+	}
+	return r
+}
+
+// IngestReport is the ingest suite: the engine one message at a time, one
+// turn at a time, and importing a session file, against raw Badger and raw
+// Bleve on the same messages.
+type IngestReport struct {
+	OneByOne  Rate `json:"one_by_one"`
+	Batched   Rate `json:"batched"`
+	Bootstrap Rate `json:"bootstrap"`
+	RawBadger Rate `json:"raw_badger_writebatch"`
+	RawBleve  Rate `json:"raw_bleve_batch"`
+
+	OneByOneMsgsPerS   float64 `json:"one_by_one_msgs_per_s"`
+	BatchedMsgsPerS    float64 `json:"batched_msgs_per_s"`
+	BatchedMBPerS      float64 `json:"batched_mb_per_s"`
+	BootstrapMsgsPerS  float64 `json:"bootstrap_msgs_per_s"`
+	BootstrapMBPerS    float64 `json:"bootstrap_mb_per_s"`
+	RawBadgerMsgsPerS  float64 `json:"raw_badger_msgs_per_s"`
+	RawBleveMsgsPerS   float64 `json:"raw_bleve_msgs_per_s"`
+	BatchedOverBadger  float64 `json:"batched_over_raw_badger"`
+	BatchedOverBleve   float64 `json:"batched_over_raw_bleve"`
+	BootstrapOverBleve float64 `json:"bootstrap_over_raw_bleve"`
+	// Transcripts are the bootstrap imports of the real transcripts given.
+	Transcripts []TranscriptIngest `json:"transcripts,omitempty"`
+	Error       string             `json:"error,omitempty"`
+}
+
+// TranscriptIngest is the import of one real transcript.
+type TranscriptIngest struct {
+	Path      string  `json:"path"`
+	Messages  int     `json:"messages"`
+	Imported  int     `json:"imported"`
+	Bytes     int64   `json:"bytes"`
+	Seconds   float64 `json:"seconds"`
+	MsgsPerS  float64 `json:"msgs_per_s"`
+	MBPerS    float64 `json:"mb_per_s"`
+	Malformed int     `json:"malformed_lines"`
+	Error     string  `json:"error,omitempty"`
+}
+
+// AssembleReport is the assemble suite: latency at several history sizes.
+// Maps are keyed by the history size in messages, as a decimal string.
+type AssembleReport struct {
+	Budget int                `json:"budget"`
+	Runs   int                `json:"runs"`
+	P50Ms  map[string]float64 `json:"p50_ms"`
+	P99Ms  map[string]float64 `json:"p99_ms"`
+	// Tokens is the assembled estimate at each size, Messages the number
+	// of messages returned.
+	Tokens   map[string]int `json:"tokens"`
+	Messages map[string]int `json:"messages"`
+	// P99RatioLargestSmallest is p99 at the largest size / p99 at the
+	// smallest: 1 means flat in history size.
+	P99RatioLargestSmallest float64 `json:"p99_ratio_largest_smallest"`
+	// Legacy's assemble on the same histories (sizes up to LegacyMaxSize).
+	LegacyP50Ms map[string]float64 `json:"legacy_p50_ms,omitempty"`
+	LegacyP99Ms map[string]float64 `json:"legacy_p99_ms,omitempty"`
+	// BuildMsgsPerS is the ingest rate while building the histories.
+	BuildMsgsPerS float64 `json:"build_msgs_per_s"`
+	Note          string  `json:"note,omitempty"`
+	Error         string  `json:"error,omitempty"`
+}
+
+// CompactReport is the compact suite: bringing a long history under budget.
+type CompactReport struct {
+	Messages     int     `json:"messages"`
+	Budget       int     `json:"budget"`
+	WallS        float64 `json:"wall_s"`
+	Rounds       int     `json:"rounds"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	UnderBudget  bool    `json:"under_budget"`
+	// AssembledTokens is the assemble estimate after compaction.
+	AssembledTokens int `json:"assembled_tokens"`
+	// Identifiers is the number of distinct identifiers in the compacted
+	// messages, IdentifierRetentionPct the share still present verbatim in
+	// the assembled context.
+	Identifiers            int     `json:"identifiers"`
+	IdentifierRetentionPct float64 `json:"identifier_retention_pct"`
+	// Legacy is the legacy engine's compaction of the same transcript.
+	Legacy *LegacyCompact `json:"legacy,omitempty"`
+	// Transcripts are the compactions of the real transcripts given.
+	Transcripts []TranscriptCompact `json:"transcripts,omitempty"`
+	Error       string              `json:"error,omitempty"`
+}
+
+// LegacyCompact is one legacy compaction.
+type LegacyCompact struct {
+	WallS                  float64 `json:"wall_s"`
+	Rounds                 int     `json:"rounds"`
+	TokensBefore           int     `json:"tokens_before"`
+	TokensAfter            int     `json:"tokens_after"`
+	IdentifierRetentionPct float64 `json:"identifier_retention_pct"`
+	Error                  string  `json:"error,omitempty"`
+}
+
+// TranscriptCompact is the compaction of one real transcript.
+type TranscriptCompact struct {
+	Path         string  `json:"path"`
+	WallS        float64 `json:"wall_s"`
+	Rounds       int     `json:"rounds"`
+	TokensBefore int     `json:"tokens_before"`
+	TokensAfter  int     `json:"tokens_after"`
+	Error        string  `json:"error,omitempty"`
+}
+
+// RecallReport is the recall suite (LoCoMo recall@k, percent).
+type RecallReport struct {
+	Source    string             `json:"source"`
+	Questions int                `json:"questions"`
+	RecallAt  map[string]float64 `json:"recall_at"`
+	// PerCategory maps a LoCoMo category to its recall_at map.
+	PerCategory map[string]map[string]float64 `json:"per_category,omitempty"`
+	QueryP50Ms  float64                       `json:"query_p50_ms"`
+	QueryP99Ms  float64                       `json:"query_p99_ms"`
+	Turns       int                           `json:"turns"`
+	// Path names the recall path measured.
+	Path  string  `json:"path,omitempty"`
+	WallS float64 `json:"wall_s"`
+	Error string  `json:"error,omitempty"`
+}
+
+// LosslessReport is the lossless suite: import, compact, rotate, expand,
+// compare byte for byte.
+type LosslessReport struct {
+	Messages         int     `json:"messages"`
+	CompactRounds    int     `json:"compact_rounds"`
+	Rotations        int     `json:"rotations"`
+	Expanded         int     `json:"expanded"`
+	Summaries        int     `json:"summaries_in_context"`
+	LostOrAltered    int     `json:"lost_or_altered"`
+	Extra            int     `json:"extra"`
+	WallS            float64 `json:"wall_s"`
+	FirstDifferentAt int     `json:"first_different_at,omitempty"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// FootprintReport is the footprint suite: memory and disk.
+type FootprintReport struct {
+	HeapMBOpen  float64 `json:"heap_mb_open"`
+	RSSMBOpen   float64 `json:"rss_mb_open"`
+	HeapMB      float64 `json:"heap_mb"`
+	RSSMB       float64 `json:"rss_mb"`
+	AtMessages  int     `json:"at_messages"`
+	DiskBytes   int64   `json:"disk_bytes"`
+	RawJSON     int64   `json:"raw_json_bytes"`
+	DiskRatio   float64 `json:"disk_ratio"`
+	RSSBaseline float64 `json:"rss_mb_before_open"`
+	Error       string  `json:"error,omitempty"`
+}
