@@ -69,7 +69,7 @@ type cmdEnv struct {
 func commands() []*command {
 	return []*command{
 		cmdImport(), cmdSessions(), cmdStats(), cmdAssemble(), cmdCompact(),
-		cmdExport(), cmdDoctor(), cmdServe(),
+		cmdDescribe(), cmdExpand(), cmdExport(), cmdDoctor(), cmdServe(),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -443,4 +444,122 @@ func TestDoctor(t *testing.T) {
 	runCLI(t, "", nil, "doctor", "--config", filepath.Join(dir, "absent.json")).want(t, 1, "does not exist")
 	// No config at the default path is fine (legacy by default).
 	runCLI(t, "", nil, "doctor", "--store", store).want(t, 0, "engine     legacy (default)")
+}
+
+// Summary ids in the assembled context (RenderSummary's <lcm_summary id="...">).
+var summaryIDRe = regexp.MustCompile(`<lcm_summary id="([^"]+)"`)
+
+func TestDescribeExpandPiMono(t *testing.T) {
+	t.Parallel()
+	file := testutil.SharedFile(t, "data/pi-mono/before-compaction.jsonl")
+	header, want := messageObjects(t, file)
+	store := t.TempDir()
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0, "2 summaries")
+
+	r := runCLI(t, "", nil, "assemble", "--store", store, "--session", header, "--budget", "400000", "--json")
+	r.want(t, 0)
+	var asm struct {
+		Messages []struct {
+			Message struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"message"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &asm); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range asm.Messages {
+		for _, b := range m.Message.Content {
+			for _, sm := range summaryIDRe.FindAllStringSubmatch(b.Text, -1) {
+				ids = append(ids, sm[1])
+			}
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("want the 2 imported compactions as summaries in the context, found %v", ids)
+	}
+
+	indexOf := func(line []byte) int {
+		for i, w := range want {
+			if bytes.Equal(w, line) {
+				return i
+			}
+		}
+		return -1
+	}
+	runCLI(t, "", nil, "describe", "--store", store, ids[0]).want(t, 0, "summary   "+ids[0], "covers", "method imported")
+	next := 0
+	for k, id := range ids {
+		var d struct {
+			Description struct {
+				Summary struct {
+					ID              string `json:"id"`
+					DescendantCount int    `json:"descendantCount"`
+				} `json:"summary"`
+				Messages []uint64 `json:"messages"`
+			} `json:"description"`
+		}
+		r := runCLI(t, "", nil, "describe", "--store", store, id, "--json")
+		r.want(t, 0, `"method": "imported"`)
+		if err := json.Unmarshal([]byte(r.stdout), &d); err != nil {
+			t.Fatal(err)
+		}
+
+		// The whole expansion: a contiguous run of the file's messages,
+		// byte for byte, following the previous summary's.
+		r = runCLI(t, "", nil, "expand", "--store", store, id)
+		r.want(t, 0)
+		lines := bytes.Split(bytes.TrimSuffix([]byte(r.stdout), []byte("\n")), []byte("\n"))
+		start := indexOf(lines[0])
+		if start != next {
+			t.Fatalf("summary %s starts at file message %d, want %d", id, start, next)
+		}
+		for i, l := range lines {
+			if start+i >= len(want) || !bytes.Equal(l, want[start+i]) {
+				t.Fatalf("summary %s: expanded message %d is not file message %d", id, i, start+i)
+			}
+		}
+		next = start + len(lines)
+		if d.Description.Summary.DescendantCount != len(lines) || len(d.Description.Messages) != len(lines) {
+			t.Fatalf("describe says %d messages (%d sources), expand gave %d", d.Description.Summary.DescendantCount, len(d.Description.Messages), len(lines))
+		}
+		if k > 0 {
+			continue
+		}
+
+		// Paged by tokens: the pages concatenate to the whole.
+		var paged [][]byte
+		cursor := ""
+		for pages := 0; ; pages++ {
+			args := []string{"expand", "--store", store, id, "--max-tokens", "50000"}
+			if cursor != "" {
+				args = append(args, "--cursor", cursor)
+			}
+			r := runCLI(t, "", nil, args...)
+			r.want(t, 0)
+			paged = append(paged, bytes.Split(bytes.TrimSuffix([]byte(r.stdout), []byte("\n")), []byte("\n"))...)
+			m := regexp.MustCompile(`--cursor (\S+)`).FindStringSubmatch(r.stderr)
+			if m == nil {
+				if pages == 0 {
+					t.Fatalf("summary %s fit one 50000-token page; the test needs paging", id)
+				}
+				break
+			}
+			cursor = m[1]
+		}
+		if len(paged) != len(lines) {
+			t.Fatalf("pages hold %d messages, the expansion %d", len(paged), len(lines))
+		}
+		for i := range paged {
+			if !bytes.Equal(paged[i], lines[i]) {
+				t.Fatalf("paged message %d differs from the full expansion", i)
+			}
+		}
+	}
+	runCLI(t, "", nil, "describe", "--store", store, "sum_nope").want(t, 1, "not found")
+	runCLI(t, "", nil, "expand", "--store", store, ids[0], "--cursor", "bogus").want(t, 2, "cursor")
+	runCLI(t, "", nil, "expand", "--store", store).want(t, 2, "exactly one summary id")
 }
