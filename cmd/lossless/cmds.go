@@ -342,9 +342,12 @@ func cmdCompact() *command {
 				return err
 			}
 			target := core.CompactionTargetBudget
+			bar := newProgress(c.io, "compacting", 0)
+			bar.set(0, session)
 			res, err := e.Compact(ctx, core.CompactParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
 				AgentID: agent, TokenBudget: budget, Force: force, CompactionTarget: target,
 				CustomInstructions: instructions})
+			bar.done()
 			if err != nil {
 				return err
 			}

@@ -58,6 +58,12 @@ func (p *progress) draw() {
 	p.mu.Lock()
 	cur, note, total := p.cur, p.note, p.total
 	p.mu.Unlock()
+	if total <= 0 {
+		// Work of unknown size: a spinner with the elapsed time.
+		spin := `|/-\`[int(time.Since(p.start)/(150*time.Millisecond))%4]
+		fmt.Fprintf(p.w, "\r%s %c %s %s\x1b[K", p.label, spin, time.Since(p.start).Round(time.Second), note)
+		return
+	}
 	const width = 30
 	filled := 0
 	if total > 0 {
