@@ -87,7 +87,7 @@ func TestCheckDetects(t *testing.T) {
 		}, "more than once"},
 		{"out of order", func(s *rawStore) { s.items[1].Ref.Seq, s.items[2].Ref.Seq = 6, 5 }, "out of order"},
 		{"raw item depth", func(s *rawStore) { s.items[1].Depth = 0 }, "want -1"},
-		{"raw item tokens", func(s *rawStore) { s.items[1].Tokens = 11 }, "message has 10"},
+		{"raw item tokens", func(s *rawStore) { s.items[1].Tokens = 11 }, "message has only 10"},
 		{"summary item tokens", func(s *rawStore) { s.items[0].Tokens = 99 }, "summary has depth"},
 		{"unknown message", func(s *rawStore) { s.items[2].Ref.Seq = 77 }, "not a message of the conversation"},
 		{"missing summary", func(s *rawStore) { delete(s.summaries, "L2") }, "referenced but not stored"},

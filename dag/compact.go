@@ -627,7 +627,8 @@ func (c *Compactor) do(ctx context.Context, st Store, j job, focus string) jobRe
 	base := Summary{ID: j.id, Kind: j.kind, Depth: j.depth, CreatedAt: c.cfg.Now().UnixMilli()}
 	var parts []string
 	if j.kind == KindLeaf {
-		for _, it := range j.items {
+		meta, _ := st.(MessageMetaReader)
+		for k, it := range j.items {
 			text, err := st.MessageText(ctx, it.Ref.Seq)
 			if err != nil {
 				r.err = fmt.Errorf("dag: compact: %w", err)
@@ -635,11 +636,24 @@ func (c *Compactor) do(ctx context.Context, st Store, j job, focus string) jobRe
 			}
 			parts = append(parts, text)
 			base.Sources = append(base.Sources, it.Ref)
-			base.DescendantTokens += it.Tokens
+			// Roll-ups count the messages themselves (a store may show a
+			// large message by a shorter reference item).
+			tokens, ts := it.Tokens, it.Timestamp
+			if meta != nil {
+				m, err := meta.MessageMeta(ctx, it.Ref.Seq)
+				if err != nil {
+					r.err = fmt.Errorf("dag: compact: %w", err)
+					return r
+				}
+				tokens, ts = m.Tokens, m.Timestamp
+			}
+			base.DescendantTokens += tokens
+			if k == 0 {
+				base.Earliest = ts
+			}
+			base.Latest = ts
 		}
 		base.DescendantCount = len(j.items)
-		base.Earliest = j.items[0].Timestamp
-		base.Latest = j.items[len(j.items)-1].Timestamp
 	} else {
 		for k, it := range j.items {
 			s, err := st.Summary(ctx, it.Ref.ID)
