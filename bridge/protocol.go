@@ -90,6 +90,11 @@ type InitializeResult struct {
 	// ones (ingest, assemble, compact) included.
 	Methods []string   `json:"methods"`
 	Server  ServerInfo `json:"server"`
+	// AfterTurnNewMessagesOnly tells the client that the engine's afterTurn
+	// reads only the messages after prePromptMessageCount, so the client may
+	// send just those (with prePromptMessageCount 0) instead of the whole
+	// session view every turn (see Options.AfterTurnNewMessagesOnly).
+	AfterTurnNewMessagesOnly bool `json:"afterTurnNewMessagesOnly,omitempty"`
 }
 
 // ServerInfo names the server process.

@@ -36,6 +36,11 @@ type Options struct {
 	// KeepEngineOpen leaves the engine open when Serve returns. By default an
 	// engine that implements io.Closer is closed.
 	KeepEngineOpen bool
+	// AfterTurnNewMessagesOnly declares that the engine's AfterTurn reads
+	// only p.NewMessages() and stores nothing twice, so the client may send
+	// only the new messages each turn (the session view grows with the
+	// history; sending all of it every turn costs O(history) per turn).
+	AfterTurnNewMessagesOnly bool
 }
 
 // Static returns a factory that always returns e, ignoring the options.
@@ -464,7 +469,8 @@ func (s *server) initialize(ctx context.Context, m Message) (any, error) {
 	s.engine = e
 	s.mu.Unlock()
 	return InitializeResult{ProtocolVersion: ProtocolVersion, Info: info, Methods: Methods(e),
-		Server: ServerInfo{Name: s.opts.ServerName, Version: s.opts.ServerVersion}}, nil
+		Server:                   ServerInfo{Name: s.opts.ServerName, Version: s.opts.ServerVersion},
+		AfterTurnNewMessagesOnly: s.opts.AfterTurnNewMessagesOnly}, nil
 }
 
 // Methods lists the contract methods e implements, sorted: always info,

@@ -24,10 +24,10 @@ func TestEveryMethod(t *testing.T) {
 		gotOpts = o
 		return f, nil
 	}
-	c := startServer(t, factory, Options{ServerName: "test", ServerVersion: "9"})
+	c := startServer(t, factory, Options{ServerName: "test", ServerVersion: "9", AfterTurnNewMessagesOnly: true})
 
 	init := c.initialize()
-	if init.ProtocolVersion != ProtocolVersion || init.Info.ID != "fake" || init.Server.Name != "test" {
+	if init.ProtocolVersion != ProtocolVersion || init.Info.ID != "fake" || init.Server.Name != "test" || !init.AfterTurnNewMessagesOnly {
 		t.Fatalf("initialize = %+v", init)
 	}
 	if string(gotOpts.Config) != `{"store":"/tmp/x"}` {

@@ -32,7 +32,10 @@ func cmdServe() *command {
 				fmt.Fprintf(c.io.err, "lossless serve: "+strings.TrimSuffix(format, "\n")+"\n", a...)
 			}
 			err := bridge.Serve(ctx, c.io.in, c.io.out, serveFactory(c), bridge.Options{
-				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf})
+				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf,
+				// lossless.Engine.AfterTurn stores p.NewMessages() and skips
+				// messages already stored.
+				AfterTurnNewMessagesOnly: true})
 			if errors.Is(err, context.Canceled) {
 				return nil // a signal: a normal shutdown
 			}

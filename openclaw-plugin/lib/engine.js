@@ -115,6 +115,12 @@ export async function createLosslessEngine({ pluginConfig, agentDir, workspaceDi
     maintain: (p) => call("maintain", p),
     ingestBatch: (p) => call("ingestBatch", p),
     afterTurn: async (p) => {
+      // When the engine reads only the turn's new messages, send just those
+      // rather than the whole (growing) session view every turn.
+      if (init.afterTurnNewMessagesOnly && Array.isArray(p?.messages)) {
+        const pre = Math.min(Math.max(p.prePromptMessageCount ?? 0, 0), p.messages.length);
+        p = { ...p, messages: p.messages.slice(pre), prePromptMessageCount: 0 };
+      }
       await call("afterTurn", p);
     },
     commitTurn: (p) => call("commitTurn", p),

@@ -31,10 +31,10 @@ test("the engine exposes exactly the methods the server implements", async () =>
   const engine = await fakeEngine();
   try {
     assert.deepEqual(engine.info, { id: "fake", name: "Fake engine", ownsCompaction: true });
-    for (const m of ["ingest", "assemble", "compact", "maintain", "prepareSubagentSpawn", "dispose"]) {
+    for (const m of ["ingest", "assemble", "compact", "maintain", "prepareSubagentSpawn", "afterTurn", "dispose"]) {
       assert.equal(typeof engine[m], "function", m);
     }
-    for (const m of ["bootstrap", "afterTurn", "ingestBatch", "commitTurn", "onSubagentEnded"]) {
+    for (const m of ["bootstrap", "ingestBatch", "commitTurn", "onSubagentEnded"]) {
       assert.equal(engine[m], undefined, `${m} must be absent: OpenClaw checks for it`);
     }
   } finally {
@@ -254,4 +254,26 @@ test("a missing binary makes the factory reject (OpenClaw quarantines it)", asyn
 test("toLlmCompleteParams keeps extra fields and maps roles", () => {
   const p = toLlmCompleteParams({ system: "s", model: "m", messages: [{ role: "compactionSummary", summary: "sum" }] });
   assert.deepEqual(p, { model: "m", purpose: "lossless context engine", signal: undefined, systemPrompt: "s", messages: [{ role: "user", content: "sum" }] });
+});
+
+test("afterTurn sends the whole view, or only the new messages when the engine says it reads only those", async () => {
+  const view = [1, 2, 3, 4, 5].map((i) => ({ role: "user", content: `m${i}` }));
+  const full = await fakeEngine();
+  try {
+    assert.equal(await full.afterTurn({ sessionId: "s", sessionFile: "/f", messages: view, prePromptMessageCount: 3 }), undefined);
+    const got = await full.lossless.client.request("lastAfterTurn", {});
+    assert.equal(got.messages.length, 5);
+    assert.equal(got.prePromptMessageCount, 3);
+  } finally {
+    await full.dispose();
+  }
+  const trimmed = await fakeEngine({ args: [fakeServer, "--trim"] });
+  try {
+    await trimmed.afterTurn({ sessionId: "s", sessionFile: "/f", messages: view, prePromptMessageCount: 3 });
+    const got = await trimmed.lossless.client.request("lastAfterTurn", {});
+    assert.deepEqual(got.messages, view.slice(3));
+    assert.equal(got.prePromptMessageCount, 0);
+  } finally {
+    await trimmed.dispose();
+  }
 });
