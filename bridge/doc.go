@@ -35,7 +35,10 @@
 // (plugins.entries.<id>.config) and the host's directories. Its result lists
 // in methods the optional methods the engine implements, so the JavaScript
 // side exposes exactly those to OpenClaw (whose behaviour depends on which
-// methods exist). An optional method the engine lacks answers -32601.
+// methods exist). An optional method the engine lacks answers -32601. When
+// Options.AfterTurnNewMessagesOnly is set, the result says so
+// (afterTurnNewMessagesOnly) and the client may send afterTurn only the new
+// messages, with prePromptMessageCount 0.
 //
 // # Host callbacks (server → client)
 //
