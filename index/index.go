@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -551,7 +552,7 @@ func (ix *Index) document(d *Doc) *document.Document {
 		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(p), bindex.IndexField, ix.chat))
 	}
 	if d.Kind != KindSummary {
-		ix.prev[key] = clip(d.Text, 2000)
+		ix.prev[key] = clip(d.Text, maxCtxBytes)
 	}
 	kw := bindex.IndexField | bindex.StoreField
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fAgent, nil, []byte(d.Agent), kw))
@@ -573,9 +574,17 @@ func posKey(session string, seq uint64) string {
 	return session + "\x1f" + strconv.FormatUint(seq, 10)
 }
 
+// maxCtxBytes caps the previous turn's text indexed as context: enough for
+// a chat turn; a long tool output as context only adds noise and cost.
+const maxCtxBytes = 400
+
+// clip cuts s to at most n bytes at a rune boundary.
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n]
 }

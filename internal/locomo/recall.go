@@ -65,8 +65,9 @@ type RecallConfig struct {
 	// Categories limits the question categories (nil: all five, as the
 	// LoCoMo paper counts them).
 	Categories []int
-	// Neighbours is passed to index.RecallQuery (turns added either side of
-	// the best hits; they count toward k).
+	// Neighbours is passed to index.RecallQuery (turns ranked in either side
+	// of the best hits; they count toward k): 0 for the default, negative
+	// for none.
 	Neighbours int
 	// NewRetriever builds the recall path in dir (default: the index
 	// package's Recall, see IndexRetriever).
@@ -325,18 +326,6 @@ func (r *IndexRetriever) IngestSession(_ context.Context, agent, session string,
 			Role: t.Role, Kind: index.KindMessage, Seq: uint64(i), Timestamp: t.Timestamp, Text: t.Text,
 		}
 	}
-	if os.Getenv("TUNE_NEXT") != "" {
-		for i := range docs {
-			var parts []string
-			if i > 0 && os.Getenv("TUNE_NEXT") != "nextonly" {
-				parts = append(parts, turns[i-1].Text)
-			}
-			if i+1 < len(turns) {
-				parts = append(parts, turns[i+1].Text)
-			}
-			docs[i].Context = strings.Join(parts, "\n")
-		}
-	}
 	r.ix.Add(docs...)
 	return nil
 }
@@ -346,7 +335,7 @@ func (r *IndexRetriever) Ready(ctx context.Context) error { return r.ix.Flush(ct
 
 // Recall implements Retriever.
 func (r *IndexRetriever) Recall(ctx context.Context, agent, prompt string, k int) ([]string, error) {
-	hits, err := r.ix.Recall(ctx, index.RecallQuery{Agent: agent, Text: prompt, K: k, Neighbours: r.neighbours, NeighbourHits: tuneNH})
+	hits, err := r.ix.Recall(ctx, index.RecallQuery{Agent: agent, Text: prompt, K: k, Neighbours: r.neighbours})
 	if err != nil {
 		return nil, err
 	}
@@ -359,5 +348,3 @@ func (r *IndexRetriever) Recall(ctx context.Context, agent, prompt string, k int
 
 // Close implements Retriever.
 func (r *IndexRetriever) Close() error { return r.ix.Close() }
-
-var tuneNH = func() int { n, _ := strconv.Atoi(os.Getenv("TUNE_NH")); return n }()

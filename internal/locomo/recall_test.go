@@ -1,21 +1,259 @@
 package locomo
 
 import (
+	"bytes"
 	"context"
-	"os"
-	"strconv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/lossless-engine/contextengine/internal/synth"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
-var tuneNB = func() int { n, _ := strconv.Atoi(os.Getenv("TUNE_NB")); return n }()
-
+// TestRecallLoCoMo measures recall@k on the LoCoMo dev file through the
+// index's Recall (the function assemble's recall calls) and holds the
+// targets: @5 ≥ 62, @10 ≥ 72, @25 ≥ 84.
 func TestRecallLoCoMo(t *testing.T) {
 	p := testutil.SharedFile(t, "data/locomo/locomo-dev3.json")
-	rep, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir(), Neighbours: tuneNB})
+	rep, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%+v", rep)
+	t.Logf("recall@k %v per category %v questions %d p50 %.2fms p99 %.2fms index %.0f docs/s",
+		rep.RecallAt, rep.PerCategory, rep.Questions, rep.QueryP50Ms, rep.QueryP99Ms, rep.IndexDocsPerSec)
+	if rep.Questions != 495 || rep.Turns != 1451 {
+		t.Errorf("questions %d turns %d, want 495 and 1451", rep.Questions, rep.Turns)
+	}
+	for k, min := range map[string]float64{"5": 62, "10": 72, "25": 84} {
+		if rep.RecallAt[k] < min {
+			t.Errorf("recall@%s = %.1f, want ≥ %.0f", k, rep.RecallAt[k], min)
+		}
+	}
+	// The LoCoMo paper leaves category 5 out of its usual evaluation; report
+	// it both ways, and check the per-category maps are consistent.
+	n := 0
+	for c, q := range rep.PerCategoryQuestions {
+		n += q
+		if _, ok := rep.PerCategory[c]; !ok {
+			t.Errorf("category %s without recall", c)
+		}
+	}
+	if n != rep.Questions {
+		t.Errorf("per-category questions sum to %d, not %d", n, rep.Questions)
+	}
+}
+
+// TestRecallSynthetic runs the whole suite on a generated fixture (no
+// shared data needed): each question's evidence is one planted turn.
+func TestRecallSynthetic(t *testing.T) {
+	convs, err := Parse(bytes.NewReader(synth.LoCoMo(7, synth.LoCoMoOptions{Conversations: 3, Sessions: 5, Turns: 16})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := RunRecall(context.Background(), RecallConfig{Data: convs, Dir: t.TempDir(), Ks: []int{1, 5, 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Questions == 0 || rep.RecallAt["10"] < 90 || rep.RecallAt["1"] > rep.RecallAt["5"] || rep.RecallAt["5"] > rep.RecallAt["10"] {
+		t.Fatalf("synthetic recall: %+v", rep)
+	}
+	// The JSON keys the benchmark command writes under "recall".
+	b, _ := json.Marshal(rep)
+	for _, k := range []string{`"recall_at"`, `"per_category"`, `"questions"`, `"query_p50_ms"`, `"query_p99_ms"`} {
+		if !bytes.Contains(b, []byte(k)) {
+			t.Errorf("JSON lacks %s: %s", k, b)
+		}
+	}
+}
+
+// fakeRetriever answers from a fixed function, to check the arithmetic.
+type fakeRetriever struct {
+	turns  map[string][]string // agent → dia ids ingested, in order
+	answer func(agent, prompt string, turns []string) []string
+	ready  bool
+}
+
+func (f *fakeRetriever) IngestSession(_ context.Context, agent, _ string, turns []TurnDoc) error {
+	for _, t := range turns {
+		f.turns[agent] = append(f.turns[agent], t.DiaID)
+	}
+	return nil
+}
+func (f *fakeRetriever) Ready(context.Context) error { f.ready = true; return nil }
+func (f *fakeRetriever) Recall(_ context.Context, agent, prompt string, _ int) ([]string, error) {
+	if !f.ready {
+		return nil, errors.New("not ready")
+	}
+	return f.answer(agent, prompt, f.turns[agent]), nil // may exceed k: RunRecall cuts
+}
+func (f *fakeRetriever) Close() error { return nil }
+
+func TestRunRecallArithmetic(t *testing.T) {
+	convs := []Conversation{{
+		SampleID: "c", SpeakerA: "A", SpeakerB: "B",
+		Sessions: []Session{{Num: 1, Turns: []Turn{{Speaker: "A", DiaID: "D1:1", Text: "x"}, {Speaker: "B", DiaID: "D1:2", Text: "y"}, {Speaker: "A", DiaID: "D1:3", Text: "z"}}}},
+		QA: []QA{
+			{Question: "q1", Evidence: []string{"D1:1"}, Category: 1},
+			{Question: "q2", Evidence: []string{"D1:2", "D1:3"}, Category: 2},
+			{Question: "q3", Evidence: nil, Category: 5}, // no evidence: not asked
+		},
+	}}
+	// Ranks D1:2, D1:2 (duplicate, ignored), D1:1, D1:3.
+	fake := &fakeRetriever{turns: map[string][]string{}, answer: func(_, _ string, _ []string) []string {
+		return []string{"D1:2", "D1:2", "D1:1", "D1:3"}
+	}}
+	rep, err := RunRecall(context.Background(), RecallConfig{Data: convs, Ks: []int{1, 2, 3}, NewRetriever: func(string) (Retriever, error) { return fake, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// q1: @1 0, @2 1, @3 1. q2: @1 .5, @2 .5, @3 1.
+	want := map[string]float64{"1": 25, "2": 75, "3": 100}
+	for k, v := range want {
+		if rep.RecallAt[k] != v {
+			t.Errorf("recall@%s = %v, want %v", k, rep.RecallAt[k], v)
+		}
+	}
+	if rep.Questions != 2 || rep.PerCategory["1"]["2"] != 100 || rep.PerCategory["2"]["2"] != 50 || fake.turns["c"][2] != "D1:3" {
+		t.Errorf("report %+v", rep)
+	}
+	if _, err := RunRecall(context.Background(), RecallConfig{Data: convs, Ks: []int{0}}); err == nil {
+		t.Error("k=0 accepted")
+	}
+}
+
+func TestRecallAtK(t *testing.T) {
+	cases := []struct {
+		ranked, ev []string
+		k          int
+		want       float64
+	}{
+		{[]string{"a", "b", "c"}, []string{"c"}, 2, 0},
+		{[]string{"a", "b", "c"}, []string{"c"}, 3, 1},
+		{[]string{"a", "b"}, []string{"b", "z"}, 10, 0.5},
+		{nil, []string{"a"}, 5, 0},
+		{[]string{"a"}, nil, 5, 0},
+	}
+	for _, c := range cases {
+		if got := RecallAtK(c.ranked, c.ev, c.k); got != c.want {
+			t.Errorf("RecallAtK(%v,%v,%d) = %v, want %v", c.ranked, c.ev, c.k, got, c.want)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	convs, err := Parse(bytes.NewReader(synth.LoCoMo(3, synth.LoCoMoOptions{Conversations: 2, Sessions: 12, Turns: 5})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != 2 || len(convs[0].Sessions) != 12 || convs[0].Turns() != 60 || convs[0].SpeakerA == "" {
+		t.Fatalf("parsed %+v", convs[0])
+	}
+	for i, s := range convs[0].Sessions {
+		if s.Num != i+1 || s.Time.IsZero() || len(s.Turns) != 5 {
+			t.Fatalf("session %d: %+v", i, s)
+		}
+		if i > 0 && !s.Time.After(convs[0].Sessions[i-1].Time) {
+			t.Fatalf("sessions not in date order at %d", i)
+		}
+	}
+	// Real file, when present: the quirks of the data.
+	dir, ok := testutil.SharedDir()
+	if !ok {
+		return
+	}
+	real, err := Load(dir + "/data/locomo/locomo-dev3.json")
+	if err != nil {
+		t.Skip(err)
+	}
+	turns, qs := 0, 0
+	for _, c := range real {
+		turns += c.Turns()
+		qs += len(c.QA)
+		for _, s := range c.Sessions {
+			if s.Time.IsZero() {
+				t.Errorf("%s session %d: date %q did not parse", c.SampleID, s.Num, s.DateTime)
+			}
+		}
+	}
+	if turns != 1451 || qs != 497 {
+		t.Errorf("turns %d questions %d", turns, qs)
+	}
+}
+
+func TestNormalizeEvidence(t *testing.T) {
+	got := NormalizeEvidence([]string{"D8:6; D9:17", " D1:2 ", "D1:2", "D10:3:", ""})
+	want := []string{"D8:6", "D9:17", "D1:2", "D10:3"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q want %q", got, want)
+	}
+}
+
+func TestParseDate(t *testing.T) {
+	if got := ParseDate("1:56 pm on 8 May, 2023"); !got.Equal(time.Date(2023, 5, 8, 13, 56, 0, 0, time.UTC)) {
+		t.Fatalf("got %v", got)
+	}
+	if !ParseDate("yesterday").IsZero() {
+		t.Fatal("garbage parsed")
+	}
+}
+
+func TestTurnText(t *testing.T) {
+	s := TurnText(Turn{Speaker: "Ann", Text: "look!", BlipCaption: "a photo of a cat"})
+	if !strings.HasPrefix(s, "Ann: look!") || !strings.Contains(s, "a photo of a cat") {
+		t.Fatal(s)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add(synth.LoCoMo(1, synth.LoCoMoOptions{Conversations: 1, Sessions: 2, Turns: 3}))
+	f.Add([]byte(`[{"sample_id":"x","conversation":{"session_1":[{"speaker":"a","dia_id":"D1:1","text":"t"}],"session_1_date_time":"1:00 pm on 1 May, 2023"},"qa":[{"question":"q","evidence":["D1:1; D1:2"],"category":1}]}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"not":"a list"}`))
+	f.Add([]byte(`[{"conversation":{"session_x":1,"session_2":"bad"}}]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		convs, err := Parse(bytes.NewReader(b))
+		if err != nil {
+			if !errors.Is(err, ErrFormat) {
+				t.Fatalf("error does not wrap ErrFormat: %v", err)
+			}
+			return
+		}
+		for _, c := range convs {
+			for i := 1; i < len(c.Sessions); i++ {
+				if c.Sessions[i].Num < c.Sessions[i-1].Num {
+					t.Fatal("sessions out of order")
+				}
+			}
+			for _, q := range c.QA {
+				for _, e := range q.Evidence {
+					if e == "" || strings.ContainsAny(e, "; ,") {
+						t.Fatalf("bad evidence id %q", e)
+					}
+				}
+			}
+		}
+	})
+}
+
+func ExampleRunRecall() {
+	// A generated fixture in LoCoMo's format; the benchmark reads the real
+	// file with RecallConfig.Path instead.
+	convs, err := Parse(bytes.NewReader(synth.LoCoMo(1, synth.LoCoMoOptions{})))
+	if err != nil {
+		panic(err)
+	}
+	rep, err := RunRecall(context.Background(), RecallConfig{Data: convs, Ks: []int{10}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("questions:", rep.Questions)
+	fmt.Println("recall@10 >= 90%:", rep.RecallAt["10"] >= 90)
+	// Output:
+	// questions: 15
+	// recall@10 >= 90%: true
 }

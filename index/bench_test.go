@@ -1,0 +1,200 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/synth"
+)
+
+// benchDocs returns n realistic docs (synthetic agent sessions of 500
+// messages each, text as core.Message.SearchText) and some user prompts.
+func benchDocs(n int) (docs []Doc, prompts []string) {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	for len(benchAll) < n {
+		s := len(benchAll) / 500
+		g := synth.New(uint64(1000 + s))
+		for i := 0; i < 500; i++ {
+			m, err := core.ParseMessage(g.Next())
+			if err != nil {
+				panic(err)
+			}
+			text := m.SearchText(false)
+			if len(text) > 8000 {
+				text = text[:8000]
+			}
+			d := Doc{
+				ID: fmt.Sprintf("m%d", len(benchAll)), Agent: fmt.Sprint("agent", s%4), Conversation: fmt.Sprint("c", s),
+				Session: fmt.Sprint("s", s), Role: m.Role(), Kind: KindMessage, Seq: uint64(i), Timestamp: m.Timestamp(), Text: text,
+			}
+			benchAll = append(benchAll, d)
+			if m.Role() == core.RoleUser && len(benchPrompts) < 2000 && len(text) > 10 {
+				p := text
+				if len(p) > 300 {
+					p = p[:300]
+				}
+				benchPrompts = append(benchPrompts, p)
+			}
+		}
+	}
+	return benchAll[:n], benchPrompts
+}
+
+var (
+	benchMu      sync.Mutex
+	benchAll     []Doc
+	benchPrompts []string
+)
+
+// BenchmarkIndex measures indexing throughput (docs/s, until searchable)
+// of this package against raw Bleve batch indexing of the same texts with
+// the stock "en" analyzer in batches of 1,000.
+func BenchmarkIndex(b *testing.B) {
+	for _, n := range benchIndexSizes() {
+		docs, _ := benchDocs(n)
+		b.Run(fmt.Sprintf("index/docs=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				start := time.Now()
+				ix, err := Open(filepath.Join(dir, "ix"), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				for j := 0; j < n; j += 100 {
+					ix.Add(docs[j:min(j+100, n)]...)
+				}
+				if err := ix.Flush(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+				ix.Close()
+			}
+			b.ReportMetric(float64(n*b.N)/total.Seconds(), "docs/s")
+		})
+		b.Run(fmt.Sprintf("rawbleve/docs=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				start := time.Now()
+				im := bleve.NewIndexMapping()
+				im.DefaultAnalyzer = "en"
+				bi, err := bleve.New(filepath.Join(dir, "raw"), im)
+				if err != nil {
+					b.Fatal(err)
+				}
+				batch := bi.NewBatch()
+				for j := range docs {
+					d := &docs[j]
+					if err := batch.Index(d.ID, map[string]any{"text": d.Text, "agent": d.Agent, "session": d.Session}); err != nil {
+						b.Fatal(err)
+					}
+					if batch.Size() >= 1000 {
+						if err := bi.Batch(batch); err != nil {
+							b.Fatal(err)
+						}
+						batch.Reset()
+					}
+				}
+				if err := bi.Batch(batch); err != nil {
+					b.Fatal(err)
+				}
+				total += time.Since(start)
+				bi.Close()
+			}
+			b.ReportMetric(float64(n*b.N)/total.Seconds(), "docs/s")
+		})
+	}
+}
+
+// BenchmarkRecallQuery measures one Recall (the assemble path: K=10,
+// neighbours on) against indexes of 10K and 100K messages. The 100K index
+// is built once into $LOSSLESS_BENCH_DIR when set (kept between runs), else
+// into a temporary directory.
+func BenchmarkRecallQuery(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
+			ix := benchIndex(b, n)
+			_, prompts := benchDocs(500)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			lat := make([]time.Duration, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				p := prompts[i%len(prompts)]
+				t0 := time.Now()
+				if _, err := ix.Recall(ctx, RecallQuery{Agent: fmt.Sprint("agent", i%4), Text: p, K: 10}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat)
+		})
+	}
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) < 2 {
+		return
+	}
+	s := append([]time.Duration(nil), lat...)
+	for i := 1; i < len(s); i++ { // insertion sort is fine for benchmark sizes
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	b.ReportMetric(float64(s[len(s)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(s[len(s)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func benchIndex(b *testing.B, n int) *Index {
+	b.Helper()
+	dir := os.Getenv("LOSSLESS_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
+	path := filepath.Join(dir, fmt.Sprintf("recall-%d", n))
+	gen := uint64(n)
+	ix, err := Open(path, Options{Generation: gen})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ix.Close() })
+	if ix.NeedsRebuild() {
+		docs, _ := benchDocs(n)
+		ix.SetGeneration(gen)
+		if err := ix.Rebuild(context.Background(), func(yield func(Doc) bool) error {
+			for _, d := range docs {
+				if !yield(d) {
+					break
+				}
+			}
+			return nil
+		}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return ix
+}
+
+// benchIndexSizes is 10,000 docs, or $LOSSLESS_BENCH_DOCS.
+func benchIndexSizes() []int {
+	if v := os.Getenv("LOSSLESS_BENCH_DOCS"); v != "" {
+		var n int
+		fmt.Sscan(v, &n)
+		return []int{n}
+	}
+	return []int{10_000}
+}
