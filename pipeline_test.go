@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
 func roles(ms []core.Message) string {
@@ -228,5 +230,56 @@ func TestLimitBatches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSanitizeRealTranscripts(t *testing.T) {
+	for _, path := range testutil.PiMono(t) {
+		tr, err := core.ReadTranscript(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := tr.Window().Messages()
+		out, rep := Sanitize(in)
+		checkPairing(t, out)
+		// Only toolResults lose their details; every other message that is
+		// kept is byte-identical.
+		same := 0
+		for _, m := range out {
+			if m.Role() != core.RoleToolResult {
+				same++
+			}
+		}
+		orig := 0
+		for _, m := range in {
+			if m.Role() != core.RoleToolResult {
+				orig++
+			}
+		}
+		if same != orig {
+			t.Fatalf("%s: %d non-result messages became %d", filepath.Base(path), orig, same)
+		}
+		// Independently: calls with no result anywhere after them.
+		unanswered := 0
+		for i, m := range in {
+			for _, c := range m.ToolCalls() {
+				found := false
+				for _, r := range in[i+1:] {
+					if r.Role() == core.RoleToolResult && r.ToolCallID() == c.ID {
+						found = true
+						break
+					}
+				}
+				if !found {
+					unanswered++
+				}
+			}
+		}
+		if rep.Synthesized != unanswered || rep.DroppedOrphans != 0 {
+			t.Fatalf("%s: synthesised %d, unanswered %d", filepath.Base(path), rep.Synthesized, unanswered)
+		}
+		t.Logf("%s: %d messages, report %+v", filepath.Base(path), len(in), rep)
+		limited := Limit(Validate(out, ValidateOptions{MergeConsecutiveUser: true}), 10)
+		checkPairing(t, limited)
 	}
 }
