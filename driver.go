@@ -136,6 +136,9 @@ type Driver struct {
 	view      []core.Message
 	booted    bool
 	lastEntry string
+	// noIDs is set for old transcripts whose entries have no ids: appended
+	// entries then carry none either, so the file stays one linear branch.
+	noIDs bool
 }
 
 // NewDriver validates opts and returns a driver.
@@ -237,16 +240,17 @@ func (d *Driver) reload() (bool, error) {
 	}
 	t, err := core.ReadTranscript(d.file)
 	if errors.Is(err, os.ErrNotExist) {
-		d.view, d.lastEntry = nil, ""
+		d.view, d.lastEntry, d.noIDs = nil, "", false
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("contextengine: load session: %w", err)
 	}
 	d.view = t.Window().Messages()
-	d.lastEntry = ""
+	d.lastEntry, d.noIDs = "", false
 	if n := len(t.Entries); n > 0 {
 		d.lastEntry = t.Entries[n-1].ID
+		d.noIDs = d.lastEntry == ""
 	}
 	return len(t.Entries) > 0 || t.Header != nil, nil
 }
@@ -470,6 +474,13 @@ type messageEntry struct {
 	Message   core.Message `json:"message"`
 }
 
+// oldMessageEntry is a message line for an old transcript without ids.
+type oldMessageEntry struct {
+	Type      string       `json:"type"`
+	Timestamp string       `json:"timestamp"`
+	Message   core.Message `json:"message"`
+}
+
 // record appends msgs to the session file (creating it with a header).
 func (d *Driver) record(msgs []core.Message) error {
 	if d.file == "" {
@@ -484,6 +495,10 @@ func (d *Driver) record(msgs []core.Message) error {
 		}
 	}
 	for _, m := range msgs {
+		if d.noIDs {
+			lines = append(lines, oldMessageEntry{Type: core.EntryMessage, Timestamp: core.NowTimestamp(), Message: m})
+			continue
+		}
 		id := core.NewEntryID()
 		var parent *string
 		if d.lastEntry != "" {

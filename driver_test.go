@@ -1,6 +1,7 @@
 package contextengine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
 // replyModel answers every prompt with one assistant message.
@@ -449,4 +451,60 @@ func TestNewDriverValidates(t *testing.T) {
 	if !slices.Equal(EmbeddedRuntime.Capabilities[:1], []string{core.CapBootstrap}) {
 		t.Fatal("host set order")
 	}
+}
+
+func TestDriverOnRealTranscript(t *testing.T) {
+	src := testutil.SharedFile(t, "data/pi-mono/before-compaction.jsonl")
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := core.ReadTranscript(path)
+	window := before.Window().Messages()
+	g, err := NewRegistry().Open(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent int
+	d := newTestDriver(t, g, func(ctx context.Context, req ModelRequest) ([]core.Message, error) {
+		sent = len(req.Messages)
+		return replyModel(ctx, req)
+	}, func(o *DriverOptions) { o.SessionFile = path; o.ContextWindow = 400_000 })
+	if _, err := d.Turn(context.Background(), core.UserText("what next?", 1)); err != nil {
+		t.Fatal(err)
+	}
+	// The model sees the sanitised window (two unanswered calls get
+	// synthesised results) plus the prompt.
+	sanitised, _ := Sanitize(window)
+	if sent != len(sanitised)+1 || len(sanitised) <= len(window) {
+		t.Fatalf("model saw %d messages, window has %d (%d sanitised)", sent, len(window), len(sanitised))
+	}
+	after, err := core.ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old file has no entry ids; the appended entries have none either,
+	// so the whole file stays one branch and the window grows by two.
+	if len(after.Entries) != len(before.Entries)+2 || after.Entries[len(after.Entries)-1].ID != "" {
+		t.Fatalf("entries %d -> %d", len(before.Entries), len(after.Entries))
+	}
+	if got := len(after.Window().Messages()); got != len(window)+2 {
+		t.Fatalf("window %d -> %d", len(window), got)
+	}
+	if !bytes.Equal(data, mustRead(t, path)[:len(data)]) {
+		t.Fatal("history bytes changed")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
