@@ -455,7 +455,12 @@ func (s *stager) call(ctx context.Context, req core.SummarizeRequest) (string, e
 		}
 		s.d.Escalations++
 	}
-	return core.Truncate(s.o.Counter, req.Text, req.TargetTokens), nil
+	// Deterministic truncation, shorter than the input by construction.
+	target := req.TargetTokens
+	if half := s.o.Counter.CountText(req.Text) / 2; half < target {
+		target = half
+	}
+	return core.Truncate(s.o.Counter, req.Text, target), nil
 }
 
 var reConstraint = regexp.MustCompile(`(?i)\b(always|never|don't|do not|dont|must|should|shouldn't|prefer|avoid|make sure|instead of|rather than|no need|only)\b`)

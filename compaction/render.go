@@ -26,7 +26,7 @@ func RenderMessage(m core.Message, maxToolChars int) string {
 			case core.BlockThinking:
 				writeLabeled(&sb, "Assistant thinking", b.Thinking)
 			case core.BlockToolCall:
-				writeLabeled(&sb, "Assistant tool call", b.Name+" "+string(b.Arguments))
+				writeLabeled(&sb, "Assistant tool call", b.Name+" "+argsText(b.Arguments))
 			}
 		}
 		if m.StopReason() == "error" && m.ErrorMessage() != "" {
@@ -54,6 +54,12 @@ func RenderMessage(m core.Message, maxToolChars int) string {
 	}
 	return sb.String()
 }
+
+// argsEscapes turns the common JSON string escapes of tool-call arguments
+// back into characters, so that a path after "\n" reads as a path.
+var argsEscapes = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\r`, "", `\"`, `"`, `\\`, `\`, `\/`, "/")
+
+func argsText(raw []byte) string { return argsEscapes.Replace(string(raw)) }
 
 func writeLabeled(sb *strings.Builder, label, text string) {
 	text = strings.TrimSpace(text)

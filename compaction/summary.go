@@ -160,13 +160,26 @@ func (s *Summary) add(key string, lines ...string) {
 		have[l] = true
 	}
 	for _, l := range lines {
-		l = strings.TrimSpace(l)
-		if l == "" || l == "(none)" || have[l] {
+		l = normalizeLine(l)
+		if l == "" || have[l] {
 			continue
 		}
 		have[l] = true
 		s.Sections[key] = append(s.Sections[key], l)
 	}
+}
+
+// normalizeLine trims l, collapses stacked list markers ("- - x" to "- x")
+// and returns "" for empty placeholders.
+func normalizeLine(l string) string {
+	l = strings.TrimSpace(l)
+	for strings.HasPrefix(l, "- - ") || strings.HasPrefix(l, "- * ") || strings.HasPrefix(l, "* - ") {
+		l = "- " + strings.TrimSpace(l[4:])
+	}
+	if t := strings.TrimSpace(strings.TrimLeft(l, "-* ")); t == "" || t == "(none)" {
+		return ""
+	}
+	return l
 }
 
 // dropOrder is the order in which lines are dropped to meet the character
@@ -175,7 +188,8 @@ func (s *Summary) add(key string, lines ...string) {
 var dropOrder = []struct {
 	key  string
 	keep int // lines this step leaves in place
-}{{SecDone, 8}, {SecTurn, 4}, {SecDecisions, 6}, {SecCritical, 6}, {"ids", 0}, {"read", 0},
+}{{SecDone, 8}, {SecInProgress, 6}, {SecBlocked, 6}, {SecDecisions, 8}, {SecNextSteps, 8},
+	{SecTurn, 4}, {SecCritical, 8}, {"ids", 0}, {"read", 0},
 	{SecDone, 0}, {SecTurn, 0}, {SecDecisions, 0}, {SecCritical, 0}, {SecInProgress, 0},
 	{SecBlocked, 0}, {SecConstraints, 0}, {SecNextSteps, 0}, {"modified", 0}, {SecGoal, 0}}
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package compaction_test
+
+const raceEnabled = false
