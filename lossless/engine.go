@@ -153,6 +153,7 @@ func (e *Engine) enter() (func(), error) {
 // Close waits for in-flight calls and closes the store. It is idempotent;
 // later calls of any method return an error wrapping core.ErrClosed.
 func (e *Engine) Close() error {
+	e.stopBackground() // background compactions (compact.go)
 	e.life.Lock()
 	defer e.life.Unlock()
 	if e.closed.Swap(true) {
@@ -164,15 +165,10 @@ func (e *Engine) Close() error {
 	return nil
 }
 
-// Compact summarises older history. Compaction is wired by the compaction
-// code (H5); until then it reports ok:false.
+// Compact summarises older history into the summary DAG and, when the
+// transcript is due, rotates it (see compact.go).
 func (e *Engine) Compact(ctx context.Context, p core.CompactParams) (core.CompactResult, error) {
-	done, err := e.enter()
-	if err != nil {
-		return core.CompactResult{}, err
-	}
-	defer done()
-	return core.CompactResult{OK: false, Compacted: false, Reason: "compaction not implemented yet"}, nil
+	return e.compact(ctx, p)
 }
 
 // agentFor resolves the agent of a call: explicit (CompactParams.AgentID),

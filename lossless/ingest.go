@@ -37,6 +37,9 @@ func (e *Engine) IngestBatch(ctx context.Context, p core.IngestBatchParams) (cor
 // session with prePromptMessageCount 0, stores nothing twice.
 func (e *Engine) AfterTurn(ctx context.Context, p core.AfterTurnParams) error {
 	_, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, p.NewMessages(), p.IsHeartbeat)
+	if err == nil {
+		e.afterTurnCompact(p) // proactive compaction in the background (compact.go)
+	}
 	return err
 }
 

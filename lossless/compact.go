@@ -1,0 +1,440 @@
+package lossless
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/summarize"
+)
+
+// Compaction wiring: Engine.Compact, proactive compaction after a turn (in
+// the background, one run at a time per conversation), and the summarizer.
+//
+// The state lives beside the Engine (extrasOf) so that the engine's own
+// files need only the hooks: Compact calls compact, AfterTurn calls
+// afterTurnCompact, Close calls stopBackground.
+
+// extras is the compaction state of one Engine.
+type extras struct {
+	mu      sync.Mutex
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	stopped bool
+	// running marks conversations with a background run; again asks the
+	// run to go once more (a turn arrived while it ran).
+	running map[convID]bool
+	again   map[convID]bool
+	// convMus serialises compactions of one conversation.
+	convMus map[convID]*sync.Mutex
+	// sem bounds the conversations compacting in the background at once.
+	sem chan struct{}
+	// last is the last background result of each conversation.
+	last map[convID]BackgroundResult
+
+	sumOnce  sync.Once
+	sum      core.Summarizer
+	sumErr   error
+	override core.Summarizer
+}
+
+var extrasByEngine sync.Map // *Engine -> *extras
+
+func (e *Engine) extras() *extras {
+	if v, ok := extrasByEngine.Load(e); ok {
+		return v.(*extras)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := e.cfg.CompactionConcurrency
+	if n <= 0 {
+		n = DefaultCompactionConcurrency
+	}
+	x := &extras{ctx: ctx, cancel: cancel, running: map[convID]bool{}, again: map[convID]bool{},
+		convMus: map[convID]*sync.Mutex{}, sem: make(chan struct{}, n), last: map[convID]BackgroundResult{}}
+	v, loaded := extrasByEngine.LoadOrStore(e, x)
+	if loaded {
+		cancel()
+	}
+	return v.(*extras)
+}
+
+// stopBackground cancels background compactions, waits for them and
+// forgets the engine's compaction state. Close calls it first.
+func (e *Engine) stopBackground() {
+	v, ok := extrasByEngine.Load(e)
+	if !ok {
+		return
+	}
+	x := v.(*extras)
+	x.mu.Lock()
+	x.stopped = true
+	x.mu.Unlock()
+	x.cancel()
+	x.wg.Wait()
+	extrasByEngine.Delete(e)
+}
+
+// SetSummarizer makes the engine summarize with s instead of the one
+// Config.Summarizer describes (for embedding applications and tests). Call
+// it before the first compaction.
+func (e *Engine) SetSummarizer(s core.Summarizer) {
+	x := e.extras()
+	x.mu.Lock()
+	x.override = s
+	x.mu.Unlock()
+}
+
+// Summarizer returns the summarizer compactions use: the one set with
+// SetSummarizer, else summarize.FromConfig(Config.Summarizer) (the
+// extractive summarizer by default).
+func (e *Engine) Summarizer() (core.Summarizer, error) {
+	x := e.extras()
+	x.mu.Lock()
+	o := x.override
+	x.mu.Unlock()
+	if o != nil {
+		return o, nil
+	}
+	x.sumOnce.Do(func() {
+		var sc summarize.Config
+		if raw := strings.TrimSpace(string(e.cfg.Summarizer)); raw != "" && raw != "null" {
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&sc); err != nil {
+				x.sumErr = fmt.Errorf("lossless: config summarizer: %w", err)
+				return
+			}
+		}
+		x.sum, x.sumErr = summarize.FromConfig(sc, e.tc)
+	})
+	return x.sum, x.sumErr
+}
+
+// summaryText is what a summary's Tokens are counted on: the text of the
+// user message RenderSummary makes (the model sees exactly that).
+func summaryText(s dag.Summary) string { return RenderSummary(s).Text() }
+
+// Compactor returns a dag.Compactor configured from the engine's Config,
+// counting rendered summaries as Assemble shows them.
+func (e *Engine) Compactor() (*dag.Compactor, error) {
+	sum, err := e.Summarizer()
+	if err != nil {
+		return nil, err
+	}
+	c := e.cfg
+	return dag.NewCompactor(dag.Config{
+		ContextThreshold:      c.ContextThreshold,
+		FreshTailMessages:     c.FreshTailMessages,
+		FreshTailMaxTokens:    c.FreshTailMaxTokens,
+		LeafChunkTokens:       c.LeafChunkTokens,
+		LeafTargetTokens:      c.LeafTargetTokens,
+		CondensedTargetTokens: c.CondensedTargetTokens,
+		MinFanIn:              c.MinFanIn,
+		Render:                summaryText,
+	}, sum, e.tc)
+}
+
+// budgetFor returns the token budget of a call: explicit, else the runtime
+// context's tokenBudget, else Config.DefaultTokenBudget.
+func (e *Engine) budgetFor(explicit int, rc *core.RuntimeContext) int {
+	if explicit > 0 {
+		return explicit
+	}
+	if b, ok := rc.Int("tokenBudget"); ok && b > 0 {
+		return b
+	}
+	return e.cfg.DefaultTokenBudget
+}
+
+// windowTokens is what Assemble would show of items under budget: the
+// tokens of the longest suffix that fits.
+func windowTokens(items []dag.Item, budget int) int {
+	used := 0
+	for i := len(items) - 1; i >= 0; i-- {
+		if used+items[i].Tokens > budget {
+			break
+		}
+		used += items[i].Tokens
+	}
+	return used
+}
+
+func itemTokens(items []dag.Item) int {
+	n := 0
+	for _, it := range items {
+		n += it.Tokens
+	}
+	return n
+}
+
+// convLock returns the lock that serialises compactions of conversation c.
+func (x *extras) convLock(c convID) *sync.Mutex {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m, ok := x.convMus[c]
+	if !ok {
+		m = new(sync.Mutex)
+		x.convMus[c] = m
+	}
+	return m
+}
+
+// runOutcome is one compaction of a conversation.
+type runOutcome struct {
+	res          dag.Result
+	windowBefore int
+	windowAfter  int
+	summarizer   string
+}
+
+// runCompaction runs the DAG compactor on conv under its compaction lock.
+func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.Target) (runOutcome, error) {
+	var out runOutcome
+	comp, err := e.Compactor()
+	if err != nil {
+		return out, err
+	}
+	if sum, _ := e.Summarizer(); sum != nil {
+		out.summarizer = sum.Name()
+	}
+	lock := e.extras().convLock(conv.id)
+	lock.Lock()
+	defer lock.Unlock()
+	before, err := conv.Items(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.windowBefore = windowTokens(before, tgt.Budget)
+	out.res, err = comp.Run(ctx, conv, tgt)
+	if err != nil {
+		return out, fmt.Errorf("lossless: compact: %w", err)
+	}
+	after, err := conv.Items(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.windowAfter = windowTokens(after, tgt.Budget)
+	return out, nil
+}
+
+// CompactDetails is the JSON of CompactResult.result.details.
+type CompactDetails struct {
+	Engine string `json:"engine"`
+	// NewSummaryIDs are the summaries this compaction made.
+	NewSummaryIDs []string `json:"newSummaryIds"`
+	// ContextTokensBefore/After are the stored context's tokens (all
+	// items); tokensBefore/tokensAfter of the result are what the model
+	// sees within the budget.
+	ContextTokensBefore int    `json:"contextTokensBefore"`
+	ContextTokensAfter  int    `json:"contextTokensAfter"`
+	Goal                int    `json:"goal"`
+	TailTokens          int    `json:"tailTokens"`
+	Rounds              int    `json:"rounds"`
+	Summarizer          string `json:"summarizer,omitempty"`
+	SummarizerCalls     int    `json:"summarizerCalls"`
+	Aggressive          int    `json:"aggressive"`
+	Truncated           int    `json:"truncated"`
+	TailTooLarge        bool   `json:"tailTooLarge,omitempty"`
+	Rotated             bool   `json:"rotated,omitempty"`
+	PreviousSessionFile string `json:"previousSessionFile,omitempty"`
+}
+
+// maxResultSummaryChars caps CompactOutcome.Summary (OpenClaw's cap).
+const maxResultSummaryChars = 16000
+
+// compact implements Engine.Compact. The budget is the call's, else the
+// runtime context's tokenBudget, else Config.DefaultTokenBudget;
+// compactionTarget "budget" (the default) gets the context under the
+// budget, "threshold" under contextThreshold × budget; force compacts
+// everything outside the fresh tail even under the target. compacted is
+// true only when the tokens the model sees went down; a fresh tail too
+// large for the target gives ok:false with the reason. When the session's
+// transcript (sessionFile) has passed Config.RotateBytes, or the runtime
+// context asks for it ("rotateTranscript": true), the transcript is
+// rotated and result.sessionId/sessionFile/sessionTarget name the
+// successor.
+func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.CompactResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return core.CompactResult{}, err
+	}
+	done() // the store calls below enter on their own
+	if p.SessionID == "" && p.SessionKey == "" {
+		return core.CompactResult{}, fmt.Errorf("lossless: compact: %w", core.ErrEmptySessionID)
+	}
+	agent := e.agentFor(p.AgentID, p.SessionKey)
+	conv, err := e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
+	if errors.Is(err, core.ErrUnknownSession) && p.SessionFile != "" && p.SessionID != "" {
+		if _, ierr := e.importFile(ctx, agent, p.SessionID, p.SessionKey, p.SessionFile); ierr != nil && !errors.Is(ierr, os.ErrNotExist) {
+			return core.CompactResult{}, ierr
+		}
+		conv, err = e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
+	}
+	if errors.Is(err, core.ErrUnknownSession) {
+		return core.CompactResult{OK: false, Reason: "nothing stored for this session"}, nil
+	}
+	if err != nil {
+		return core.CompactResult{}, err
+	}
+	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
+	mode := dag.ModeBudget
+	if p.CompactionTarget == core.CompactionTargetThreshold {
+		mode = dag.ModeThreshold
+	}
+	// A rotation starts the successor from summaries and the fresh tail, so
+	// everything outside the tail is compacted first.
+	rotating := p.SessionFile != "" && e.shouldRotate(p)
+	out, err := e.runCompaction(ctx, conv, dag.Target{Budget: budget, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions})
+	if err != nil {
+		return core.CompactResult{}, err
+	}
+	r := out.res
+	d := CompactDetails{Engine: EngineID, NewSummaryIDs: r.NewSummaryIDs, ContextTokensBefore: r.TokensBefore,
+		ContextTokensAfter: r.TokensAfter, Goal: r.Goal, TailTokens: r.TailTokens, Rounds: r.Rounds,
+		Summarizer: out.summarizer, SummarizerCalls: r.Calls, Aggressive: r.Aggressive, Truncated: r.Truncated,
+		TailTooLarge: r.TailTooLarge}
+	if d.NewSummaryIDs == nil {
+		d.NewSummaryIDs = []string{}
+	}
+	outcome := &core.CompactOutcome{TokensBefore: out.windowBefore, TokensAfter: out.windowAfter}
+	if text, err := e.contextSummaryText(ctx, conv); err == nil {
+		outcome.Summary = text
+	}
+	if rotating {
+		rot, err := e.rotate(ctx, conv, agent, p.SessionID, p.SessionKey, p.SessionFile, out.windowBefore, out.windowAfter)
+		if err != nil {
+			return core.CompactResult{}, err
+		}
+		d.Rotated, d.PreviousSessionFile = true, p.SessionFile
+		outcome.SessionID, outcome.SessionFile, outcome.FirstKeptEntryID = rot.SessionID, rot.SessionFile, rot.FirstKeptEntryID
+		outcome.SessionTarget = rot.SessionTarget
+	}
+	outcome.Details, _ = json.Marshal(d)
+	res := core.CompactResult{OK: !r.TailTooLarge, Compacted: out.windowAfter < out.windowBefore, Reason: r.Reason, Result: outcome}
+	return res, nil
+}
+
+// contextSummaryText joins the texts of the summaries in conv's context,
+// oldest first, capped at maxResultSummaryChars.
+func (e *Engine) contextSummaryText(ctx context.Context, conv *Conversation) (string, error) {
+	items, err := conv.Items(ctx)
+	if err != nil {
+		return "", err
+	}
+	var sb strings.Builder
+	for _, it := range items {
+		if !it.IsSummary() {
+			continue
+		}
+		s, err := conv.Summary(ctx, it.Ref.ID)
+		if err != nil {
+			return "", err
+		}
+		if sb.Len() > 0 {
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString(s.Text)
+		if sb.Len() >= maxResultSummaryChars {
+			break
+		}
+	}
+	out := sb.String()
+	if len(out) > maxResultSummaryChars {
+		out = core.Truncate(core.Chars4{}, out, maxResultSummaryChars/4)
+	}
+	return out, nil
+}
+
+// BackgroundResult is the outcome of a conversation's last background
+// compaction.
+type BackgroundResult struct {
+	Result dag.Result
+	Err    error
+}
+
+// afterTurnCompact starts a background compaction of the turn's
+// conversation when none runs (or asks the running one to go again). The
+// run compacts to contextThreshold × budget when the context is over it;
+// it never blocks the turn, Assemble or Ingest.
+func (e *Engine) afterTurnCompact(p core.AfterTurnParams) {
+	x := e.extras()
+	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
+	conv, err := e.ConversationFor(x.ctx, "", p.SessionID, p.SessionKey)
+	if err != nil {
+		return
+	}
+	x.mu.Lock()
+	if x.stopped {
+		x.mu.Unlock()
+		return
+	}
+	if x.running[conv.id] {
+		x.again[conv.id] = true
+		x.mu.Unlock()
+		return
+	}
+	x.running[conv.id] = true
+	x.wg.Add(1)
+	x.mu.Unlock()
+	go func() {
+		defer x.wg.Done()
+		for {
+			e.backgroundRun(x, conv, budget)
+			x.mu.Lock()
+			if !x.again[conv.id] || x.stopped {
+				delete(x.running, conv.id)
+				delete(x.again, conv.id)
+				x.mu.Unlock()
+				return
+			}
+			delete(x.again, conv.id)
+			x.mu.Unlock()
+		}
+	}()
+}
+
+func (e *Engine) backgroundRun(x *extras, conv *Conversation, budget int) {
+	select {
+	case x.sem <- struct{}{}:
+	case <-x.ctx.Done():
+		return
+	}
+	defer func() { <-x.sem }()
+	items, err := conv.Items(x.ctx)
+	if err != nil {
+		return
+	}
+	if float64(itemTokens(items)) <= e.cfg.ContextThreshold*float64(budget) {
+		return
+	}
+	out, err := e.runCompaction(x.ctx, conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold})
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
+		slog.Warn("lossless: background compaction failed", "conversation", conv.ID(), "err", err)
+	}
+	x.mu.Lock()
+	x.last[conv.id] = BackgroundResult{Result: out.res, Err: err}
+	x.mu.Unlock()
+}
+
+// waitBackground waits until no background compaction runs (tests).
+func (e *Engine) waitBackground() {
+	x := e.extras()
+	x.wg.Wait()
+}
+
+// lastBackground returns the last background result of conv (tests).
+func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
+	x := e.extras()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	r, ok := x.last[conv.id]
+	return r, ok
+}

@@ -1,0 +1,303 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/internal/testutil"
+)
+
+// allSeqs returns the conversation's message seqs in order.
+func allSeqs(t testing.TB, e *Engine, agent, session string) []uint64 {
+	t.Helper()
+	var out []uint64
+	if err := e.Messages(context.Background(), agent, session, func(seq uint64, _ core.Message) error {
+		out = append(out, seq)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// expandAll pages through summary id and returns the raw bytes.
+func expandAll(t testing.TB, e *Engine, session, id string, maxTokens int) [][]byte {
+	t.Helper()
+	var out [][]byte
+	cursor := ""
+	for pages := 0; ; pages++ {
+		p, err := e.ExpandSummary(context.Background(), ExpandParams{SessionID: session, ID: id, MaxTokens: maxTokens, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("expand %s: %v", id, err)
+		}
+		if len(p.Messages) == 0 {
+			t.Fatalf("expand %s: empty page", id)
+		}
+		if maxTokens > 0 && len(p.Messages) > 1 && p.Tokens > maxTokens {
+			t.Fatalf("expand %s: page of %d tokens over the cap %d", id, p.Tokens, maxTokens)
+		}
+		for _, m := range p.Messages {
+			out = append(out, m.Message.Raw())
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			return out
+		}
+	}
+}
+
+// TestCompactPiMonoExpandsByteForByte imports the real before-compaction
+// transcript (two imported compactions), compacts it hard with the
+// extractive summarizer, checks the DAG, and expands every summary — the
+// active ones give back the whole file's messages, byte for byte, in order.
+func TestCompactPiMonoExpandsByteForByte(t *testing.T) {
+	path := testutil.SharedFile(t, "data/pi-mono/before-compaction.jsonl")
+	e := openTest(t)
+	ctx := context.Background()
+	imp, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := imp.SessionID
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: sid, TokenBudget: 40000, Force: true, CompactionTarget: core.CompactionTargetThreshold})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d CompactDetails
+	if err := json.Unmarshal(res.Result.Details, &d); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("compact: ok=%v compacted=%v reason=%q window %d -> %d, context %d -> %d, %d summaries, %d rounds, %d calls (%s)",
+		res.OK, res.Compacted, res.Reason, res.Result.TokensBefore, res.Result.TokensAfter, d.ContextTokensBefore, d.ContextTokensAfter, len(d.NewSummaryIDs), d.Rounds, d.SummarizerCalls, d.Summarizer)
+	if !res.OK || !res.Compacted || res.Result.TokensAfter >= res.Result.TokensBefore || d.ContextTokensAfter > d.Goal {
+		t.Fatalf("compaction did not reach its goal: %+v %+v", res, d)
+	}
+	if d.Summarizer != "extractive" || len(d.NewSummaryIDs) == 0 {
+		t.Fatalf("details: %+v", d)
+	}
+	conv, err := e.Conversation(ctx, "", sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dag.Check(ctx, conv, allSeqs(t, e, "", sid)); err != nil {
+		t.Fatal(err)
+	}
+	want := fileMessages(t, path)
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	for _, it := range items {
+		if it.IsSummary() {
+			got = append(got, expandAll(t, e, sid, it.Ref.ID, 3000)...)
+			continue
+		}
+		m, err := conv.Message(ctx, it.Ref.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m.Raw())
+	}
+	if len(got) != len(want) {
+		t.Fatalf("expanded %d messages, the file has %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("message %d differs from the file", i)
+		}
+	}
+	// Every summary, active or not, expands to a contiguous run of the
+	// file's messages.
+	for _, id := range d.NewSummaryIDs {
+		sub := expandAll(t, e, sid, id, 0)
+		start := -1
+		for i := range want {
+			if bytes.Equal(want[i], sub[0]) {
+				start = i
+				break
+			}
+		}
+		if start < 0 || start+len(sub) > len(want) {
+			t.Fatalf("summary %s: first message not in the file", id)
+		}
+		for k := range sub {
+			if !bytes.Equal(sub[k], want[start+k]) {
+				t.Fatalf("summary %s: message %d differs", id, k)
+			}
+		}
+		s, err := conv.Summary(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Tokens != core.CountMessage(e.TokenCounter(), RenderSummary(s)) {
+			t.Fatalf("summary %s: tokens %d are not the rendered message's count", id, s.Tokens)
+		}
+		if strings.Contains(s.Text, "<think") {
+			t.Fatalf("summary %s holds reasoning", id)
+		}
+	}
+}
+
+// gateSummarizer blocks every call until gate is closed.
+type gateSummarizer struct {
+	gate    chan struct{}
+	entered chan struct{}
+	calls   atomic.Int64
+}
+
+func (g *gateSummarizer) Name() string { return "gate" }
+func (g *gateSummarizer) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
+	if g.calls.Add(1) == 1 {
+		close(g.entered)
+	}
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	return core.Truncate(core.Chars4{}, req.Text, req.TargetTokens/2), nil
+}
+
+func textMsg(role, text string, ts int64) core.Message {
+	if role == core.RoleUser {
+		return core.UserText(text, ts)
+	}
+	return core.AssistantText(text, ts)
+}
+
+func turnMessages(n, words int, ts0 int64) []core.Message {
+	var msgs []core.Message
+	for i := 0; i < n; i++ {
+		role := []string{core.RoleUser, core.RoleAssistant}[i%2]
+		msgs = append(msgs, textMsg(role, fmt.Sprintf("turn %d: %s", i, strings.Repeat("lorem ipsum dolor sit amet ", words)), ts0+int64(i)*1000))
+	}
+	return msgs
+}
+
+// TestProactiveCompactionDoesNotBlock: AfterTurn over the threshold starts
+// a background compaction; while its summarizer hangs, Assemble and Ingest
+// on the same session return promptly; when it is let go, the context has
+// been compacted under the threshold.
+func TestProactiveCompactionDoesNotBlock(t *testing.T) {
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 8; c.LeafChunkTokens = 2000 })
+	g := &gateSummarizer{gate: make(chan struct{}), entered: make(chan struct{})}
+	e.SetSummarizer(g)
+	ctx := context.Background()
+	msgs := turnMessages(120, 20, 1_700_000_000_000)
+	budget := 8000
+	if err := e.AfterTurn(ctx, core.AfterTurnParams{SessionID: "s1", Messages: msgs, TokenBudget: budget}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.entered:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no background compaction started")
+	}
+	start := time.Now()
+	a, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s1", TokenBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "s1", Message: core.UserText("one more", 1_700_000_999_000)}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("assemble+ingest took %v during a background compaction", took)
+	}
+	close(g.gate)
+	e.waitBackground()
+	conv, err := e.Conversation(ctx, "", "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, ok := e.lastBackground(conv)
+	if !ok || bg.Err != nil || len(bg.Result.NewSummaryIDs) == 0 {
+		t.Fatalf("background result: %+v %v", bg, ok)
+	}
+	items, _ := conv.Items(ctx)
+	if total := itemTokens(items); float64(total) > 0.75*float64(budget) {
+		t.Fatalf("context %d tokens after background compaction, threshold %v", total, 0.75*float64(budget))
+	}
+	a2, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s1", TokenBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("assembled %d tokens before, %d after the background compaction", a.EstimatedTokens, a2.EstimatedTokens)
+	if err := dag.Check(ctx, conv, allSeqs(t, e, "", "s1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompactResults(t *testing.T) {
+	ctx := context.Background()
+	t.Run("unknown session", func(t *testing.T) {
+		e := openTest(t)
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "nope"})
+		if err != nil || res.OK || res.Compacted {
+			t.Fatalf("%+v %v", res, err)
+		}
+	})
+	t.Run("nothing to compact", func(t *testing.T) {
+		e := openTest(t)
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(6, 5, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "s", Force: true})
+		if err != nil || !res.OK || res.Compacted || res.Result.TokensAfter != res.Result.TokensBefore {
+			t.Fatalf("%+v %v", res, err)
+		}
+	})
+	t.Run("compacted only when tokens went down", func(t *testing.T) {
+		e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(200, 30, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		p := core.CompactParams{SessionID: "s", TokenBudget: 6000, CompactionTarget: core.CompactionTargetBudget}
+		res, err := e.Compact(ctx, p)
+		if err != nil || !res.OK || !res.Compacted || res.Result.TokensAfter >= res.Result.TokensBefore || res.Result.TokensAfter > 6000 {
+			t.Fatalf("first: %+v %v", res, err)
+		}
+		res2, err := e.Compact(ctx, p)
+		if err != nil || !res2.OK || res2.Compacted {
+			t.Fatalf("second compaction of a context already under target: %+v %v", res2, err)
+		}
+	})
+	t.Run("budget from runtime context", func(t *testing.T) {
+		e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(100, 30, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		rc := &core.RuntimeContext{Values: map[string]json.RawMessage{"tokenBudget": json.RawMessage("5000")}}
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "s", RuntimeContext: rc, CompactionTarget: core.CompactionTargetThreshold})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d CompactDetails
+		_ = json.Unmarshal(res.Result.Details, &d)
+		if d.Goal != 3750 || d.ContextTokensAfter > 3750 || !res.Compacted {
+			t.Fatalf("goal %d after %d: %+v", d.Goal, d.ContextTokensAfter, res)
+		}
+	})
+	t.Run("tail too large", func(t *testing.T) {
+		e := openTest(t)
+		msgs := append(turnMessages(10, 30, 1), core.UserText(strings.Repeat("huge prompt ", 4000), 99_000))
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 2000, Force: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.OK || !strings.Contains(res.Reason, "tail") {
+			t.Fatalf("want ok:false with a tail reason, got %+v", res)
+		}
+	})
+}

@@ -1,0 +1,231 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/google/uuid"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+)
+
+// Transcript rotation: when the active transcript grows past
+// Config.RotateBytes (or on request), compaction writes a successor session
+// file — a header naming the old file as parentSession, a compaction entry
+// with the summary, then the kept tail — under a new session id mapped to
+// the same conversation. The old file is never touched.
+//
+// Crash safety: the successor is written atomically (temporary file, sync,
+// link) before the store maps its session id, in one transaction. A crash
+// before the mapping leaves an unused successor file beside an intact old
+// session (the host never heard of it); a crash after it leaves both ids
+// naming the same conversation. Nothing is deleted at any point.
+
+// RuntimeContextRotate is the runtime-context key that asks Compact to
+// rotate the transcript whatever its size ("rotateTranscript": true).
+const RuntimeContextRotate = "rotateTranscript"
+
+// RotateParams are the arguments of Rotate.
+type RotateParams struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionID  string `json:"sessionId"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	// SessionFile is the active transcript to rotate.
+	SessionFile string `json:"sessionFile"`
+	// TokenBudget is the budget the compaction before the rotation uses
+	// (default as for Compact).
+	TokenBudget int `json:"tokenBudget,omitempty"`
+}
+
+// RotateResult names the successor session.
+type RotateResult struct {
+	SessionID        string          `json:"sessionId"`
+	SessionFile      string          `json:"sessionFile"`
+	SessionTarget    json.RawMessage `json:"sessionTarget,omitempty"`
+	FirstKeptEntryID string          `json:"firstKeptEntryId,omitempty"`
+	// KeptEntries is the number of entries copied after the compaction.
+	KeptEntries int `json:"keptEntries"`
+}
+
+// shouldRotate reports whether Compact should rotate p.SessionFile.
+func (e *Engine) shouldRotate(p core.CompactParams) bool {
+	if p.RuntimeContext != nil {
+		if v, ok := p.RuntimeContext.Values[RuntimeContextRotate]; ok && bytes.Equal(bytes.TrimSpace(v), []byte("true")) {
+			return true
+		}
+	}
+	st, err := os.Stat(p.SessionFile)
+	return err == nil && st.Size() >= e.cfg.RotateBytes
+}
+
+// Rotate compacts the session (forced, to the budget) and rotates its
+// transcript: see Compact.
+func (e *Engine) Rotate(ctx context.Context, p RotateParams) (RotateResult, error) {
+	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{RuntimeContextRotate: json.RawMessage("true")}}
+	res, err := e.compact(ctx, core.CompactParams{AgentID: p.AgentID, SessionID: p.SessionID, SessionKey: p.SessionKey,
+		SessionFile: p.SessionFile, TokenBudget: p.TokenBudget, Force: true, RuntimeContext: rc})
+	if err != nil {
+		return RotateResult{}, err
+	}
+	if res.Result == nil || res.Result.SessionID == "" {
+		return RotateResult{}, fmt.Errorf("lossless: rotate: not rotated: %s", res.Reason)
+	}
+	out := RotateResult{SessionID: res.Result.SessionID, SessionFile: res.Result.SessionFile,
+		SessionTarget: res.Result.SessionTarget, FirstKeptEntryID: res.Result.FirstKeptEntryID}
+	return out, nil
+}
+
+// rotate writes the successor of the transcript at path and maps its new
+// session id to conv.
+func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionID, sessionKey, path string, tokensBefore, tokensAfter int) (RotateResult, error) {
+	t, err := core.ReadTranscript(path)
+	if err != nil {
+		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		return RotateResult{}, err
+	}
+	// The kept tail: the raw messages after the context's last summary.
+	var tail [][]byte
+	var summaryIDs []string
+	for _, it := range items {
+		if it.IsSummary() {
+			tail = tail[:0]
+			summaryIDs = append(summaryIDs, it.Ref.ID)
+			continue
+		}
+		m, err := conv.Message(ctx, it.Ref.Seq)
+		if err != nil {
+			return RotateResult{}, err
+		}
+		tail = append(tail, m.Raw())
+	}
+	window := t.Window().Entries
+	k := keptStart(window, tail)
+	kept := window[k:]
+
+	newID := uuid.NewString()
+	newPath := filepath.Join(filepath.Dir(path), newID+".jsonl")
+	summary, err := e.contextSummaryText(ctx, conv)
+	if err != nil {
+		return RotateResult{}, err
+	}
+	now := core.NowTimestamp()
+	header := map[string]any{"type": core.EntrySession, "version": core.CurrentTranscriptVersion, "id": newID,
+		"timestamp": now, "parentSession": path}
+	if t.Header != nil && t.Header.Cwd != "" {
+		header["cwd"] = t.Header.Cwd
+	}
+	compID := core.NewEntryID()
+	details, _ := json.Marshal(map[string]any{"engine": EngineID, "conversation": conv.ID(),
+		"previousSessionId": sessionID, "summaryIds": summaryIDs})
+	var lines []any
+	lines = append(lines, header)
+	comp := map[string]any{"type": core.EntryCompaction, "id": compID, "parentId": nil, "timestamp": now,
+		"summary": summary, "tokensBefore": tokensBefore, "tokensAfter": tokensAfter, "details": json.RawMessage(details)}
+	lines = append(lines, comp)
+	prev, firstKept := compID, ""
+	used := map[string]bool{compID: true}
+	for _, ent := range kept {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(ent.Raw, &fields); err != nil {
+			return RotateResult{}, fmt.Errorf("lossless: rotate: entry on line %d: %w", ent.Line, err)
+		}
+		id := ent.ID
+		for id == "" || used[id] {
+			id = core.NewEntryID()
+		}
+		used[id] = true
+		fields["id"], _ = json.Marshal(id)
+		fields["parentId"], _ = json.Marshal(prev)
+		if _, ok := fields["timestamp"]; !ok {
+			fields["timestamp"], _ = json.Marshal(now)
+		}
+		line, err := json.Marshal(fields)
+		if err != nil {
+			return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+		}
+		lines = append(lines, json.RawMessage(line))
+		if firstKept == "" {
+			firstKept = id
+		}
+		prev = id
+	}
+	if firstKept != "" {
+		comp["firstKeptEntryId"] = firstKept
+	}
+	if err := core.WriteTranscriptFile(newPath, lines...); err != nil {
+		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	if err := e.mapSession(ctx, conv, agent, newID); err != nil {
+		return RotateResult{}, err
+	}
+	target, _ := json.Marshal(map[string]string{"sessionId": newID, "sessionFile": newPath})
+	return RotateResult{SessionID: newID, SessionFile: newPath, SessionTarget: target,
+		FirstKeptEntryID: firstKept, KeptEntries: len(kept)}, nil
+}
+
+// keptStart returns the index of the first window entry to keep: the entry
+// holding the first tail message (matched by its bytes, the last such
+// entry), else as many message entries from the end as the tail has.
+func keptStart(window []core.Entry, tail [][]byte) int {
+	if len(tail) == 0 {
+		return len(window)
+	}
+	for i := len(window) - 1; i >= 0; i-- {
+		if window[i].Type == core.EntryMessage && bytes.Equal(window[i].Message.Raw(), tail[0]) {
+			return i
+		}
+	}
+	n := 0
+	for i := len(window) - 1; i >= 0; i-- {
+		if window[i].Type == core.EntryMessage {
+			n++
+			if n == len(tail) {
+				return i
+			}
+		}
+	}
+	return 0
+}
+
+// mapSession maps session id newID of agent to conv, in one transaction
+// (name key and the conversation's session list).
+func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newID string) error {
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	e.metaMu.Lock()
+	defer e.metaMu.Unlock()
+	st, err := e.lockConv(ctx, conv.id)
+	if err != nil {
+		return err
+	}
+	defer st.mu.Unlock()
+	rec := st.rec
+	rec.SessionIDs = append(append([]string(nil), rec.SessionIDs...), newID)
+	rec.Updated = time.Now().UnixMilli()
+	err = e.db.Update(func(txn *badger.Txn) error {
+		if err := txn.Set(nameKey(agent, "s:"+newID), conv.id[:]); err != nil {
+			return fmt.Errorf("lossless: rotate: map session: %w", err)
+		}
+		return setJSON(txn, convKey(conv.id), rec)
+	})
+	if err != nil {
+		return err
+	}
+	st.rec = rec
+	return nil
+}
+
+var _ = dag.KindLeaf

@@ -1,0 +1,547 @@
+package lossless
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+)
+
+// Recall tools: Grep, DescribeSummary and ExpandSummary as Engine methods,
+// and the same as model tools (Tools: lcm_grep, lcm_describe, lcm_expand).
+
+// ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
+// they cannot use.
+var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
+
+// Grep scopes and sorts.
+const (
+	ScopeConversation = "conversation"
+	ScopeAgent        = "agent"
+	SortRelevance     = "relevance"
+	SortRecency       = "recency"
+)
+
+// GrepParams are the arguments of Grep.
+type GrepParams struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	// Query is the text to find: every word must occur (case-insensitive),
+	// or a regular expression when Regex is set.
+	Query string `json:"query"`
+	Regex bool   `json:"regex,omitempty"`
+	// Scope is ScopeConversation (default: the session's conversation) or
+	// ScopeAgent (every conversation of the agent).
+	Scope string `json:"scope,omitempty"`
+	// Since and Until bound the timestamps (Unix ms; 0: open).
+	Since int64 `json:"since,omitempty"`
+	Until int64 `json:"until,omitempty"`
+	// Sort is SortRelevance (default) or SortRecency.
+	Sort string `json:"sort,omitempty"`
+	// Limit is the most hits returned (default 20, at most 200).
+	Limit int `json:"limit,omitempty"`
+	// Kind restricts the hits to "message" or "summary" ("": both).
+	Kind string `json:"kind,omitempty"`
+}
+
+// GrepHit is one match.
+type GrepHit struct {
+	Kind         string  `json:"kind"` // "message" or "summary"
+	Conversation string  `json:"conversation"`
+	Seq          uint64  `json:"seq,omitempty"`
+	SummaryID    string  `json:"summaryId,omitempty"`
+	Role         string  `json:"role,omitempty"`
+	Timestamp    int64   `json:"timestamp"`
+	Score        float64 `json:"score"`
+	Snippet      string  `json:"snippet"`
+}
+
+const (
+	defaultGrepLimit = 20
+	maxGrepLimit     = 200
+	snippetRadius    = 100
+)
+
+// matcher finds a query in text.
+type matcher struct {
+	re    *regexp.Regexp
+	words []string
+}
+
+func newMatcher(p GrepParams) (*matcher, error) {
+	q := strings.TrimSpace(p.Query)
+	if q == "" {
+		return nil, fmt.Errorf("%w: empty query", ErrBadToolArgs)
+	}
+	if p.Regex {
+		re, err := regexp.Compile("(?i)" + q)
+		if err != nil {
+			return nil, fmt.Errorf("%w: regex: %v", ErrBadToolArgs, err)
+		}
+		return &matcher{re: re}, nil
+	}
+	return &matcher{words: strings.Fields(strings.ToLower(q))}, nil
+}
+
+// match returns the score of text (0: no match) and the byte offset of the
+// first match.
+func (m *matcher) match(text string) (float64, int) {
+	if m.re != nil {
+		locs := m.re.FindAllStringIndex(text, 100)
+		if len(locs) == 0 {
+			return 0, -1
+		}
+		return float64(len(locs)) / math.Sqrt(1+float64(len(text))/400), locs[0][0]
+	}
+	low := strings.ToLower(text)
+	score, first := 0.0, -1
+	for _, w := range m.words {
+		n := strings.Count(low, w)
+		if n == 0 {
+			return 0, -1
+		}
+		if i := strings.Index(low, w); first < 0 || i < first {
+			first = i
+		}
+		score += 1 + math.Log(float64(n))
+	}
+	return score / math.Sqrt(1+float64(len(text))/400), first
+}
+
+func snippet(text string, at int) string {
+	if at < 0 {
+		at = 0
+	}
+	// ToLower may change byte lengths; clamp to text.
+	if at > len(text) {
+		at = len(text)
+	}
+	from, to := at-snippetRadius, at+snippetRadius
+	if from < 0 {
+		from = 0
+	}
+	if to > len(text) {
+		to = len(text)
+	}
+	for from > 0 && !utf8.RuneStart(text[from]) {
+		from--
+	}
+	for to < len(text) && !utf8.RuneStart(text[to]) {
+		to++
+	}
+	s := strings.Join(strings.Fields(text[from:to]), " ")
+	if from > 0 {
+		s = "…" + s
+	}
+	if to < len(text) {
+		s += "…"
+	}
+	return s
+}
+
+// Grep searches stored messages and summaries (full text or regex) of the
+// session's conversation, or of every conversation of its agent, with time
+// filters, sorted by relevance or recency. It scans the store; messages are
+// matched on their plain text (MessagePlainText), summaries on their text.
+func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
+	m, err := newMatcher(p)
+	if err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultGrepLimit
+	}
+	if limit > maxGrepLimit {
+		limit = maxGrepLimit
+	}
+	var convs []convID
+	switch p.Scope {
+	case "", ScopeConversation:
+		conv, err := e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
+		if err != nil {
+			return nil, err
+		}
+		convs = append(convs, conv.id)
+	case ScopeAgent:
+		infos, err := e.Sessions(ctx, e.agentFor(p.AgentID, p.SessionKey))
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range infos {
+			b, err := hex.DecodeString(in.ID)
+			if err != nil || len(b) != 8 {
+				continue
+			}
+			var c convID
+			copy(c[:], b)
+			convs = append(convs, c)
+		}
+	default:
+		return nil, fmt.Errorf("%w: scope %q (want conversation or agent)", ErrBadToolArgs, p.Scope)
+	}
+	switch p.Sort {
+	case "", SortRelevance, SortRecency:
+	default:
+		return nil, fmt.Errorf("%w: sort %q (want relevance or recency)", ErrBadToolArgs, p.Sort)
+	}
+	inTime := func(ts int64) bool {
+		return (p.Since == 0 || ts >= p.Since) && (p.Until == 0 || ts <= p.Until)
+	}
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var hits []GrepHit
+	for _, c := range convs {
+		err := e.db.View(func(txn *badger.Txn) error {
+			if p.Kind == "" || p.Kind == "message" {
+				it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pMsg, c), PrefetchValues: true, PrefetchSize: 64})
+				defer it.Close()
+				n := 0
+				for it.Rewind(); it.Valid(); it.Next() {
+					if n++; n%256 == 0 {
+						if err := ctx.Err(); err != nil {
+							return fmt.Errorf("lossless: grep: %w", err)
+						}
+					}
+					k := it.Item().Key()
+					seq, _ := getU64(k[9:])
+					err := it.Item().Value(func(v []byte) error {
+						r, err := decodeMsg(v, false)
+						if err != nil {
+							return err
+						}
+						if !inTime(r.Timestamp) {
+							return nil
+						}
+						msg, err := core.ParseMessage(r.Raw)
+						if err != nil {
+							return nil
+						}
+						text := MessagePlainText(msg)
+						if score, at := m.match(text); score > 0 {
+							hits = append(hits, GrepHit{Kind: "message", Conversation: c.String(), Seq: seq, Role: r.Role,
+								Timestamp: r.Timestamp, Score: score, Snippet: snippet(text, at)})
+						}
+						return nil
+					})
+					if err != nil {
+						return err
+					}
+				}
+			}
+			if p.Kind == "" || p.Kind == "summary" {
+				it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pSummary, c), PrefetchValues: true})
+				defer it.Close()
+				for it.Rewind(); it.Valid(); it.Next() {
+					err := it.Item().Value(func(v []byte) error {
+						s, err := decodeSummary(v)
+						if err != nil || !inTime(s.Latest) {
+							return nil
+						}
+						if score, at := m.match(s.Text); score > 0 {
+							hits = append(hits, GrepHit{Kind: "summary", Conversation: c.String(), SummaryID: s.ID,
+								Timestamp: s.Latest, Score: score, Snippet: snippet(s.Text, at)})
+						}
+						return nil
+					})
+					if err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if p.Sort == SortRecency || hits[i].Score == hits[j].Score {
+			return hits[i].Timestamp > hits[j].Timestamp
+		}
+		return hits[i].Score > hits[j].Score
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, nil
+}
+
+// DescribeSummary returns summary id of the session's conversation: its
+// content, sources and lineage (dag.Describe).
+func (e *Engine) DescribeSummary(ctx context.Context, agentID, sessionID, sessionKey, id string) (dag.Description, error) {
+	conv, err := e.ConversationFor(ctx, agentID, sessionID, sessionKey)
+	if err != nil {
+		return dag.Description{}, err
+	}
+	return dag.Describe(ctx, conv, id)
+}
+
+// ExpandParams are the arguments of ExpandSummary.
+type ExpandParams struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	// ID is a summary id, or a large-content reference ("lcm-large:<key>").
+	ID string `json:"id"`
+	// MaxTokens caps one page (default 8000; a page holds at least one
+	// message).
+	MaxTokens int `json:"maxTokens,omitempty"`
+	// Cursor continues a previous page ("" for the first).
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ExpandedMessage is one raw message of an expansion, bytes exactly as
+// stored.
+type ExpandedMessage struct {
+	Seq     uint64       `json:"seq"`
+	Message core.Message `json:"message"`
+}
+
+// ExpandPage is one page of ExpandSummary.
+type ExpandPage struct {
+	ID         string            `json:"id"`
+	Messages   []ExpandedMessage `json:"messages"`
+	Tokens     int               `json:"tokens"`
+	Offset     int               `json:"offset"`
+	Total      int               `json:"total"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+}
+
+// DefaultExpandTokens is ExpandParams.MaxTokens's default.
+const DefaultExpandTokens = 8000
+
+// ExpandSummary returns the raw messages summary p.ID covers, in order,
+// byte for byte as ingested, one page of at most p.MaxTokens tokens at a
+// time. A large-content reference returns its one message.
+func (e *Engine) ExpandSummary(ctx context.Context, p ExpandParams) (ExpandPage, error) {
+	conv, err := e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
+	if err != nil {
+		return ExpandPage{}, err
+	}
+	if strings.HasPrefix(p.ID, LargeRefPrefix) {
+		seq, m, err := conv.MessageByKey(ctx, p.ID)
+		if err != nil {
+			return ExpandPage{}, err
+		}
+		meta, err := conv.MessageMeta(ctx, seq)
+		if err != nil {
+			return ExpandPage{}, err
+		}
+		return ExpandPage{ID: p.ID, Messages: []ExpandedMessage{{Seq: seq, Message: m}}, Tokens: meta.Tokens, Total: 1}, nil
+	}
+	max := p.MaxTokens
+	if max <= 0 {
+		max = DefaultExpandTokens
+	}
+	page, err := dag.Expand(ctx, conv, p.ID, max, p.Cursor)
+	if err != nil {
+		return ExpandPage{}, err
+	}
+	out := ExpandPage{ID: p.ID, Tokens: page.Tokens, Offset: page.Offset, Total: page.Total, NextCursor: page.NextCursor}
+	for _, seq := range page.Messages {
+		m, err := conv.Message(ctx, seq)
+		if err != nil {
+			return ExpandPage{}, err
+		}
+		out.Messages = append(out.Messages, ExpandedMessage{Seq: seq, Message: m})
+	}
+	return out, nil
+}
+
+// Tool is a recall tool as offered to the model: a name, a description, a
+// JSON Schema of its arguments and a handler returning the tool's output
+// (JSON text).
+type Tool struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Handler     func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+type toolSessionKey struct{}
+
+// ToolSession is the session a tool call runs in, when its arguments do
+// not name one.
+type ToolSession struct {
+	AgentID, SessionID, SessionKey string
+}
+
+// WithToolSession returns ctx carrying the session tool handlers use when
+// their arguments do not name one.
+func WithToolSession(ctx context.Context, s ToolSession) context.Context {
+	return context.WithValue(ctx, toolSessionKey{}, s)
+}
+
+func sessionFrom(ctx context.Context, agent, id, key *string) error {
+	if s, ok := ctx.Value(toolSessionKey{}).(ToolSession); ok {
+		if *id == "" && *key == "" {
+			*id, *key = s.SessionID, s.SessionKey
+		}
+		if *agent == "" {
+			*agent = s.AgentID
+		}
+	}
+	if *id == "" && *key == "" {
+		return fmt.Errorf("%w: no sessionId (and no session in the context)", ErrBadToolArgs)
+	}
+	return nil
+}
+
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadToolArgs, err)
+	}
+	return nil
+}
+
+// DecodeGrepArgs decodes lcm_grep's arguments.
+func DecodeGrepArgs(raw json.RawMessage) (GrepParams, error) {
+	var p GrepParams
+	if err := decodeArgs(raw, &p); err != nil {
+		return p, err
+	}
+	if strings.TrimSpace(p.Query) == "" {
+		return p, fmt.Errorf("%w: query is required", ErrBadToolArgs)
+	}
+	return p, nil
+}
+
+type describeArgs struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	ID         string `json:"id"`
+}
+
+// DecodeExpandArgs decodes lcm_expand's arguments.
+func DecodeExpandArgs(raw json.RawMessage) (ExpandParams, error) {
+	var p ExpandParams
+	if err := decodeArgs(raw, &p); err != nil {
+		return p, err
+	}
+	if p.ID == "" {
+		return p, fmt.Errorf("%w: id is required", ErrBadToolArgs)
+	}
+	if p.MaxTokens < 0 {
+		return p, fmt.Errorf("%w: maxTokens %d is negative", ErrBadToolArgs, p.MaxTokens)
+	}
+	return p, nil
+}
+
+const sessionProps = `"sessionId":{"type":"string","description":"Session id (default: the current session)."},"sessionKey":{"type":"string"},"agentId":{"type":"string"}`
+
+// Tools returns the recall tools lcm_grep, lcm_describe and lcm_expand.
+func (e *Engine) Tools() []Tool {
+	return []Tool{
+		{
+			Name:        ToolGrep,
+			Description: "Search the full stored history of this conversation (or of every conversation of this agent) — raw messages and summaries — by words or a regular expression, with optional time bounds. Returns matches with ids to pass to lcm_describe / lcm_expand.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Words that must all occur, or a regular expression when regex is true."},"regex":{"type":"boolean"},"scope":{"type":"string","enum":["conversation","agent"]},"since":{"type":"integer","description":"Unix ms lower bound."},"until":{"type":"integer","description":"Unix ms upper bound."},"sort":{"type":"string","enum":["relevance","recency"]},"limit":{"type":"integer","minimum":1,"maximum":200},"kind":{"type":"string","enum":["message","summary"]},` + sessionProps + `},"required":["query"],"additionalProperties":false}`),
+			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
+				p, err := DecodeGrepArgs(args)
+				if err != nil {
+					return "", err
+				}
+				if err := sessionFrom(ctx, &p.AgentID, &p.SessionID, &p.SessionKey); err != nil {
+					return "", err
+				}
+				hits, err := e.Grep(ctx, p)
+				if err != nil {
+					return "", err
+				}
+				if hits == nil {
+					hits = []GrepHit{}
+				}
+				b, err := json.Marshal(map[string]any{"hits": hits})
+				return string(b), err
+			},
+		},
+		{
+			Name:        ToolDescribe,
+			Description: "Show a summary of the conversation's history: its text, kind, depth, time range, the summaries or messages it covers, and the summaries above it.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id, as shown in an <lcm_summary> block."},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
+			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
+				var a describeArgs
+				if err := decodeArgs(args, &a); err != nil {
+					return "", err
+				}
+				if a.ID == "" {
+					return "", fmt.Errorf("%w: id is required", ErrBadToolArgs)
+				}
+				if err := sessionFrom(ctx, &a.AgentID, &a.SessionID, &a.SessionKey); err != nil {
+					return "", err
+				}
+				d, err := e.DescribeSummary(ctx, a.AgentID, a.SessionID, a.SessionKey, a.ID)
+				if err != nil {
+					return "", err
+				}
+				b, err := json.Marshal(d)
+				return string(b), err
+			},
+		},
+		{
+			Name:        ToolExpand,
+			Description: "Return the original messages behind a summary (or a stored large content id), verbatim, in order, paged by tokens: pass nextCursor back as cursor for the next page.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id or lcm-large:<key>."},"maxTokens":{"type":"integer","minimum":1},"cursor":{"type":"string"},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
+			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
+				p, err := DecodeExpandArgs(args)
+				if err != nil {
+					return "", err
+				}
+				if err := sessionFrom(ctx, &p.AgentID, &p.SessionID, &p.SessionKey); err != nil {
+					return "", err
+				}
+				page, err := e.ExpandSummary(ctx, p)
+				if err != nil {
+					return "", err
+				}
+				return page.JSON(), nil
+			},
+		},
+	}
+}
+
+// JSON renders the page as the lcm_expand tool's output. Each message is
+// written byte for byte as stored (encoding/json would re-compact and
+// re-escape it).
+func (p ExpandPage) JSON() string {
+	var sb strings.Builder
+	id, _ := json.Marshal(p.ID)
+	fmt.Fprintf(&sb, `{"id":%s,"messages":[`, id)
+	for i, m := range p.Messages {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"seq":%d,"message":`, m.Seq)
+		sb.Write(m.Message.Raw())
+		sb.WriteByte('}')
+	}
+	fmt.Fprintf(&sb, `],"tokens":%d,"offset":%d,"total":%d`, p.Tokens, p.Offset, p.Total)
+	if p.NextCursor != "" {
+		c, _ := json.Marshal(p.NextCursor)
+		fmt.Fprintf(&sb, `,"nextCursor":%s`, c)
+	}
+	sb.WriteByte('}')
+	return sb.String()
+}
