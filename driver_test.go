@@ -508,3 +508,39 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+func TestDriverLegacyOverflowCompaction(t *testing.T) {
+	src := testutil.SharedFile(t, "data/pi-mono/large-session.jsonl")
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, mustRead(t, src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewRegistry().Open(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	d := newTestDriver(t, g, func(ctx context.Context, req ModelRequest) ([]core.Message, error) {
+		seen = append(seen, req.EstimatedTokens)
+		return replyModel(ctx, req)
+	}, func(o *DriverOptions) { o.SessionFile = path; o.ContextWindow = 100_000 })
+	res, err := d.Turn(context.Background(), core.UserText("continue", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Compactions == 0 || len(seen) != 1 {
+		t.Fatalf("compactions %d, model calls %d", res.Compactions, len(seen))
+	}
+	tr, err := core.ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tr.Window()
+	if w.Compaction == nil || w.Compaction.Type != core.EntryCompaction || w.Compaction.Summary == "" {
+		t.Fatal("legacy compaction wrote no compaction entry")
+	}
+	if int(float64(seen[0])*PrecheckFactor) > d.TokenBudget() {
+		t.Fatalf("prompt of %d tokens sent over a %d budget", seen[0], d.TokenBudget())
+	}
+	t.Logf("compactions %d, prompt estimate %d, budget %d", res.Compactions, seen[0], d.TokenBudget())
+}

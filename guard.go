@@ -77,7 +77,17 @@ func (r *Registry) Open(ctx context.Context, cfg *Config) (*Guarded, error) {
 		return nil, fmt.Errorf("contextengine: legacy is not registered")
 	}
 	legacyOpts := core.FactoryOptions{AgentDir: res.Options.AgentDir, WorkspaceDir: res.Options.WorkspaceDir}
+	if cfg != nil {
+		legacyOpts.Config = cfg.Plugins.Entries[LegacyID].Config
+	}
 	legacy, err := legacyReg.factory(ctx, legacyOpts)
+	if err != nil && len(legacyOpts.Config) > 0 && ctx.Err() == nil {
+		// A bad plugins.entries.legacy.config must not leave the host
+		// without an engine: log it and use the defaults.
+		r.log().Warn("contextengine: legacy config refused, using defaults", "reason", err.Error())
+		legacyOpts.Config = nil
+		legacy, err = legacyReg.factory(ctx, legacyOpts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("contextengine: build legacy: %w", err)
 	}

