@@ -117,13 +117,26 @@ func (e *Extractive) Summarize(ctx context.Context, req core.SummarizeRequest) (
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("summarize: extractive: %w", err)
 	}
-	nText := e.tc.CountText(req.Text)
-	nPrev := 0
-	if req.PreviousSummary != "" {
-		nPrev = e.tc.CountText(req.PreviousSummary)
+	return e.SummarizeCounted(ctx, req, -1)
+}
+
+// SummarizeCounted is Summarize for a caller that already knows the input's
+// token count under the same counter (inputTokens: Text plus
+// PreviousSummary, as the lossless engine stores them at ingest), which saves
+// counting the input again, the most expensive step. A negative inputTokens
+// means unknown.
+func (e *Extractive) SummarizeCounted(ctx context.Context, req core.SummarizeRequest, inputTokens int) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("summarize: extractive: %w", err)
 	}
-	in := nText + nPrev
-	if in <= 1 {
+	in := inputTokens
+	if in < 0 {
+		in = e.tc.CountText(req.Text)
+		if req.PreviousSummary != "" {
+			in += e.tc.CountText(req.PreviousSummary)
+		}
+	}
+	if in <= 1 || len(req.Text)+len(req.PreviousSummary) == 0 {
 		return "", fmt.Errorf("summarize: extractive: input of %d tokens is too small to shorten: %w", in, core.ErrSummarizerFailed)
 	}
 	target := req.TargetTokens
@@ -165,13 +178,15 @@ func (e *Extractive) Summarize(ctx context.Context, req core.SummarizeRequest) (
 
 // plan holds the candidates of one request.
 type plan struct {
-	req     core.SummarizeRequest
-	ratio   float64
-	compact bool
-	sents   []sent
-	ids     []string // identifiers, most frequent first
-	prevIDs []string // identifiers listed by the previous summary
-	focus   map[string]struct{}
+	req      core.SummarizeRequest
+	ratio    float64
+	compact  bool
+	sents    []sent
+	ids      []string // identifiers, most frequent first
+	prevIDs  []string // identifiers listed by the previous summary
+	focus    map[string]struct{}
+	seenUser bool    // a user sentence of Text was seen
+	frac     float64 // position in Text of the sentence being added, 0..1
 }
 
 // collect splits the inputs into scored candidate sentences.
@@ -190,6 +205,9 @@ func (p *plan) collect() {
 	count := map[string]int{}
 	var order []string
 	scanIdentifiers(p.req.Text, func(id string) {
+		if _, marker := roleWords[strings.ToLower(id)]; marker {
+			return // a rendered role marker, not content
+		}
 		if count[id] == 0 {
 			order = append(order, id)
 		}
@@ -290,7 +308,9 @@ func parseHeading(t string) (int, string, bool) {
 // speaker from role markers at line starts ("user:", "[assistant]", ...).
 func (p *plan) collectText(text string) {
 	role := byte('?')
+	total := float64(len(text))
 	for len(text) > 0 {
+		p.frac = 1 - float64(len(text))/total
 		k := strings.IndexByte(text, '\n')
 		var line string
 		if k < 0 {
@@ -427,7 +447,9 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 	}
 	var flags uint16
 	focus := false
+	words := 0
 	forEachWord(s, func(w string) {
+		words++
 		flags |= keywords[w]
 		if !focus {
 			if _, ok := p.focus[w]; ok {
@@ -449,6 +471,14 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 			flags &= fError
 		}
 		section, score = classify(flags, role, ids)
+		if section == secGoal {
+			if !p.seenUser {
+				score += 1.5 // the first ask: the original goal
+				p.seenUser = true
+			} else if flags == 0 && ids == 0 && words < 6 {
+				score = 0.5 // chatter: "sounds good", "ok"
+			}
+		}
 		if code && section != secNone {
 			score = 0.5
 		} else if role == 't' && section != secNone {
@@ -461,7 +491,9 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 		return
 	}
 	if prev {
-		score += 5
+		score += 2.5
+	} else {
+		score += p.frac // the latest state matters most
 	}
 	if ids > 4 {
 		ids = 4
@@ -488,12 +520,12 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 // classify picks a sentence's section and base score from its keywords.
 func classify(f uint16, role byte, ids int) (int, float64) {
 	switch {
+	case f&fBlocked != 0:
+		return secBlocked, 3
 	case role == 'u' && f&fConstraint != 0:
 		return secConstraints, 3.5
 	case role == 'u':
 		return secGoal, 3
-	case f&fBlocked != 0:
-		return secBlocked, 3
 	case f&fDecision != 0:
 		return secDecisions, 3
 	case f&fError != 0:
