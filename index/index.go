@@ -44,6 +44,7 @@ const (
 	fSeq     = "seq"
 	fTS      = "ts"
 	fPos     = "pos" // session + "\x1f" + seq: finds neighbours by exact term
+	fHash    = "th"  // textKey of the text, stored: collapses near-identical hits
 )
 
 var (
@@ -95,6 +96,8 @@ type Hit struct {
 	// NeighbourOf is set on turns that Recall added as context of a hit: the
 	// id of that hit.
 	NeighbourOf string
+
+	hash uint64 // textKey of the text (stored), for de-duplication
 }
 
 // Options configure an Index. The zero value is usable.
@@ -114,9 +117,11 @@ type Options struct {
 	// Note: bleve keeps it in a package variable, shared by every bleve
 	// index in the process.
 	BM25B float64
-	// NoStoreText leaves Text out of stored fields (hits then carry no
-	// text; the caller reads it from the store). Default: stored.
-	NoStoreText bool
+	// StoreText keeps Text in the index so that hits carry it. By default
+	// it is not stored (hits have an empty Text; the caller reads the
+	// message from the store, the source of truth), which keeps the index
+	// small and searches cheap.
+	StoreText bool
 }
 
 func (o *Options) fill() {
@@ -332,7 +337,7 @@ func newMapping() *mapping.IndexMappingImpl {
 	dm := bleve.NewDocumentStaticMapping()
 	text := bleve.NewTextFieldMapping()
 	text.Analyzer = AnalyzerChat
-	text.Store = true
+	text.Store = false // per Options.StoreText, set on each document
 	text.IncludeTermVectors = false
 	text.IncludeInAll = false
 	dm.AddFieldMappingsAt(fText, text)
@@ -347,6 +352,11 @@ func newMapping() *mapping.IndexMappingImpl {
 	pos.IncludeInAll = false
 	pos.IncludeTermVectors = false
 	dm.AddFieldMappingsAt(fPos, pos)
+	th := bleve.NewKeywordFieldMapping()
+	th.Index = false
+	th.Store = true
+	th.IncludeInAll = false
+	dm.AddFieldMappingsAt(fHash, th)
 	for _, f := range []string{fAgent, fConv, fSession, fRole, fKind} {
 		k := bleve.NewKeywordFieldMapping()
 		k.Store = true
@@ -541,7 +551,7 @@ func (ix *Index) apply(items []item) error {
 func (ix *Index) document(d *Doc) *document.Document {
 	doc := document.NewDocument(d.ID)
 	textOpts := bindex.IndexField
-	if !ix.opts.NoStoreText {
+	if ix.opts.StoreText {
 		textOpts |= bindex.StoreField
 	}
 	doc.AddField(document.NewTextFieldCustom(fText, nil, []byte(d.Text), textOpts, ix.chat))
@@ -567,6 +577,7 @@ func (ix *Index) document(d *Doc) *document.Document {
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fSeq, nil, float64(d.Seq), kw))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fTS, nil, float64(d.Timestamp), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fPos, nil, []byte(posKey(d.Session, d.Seq)), bindex.IndexField))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fHash, nil, []byte(strconv.FormatUint(textKey(d.Text), 36)), bindex.StoreField))
 	return doc
 }
 

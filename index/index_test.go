@@ -83,7 +83,7 @@ func TestAnalyzerTerms(t *testing.T) {
 }
 
 func TestSearchAnalyzers(t *testing.T) {
-	ix, _ := openTest(t, Options{})
+	ix, _ := openTest(t, Options{StoreText: true})
 	ix.Add(
 		msg("a", "s", 1, "I was running the migration in src/store/badger_store.go yesterday"),
 		msg("a", "s", 2, "the store package has several files"),
@@ -123,7 +123,7 @@ func TestSearchAnalyzers(t *testing.T) {
 			t.Errorf("%q: want %s first, got %v", c.q, c.first, ids(hs))
 		}
 	}
-	// Hits carry the stored fields.
+	// Hits carry the stored fields (Text only with StoreText).
 	hs := mustSearch(t, ix, Query{Agent: "a", Text: "tomatoes"})
 	if len(hs) != 1 || hs[0].Text != "unrelated words about gardening and tomatoes" || hs[0].Seq != 7 ||
 		hs[0].Session != "s" || hs[0].Role != "user" || hs[0].Kind != KindMessage || hs[0].Timestamp != 7000 || hs[0].Score <= 0 {

@@ -127,12 +127,11 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 			break
 		}
 		h := cands[i]
-		if h.Text != "" {
-			k := textKey(h.Text)
-			if seenText[k] {
+		if h.hash != 0 {
+			if seenText[h.hash] {
 				continue
 			}
-			seenText[k] = true
+			seenText[h.hash] = true
 		}
 		out = append(out, h)
 	}
@@ -234,14 +233,20 @@ func (ix *Index) byPos(ctx context.Context, agent string, keys []string) ([]Hit,
 
 // textKey hashes a text with case, punctuation and spacing folded, so that
 // near-identical turns collapse.
+// A text without letters or digits hashes to 0, which collapses nothing.
 func textKey(s string) uint64 {
 	h := fnv.New64a()
 	var buf [4]byte
+	any := false
 	for _, r := range strings.ToLower(s) {
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			n := utf8.EncodeRune(buf[:], r)
 			h.Write(buf[:n])
+			any = true
 		}
 	}
-	return h.Sum64()
+	if !any {
+		return 0
+	}
+	return h.Sum64() | 1
 }
