@@ -135,23 +135,14 @@ func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionI
 	prev, firstKept := compID, ""
 	used := map[string]bool{compID: true}
 	for _, ent := range kept {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(ent.Raw, &fields); err != nil {
-			return RotateResult{}, fmt.Errorf("lossless: rotate: entry on line %d: %w", ent.Line, err)
-		}
 		id := ent.ID
 		for id == "" || used[id] {
 			id = core.NewEntryID()
 		}
 		used[id] = true
-		fields["id"], _ = json.Marshal(id)
-		fields["parentId"], _ = json.Marshal(prev)
-		if _, ok := fields["timestamp"]; !ok {
-			fields["timestamp"], _ = json.Marshal(now)
-		}
-		line, err := json.Marshal(fields)
+		line, err := rewriteEntry(ent.Raw, id, prev, now)
 		if err != nil {
-			return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+			return RotateResult{}, fmt.Errorf("lossless: rotate: entry on line %d: %w", ent.Line, err)
 		}
 		lines = append(lines, json.RawMessage(line))
 		if firstKept == "" {
@@ -226,6 +217,55 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	}
 	st.rec = rec
 	return nil
+}
+
+// rewriteEntry returns the transcript entry raw with its id and parentId
+// set (and a timestamp when it has none). Every other member keeps its
+// bytes and order: the message inside stays byte for byte what was
+// stored (encoding/json would re-compact and re-escape it).
+func rewriteEntry(raw []byte, id, parent, now string) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	idJSON, _ := json.Marshal(id)
+	parentJSON, _ := json.Marshal(parent)
+	fmt.Fprintf(&out, `"id":%s,"parentId":%s`, idJSON, parentJSON)
+	hasTime := false
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("bad member name")
+		}
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, err
+		}
+		if key == "id" || key == "parentId" {
+			continue
+		}
+		if key == "timestamp" {
+			hasTime = true
+		}
+		k, _ := json.Marshal(key)
+		out.WriteByte(',')
+		out.Write(k)
+		out.WriteByte(':')
+		out.Write(val)
+	}
+	if !hasTime {
+		t, _ := json.Marshal(now)
+		fmt.Fprintf(&out, `,"timestamp":%s`, t)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 var _ = dag.KindLeaf
