@@ -3,6 +3,7 @@ package contextengine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -454,7 +455,7 @@ func TestNewDriverValidates(t *testing.T) {
 }
 
 func TestDriverOnRealTranscript(t *testing.T) {
-	src := testutil.SharedFile(t, "data/pi-mono/before-compaction.jsonl")
+	src := testutil.SharedFile(t, "data/pi-mono/large-session.jsonl")
 	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -465,7 +466,7 @@ func TestDriverOnRealTranscript(t *testing.T) {
 	}
 	before, _ := core.ReadTranscript(path)
 	window := before.Window().Messages()
-	g, err := NewRegistry().Open(context.Background(), nil)
+	g, err := NewRegistry().Open(context.Background(), chars4Legacy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,7 +478,7 @@ func TestDriverOnRealTranscript(t *testing.T) {
 	if _, err := d.Turn(context.Background(), core.UserText("what next?", 1)); err != nil {
 		t.Fatal(err)
 	}
-	// The model sees the sanitised window (two unanswered calls get
+	// The model sees the sanitised window (unanswered calls get
 	// synthesised results) plus the prompt.
 	sanitised, _ := Sanitize(window)
 	if sent != len(sanitised)+1 || len(sanitised) <= len(window) {
@@ -515,7 +516,7 @@ func TestDriverLegacyOverflowCompaction(t *testing.T) {
 	if err := os.WriteFile(path, mustRead(t, src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewRegistry().Open(context.Background(), nil)
+	g, err := NewRegistry().Open(context.Background(), chars4Legacy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,4 +544,11 @@ func TestDriverLegacyOverflowCompaction(t *testing.T) {
 		t.Fatalf("prompt of %d tokens sent over a %d budget", seen[0], d.TokenBudget())
 	}
 	t.Logf("compactions %d, prompt estimate %d, budget %d", res.Compactions, seen[0], d.TokenBudget())
+}
+
+// chars4Legacy configures legacy with the chars/4 counter (tiktoken over a
+// whole real transcript takes tens of seconds under -race).
+func chars4Legacy() *Config {
+	return &Config{Plugins: PluginsConfig{Entries: map[string]PluginEntry{
+		LegacyID: {Config: json.RawMessage(`{"counter":"chars4"}`)}}}}
 }
