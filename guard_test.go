@@ -3,6 +3,7 @@ package contextengine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -475,5 +476,30 @@ func TestInfoBreakingContractLaterQuarantines(t *testing.T) {
 	}
 	if q, ok := r.Quarantined("lossless"); !ok || q.Operation != OpInfo {
 		t.Fatalf("record %+v", q)
+	}
+}
+
+func TestLegacyConfig(t *testing.T) {
+	r := NewRegistry()
+	logs := withLog(r)
+	bad := &Config{Plugins: PluginsConfig{Entries: map[string]PluginEntry{
+		LegacyID: {Config: json.RawMessage(`{"noSuchOption":1}`)}}}}
+	g, err := r.Open(context.Background(), bad)
+	if err != nil || g.Info().ID != LegacyID {
+		t.Fatalf("a refused legacy config left no engine: %v", err)
+	}
+	if !strings.Contains(logs.String(), "legacy config refused") || len(r.Quarantines()) != 0 {
+		t.Fatalf("log %q", logs.String())
+	}
+	good := &Config{Plugins: PluginsConfig{Entries: map[string]PluginEntry{
+		LegacyID: {Config: json.RawMessage(`{"counter":"chars4"}`)}}}}
+	g, err = r.Open(context.Background(), good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := msgs("abcdabcd")
+	ar, err := g.Assemble(context.Background(), core.AssembleParams{SessionID: "s", Messages: in})
+	if err != nil || ar.EstimatedTokens != core.EstimateChars4(in) {
+		t.Fatalf("legacy did not get its config: estimate %d, %v", ar.EstimatedTokens, err)
 	}
 }
