@@ -503,3 +503,27 @@ func TestLegacyConfig(t *testing.T) {
 		t.Fatalf("legacy did not get its config: estimate %d, %v", ar.EstimatedTokens, err)
 	}
 }
+
+func TestNewGuarded(t *testing.T) {
+	r := NewRegistry()
+	withLog(r)
+	f := newFake("mine")
+	f.fail[OpIngest] = errors.New("broken")
+	g := NewGuarded(r, "mine", "me", f, passThrough{})
+	if g.Info().ID != "mine" || g.Resolution().Reason != ReasonConfigured {
+		t.Fatal("not serving the given engine")
+	}
+	res, err := g.Ingest(context.Background(), core.IngestParams{SessionID: "s", Message: msgs("x")[0]})
+	if err != nil || res.Ingested || !g.Quarantined() {
+		t.Fatalf("ingest = %+v %v", res, err)
+	}
+	if q, _ := r.Quarantined("mine"); q.Owner != "me" || q.Operation != OpIngest {
+		t.Fatalf("record %+v", q)
+	}
+	if g.Info().ID != "pass" {
+		t.Fatal("fallback engine not serving")
+	}
+}
+
+// passThrough stands in for legacy in NewGuarded tests.
+type passThrough struct{ passEngine }
