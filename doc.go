@@ -4,8 +4,9 @@
 // contextEngine slot of openclaw.json, failure isolation, host requirements,
 // the host's message pipeline and a turn driver for Go hosts. The contract
 // itself (interfaces, params, results, messages) lives in package core;
-// implementations (legacy, lossless) register themselves here and are never
-// imported by this package, except legacy, which core always provides.
+// implementations register themselves here (package lossless does so in its
+// init) and are never imported by this package, except package legacy,
+// which this package registers itself under the reserved id "legacy".
 //
 // # Registry
 //
@@ -36,5 +37,7 @@
 // capability the engine requires; [EmbeddedRuntime], [CodexAppServer] and
 // [GenericCLI] are the hosts of CONTRACT §5. The pipeline ([Sanitize],
 // [Validate], [Limit]) prepares the session view before assemble, and
-// [Driver] runs whole turns in the contract's order.
+// [Driver] runs whole turns in the contract's order around a [ModelFunc]
+// the host supplies, with the overflow precheck, recovery compaction and
+// transcript rotation of CONTRACT §6.
 package contextengine
