@@ -4,7 +4,7 @@
 // budget, compact, a crash and restart, dispose.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -20,13 +20,22 @@ const sessionKey = "agent:main:e2e";
 let sessionFile;
 const view = []; // the host's whole session view
 
+// About 100 tokens of varied words, so that compaction has something to
+// summarise.
+function filler(seed) {
+  const words = ["parser", "config", "retry", "socket", "buffer", "index", "cache", "token", "commit", "branch", "review", "deploy"];
+  const out = [];
+  for (let i = 0; i < 60; i++) out.push(words[(seed * 7 + i * 5) % words.length] + (i % 9 === 0 ? `-${seed}-${i}` : ""));
+  return out.join(" ");
+}
+
 function user(text, ts) {
-  return { role: "user", content: [{ type: "text", text }], timestamp: ts };
+  return { role: "user", content: [{ type: "text", text: `${text} ${filler(ts)}` }], timestamp: ts };
 }
 function assistant(text, ts) {
   return {
     role: "assistant",
-    content: [{ type: "text", text }],
+    content: [{ type: "text", text: `${text} ${filler(ts + 1)}` }],
     api: "anthropic-messages",
     provider: "anthropic",
     model: "claude-sonnet-4-5",
@@ -67,7 +76,8 @@ before(async () => {
     }
   }
   writeFileSync(sessionFile, lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
-  const { registered, api: fakeApi } = api({ storeDir: join(dir, "store"), bridge: { command: BIN } });
+  // rotateBytes: 1 makes every compaction rotate the (small) transcript.
+  const { registered, api: fakeApi } = api({ storeDir: join(dir, "store"), rotateBytes: 1, freshTailMessages: 4, bridge: { command: BIN } });
   plugin.register(fakeApi);
   assert.equal(typeof registered.lossless, "function");
   engine = await registered.lossless({ agentDir: join(dir, "agent"), workspaceDir: dir });
@@ -112,39 +122,64 @@ test("assemble returns the stored conversation, verbatim, within the budget", { 
   assert.deepEqual(all.messages, view, "a big budget gives back every message exactly");
   assert.ok(all.estimatedTokens > 0);
 
-  const budget = 120;
+  const budget = 600;
   const small = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: budget });
   assert.ok(small.estimatedTokens <= budget, `estimated ${small.estimatedTokens} > budget ${budget}`);
   assert.ok(small.messages.length > 0 && small.messages.length < view.length);
   assert.deepEqual(small.messages.at(-1), view.at(-1), "the newest message is kept");
 });
 
-test("compact answers with the contract's shape and never claims tokens it did not free", { skip }, async () => {
-  const res = await engine.compact({ sessionId, sessionKey, force: true, tokenBudget: 200, compactionTarget: "budget", currentTokenCount: 1000 });
-  assert.equal(typeof res.ok, "boolean");
-  assert.equal(typeof res.compacted, "boolean");
-  if (res.compacted) {
-    assert.ok(res.result, "compacted without a result");
-    assert.ok(res.result.tokensAfter < res.result.tokensBefore, JSON.stringify(res.result));
-  } else {
-    assert.ok(res.reason, "not compacted without a reason");
-  }
+test("compact summarises older turns and frees tokens", { skip }, async () => {
+  const before = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 });
+  const res = await engine.compact({ sessionId, sessionKey, force: true, tokenBudget: 1200, compactionTarget: "budget", currentTokenCount: before.estimatedTokens });
+  assert.equal(res.ok, true, JSON.stringify(res));
+  assert.equal(res.compacted, true, JSON.stringify(res));
+  assert.ok(res.result.tokensAfter < res.result.tokensBefore, JSON.stringify(res.result));
+  assert.ok(res.result.summary, "a summary text");
+  const after = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 });
+  assert.ok(after.estimatedTokens < before.estimatedTokens);
+  assert.match(JSON.stringify(after.messages[0]), /lcm_summary/, "the context starts with a summary");
+  assert.deepEqual(after.messages.at(-1), view.at(-1), "the fresh tail is kept verbatim");
+});
+
+test("compaction rotates the transcript: the next turn uses result.sessionId/sessionFile", { skip }, async () => {
+  // sessionFile is passed explicitly here: the engine rotates only the file
+  // it is given (see the TODO test below for OpenClaw's own params).
+  const res = await engine.compact({ sessionId, sessionKey, sessionFile, force: true, tokenBudget: 1200, compactionTarget: "budget" });
+  // (The compaction above already summarised the history, so this one may
+  // find nothing more to compact; it still rotates.)
+  assert.equal(res.ok, true, JSON.stringify(res));
+  const next = res.result;
+  assert.ok(next.tokensAfter <= next.tokensBefore);
+  assert.equal(res.compacted, next.tokensAfter < next.tokensBefore);
+  assert.ok(next.sessionId && next.sessionId !== sessionId, "a successor session id");
+  assert.ok(next.sessionFile && next.sessionFile !== sessionFile, "a successor session file");
+  const successor = readFileSync(next.sessionFile, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(successor[0].type, "session");
+  assert.equal(successor[0].id, next.sessionId);
+  assert.ok(successor.some((e) => e.type === "compaction"), "the successor starts with a compaction entry");
+
+  // The next turn runs on the successor; everything is still there.
+  const pre = view.length;
+  view.push(user("after rotation: what was in file1.txt?", 9000), assistant("file1.txt holds the number 7.", 9001));
+  await engine.afterTurn({ sessionId: next.sessionId, sessionKey, sessionFile: next.sessionFile, messages: view, prePromptMessageCount: pre });
+  const asm = await engine.assemble({ sessionId: next.sessionId, sessionKey, messages: view, tokenBudget: 100000 });
+  assert.deepEqual(asm.messages.at(-1), view.at(-1));
+  assert.ok(asm.messages.length < view.length, "older turns are summarised");
+  assert.match(JSON.stringify(asm.messages[0]), /lcm_summary/);
 });
 
 test(
-  "compaction rotates the session: the next turn uses result.sessionId/sessionFile",
-  { skip, todo: "rotation comes with the lossless compaction (H5); enable when compact reports compacted:true with a successor" },
+  "compaction rotates with OpenClaw's own compact params (no sessionFile)",
+  {
+    skip,
+    todo: "OpenClaw's compact params carry no sessionFile (only sessionTarget); the engine rotates only when given one — enable when it resolves the file itself",
+  },
   async () => {
-    const res = await engine.compact({ sessionId, sessionKey, force: true, tokenBudget: 200, compactionTarget: "budget" });
-    assert.equal(res.compacted, true);
-    const next = res.result;
-    assert.ok(next.sessionId && next.sessionId !== sessionId, "a successor session id");
-    assert.ok(next.sessionFile, "a successor session file");
-    const pre = view.length;
-    view.push(user("after rotation", 9000), assistant("still here", 9001));
-    await engine.afterTurn({ sessionId: next.sessionId, sessionKey, sessionFile: next.sessionFile, messages: view, prePromptMessageCount: pre });
-    const asm = await engine.assemble({ sessionId: next.sessionId, sessionKey, messages: view, tokenBudget: 100000 });
-    assert.deepEqual(asm.messages.at(-1), view.at(-1));
+    const res = await engine.compact({ sessionId, sessionKey, force: true, tokenBudget: 1200, compactionTarget: "budget" });
+    assert.equal(res.compacted, true, JSON.stringify(res));
+    assert.ok(res.result.sessionId && res.result.sessionId !== sessionId, "a successor session id");
+    assert.ok(res.result.sessionFile, "a successor session file");
   },
 );
 
@@ -157,6 +192,7 @@ test("an aborted compact rejects with the abort reason", { skip }, async () => {
 test("a crashed engine process surfaces as an error, restarts, and keeps the data", { skip }, async () => {
   const pid = engine.lossless.pid;
   assert.ok(pid);
+  const before = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 });
   process.kill(pid, "SIGKILL");
   await new Promise((r) => setTimeout(r, 300));
   await assert.rejects(engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 }), {
@@ -164,7 +200,7 @@ test("a crashed engine process surfaces as an error, restarts, and keeps the dat
   });
   const res = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 });
   assert.notEqual(engine.lossless.pid, pid);
-  assert.equal(res.messages.length, view.length);
+  assert.deepEqual(res, before, "the restarted engine assembles exactly what it did before the crash");
   assert.deepEqual(res.messages.at(-1), view.at(-1));
 });
 
