@@ -158,7 +158,7 @@ func TestTiktokenNoNetwork(t *testing.T) {
 
 func TestCountRealTranscript(t *testing.T) {
 	path := testutil.SharedFile(t, "data/pi-mono/large-session.jsonl")
-	tr, err := ReadTranscript(path)
+	tr, err := readCached(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
+
+var (
+	cacheMu sync.Mutex
+	cache   = map[string]*Transcript{}
+)
+
+// readCached reads a transcript once per test binary (the real ones are
+// megabytes; several tests only read them). Callers must not modify it.
+func readCached(path string) (*Transcript, error) {
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
+	if tr, ok := cache[path]; ok {
+		return tr, nil
+	}
+	tr, err := ReadTranscript(path)
+	if err == nil {
+		cache[path] = tr
+	}
+	return tr, err
+}
 
 func parseString(t *testing.T, s string) *Transcript {
 	t.Helper()
@@ -26,7 +47,7 @@ func TestTranscriptEntriesByteForByte(t *testing.T) {
 	paths := append([]string{fixture("entries.jsonl"), fixture("session.jsonl")}, testutil.PiMono(t)...)
 	for _, path := range paths {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			tr, err := ReadTranscript(path)
+			tr, err := readCached(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +152,7 @@ func TestTranscriptEntryTypes(t *testing.T) {
 
 func TestWindowFirstKeptEntryIndex(t *testing.T) {
 	path := testutil.SharedFile(t, "data/pi-mono/before-compaction.jsonl")
-	tr, err := ReadTranscript(path)
+	tr, err := readCached(path)
 	if err != nil {
 		t.Fatal(err)
 	}
