@@ -48,11 +48,11 @@ func TestChars4(t *testing.T) {
 		want int
 	}{
 		{"", 0}, {"a", 1}, {"abcd", 1}, {"abcde", 2}, {"12345678", 2},
-		{"你好", 2},           // 2 CJK × 4 = 8 → 2
-		{"日本語テキスト", 7},      // Han + Katakana: one token each
-		{"한국어", 3},           // Hangul
-		{"ab你", 2},           // (2 + 4) / 4 → ceil 2
-		{"éèê", 1},           // accented Latin weighs 1
+		{"你好", 2},      // 2 CJK × 4 = 8 → 2
+		{"日本語テキスト", 7}, // Han + Katakana: one token each
+		{"한국어", 3},     // Hangul
+		{"ab你", 2},     // (2 + 4) / 4 → ceil 2
+		{"éèê", 1},     // accented Latin weighs 1
 		{strings.Repeat("x", 401), 101},
 	}
 	for _, tc := range tests {
