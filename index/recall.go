@@ -14,8 +14,12 @@ import (
 // prompt, for assemble's recall (and the LoCoMo recall benchmark, which
 // measures this same path).
 type RecallQuery struct {
-	// Agent scopes the recall (required; recall never crosses agents).
+	// Agent scopes the recall (required unless AllAgents: recall never
+	// crosses agents unless configured to).
 	Agent string
+	// AllAgents searches every agent's history (a deployment that shares
+	// memory across agents sets it explicitly).
+	AllAgents bool
 	// Text is the prompt of the turn.
 	Text string
 	// K is the number of distinct turns wanted, neighbours included
@@ -62,7 +66,7 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 	if q.K <= 0 {
 		q.K = 10
 	}
-	if q.Agent == "" {
+	if q.Agent == "" && !q.AllAgents {
 		return nil, ErrNoAgent
 	}
 	if q.NeighbourHits <= 0 {
@@ -82,6 +86,7 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 	}
 	sq := Query{
 		Agent:               q.Agent,
+		AllAgents:           q.AllAgents,
 		Conversations:       q.Conversations,
 		ExcludeConversation: q.ExcludeConversation,
 		Since:               q.Since,
@@ -183,7 +188,7 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 		for k := range wants {
 			keys = append(keys, k)
 		}
-		got, err := ix.byPos(ctx, q.Agent, keys)
+		got, err := ix.byPos(ctx, q.Agent, q.AllAgents, keys)
 		if err != nil {
 			return nil, err
 		}
@@ -221,13 +226,15 @@ func mergeDated(cands, dated []Hit, boost float64) []Hit {
 }
 
 // byPos returns the agent's docs at the given position keys.
-func (ix *Index) byPos(ctx context.Context, agent string, keys []string) ([]Hit, error) {
+func (ix *Index) byPos(ctx context.Context, agent string, allAgents bool, keys []string) ([]Hit, error) {
 	qs := make([]query.Query, len(keys))
 	for i, k := range keys {
 		qs[i] = termQ(fPos, k)
 	}
 	bq := query.NewBooleanQuery(nil, qs, nil)
-	bq.AddFilter(termQ(fAgent, agent))
+	if !allAgents {
+		bq.AddFilter(termQ(fAgent, agent))
+	}
 	return ix.run(ctx, bq, len(keys))
 }
 

@@ -41,6 +41,9 @@ const (
 // oldest items slide out of the window each turn; the engine's compaction
 // (at contextThreshold) replaces them by summaries before that happens.
 func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
+	if res, ok, err := e.assembleWithRecall(ctx, p); ok { // recall.go
+		return res, err
+	}
 	done, err := e.enter()
 	if err != nil {
 		return core.AssembleResult{}, err

@@ -88,6 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	e.recaller() // open the recall index before any write (recall.go)
 	return e, nil
 }
 
@@ -159,6 +160,7 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	e.closeRecall() // recall index (recall.go)
 	if err := e.db.Close(); err != nil {
 		return fmt.Errorf("lossless: close: %w", err)
 	}

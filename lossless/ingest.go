@@ -249,6 +249,7 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 			return stored, fmt.Errorf("lossless: commit: %w", err)
 		}
 		s.rec = rec
+		e.indexMessages(c, rec.Agent, fresh[:n]) // recall index (recall.go)
 		stored += n
 		fresh = fresh[n:]
 	}

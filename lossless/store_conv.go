@@ -288,6 +288,7 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 		return err
 	}
 	st.rec = rec
+	c.e.indexSummary(c.id, rec.Agent, s) // recall index (recall.go)
 	return nil
 }
 
