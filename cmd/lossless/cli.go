@@ -69,7 +69,7 @@ type cmdEnv struct {
 func commands() []*command {
 	return []*command{
 		cmdImport(), cmdSessions(), cmdStats(), cmdAssemble(), cmdCompact(),
-		cmdDescribe(), cmdExpand(), cmdExport(), cmdDoctor(), cmdServe(),
+		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdDoctor(), cmdServe(),
 	}
 }
 

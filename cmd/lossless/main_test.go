@@ -563,3 +563,59 @@ func TestDescribeExpandPiMono(t *testing.T) {
 	runCLI(t, "", nil, "expand", "--store", store, ids[0], "--cursor", "bogus").want(t, 2, "cursor")
 	runCLI(t, "", nil, "expand", "--store", store).want(t, 2, "exactly one summary id")
 }
+
+func TestGrep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	writeSession(t, a, "sess-alice", 20)
+	writeSession(t, b, "sess-bob", 3)
+	runCLI(t, "", nil, "import", "--store", store, "--agent", "alice", a).want(t, 0)
+	runCLI(t, "", nil, "import", "--store", store, "--agent", "bob", b).want(t, 0)
+
+	hits := func(args ...string) []grepHit {
+		t.Helper()
+		r := runCLI(t, "", nil, append([]string{"grep", "--store", store, "--json"}, args...)...)
+		r.want(t, 0)
+		var hs []grepHit
+		if err := json.Unmarshal([]byte(r.stdout), &hs); err != nil {
+			t.Fatalf("grep --json: %v\n%s", err, r.stdout)
+		}
+		return hs
+	}
+	hs := hits("file2.go", "--agent", "alice")
+	if len(hs) != 2 || hs[0].Agent != "alice" || hs[0].SessionID != "sess-alice" || hs[0].Kind != "message" {
+		t.Fatalf("alice file2.go: %+v", hs)
+	}
+	if hs := hits("file2.go", "--all"); len(hs) != 4 {
+		t.Fatalf("--all file2.go: %d hits, want 4 (2 per agent)", len(hs))
+	}
+	if hs := hits("file2.go", "--session", "sess-bob"); len(hs) != 2 || hs[0].Agent != "bob" {
+		t.Fatalf("--session sess-bob: %+v", hs)
+	}
+	hs = hits(`file1[0-9]\.go`, "--regex", "--agent", "alice", "--limit", "200")
+	if len(hs) != 20 {
+		t.Fatalf("regex: %d hits, want 20 (file10..file19, question and answer)", len(hs))
+	}
+	hs = hits("answer", "--agent", "alice", "--sort", "recency", "--limit", "3")
+	if len(hs) != 3 || hs[0].Timestamp < hs[1].Timestamp || hs[1].Timestamp < hs[2].Timestamp {
+		t.Fatalf("recency: %+v", hs)
+	}
+	if hs := hits("question", "--agent", "alice", "--since", "2000-01-01"); len(hs) != 0 {
+		t.Fatalf("--since 2000: %d hits (the messages are from 1970)", len(hs))
+	}
+	if hs := hits("question", "--agent", "alice", "--until", "2000-01-01", "--limit", "200"); len(hs) != 20 {
+		t.Fatalf("--until 2000: %d hits, want 20", len(hs))
+	}
+	if hs := hits("file2.go", "--agent", "alice", "--kind", "summary"); len(hs) != 0 {
+		t.Fatalf("--kind summary: %+v", hs)
+	}
+	runCLI(t, "", nil, "grep", "--store", store, "--agent", "alice", "file2.go").want(t, 0, "alice/sess-alice message", "file2.go")
+	runCLI(t, "", nil, "grep", "--store", store, "nothing-like-this").want(t, 0, "no matches")
+	runCLI(t, "", nil, "grep", "--store", store, "--regex", "(").want(t, 2, "regex")
+	runCLI(t, "", nil, "grep", "--store", store, "x", "--since", "yesterday-ish").want(t, 2, "--since")
+	runCLI(t, "", nil, "grep", "--store", store).want(t, 2, "exactly one QUERY")
+	runCLI(t, "", nil, "grep", "--store", store, "--all", "--agent", "bob", "x").want(t, 2, "--all cannot")
+	runCLI(t, "", nil, "grep", "--store", store, "--session", "nope", "x").want(t, 1, "unknown session")
+}

@@ -36,3 +36,28 @@ func TestProgressDraw(t *testing.T) {
 		t.Fatalf("spinner %q", w.String())
 	}
 }
+
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"2026-11-01", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
+		{"2026-11-01T08:30", time.Date(2026, 11, 1, 8, 30, 0, 0, time.UTC)},
+		{"2026-11-01T08:30:05Z", time.Date(2026, 11, 1, 8, 30, 5, 0, time.UTC)},
+		{"36h", now.Add(-36 * time.Hour)},
+		{"90m", now.Add(-90 * time.Minute)},
+		{"7d", now.Add(-7 * 24 * time.Hour)},
+	} {
+		got, err := parseTime(tc.in, now)
+		if err != nil || got != tc.want.UnixMilli() {
+			t.Errorf("parseTime(%q) = %d, %v; want %d", tc.in, got, err, tc.want.UnixMilli())
+		}
+	}
+	for _, bad := range []string{"", "yesterday", "-3d", "-5h", "2026-13-01"} {
+		if _, err := parseTime(bad, now); err == nil {
+			t.Errorf("parseTime(%q) accepted", bad)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -13,24 +14,40 @@ import (
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
-// findSummary returns the conversation holding summary id: --session's
-// when given, else the first conversation (of --agent, or any agent) that
-// has it. It fails with an error wrapping core.ErrNotFound.
-func findSummary(ctx context.Context, e *lossless.Engine, c *cmdEnv, session, id string) (*lossless.Conversation, dag.Summary, error) {
+// locate returns the agent and a session id of the conversation holding
+// summary (or large-content reference) id: --session's when given, else the
+// first conversation (of --agent when given, else of any agent) that has
+// it. It fails with an error wrapping core.ErrNotFound.
+func locate(ctx context.Context, e *lossless.Engine, c *cmdEnv, session, id string) (agent, sessionID string, err error) {
+	has := func(conv *lossless.Conversation) (bool, error) {
+		var err error
+		if strings.HasPrefix(id, lossless.LargeRefPrefix) {
+			_, _, err = conv.MessageByKey(ctx, id)
+		} else {
+			_, err = conv.Summary(ctx, id)
+		}
+		if errors.Is(err, dag.ErrNotFound) || errors.Is(err, core.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil, err
+	}
 	if session != "" {
 		agent, _, err := findSession(ctx, e, c, session)
 		if err != nil {
-			return nil, dag.Summary{}, err
+			return "", "", err
 		}
 		conv, err := e.Conversation(ctx, agent, session)
 		if err != nil {
-			return nil, dag.Summary{}, err
+			return "", "", err
 		}
-		s, err := conv.Summary(ctx, id)
-		if errors.Is(err, dag.ErrNotFound) {
-			return nil, dag.Summary{}, fmt.Errorf("summary %q in session %s: %w", id, session, core.ErrNotFound)
+		ok, err := has(conv)
+		if err != nil {
+			return "", "", err
 		}
-		return conv, s, err
+		if !ok {
+			return "", "", fmt.Errorf("%q in session %s: %w", id, session, core.ErrNotFound)
+		}
+		return agent, session, nil
 	}
 	scope := ""
 	if c.agentSet {
@@ -38,23 +55,26 @@ func findSummary(ctx context.Context, e *lossless.Engine, c *cmdEnv, session, id
 	}
 	infos, err := e.Sessions(ctx, scope)
 	if err != nil {
-		return nil, dag.Summary{}, err
+		return "", "", err
 	}
 	for _, in := range infos {
 		if len(in.SessionIDs) == 0 {
 			continue
 		}
-		conv, err := e.Conversation(ctx, in.Agent, in.SessionIDs[len(in.SessionIDs)-1])
+		sid := in.SessionIDs[len(in.SessionIDs)-1]
+		conv, err := e.Conversation(ctx, in.Agent, sid)
 		if err != nil {
-			return nil, dag.Summary{}, err
+			return "", "", err
 		}
-		s, err := conv.Summary(ctx, id)
-		if errors.Is(err, dag.ErrNotFound) {
-			continue
+		ok, err := has(conv)
+		if err != nil {
+			return "", "", err
 		}
-		return conv, s, err
+		if ok {
+			return in.Agent, sid, nil
+		}
 	}
-	return nil, dag.Summary{}, fmt.Errorf("summary %q: %w (summary ids appear in `lossless assemble` output)", id, core.ErrNotFound)
+	return "", "", fmt.Errorf("%q: %w (summary ids appear in `lossless assemble` and `lossless grep` output)", id, core.ErrNotFound)
 }
 
 func cmdDescribe() *command {
@@ -74,22 +94,22 @@ func cmdDescribe() *command {
 				return err
 			}
 			defer e.Close()
-			conv, _, err := findSummary(ctx, e, c, session, args[0])
+			agent, sid, err := locate(ctx, e, c, session, args[0])
 			if err != nil {
 				return err
 			}
-			d, err := dag.Describe(ctx, conv, args[0])
+			d, err := e.DescribeSummary(ctx, agent, sid, "", args[0])
 			if err != nil {
 				return err
 			}
 			if c.json {
-				return printJSON(c.io.out, map[string]any{"agent": conv.Agent, "conversation": conv.ID(), "description": d})
+				return printJSON(c.io.out, map[string]any{"agent": agent, "sessionId": sid, "description": d})
 			}
 			s := d.Summary
 			w := bufio.NewWriter(c.io.out)
 			defer w.Flush()
 			fmt.Fprintf(w, "summary   %s (%s, depth %d, method %s)\n", s.ID, s.Kind, s.Depth, orDash(s.Method))
-			fmt.Fprintf(w, "agent     %s, conversation %s\n", conv.Agent, conv.ID())
+			fmt.Fprintf(w, "session   %s (agent %s)\n", sid, agent)
 			fmt.Fprintf(w, "covers    %d messages, %d tokens, from %s to %s\n", s.DescendantCount, s.DescendantTokens, fmtMillis(s.Earliest), fmtMillis(s.Latest))
 			fmt.Fprintf(w, "text      %d tokens\n", s.Tokens)
 			switch {
@@ -115,7 +135,7 @@ func cmdExpand() *command {
 	var maxTokens int
 	return &command{
 		name: "expand", args: "SUMMARY_ID",
-		summary: "Print the raw messages a summary covers, in order, one message object per line (exactly the bytes ingested), paged by --max-tokens.",
+		summary: "Print the raw messages a summary (or a large-content reference) covers, in order, one message object per line, exactly the bytes ingested; paged by --max-tokens.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.StringVar(&session, "session", "", "the session the summary belongs to (default: search every conversation)")
 			fs.IntVar(&maxTokens, "max-tokens", 0, "the most tokens of messages to print (0: all); the rest is paged with --cursor")
@@ -133,38 +153,35 @@ func cmdExpand() *command {
 				return err
 			}
 			defer e.Close()
-			conv, _, err := findSummary(ctx, e, c, session, args[0])
+			agent, sid, err := locate(ctx, e, c, session, args[0])
 			if err != nil {
 				return err
 			}
-			page, err := dag.Expand(ctx, conv, args[0], maxTokens, cursor)
+			max := maxTokens
+			if max == 0 {
+				max = math.MaxInt32 // everything in one page
+			}
+			page, err := e.ExpandSummary(ctx, lossless.ExpandParams{AgentID: agent, SessionID: sid, ID: args[0], MaxTokens: max, Cursor: cursor})
 			if errors.Is(err, dag.ErrBadCursor) {
 				return usagef("%v", err)
 			}
 			if err != nil {
 				return err
 			}
-			msgs := make([]core.Message, 0, len(page.Messages))
-			for _, seq := range page.Messages {
-				m, err := conv.Message(ctx, seq)
-				if err != nil {
-					return fmt.Errorf("message %d: %w", seq, err)
-				}
-				msgs = append(msgs, m)
-			}
 			if c.json {
-				return printJSON(c.io.out, map[string]any{"id": page.ID, "offset": page.Offset, "total": page.Total,
-					"tokens": page.Tokens, "nextCursor": page.NextCursor, "messages": msgs})
+				return printJSON(c.io.out, map[string]any{"agent": agent, "sessionId": sid, "id": page.ID,
+					"offset": page.Offset, "total": page.Total, "tokens": page.Tokens, "nextCursor": page.NextCursor,
+					"messages": page.Messages})
 			}
 			w := bufio.NewWriterSize(c.io.out, 256<<10)
-			for _, m := range msgs {
-				w.Write(m.Raw())
+			for _, m := range page.Messages {
+				w.Write(m.Message.Raw())
 				w.WriteByte('\n')
 			}
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.io.err, "messages %d-%d of %d (%d tokens)", page.Offset, page.Offset+len(msgs), page.Total, page.Tokens)
+			fmt.Fprintf(c.io.err, "messages %d-%d of %d (%d tokens)", page.Offset, page.Offset+len(page.Messages), page.Total, page.Tokens)
 			if page.NextCursor != "" {
 				fmt.Fprintf(c.io.err, "; more: --cursor %s", page.NextCursor)
 			}
