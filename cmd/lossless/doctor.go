@@ -52,6 +52,8 @@ type storeReport struct {
 	Conversations int64  `json:"conversations,omitempty"`
 	Messages      int64  `json:"messages,omitempty"`
 	Error         string `json:"error,omitempty"`
+	// Recall is the recall index's state (lossless.RecallStatus).
+	Recall *lossless.RecallStatus `json:"recall,omitempty"`
 }
 
 func defaultOpenClawConfig() string {
@@ -232,6 +234,17 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit bool)
 				rep.Store.Messages += a.Messages
 			}
 		}
+		// 7. The recall index (when the config enables recall).
+		rs := eng.RecallStatus()
+		rep.Store.Recall = &rs
+		switch {
+		case rs.Error != "":
+			problem("recall index: %s", rs.Error)
+		case rs.Rebuilding:
+			warn("the recall index was missing or out of date; it is being rebuilt from the store (%d documents so far)", rs.Rebuilt)
+		case rs.Lag > 0:
+			warn("the recall index lags %d documents behind the store", rs.Lag)
+		}
 	}
 	return rep
 }
@@ -287,6 +300,18 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	default:
 		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk, %d conversations, %d messages\n",
 			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
+	}
+	if r := s.Recall; r != nil {
+		switch {
+		case !r.Enabled:
+			fmt.Fprintln(w, "recall     off (plugins.entries.lossless.config.recall.enabled)")
+		case r.Error != "":
+			fmt.Fprintf(w, "recall     index error: %s\n", r.Error)
+		case r.Rebuilding:
+			fmt.Fprintf(w, "recall     index rebuilding (%d documents so far)\n", r.Rebuilt)
+		default:
+			fmt.Fprintf(w, "recall     index healthy (lag %d)\n", r.Lag)
+		}
 	}
 	for _, x := range r.Warnings {
 		fmt.Fprintf(w, "warning    %s\n", x)

@@ -431,7 +431,14 @@ func TestDoctor(t *testing.T) {
 		rep.Store.Format != rep.Store.BuildFormat || rep.Store.Messages != 4 || len(rep.Problems) != 0 || len(rep.HostChecks) != 9 {
 		t.Fatalf("doctor report %+v", rep)
 	}
-	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "no problems found")
+	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "recall     off", "no problems found")
+
+	// With recall on, doctor reports the index (built from the store here:
+	// it did not exist yet, so it is rebuilt while doctor runs).
+	recall := write("recall.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"config":{"storeDir":`+jsonString(store)+`,"recall":{"enabled":true}}}}}}`)
+	r = runCLI(t, "", nil, "doctor", "--config", recall, "--json")
+	r.want(t, 0, `"enabled": true`)
+	runCLI(t, "", nil, "doctor", "--config", recall).want(t, 0, "recall     index healthy")
 
 	disabled := write("disabled.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"enabled":false}}}}`)
 	runCLI(t, "", nil, "doctor", "--config", disabled, "--store", store).want(t, 0, "engine     legacy (entry-disabled)")
