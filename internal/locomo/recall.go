@@ -2,6 +2,7 @@ package locomo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,7 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless"
 )
 
 // DefaultKs are the k of recall@k reported by default (as in the LoCoMo paper).
@@ -69,9 +72,12 @@ type RecallConfig struct {
 	// of the best hits; they count toward k): 0 for the default, negative
 	// for none.
 	Neighbours int
-	// NewRetriever builds the recall path in dir (default: the index
-	// package's Recall, see IndexRetriever).
+	// NewRetriever builds the recall path in dir (default: the lossless
+	// engine's recall, see EngineRetriever; IndexRetriever measures the
+	// index package's Recall alone).
 	NewRetriever func(dir string) (Retriever, error)
+	// IndexOnly measures the index package's Recall directly (no engine).
+	IndexOnly bool
 	// Progress, when set, gets a line of progress now and then.
 	Progress func(msg string)
 }
@@ -162,9 +168,13 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 		dir = d
 	}
 	newR := cfg.NewRetriever
-	if newR == nil {
+	switch {
+	case newR != nil:
+	case cfg.IndexOnly:
 		nb := cfg.Neighbours
 		newR = func(dir string) (Retriever, error) { return NewIndexRetriever(dir, nb) }
+	default:
+		newR = func(dir string) (Retriever, error) { return NewEngineRetriever(ctx, dir) }
 	}
 	r, err := newR(dir)
 	if err != nil {
@@ -348,3 +358,87 @@ func (r *IndexRetriever) Recall(ctx context.Context, agent, prompt string, k int
 
 // Close implements Retriever.
 func (r *IndexRetriever) Close() error { return r.ix.Close() }
+
+// EngineRetriever drives the lossless engine: each LoCoMo session is
+// ingested as its own session (sessionKey "agent:<agent>:<session>", every
+// turn a user or assistant message carrying its dia id in an extra
+// "dia_id" field, which the engine keeps), and each question goes through
+// lossless.Engine.Recall — the method Assemble's recall calls to rank what
+// it renders — as the prompt of a fresh session of the agent.
+type EngineRetriever struct {
+	e    *lossless.Engine
+	dias map[string]string // recall item id → dia id
+	q    int
+}
+
+// NewEngineRetriever opens a lossless engine with recall in dir.
+func NewEngineRetriever(ctx context.Context, dir string) (*EngineRetriever, error) {
+	cfg := lossless.DefaultConfig()
+	cfg.StoreDir = dir
+	cfg.Recall.Enabled = true
+	e, err := lossless.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &EngineRetriever{e: e, dias: map[string]string{}}, nil
+}
+
+// Engine returns the engine under measurement.
+func (r *EngineRetriever) Engine() *lossless.Engine { return r.e }
+
+// IngestSession implements Retriever.
+func (r *EngineRetriever) IngestSession(ctx context.Context, agent, session string, turns []TurnDoc) error {
+	msgs := make([]core.Message, 0, len(turns))
+	for _, t := range turns {
+		content := []map[string]string{{"type": "text", "text": t.Text}}
+		m, err := core.NewMessage(map[string]any{"role": t.Role, "content": content, "timestamp": t.Timestamp, "dia_id": t.DiaID})
+		if err != nil {
+			return fmt.Errorf("locomo: message %s: %w", t.DiaID, err)
+		}
+		msgs = append(msgs, m)
+	}
+	key := "agent:" + agent + ":" + session
+	if _, err := r.e.IngestBatch(ctx, core.IngestBatchParams{SessionID: session, SessionKey: key, Messages: msgs}); err != nil {
+		return err
+	}
+	conv, err := r.e.Conversation(ctx, agent, session)
+	if err != nil {
+		return err
+	}
+	return r.e.Messages(ctx, agent, session, func(seq uint64, m core.Message) error {
+		raw, ok := m.Field("dia_id")
+		if !ok {
+			return fmt.Errorf("locomo: stored message %d lost its dia_id", seq)
+		}
+		var dia string
+		if err := json.Unmarshal(raw, &dia); err != nil {
+			return fmt.Errorf("locomo: dia_id: %w", err)
+		}
+		r.dias[conv.ID()+":"+strconv.FormatUint(seq, 10)] = dia
+		return nil
+	})
+}
+
+// Ready implements Retriever.
+func (r *EngineRetriever) Ready(ctx context.Context) error { return r.e.WaitRecallIndex(ctx) }
+
+// Recall implements Retriever.
+func (r *EngineRetriever) Recall(ctx context.Context, agent, prompt string, k int) ([]string, error) {
+	r.q++
+	sid := "question-" + strconv.Itoa(r.q)
+	items, err := r.e.Recall(ctx, core.AssembleParams{SessionID: sid, SessionKey: "agent:" + agent + ":" + sid,
+		Prompt: prompt, Messages: []core.Message{core.UserText(prompt, 0)}}, k)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if d, ok := r.dias[it.ID]; ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// Close implements Retriever.
+func (r *EngineRetriever) Close() error { return r.e.Close() }

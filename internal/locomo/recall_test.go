@@ -59,6 +59,19 @@ func TestRecallSynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The engine's recall and the index's Recall rank the same turns.
+	ixRep, err := RunRecall(context.Background(), RecallConfig{Data: convs, Dir: t.TempDir(), Ks: []int{1, 5, 10}, IndexOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Path != "*locomo.EngineRetriever" || ixRep.Path != "*locomo.IndexRetriever" {
+		t.Fatalf("paths %s %s", rep.Path, ixRep.Path)
+	}
+	for k, v := range rep.RecallAt {
+		if ixRep.RecallAt[k] != v {
+			t.Errorf("recall@%s: engine %.1f, index %.1f", k, v, ixRep.RecallAt[k])
+		}
+	}
 	if rep.Questions == 0 || rep.RecallAt["10"] < 90 || rep.RecallAt["1"] > rep.RecallAt["5"] || rep.RecallAt["5"] > rep.RecallAt["10"] {
 		t.Fatalf("synthetic recall: %+v", rep)
 	}
