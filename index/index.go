@@ -14,6 +14,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
 	"github.com/blevesearch/bleve/v2/search"
 	bindex "github.com/blevesearch/bleve_index_api"
@@ -161,6 +163,7 @@ type Index struct {
 	needsRebuild bool
 	reason       string
 	prev         map[string]string // session → previous text (worker only)
+	dfs          dfCache
 
 	wg sync.WaitGroup
 }
@@ -689,6 +692,32 @@ func (ix *Index) Rebuild(ctx context.Context, source func(yield func(Doc) bool) 
 	ix.needsRebuild, ix.reason = false, ""
 	ix.err = nil
 	ix.mu.Unlock()
+	// One segment after a bulk build: fewer term lookups per query.
+	if err := ix.Compact(ctx); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Compact merges the index's segments into one (scorch force merge), which
+// makes queries cheaper; Rebuild does it at the end. It blocks until done.
+func (ix *Index) Compact(ctx context.Context) error {
+	ix.bmu.RLock()
+	defer ix.bmu.RUnlock()
+	if ix.isClosed() {
+		return ErrClosed
+	}
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return fmt.Errorf("index: compact: %w", err)
+	}
+	s, ok := adv.(*scorch.Scorch)
+	if !ok {
+		return nil
+	}
+	if err := s.ForceMerge(ctx, &mergeplan.SingleSegmentMergePlanOptions); err != nil {
+		return fmt.Errorf("index: compact: %w", err)
+	}
 	return nil
 }
 

@@ -7,12 +7,14 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+	bindex "github.com/blevesearch/bleve_index_api"
 )
 
 // ErrNoAgent is returned by a search without an agent that does not set
@@ -131,27 +133,48 @@ var ctxBoost = 0.5
 // least under BM25; on the LoCoMo dev set dropping them changes recall@k by
 // less than a point.
 var (
-	maxSearchTerms    = 12
+	maxSearchTerms    = 10
 	minSearchTerms    = 3
 	commonTermShare   = 0.05
 	commonTermMinDocs = uint64(1000)
 )
 
-// pruneTerms keeps the terms worth searching, rarest first.
+// dfCache caches document frequencies for term pruning. Frequencies move
+// slowly; the cache is dropped when the doc count has changed by a tenth
+// since it was filled, or when it is full.
+type dfCache struct {
+	mu    sync.Mutex
+	total uint64
+	m     map[string]uint64
+}
+
+const dfCacheMax = 1 << 16
+
+func (c *dfCache) get(total uint64, t string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || total > c.total+c.total/10 || total+total/10 < c.total || len(c.m) >= dfCacheMax {
+		c.m, c.total = make(map[string]uint64), total
+		return 0, false
+	}
+	n, ok := c.m[t]
+	return n, ok
+}
+
+func (c *dfCache) put(t string, n uint64) {
+	c.mu.Lock()
+	if c.m != nil {
+		c.m[t] = n
+	}
+	c.mu.Unlock()
+}
+
+// pruneTerms keeps the terms worth searching, rarest first (bmu held).
 func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, error) {
 	if len(terms) <= minSearchTerms {
 		return terms, nil
 	}
-	adv, err := ix.bi.Advanced()
-	if err != nil {
-		return nil, fmt.Errorf("index: search: %w", err)
-	}
-	rd, err := adv.Reader()
-	if err != nil {
-		return nil, fmt.Errorf("index: search: %w", err)
-	}
-	defer rd.Close()
-	total, err := rd.DocCount()
+	total, err := ix.bi.DocCount()
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
@@ -160,13 +183,32 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, erro
 		df uint64
 	}
 	dfs := make([]tdf, 0, len(terms))
-	for _, t := range terms {
-		tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
-		if err != nil {
-			return nil, fmt.Errorf("index: search: %w", err)
+	var rd bindex.IndexReader
+	defer func() {
+		if rd != nil {
+			rd.Close()
 		}
-		n := tfr.Count()
-		tfr.Close()
+	}()
+	for _, t := range terms {
+		n, ok := ix.dfs.get(total, t)
+		if !ok {
+			if rd == nil {
+				adv, err := ix.bi.Advanced()
+				if err != nil {
+					return nil, fmt.Errorf("index: search: %w", err)
+				}
+				if rd, err = adv.Reader(); err != nil {
+					return nil, fmt.Errorf("index: search: %w", err)
+				}
+			}
+			tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
+			if err != nil {
+				return nil, fmt.Errorf("index: search: %w", err)
+			}
+			n = tfr.Count()
+			tfr.Close()
+			ix.dfs.put(t, n)
+		}
 		if n > 0 {
 			dfs = append(dfs, tdf{t, n})
 		}
@@ -278,7 +320,9 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 func (ix *Index) run(ctx context.Context, bq query.Query, size int) ([]Hit, error) {
 	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
 	req.Fields = storedFields(ix.opts.StoreText)
-	req.SortBy([]string{"-_score", "_id"})
+	// Score order only: a tie-break on _id would load the external id of
+	// every candidate.
+	req.SortBy([]string{"-_score"})
 
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
