@@ -194,8 +194,12 @@ func TestImportStatsCompactExport(t *testing.T) {
 	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "150").
 		want(t, 0, "estimated tokens", "[0] ", "assistant (")
 
-	// compact: a well-formed answer either way, exit 0 unless it failed.
-	r = runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "100", "--force", "--json")
+	// A budget the fresh tail cannot fit: ok:false, exit 1, the reason.
+	runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "50", "--force").
+		want(t, 1, "not compacted", "fresh tail")
+
+	// compact, then expand the new summary back to the raw messages.
+	r = runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "300", "--force", "--json")
 	var cres struct {
 		OK        bool   `json:"ok"`
 		Compacted bool   `json:"compacted"`
@@ -203,19 +207,36 @@ func TestImportStatsCompactExport(t *testing.T) {
 		Result    *struct {
 			TokensBefore int `json:"tokensBefore"`
 			TokensAfter  int `json:"tokensAfter"`
+			Details      struct {
+				NewSummaryIDs []string `json:"newSummaryIds"`
+			} `json:"details"`
 		} `json:"result"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &cres); err != nil {
 		t.Fatalf("compact --json: %v\n%s%s", err, r.stdout, r.stderr)
 	}
-	switch {
-	case !cres.OK && r.code != 1:
-		t.Fatalf("a failed compaction must exit 1, got %d", r.code)
-	case cres.OK && r.code != 0:
-		t.Fatalf("compaction ok but exit %d: %s", r.code, r.stderr)
-	case cres.Compacted && (cres.Result == nil || cres.Result.TokensAfter >= cres.Result.TokensBefore):
+	r.want(t, 0)
+	if !cres.OK || cres.Result == nil || len(cres.Result.Details.NewSummaryIDs) == 0 {
+		t.Fatalf("compaction made no summary: %s", r.stdout)
+	}
+	if cres.Compacted && cres.Result.TokensAfter >= cres.Result.TokensBefore {
 		t.Fatalf("compacted without freeing tokens: %+v", cres.Result)
 	}
+	sumID := cres.Result.Details.NewSummaryIDs[0]
+	runCLI(t, "", nil, "describe", "--store", store, sumID).want(t, 0, "summary   "+sumID, "session   "+sid)
+	r = runCLI(t, "", nil, "expand", "--store", store, sumID)
+	r.want(t, 0)
+	exp := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(exp) == 0 || len(exp) >= len(msgs) {
+		t.Fatalf("summary %s expands to %d messages", sumID, len(exp))
+	}
+	for i, l := range exp {
+		if l != string(msgs[i]) {
+			t.Fatalf("expanded message %d\n%s\nwant\n%s", i, l, msgs[i])
+		}
+	}
+	// The assembled context now starts with that summary.
+	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "100000").want(t, 0, sumID)
 
 	// export: every message object, in order, byte for byte.
 	r = runCLI(t, "", nil, "export", "--store", store, "--session", sid)
