@@ -40,7 +40,9 @@ const (
 // When the history exceeds the budget and has not been compacted, the
 // oldest items slide out of the window each turn; the engine's compaction
 // (at contextThreshold) replaces them by summaries before that happens.
-func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
+func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.AssembleResult, err error) {
+	// Fork prefix of a subagent, contextProjection (projection.go).
+	defer e.afterAssemble(ctx, p, &res, &err)
 	if res, ok, err := e.assembleWithRecall(ctx, p); ok { // recall.go
 		return res, err
 	}

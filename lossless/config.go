@@ -65,6 +65,14 @@ type Config struct {
 	// RotateBytes is the transcript size above which compaction rotates the
 	// host transcript. Default 2 MiB.
 	RotateBytes int64 `json:"rotateBytes,omitempty"`
+	// ContextProjection is the contextProjection mode Assemble reports when
+	// the call does not say: "per_turn" (default) or "thread_bootstrap" for
+	// hosts with persistent backend threads (see ProjectionMode).
+	ContextProjection string `json:"contextProjection,omitempty"`
+	// MaintainMinTokens is the size above which Maintain replaces an old
+	// tool result in the host's transcript by a reference to the stored
+	// original. Default 2000 (DefaultMaintainMinTokens).
+	MaintainMinTokens int `json:"maintainMinTokens,omitempty"`
 	// Summarizer configures the summarizer (package summarize's Config, kept
 	// raw here and decoded by the compaction code). Default: none.
 	Summarizer json.RawMessage `json:"summarizer,omitempty"`

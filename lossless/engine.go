@@ -132,12 +132,14 @@ func (e *Engine) TokenCounter() core.TokenCounter { return e.tc }
 
 // Info describes the engine: id "lossless", ownsCompaction true.
 func (e *Engine) Info() core.Info {
-	return core.Info{
+	info := core.Info{
 		ID: EngineID, Name: EngineName, Version: Version, OwnsCompaction: true,
 		TurnMaintenanceMode: core.MaintenanceForeground,
 		AcceptedHostParams: []string{core.HostParamSessionKey, core.HostParamPrompt,
 			core.HostParamRuntimeSettings, core.HostParamRuntimeContext, core.HostParamAbortSignal},
 	}
+	declareLifecycle(&info) // transcriptSemantics, hostRequirements (commit.go)
+	return info
 }
 
 // enter marks the start of a call; it fails with core.ErrClosed after Close.

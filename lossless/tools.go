@@ -175,6 +175,7 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 			return nil, err
 		}
 		convs = append(convs, conv.id)
+		convs = append(convs, e.linkedChildren(ctx, conv.id)...) // ended subagents (subagent.go)
 	case ScopeAgent:
 		infos, err := e.Sessions(ctx, e.agentFor(p.AgentID, p.SessionKey))
 		if err != nil {
@@ -289,6 +290,7 @@ func (e *Engine) DescribeSummary(ctx context.Context, agentID, sessionID, sessio
 	if err != nil {
 		return dag.Description{}, err
 	}
+	conv = e.convHolding(ctx, conv, id) // fork parent, ended subagents (subagent.go)
 	return dag.Describe(ctx, conv, id)
 }
 
@@ -334,6 +336,7 @@ func (e *Engine) ExpandSummary(ctx context.Context, p ExpandParams) (ExpandPage,
 	if err != nil {
 		return ExpandPage{}, err
 	}
+	conv = e.convHolding(ctx, conv, p.ID) // fork parent, ended subagents (subagent.go)
 	if strings.HasPrefix(p.ID, LargeRefPrefix) {
 		seq, m, err := conv.MessageByKey(ctx, p.ID)
 		if err != nil {

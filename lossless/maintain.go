@@ -1,0 +1,187 @@
+package lossless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// DefaultMaintainMinTokens is Config.MaintainMinTokens's default.
+const DefaultMaintainMinTokens = 2000
+
+// Reasons Maintain gives when it changes nothing.
+const (
+	MaintainNoRewriter     = "host offers no rewriteTranscriptEntries: the transcript is left as it is"
+	MaintainNoSessionFile  = "no sessionFile: nothing to maintain"
+	MaintainUnknownSession = "session not stored by the engine: nothing to maintain"
+	MaintainNothingToDo    = "no old tool result above the size limit is stored: nothing to rewrite"
+)
+
+var _ core.Maintainer = (*Engine)(nil)
+
+// Maintain shrinks the host's transcript without loss. When the host offers
+// runtimeContext.rewriteTranscriptEntries, every tool result in the
+// transcript's window that is larger than Config.MaintainMinTokens, older
+// than the fresh tail (the newest Config.FreshTailMessages message
+// entries, never touched), has an entry id, and is stored by the engine
+// byte for byte, is replaced by a reference message (same role, tool call
+// id, tool name, error flag and timestamp; its text names the stored
+// original's id "lcm-large:<key>", which lcm_expand and
+// Conversation.MessageByKey return in full). The reference's own key is
+// recorded as an alias of the original, so re-reading the rewritten
+// transcript (bootstrap, import) stores nothing new. The result is the
+// host's report (changed, bytesFreed, rewrittenEntries). A second Maintain
+// rewrites nothing. Without the helper, or without a session file or a
+// stored session, it changes nothing and says why in Reason.
+func (e *Engine) Maintain(ctx context.Context, p core.MaintainParams) (core.MaintainResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return core.MaintainResult{}, err
+	}
+	defer done()
+	if p.RuntimeContext == nil || p.RuntimeContext.RewriteTranscriptEntries == nil {
+		return core.MaintainResult{Reason: MaintainNoRewriter}, nil
+	}
+	if p.SessionFile == "" {
+		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
+	}
+	agent := e.agentFor("", p.SessionKey)
+	c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey)
+	if errors.Is(err, core.ErrUnknownSession) {
+		return core.MaintainResult{Reason: MaintainUnknownSession}, nil
+	}
+	if err != nil {
+		return core.MaintainResult{}, err
+	}
+	t, err := core.ReadTranscript(p.SessionFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
+	}
+	if err != nil {
+		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
+	}
+	reps, aliases, err := e.rewritesFor(ctx, c, t.Window().Entries)
+	if err != nil {
+		return core.MaintainResult{}, err
+	}
+	if len(reps) == 0 {
+		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
+	}
+	// Aliases first: once the host rewrote the entries, a re-read of the
+	// transcript must find the references already stored.
+	if err := e.writeAliases(ctx, c, aliases); err != nil {
+		return core.MaintainResult{}, err
+	}
+	res, err := p.RuntimeContext.RewriteTranscriptEntries(ctx, core.RewriteRequest{Replacements: reps})
+	if err != nil {
+		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
+	}
+	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
+	if !res.Changed {
+		out.Reason = "the host rewrote nothing"
+	}
+	return out, nil
+}
+
+// alias maps a reference message's key to the stored original's sequence.
+type alias struct {
+	ref msgHash
+	seq uint64
+}
+
+// rewritesFor returns the replacements of the window's old large tool
+// results that conversation c stores.
+func (e *Engine) rewritesFor(ctx context.Context, c convID, window []core.Entry) ([]core.TranscriptRewrite, []alias, error) {
+	min := e.cfg.MaintainMinTokens
+	if min <= 0 {
+		min = DefaultMaintainMinTokens
+	}
+	// The fresh tail: the newest FreshTailMessages message entries.
+	tailStart := len(window)
+	for n := 0; tailStart > 0 && n < e.cfg.FreshTailMessages; {
+		tailStart--
+		if window[tailStart].Type == core.EntryMessage {
+			n++
+		}
+	}
+	var reps []core.TranscriptRewrite
+	var aliases []alias
+	err := e.db.View(func(txn *badger.Txn) error {
+		for i, ent := range window[:tailStart] {
+			if i%256 == 0 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("lossless: maintain: %w", err)
+				}
+			}
+			m := ent.Message
+			if ent.Type != core.EntryMessage || ent.ID == "" || m.Role() != core.RoleToolResult {
+				continue
+			}
+			// Cheap filter before counting: chars/4 under-estimates no
+			// tokenizer by more than 4x.
+			if len(m.Raw()) < min {
+				continue
+			}
+			h := hashRaw(m.Raw())
+			v, err := getValue(txn, hashKey(c, h))
+			if errors.Is(err, core.ErrNotFound) {
+				continue // not stored byte for byte: never rewrite what could be lost
+			}
+			if err != nil {
+				return err
+			}
+			seq, ok := getU64(v)
+			if !ok {
+				return fmt.Errorf("%w: hash index", errBadRecord)
+			}
+			r, err := getMsg(txn, c, seq)
+			if err != nil {
+				return err
+			}
+			if r.Hash != h || r.Tokens <= min {
+				continue // an alias (already a reference) or small
+			}
+			ref, err := core.ParseMessage(largeReference(m, r.Tokens))
+			if err != nil {
+				return fmt.Errorf("lossless: maintain: reference: %w", err)
+			}
+			if len(ref.Raw()) >= len(m.Raw()) {
+				continue
+			}
+			reps = append(reps, core.TranscriptRewrite{EntryID: ent.ID, Message: ref})
+			aliases = append(aliases, alias{ref: hashRaw(ref.Raw()), seq: seq})
+		}
+		return nil
+	})
+	return reps, aliases, err
+}
+
+// writeAliases records each reference's key as an alias of its original in
+// the hash index (an existing entry is left alone).
+func (e *Engine) writeAliases(ctx context.Context, c convID, aliases []alias) error {
+	s, err := e.lockConv(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	return e.db.Update(func(txn *badger.Txn) error {
+		for _, a := range aliases {
+			if _, err := txn.Get(hashKey(c, a.ref)); err == nil {
+				continue
+			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+				return fmt.Errorf("lossless: maintain: %w", err)
+			}
+			var b [8]byte
+			putU64(b[:], a.seq)
+			if err := txn.Set(hashKey(c, a.ref), b[:]); err != nil {
+				return fmt.Errorf("lossless: maintain: write alias: %w", err)
+			}
+		}
+		return nil
+	})
+}
