@@ -1,0 +1,243 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// markSummarizer summarises to a fixed marker plus the input's first words.
+type markSummarizer struct{}
+
+func (markSummarizer) Name() string { return "mark" }
+func (markSummarizer) Summarize(_ context.Context, req core.SummarizeRequest) (string, error) {
+	return "SUMMARYMARK " + core.Truncate(core.Chars4{}, req.Text, req.TargetTokens/4), nil
+}
+
+// toolFixture: session s1 with 80 messages (message 10 mentions a zebra,
+// message 30 an "error 404", an odd-bytes message with spacing and HTML
+// characters), compacted; session s2 of the same agent mentions a zebra.
+func toolFixture(t *testing.T) *Engine {
+	t.Helper()
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 6 })
+	e.SetSummarizer(markSummarizer{})
+	ctx := context.Background()
+	var msgs []core.Message
+	for i := 0; i < 80; i++ {
+		text := fmt.Sprintf("message %d about routine things %s", i, strings.Repeat("filler ", 20))
+		switch i {
+		case 10:
+			text = "we saw a zebra near the build server"
+		case 30:
+			text = "the proxy answered error 404 twice"
+		}
+		msgs = append(msgs, textMsg([]string{core.RoleUser, core.RoleAssistant}[i%2], text, 1_700_000_000_000+int64(i)*60_000))
+	}
+	odd, err := core.ParseMessage([]byte(`{"role": "user",  "content": "odd <b>bytes</b> & spacing", "timestamp": 1700000000500, "x-extra": {"keep": [1, 2]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs = append(msgs[:5], append([]core.Message{odd}, msgs[5:]...)...)
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s1", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s2", Messages: []core.Message{core.UserText("another zebra, elsewhere", 1_800_000_000_000)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: "s1", TokenBudget: 3000, Force: true})
+	if err != nil || !res.Compacted {
+		t.Fatalf("fixture compaction: %+v %v", res, err)
+	}
+	return e
+}
+
+func TestGrep(t *testing.T) {
+	e := toolFixture(t)
+	ctx := context.Background()
+	hits, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "Zebra build"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].Kind != "message" || !strings.Contains(hits[0].Snippet, "zebra near the build") || hits[0].Role != core.RoleUser {
+		t.Fatalf("words: %+v", hits)
+	}
+	m, err := mustConv(t, e, "s1").Message(ctx, hits[0].Seq)
+	if err != nil || !strings.Contains(m.Text(), "zebra") {
+		t.Fatalf("hit seq %d is not the zebra message: %v", hits[0].Seq, err)
+	}
+	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "zebra", Scope: ScopeAgent}); len(hits) != 2 {
+		t.Fatalf("agent scope: %+v", hits)
+	}
+	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: `error \d{3}`, Regex: true}); len(hits) != 1 || !strings.Contains(hits[0].Snippet, "404") {
+		t.Fatalf("regex: %+v", hits)
+	}
+	if _, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: `(unclosed`, Regex: true}); !errors.Is(err, ErrBadToolArgs) {
+		t.Fatalf("bad regex: %v", err)
+	}
+	if _, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "x", Scope: "galaxy"}); !errors.Is(err, ErrBadToolArgs) {
+		t.Fatalf("bad scope: %v", err)
+	}
+	// Time filters: the zebra (minute 10) is outside [minute 20, minute 40].
+	from, to := int64(1_700_000_000_000+20*60_000), int64(1_700_000_000_000+40*60_000)
+	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "zebra", Since: from, Until: to}); len(hits) != 0 {
+		t.Fatalf("time filter let through %+v", hits)
+	}
+	hits, _ = e.Grep(ctx, GrepParams{SessionID: "s1", Query: "routine", Since: from, Until: to, Sort: SortRecency, Limit: 200, Kind: "message"})
+	if len(hits) == 0 {
+		t.Fatal("no routine messages in the window")
+	}
+	for i, h := range hits {
+		if h.Timestamp < from || h.Timestamp > to || (i > 0 && h.Timestamp > hits[i-1].Timestamp) {
+			t.Fatalf("hit %d at %d out of range or order", i, h.Timestamp)
+		}
+	}
+	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "summarymark", Kind: "summary"}); len(hits) == 0 || hits[0].SummaryID == "" {
+		t.Fatalf("summary hits: %+v", hits)
+	}
+	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "routine", Limit: 3}); len(hits) != 3 {
+		t.Fatalf("limit: %d hits", len(hits))
+	}
+}
+
+func mustConv(t *testing.T, e *Engine, sid string) *Conversation {
+	t.Helper()
+	c, err := e.Conversation(context.Background(), "", sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestTools(t *testing.T) {
+	e := toolFixture(t)
+	ctx := WithToolSession(context.Background(), ToolSession{SessionID: "s1"})
+	tools := e.Tools()
+	byName := map[string]Tool{}
+	for _, tl := range tools {
+		var schema map[string]any
+		if err := json.Unmarshal(tl.Schema, &schema); err != nil || schema["type"] != "object" || tl.Description == "" {
+			t.Fatalf("tool %s: schema %s: %v", tl.Name, tl.Schema, err)
+		}
+		byName[tl.Name] = tl
+	}
+	if len(byName) != 3 || byName[ToolGrep].Handler == nil || byName[ToolDescribe].Handler == nil || byName[ToolExpand].Handler == nil {
+		t.Fatalf("tools: %v", tools)
+	}
+	out, err := byName[ToolGrep].Handler(ctx, json.RawMessage(`{"query":"zebra"}`))
+	if err != nil || !strings.Contains(out, "zebra near the build") {
+		t.Fatalf("grep tool: %s %v", out, err)
+	}
+	conv := mustConv(t, e, "s1")
+	items, _ := conv.Items(context.Background())
+	if !items[0].IsSummary() {
+		t.Fatal("fixture: first item is not a summary")
+	}
+	id := items[0].Ref.ID
+	out, err = byName[ToolDescribe].Handler(ctx, json.RawMessage(fmt.Sprintf(`{"id":%q}`, id)))
+	if err != nil || !strings.Contains(out, "SUMMARYMARK") || !strings.Contains(out, `"active":true`) {
+		t.Fatalf("describe tool: %.300s %v", out, err)
+	}
+	// Expand: every page's messages are the stored bytes, verbatim (the
+	// odd message keeps its spacing, HTML characters and unknown field).
+	want := storedMessages(t, e, "", "s1")
+	var got [][]byte
+	cursor := ""
+	for {
+		args, _ := json.Marshal(map[string]any{"id": id, "maxTokens": 200, "cursor": cursor})
+		out, err := byName[ToolExpand].Handler(ctx, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Messages []struct {
+				Seq     uint64          `json:"seq"`
+				Message json.RawMessage `json:"message"`
+			} `json:"messages"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal([]byte(out), &page); err != nil {
+			t.Fatalf("expand output is not JSON: %v", err)
+		}
+		for _, m := range page.Messages {
+			if !strings.Contains(out, string(want[m.Seq-1])) {
+				t.Fatalf("message %d not verbatim in the output", m.Seq)
+			}
+			got = append(got, m.Message)
+		}
+		if cursor = page.NextCursor; cursor == "" {
+			break
+		}
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("expanded message %d differs", i)
+		}
+	}
+	if !bytes.Contains(bytes.Join(got, nil), []byte(`"content": "odd <b>bytes</b> & spacing"`)) {
+		t.Fatal("the odd message lost its bytes")
+	}
+	for _, bad := range []string{`{"query":""}`, `{"query":"x","bogus":1}`, `[1]`, `{"query":"x","scope":"galaxy"}`} {
+		if _, err := byName[ToolGrep].Handler(ctx, json.RawMessage(bad)); !errors.Is(err, ErrBadToolArgs) {
+			t.Errorf("grep %s: want ErrBadToolArgs, got %v", bad, err)
+		}
+	}
+	if _, err := byName[ToolExpand].Handler(context.Background(), json.RawMessage(`{"id":"x"}`)); !errors.Is(err, ErrBadToolArgs) {
+		t.Errorf("expand without a session: %v", err)
+	}
+	if _, err := byName[ToolExpand].Handler(ctx, json.RawMessage(fmt.Sprintf(`{"id":%q,"cursor":"junk"}`, id))); err == nil {
+		t.Error("expand with a junk cursor succeeded")
+	}
+}
+
+func FuzzToolArgs(f *testing.F) {
+	for _, s := range []string{`{"query":"zebra"}`, `{"query":"a","regex":true,"scope":"agent","since":1,"until":2,"sort":"recency","limit":5,"kind":"message"}`,
+		`{"id":"sum_1","maxTokens":100,"cursor":"sum_1@3"}`, `{}`, ``, `null`, `[`, `{"maxTokens":-1,"id":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if p, err := DecodeGrepArgs(raw); err != nil {
+			if !errors.Is(err, ErrBadToolArgs) {
+				t.Fatalf("grep args error not ErrBadToolArgs: %v", err)
+			}
+		} else if strings.TrimSpace(p.Query) == "" {
+			t.Fatal("accepted an empty query")
+		}
+		if p, err := DecodeExpandArgs(raw); err != nil {
+			if !errors.Is(err, ErrBadToolArgs) {
+				t.Fatalf("expand args error not ErrBadToolArgs: %v", err)
+			}
+		} else if p.ID == "" || p.MaxTokens < 0 {
+			t.Fatalf("accepted %+v", p)
+		}
+	})
+}
+
+func FuzzRewriteEntry(f *testing.F) {
+	for _, s := range []string{`{"type":"message","id":"a","parentId":null,"message":{"role": "user", "content": "<b>"}}`, `{"type":"model_change"}`, `{}`, `[]`, `{"a":1,`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out, err := rewriteEntry(raw, "id1", "p1", "2026-01-01T00:00:00.000Z")
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(out, &m); err != nil {
+			// Input with duplicate or odd members may not round trip, but
+			// valid JSON objects must.
+			if json.Valid(raw) {
+				t.Fatalf("rewrite of valid %q gave invalid %q: %v", raw, out, err)
+			}
+			return
+		}
+		if string(m["id"]) != `"id1"` || string(m["parentId"]) != `"p1"` {
+			t.Fatalf("id/parentId not set: %s", out)
+		}
+	})
+}
