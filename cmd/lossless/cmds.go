@@ -37,9 +37,15 @@ func cmdImport() *command {
 				return err
 			}
 			defer e.Close()
+			type malformedLine struct {
+				Line   int    `json:"line"`
+				Offset int64  `json:"offset"`
+				Error  string `json:"error"`
+			}
 			type fileResult struct {
 				File string `json:"file"`
 				lossless.ImportResult
+				Malformed []malformedLine `json:"malformed"`
 			}
 			var results []fileResult
 			var total lossless.ImportResult
@@ -51,7 +57,11 @@ func cmdImport() *command {
 					bar.done()
 					return fmt.Errorf("import %s: %w", f, err)
 				}
-				results = append(results, fileResult{File: f, ImportResult: res})
+				fr := fileResult{File: f, ImportResult: res, Malformed: []malformedLine{}}
+				for _, m := range res.Malformed {
+					fr.Malformed = append(fr.Malformed, malformedLine{m.Line, m.Offset, m.Err.Error()})
+				}
+				results = append(results, fr)
 				total.Imported += res.Imported
 				total.Duplicates += res.Duplicates
 				total.Summaries += res.Summaries
@@ -72,7 +82,7 @@ func cmdImport() *command {
 				}
 				fmt.Fprintln(c.io.out)
 				for _, m := range r.Malformed {
-					fmt.Fprintf(c.io.out, "  malformed line %d (byte %d): %v\n", m.Line, m.Offset, m.Err)
+					fmt.Fprintf(c.io.out, "  malformed line %d (byte %d): %s\n", m.Line, m.Offset, m.Error)
 				}
 			}
 			if len(results) > 1 {

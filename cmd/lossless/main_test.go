@@ -307,13 +307,23 @@ func TestMalformedFile(t *testing.T) {
 	writeSession(t, file, "sess-bad", 2, `this is not json`, `{"type":"message","message":{"role":"user","content":"ok after garbage"}}`, `{"broken":`)
 	r := runCLI(t, "", nil, "import", "--store", store, file)
 	r.want(t, 0, "5 imported", "2 malformed lines", "malformed line 6", "malformed line 8")
-	r = runCLI(t, "", nil, "import", "--store", store, "--json", file)
+	r = runCLI(t, "", nil, "import", "--store", filepath.Join(dir, "store2"), "--json", file)
 	r.want(t, 0)
 	var res struct {
 		Malformed int `json:"malformed"`
+		Files     []struct {
+			Malformed []struct {
+				Line  int    `json:"line"`
+				Error string `json:"error"`
+			} `json:"malformed"`
+		} `json:"files"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
 		t.Fatal(err)
+	}
+	if res.Malformed != 2 || len(res.Files) != 1 || len(res.Files[0].Malformed) != 2 ||
+		res.Files[0].Malformed[0].Line != 6 || res.Files[0].Malformed[0].Error == "" {
+		t.Fatalf("import --json malformed lines: %s", r.stdout)
 	}
 	// A file that is not a session at all: every line malformed, nothing stored.
 	junk := filepath.Join(dir, "junk.jsonl")
