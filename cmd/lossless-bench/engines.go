@@ -7,19 +7,22 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
 	"github.com/lossless-engine/contextengine/internal/locomo"
+	"github.com/lossless-engine/contextengine/legacy"
 	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
-// losslessTarget is the lossless engine on embedded defaults: a Badger
-// store in the suite's directory, the default summarizer, no network.
-func losslessTarget() bench.Target {
+// losslessTarget is the lossless engine on embedded defaults (a Badger
+// store in the suite's directory, the default summarizer, no network),
+// counting tokens with tokenizer.
+func losslessTarget(tokenizer string) bench.Target {
 	return bench.Target{
 		Name: lossless.EngineID,
 		Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
 			cfg := lossless.DefaultConfig()
 			cfg.StoreDir = dir
 			cfg.DefaultTokenBudget = budget
+			cfg.Tokenizer = tokenizer
 			return lossless.Open(ctx, cfg)
 		},
 		Flush: func(ctx context.Context, e core.Engine) error {
@@ -28,17 +31,77 @@ func losslessTarget() bench.Target {
 			}
 			return nil
 		},
-		Expand: func(ctx context.Context, e core.Engine, sessions []string) ([][]byte, error) {
+		Expand: expandAll,
+		Rotate: func(ctx context.Context, e core.Engine, session, key, file string, budget int) (string, string, error) {
 			le, ok := e.(*lossless.Engine)
 			if !ok {
-				return nil, fmt.Errorf("lossless-bench: expand: %T is not *lossless.Engine", e)
+				return "", "", fmt.Errorf("lossless-bench: rotate: %T is not *lossless.Engine", e)
 			}
-			var out [][]byte
-			err := le.Messages(ctx, "", sessions[0], func(_ uint64, m core.Message) error {
-				out = append(out, m.Raw())
-				return nil
-			})
-			return out, err
+			r, err := le.Rotate(ctx, lossless.RotateParams{SessionID: session, SessionKey: key,
+				SessionFile: file, TokenBudget: budget})
+			return r.SessionID, r.SessionFile, err
+		},
+	}
+}
+
+// expandAll walks the conversation's active context (after the last
+// session of sessions, i.e. after any rotation) and expands every summary
+// item with ExpandSummary — the lcm_expand tool's path, page by page —
+// down to raw messages; raw items are read as stored.
+func expandAll(ctx context.Context, e core.Engine, sessions []string) ([][]byte, error) {
+	le, ok := e.(*lossless.Engine)
+	if !ok {
+		return nil, fmt.Errorf("lossless-bench: expand: %T is not *lossless.Engine", e)
+	}
+	session := sessions[len(sessions)-1]
+	conv, err := le.Conversation(ctx, "", session)
+	if err != nil {
+		return nil, fmt.Errorf("lossless-bench: expand: %w", err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lossless-bench: expand: %w", err)
+	}
+	var out [][]byte
+	for _, it := range items {
+		if !it.IsSummary() {
+			m, err := conv.Message(ctx, it.Ref.Seq)
+			if err != nil {
+				return nil, fmt.Errorf("lossless-bench: expand: message %d: %w", it.Ref.Seq, err)
+			}
+			out = append(out, m.Raw())
+			continue
+		}
+		cursor := ""
+		for {
+			page, err := le.ExpandSummary(ctx, lossless.ExpandParams{SessionID: session, ID: it.Ref.ID,
+				MaxTokens: 64000, Cursor: cursor})
+			if err != nil {
+				return nil, fmt.Errorf("lossless-bench: expand %s: %w", it.Ref.ID, err)
+			}
+			for _, m := range page.Messages {
+				out = append(out, m.Message.Raw())
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			cursor = page.NextCursor
+		}
+	}
+	return out, nil
+}
+
+// legacyTarget is the legacy engine (built-in compaction over the session
+// file, extractive summarizer), counting tokens with tokenizer.
+func legacyTarget(tokenizer string) bench.Target {
+	return bench.Target{
+		Name: legacy.ID,
+		Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
+			tc, err := core.NewCounter(tokenizer)
+			if err != nil {
+				return nil, fmt.Errorf("lossless-bench: legacy: %w", err)
+			}
+			return legacy.New(legacy.Options{Counter: tc}), nil
 		},
 	}
 }

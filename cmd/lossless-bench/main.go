@@ -25,6 +25,7 @@
 //	--budget N              token budget (default 128000)
 //	--k 5,10,25,50          recall cut-offs
 //	--seed N                synthetic transcript seed (default 1)
+//	--tokenizer NAME        o200k_base (default), cl100k_base or chars4
 //	--json FILE             write the figures as JSON
 //	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
 //	--gobench               also print benchstat-readable lines
@@ -43,14 +44,16 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
 )
 
 // Defaults of the no-argument run (sized to finish in about a minute on
 // 2 cores).
 var (
-	defaultSizes    = []int{1000, 5000, 20000}
-	defaultMessages = 5000
+	defaultSizes     = []int{1000, 5000, 20000}
+	defaultMessages  = 5000
+	defaultLegacyMax = 5000
 )
 
 func main() {
@@ -127,30 +130,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	budget := fs.Int("budget", 128000, "token budget")
 	messages := fs.String("messages", strconv.Itoa(defaultMessages), "synthetic transcript length in messages")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
+	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of both engines: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	// Arguments that are not flags are transcripts, wherever they are
+	// (flag stops at the first one, so parse again after it).
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		}
-		return 2
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		transcripts = append(transcripts, rest[0])
+		rest = rest[1:]
 	}
-	transcripts = append(transcripts, fs.Args()...)
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
 		return 2
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(), Recall: recallFunc, Identifiers: identifiers}
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer), Legacy: legacyTarget(*tokenizer), Recall: recallFunc, Identifiers: identifiers}
 	var err error
+	cfg.Note = "tokenizer " + *tokenizer
 	if cfg.Messages, err = parseCount(*messages); err != nil {
 		return usage(fmt.Errorf("--messages: %w", err))
 	}
 	if len(sizes) == 0 {
-		cfg.Sizes = defaultSizes
-		cfg.Note = fmt.Sprintf("reduced assemble sizes %v to finish in about a minute; the full run is --sizes 10K,100K,1M", defaultSizes)
+		cfg.Sizes, cfg.LegacyMaxSize = defaultSizes, defaultLegacyMax
+		cfg.Note += fmt.Sprintf("; reduced assemble sizes %v (legacy up to %d) to finish in about a minute; the full run is --sizes 10K,100K,1M",
+			defaultSizes, defaultLegacyMax)
 	} else if cfg.Sizes, err = parseCounts(sizes); err != nil {
 		return usage(fmt.Errorf("--sizes: %w", err))
 	}
@@ -158,6 +173,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		if cfg.K, err = parseCounts(ks); err != nil {
 			return usage(fmt.Errorf("--k: %w", err))
 		}
+	}
+	if _, err := core.NewCounter(*tokenizer); err != nil {
+		return usage(fmt.Errorf("--tokenizer: %w", err))
 	}
 	if *budget <= 0 {
 		return usage(fmt.Errorf("--budget %d is not positive", *budget))

@@ -40,7 +40,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	p := cfg.Progress
 	rep.Budget, rep.Runs = cfg.Budget, cfg.AssembleRuns
 	rep.P50Ms, rep.P99Ms = map[string]float64{}, map[string]float64{}
-	rep.Tokens, rep.Messages = map[string]int{}, map[string]int{}
+	rep.Tokens, rep.Messages, rep.Samples = map[string]int{}, map[string]int{}, map[string]int{}
 	rep.Note = "lossless is passed the newest turn as the host's messages (it reads its own store); " +
 		"legacy is passed the whole history (it is a pass-through of the host's messages)"
 	d, err := r.dir("assemble")
@@ -69,7 +69,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 			return fmt.Errorf("open legacy: %w", err)
 		}
 		defer closeEngine(legacy)
-		rep.LegacyP50Ms, rep.LegacyP99Ms = map[string]float64{}, map[string]float64{}
+		rep.LegacyP50Ms, rep.LegacyP99Ms, rep.LegacySamples = map[string]float64{}, map[string]float64{}, map[string]int{}
 	}
 	const session = "assemble"
 	g := synth.New(cfg.Seed)
@@ -97,7 +97,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 				}
 				lastTurn = append(lastTurn, m)
 			}
-			if err := ingestBatched(ctx, e, session, chunk, p); err != nil {
+			if err := ingestBatched(ctx, e, session, sessionKey(session), chunk, p); err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
 			if legacy != nil && size <= cfg.LegacyMaxSize {
@@ -116,12 +116,13 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 		params := core.AssembleParams{SessionID: session, SessionKey: sessionKey(session),
 			Messages: slices.Clone(lastTurn), TokenBudget: cfg.Budget, Prompt: assemblePrompt}
 		p.Step(fmt.Sprintf("assemble: %d runs at %d messages", cfg.AssembleRuns, size), cfg.AssembleRuns)
-		lat, res, err := timeAssemble(ctx, e, params, cfg.AssembleRuns, p)
+		lat, res, err := timeAssemble(ctx, e, params, cfg.AssembleRuns, 10*cfg.AssembleRuns, time.Second, true, p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("assemble at %d: %w", size, err))
 			continue
 		}
 		rep.P50Ms[key], rep.P99Ms[key] = percentile(lat, 50), percentile(lat, 99)
+		rep.Samples[key] = len(lat)
 		rep.Tokens[key], rep.Messages[key] = res.EstimatedTokens, len(res.Messages)
 		if res.EstimatedTokens > cfg.Budget {
 			errs = append(errs, fmt.Errorf("assemble at %d: estimated %d tokens, over the budget %d", size, res.EstimatedTokens, cfg.Budget))
@@ -129,13 +130,16 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 		if legacy != nil && size <= cfg.LegacyMaxSize {
 			lp := params
 			lp.Messages = history
-			runs := max(5, cfg.AssembleRuns/5)
-			p.Step(fmt.Sprintf("assemble: legacy, %d runs at %d messages", runs, size), runs)
-			lat, _, err := timeAssemble(ctx, legacy, lp, runs, p)
+			// Legacy counts every message on every call: one run at least,
+			// more while under 3 seconds.
+			runs := max(3, cfg.AssembleRuns/5)
+			p.Step(fmt.Sprintf("assemble: legacy, up to %d runs at %d messages", runs, size), runs)
+			lat, _, err := timeAssemble(ctx, legacy, lp, 1, runs, 3*time.Second, false, p)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("legacy assemble at %d: %w", size, err))
 			} else {
 				rep.LegacyP50Ms[key], rep.LegacyP99Ms[key] = percentile(lat, 50), percentile(lat, 99)
+				rep.LegacySamples[key] = len(lat)
 			}
 		}
 		if size >= cfg.LegacyMaxSize {
@@ -158,18 +162,21 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	return errors.Join(errs...)
 }
 
-// timeAssemble runs one untimed warm-up assemble, then at least runs timed
-// ones, continuing (up to 10×runs) while less than a second has passed so
-// that fast assembles get enough samples for a p99; it returns the
-// latencies in ms and the last result.
-func timeAssemble(ctx context.Context, e core.Engine, params core.AssembleParams, runs int, p Progress) ([]float64, core.AssembleResult, error) {
-	res, err := e.Assemble(ctx, params)
-	if err != nil {
-		return nil, res, err
+// timeAssemble runs one untimed warm-up assemble when warm is set, then at
+// least minRuns timed ones, continuing up to maxRuns while less than maxDur
+// has passed (fast assembles get enough samples for a p99, slow ones do not
+// take minutes); it returns the latencies in ms and the last result.
+func timeAssemble(ctx context.Context, e core.Engine, params core.AssembleParams, minRuns, maxRuns int, maxDur time.Duration, warm bool, p Progress) ([]float64, core.AssembleResult, error) {
+	var res core.AssembleResult
+	var err error
+	if warm {
+		if res, err = e.Assemble(ctx, params); err != nil {
+			return nil, res, err
+		}
 	}
-	lat := make([]float64, 0, runs)
+	lat := make([]float64, 0, minRuns)
 	start := time.Now()
-	for i := 0; i < runs || (i < 10*runs && time.Since(start) < time.Second); i++ {
+	for i := 0; i < minRuns || (i < maxRuns && time.Since(start) < maxDur); i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, res, err
 		}

@@ -58,6 +58,11 @@ type Target struct {
 	// are the conversation's session ids: the imported one first, then the
 	// successors named by compactions that rotated the transcript.
 	Expand func(ctx context.Context, e core.Engine, sessions []string) ([][]byte, error)
+	// Rotate forces a rotation of the session's transcript (compacting
+	// first, as the engine does) and returns the successor's session id and
+	// file. May be nil: the lossless suite then counts only the rotations
+	// compaction did on its own.
+	Rotate func(ctx context.Context, e core.Engine, session, key, file string, budget int) (string, string, error)
 	// Flush waits for background work (indexing, compaction) to finish, so
 	// that a measurement includes it. May be nil.
 	Flush func(ctx context.Context, e core.Engine) error

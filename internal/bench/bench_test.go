@@ -97,8 +97,8 @@ func TestRunAllSuites(t *testing.T) {
 	if v := num("lossless", "lost_or_altered"); v != 0 {
 		t.Errorf("lost_or_altered = %v", v)
 	}
-	if rep.Lossless.Expanded != 300 || rep.Lossless.Rotations == 0 {
-		t.Errorf("lossless %+v: want 300 expanded after at least one rotation", rep.Lossless)
+	if rep.Lossless.Expanded != 375 || rep.Lossless.Messages != 375 || rep.Lossless.Rotations == 0 {
+		t.Errorf("lossless %+v: want 300 imported + 75 after rotation expanded after at least one rotation", rep.Lossless)
 	}
 	if v := num("footprint", "rss_mb"); v <= 0 {
 		t.Errorf("rss_mb = %v", v)
@@ -133,6 +133,19 @@ func TestLosslessSuiteCountsLoss(t *testing.T) {
 				t.Fatalf("errors %v, want the loss reported", rep.Errors)
 			}
 		})
+	}
+}
+
+func TestLosslessForcesRotation(t *testing.T) {
+	cfg := tinyConfig(t)
+	cfg.Suites = []string{SuiteLossless}
+	cfg.Engine = fakeTarget(func(f *fakeEngine) { f.noRotate = true })
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Errors) > 0 || rep.Lossless.Rotations != 1 || rep.Lossless.Expanded != 375 || rep.Lossless.LostOrAltered != 0 {
+		t.Fatalf("lossless %+v, errors %v: want one forced rotation and nothing lost", rep.Lossless, rep.Errors)
 	}
 }
 
@@ -344,5 +357,5 @@ func ExampleRun() {
 		panic(err)
 	}
 	fmt.Println("messages:", rep.Lossless.Messages, "lost or altered:", rep.Lossless.LostOrAltered)
-	// Output: messages: 300 lost or altered: 0
+	// Output: messages: 375 lost or altered: 0
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -18,7 +19,10 @@ const maxCompactRounds = 64
 // compactOutcome is the result of compacting one session to budget.
 type compactOutcome struct {
 	rounds        int
-	before, after int
+	internal      int
+	before, after int // whole context (details) or the result's figures
+	winBefore     int
+	winAfter      int
 	wall          float64
 	// session and file are the session id and file after any rotation;
 	// sessions lists every session id in order (the first is the input's).
@@ -29,7 +33,7 @@ type compactOutcome struct {
 // compactToBudget calls Compact as overflow recovery does (force, target
 // budget) until the tokens after are within budget, compaction stops
 // making progress, or maxRounds is reached. It follows rotations.
-func compactToBudget(ctx context.Context, e core.Engine, session, file string, budget, maxRounds int, p Progress) (compactOutcome, error) {
+func compactToBudget(ctx context.Context, e core.Engine, session, key, file string, budget, maxRounds int, p Progress) (compactOutcome, error) {
 	o := compactOutcome{sessions: []string{session}, file: file}
 	cur := session
 	start := time.Now()
@@ -38,7 +42,7 @@ func compactToBudget(ctx context.Context, e core.Engine, session, file string, b
 		if err := ctx.Err(); err != nil {
 			return o, err
 		}
-		res, err := e.Compact(ctx, core.CompactParams{SessionID: cur, SessionKey: sessionKey(session),
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: cur, SessionKey: key,
 			SessionFile: o.file, TokenBudget: budget, Force: true, CompactionTarget: core.CompactionTargetBudget})
 		o.rounds++
 		p.Add(1)
@@ -46,11 +50,14 @@ func compactToBudget(ctx context.Context, e core.Engine, session, file string, b
 			o.wall = time.Since(start).Seconds()
 			return o, fmt.Errorf("compact round %d: %w", o.rounds, err)
 		}
+		var d compactDetails
 		if res.Result != nil {
+			d = parseDetails(res.Result)
 			if o.rounds == 1 || o.before == 0 {
-				o.before = res.Result.TokensBefore
+				o.before, o.winBefore = d.before, res.Result.TokensBefore
 			}
-			o.after = res.Result.TokensAfter
+			o.after, o.winAfter = d.after, res.Result.TokensAfter
+			o.internal += d.rounds
 			if res.Result.SessionID != "" && res.Result.SessionID != cur {
 				cur = res.Result.SessionID
 				o.sessions = append(o.sessions, cur)
@@ -63,12 +70,34 @@ func compactToBudget(ctx context.Context, e core.Engine, session, file string, b
 			o.wall = time.Since(start).Seconds()
 			return o, fmt.Errorf("compact round %d: not ok: %s", o.rounds, res.Reason)
 		}
-		if !res.Compacted || res.Result == nil || res.Result.TokensAfter <= budget {
+		if !res.Compacted || res.Result == nil || d.after <= budget {
 			break
 		}
 	}
 	o.wall = time.Since(start).Seconds()
 	return o, nil
+}
+
+// compactDetails are the figures read from a compaction result.
+type compactDetails struct{ before, after, rounds int }
+
+// parseDetails returns the whole context's tokens before and after
+// (details.contextTokensBefore/After when present, else the result's
+// tokensBefore/After) and details.rounds.
+func parseDetails(r *core.CompactOutcome) compactDetails {
+	d := compactDetails{before: r.TokensBefore, after: r.TokensAfter}
+	var x struct {
+		Before *int `json:"contextTokensBefore"`
+		After  *int `json:"contextTokensAfter"`
+		Rounds int  `json:"rounds"`
+	}
+	if len(r.Details) > 0 && json.Unmarshal(r.Details, &x) == nil {
+		if x.Before != nil && x.After != nil {
+			d.before, d.after = *x.Before, *x.After
+		}
+		d.rounds = x.Rounds
+	}
+	return d
 }
 
 // compact runs the compact suite on the synthetic transcript (and on each
@@ -92,7 +121,7 @@ func (r *runner) compact(ctx context.Context, rep *CompactReport) error {
 	defer closeEngine(e)
 	const session = "compact"
 	p.Step("compact: ingest the history", len(msgs))
-	if err := ingestBatched(ctx, e, session, msgs, p); err != nil {
+	if err := ingestBatched(ctx, e, session, sessionKey(session), msgs, p); err != nil {
 		return err
 	}
 	if err := r.flush(ctx, cfg.Engine, e); err != nil {
@@ -100,8 +129,9 @@ func (r *runner) compact(ctx context.Context, rep *CompactReport) error {
 	}
 	var errs []error
 	p.Step("compact: rounds until under budget", 8)
-	o, err := compactToBudget(ctx, e, session, "", cfg.Budget, maxCompactRounds, p)
-	rep.WallS, rep.Rounds, rep.TokensBefore, rep.TokensAfter = o.wall, o.rounds, o.before, o.after
+	o, err := compactToBudget(ctx, e, session, sessionKey(session), "", cfg.Budget, maxCompactRounds, p)
+	rep.WallS, rep.Rounds, rep.InternalRounds, rep.TokensBefore, rep.TokensAfter = o.wall, o.rounds, o.internal, o.before, o.after
+	rep.WindowTokensBefore, rep.WindowTokensAfter = o.winBefore, o.winAfter
 	if err != nil {
 		errs = append(errs, err)
 	} else {
@@ -135,7 +165,7 @@ func (r *runner) compact(ctx context.Context, rep *CompactReport) error {
 		}
 		if err == nil {
 			var o compactOutcome
-			o, err = compactToBudget(ctx, e, sid, path, cfg.Budget, maxCompactRounds, p)
+			o, err = compactToBudget(ctx, e, sid, sessionKey(sid), path, cfg.Budget, maxCompactRounds, p)
 			tc.WallS, tc.Rounds, tc.TokensBefore, tc.TokensAfter = o.wall, o.rounds, o.before, o.after
 		}
 		if err != nil {
@@ -170,7 +200,7 @@ func (r *runner) legacyCompact(ctx context.Context, msgs []core.Message) *Legacy
 	}
 	defer closeEngine(e)
 	cfg.Progress.Step("compact: legacy", 3)
-	o, err := compactToBudget(ctx, e, info.ID, file, cfg.Budget, 3, cfg.Progress)
+	o, err := compactToBudget(ctx, e, info.ID, sessionKey(info.ID), file, cfg.Budget, 3, cfg.Progress)
 	out.WallS, out.Rounds, out.TokensBefore, out.TokensAfter = o.wall, o.rounds, o.before, o.after
 	if err != nil {
 		out.Error = err.Error()

@@ -28,6 +28,7 @@ type fakeEngine struct {
 	overflow bool // assemble returns more than the budget
 	drop     int  // Expand drops this many messages
 	alter    bool // Expand alters one message
+	noRotate bool // Compact never rotates
 }
 
 func newFake() *fakeEngine {
@@ -141,7 +142,7 @@ func (f *fakeEngine) Compact(ctx context.Context, p core.CompactParams) (core.Co
 		after += n
 	}
 	out := &core.CompactOutcome{TokensBefore: before, TokensAfter: after, Summary: "s"}
-	if p.SessionFile != "" {
+	if p.SessionFile != "" && !f.noRotate {
 		f.gen++
 		out.SessionID = fmt.Sprintf("%s-r%d", p.SessionID, f.gen)
 		out.SessionFile = p.SessionFile
@@ -170,6 +171,15 @@ func fakeTarget(mod func(*fakeEngine)) Target {
 				return nil, err
 			}
 			return f, nil
+		},
+		Rotate: func(ctx context.Context, e core.Engine, session, key, file string, budget int) (string, string, error) {
+			f := e.(*fakeEngine)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.gen++
+			id := fmt.Sprintf("%s-rot%d", session, f.gen)
+			f.alias[id] = f.conv(session, key)
+			return id, file, nil
 		},
 		Expand: func(ctx context.Context, e core.Engine, sessions []string) ([][]byte, error) {
 			f := e.(*fakeEngine)

@@ -82,7 +82,7 @@ func (r *runner) ingest(ctx context.Context, rep *IngestReport) error {
 	}
 	alloc = totalAlloc()
 	start = time.Now()
-	err = ingestBatched(ctx, e, "ingest-batch", msgs, p)
+	err = ingestBatched(ctx, e, "ingest-batch", sessionKey("ingest-batch"), msgs, p)
 	if err == nil {
 		err = r.flush(ctx, cfg.Engine, e)
 	}

@@ -45,7 +45,7 @@ func sessionKey(id string) string { return "agent:main:" + id }
 
 // ingestBatched stores msgs turn by turn, with IngestBatch when the engine
 // has it and one Ingest per message otherwise.
-func ingestBatched(ctx context.Context, e core.Engine, session string, msgs []core.Message, p Progress) error {
+func ingestBatched(ctx context.Context, e core.Engine, session, key string, msgs []core.Message, p Progress) error {
 	bi, ok := e.(core.BatchIngester)
 	for _, t := range turns(msgs) {
 		if err := ctx.Err(); err != nil {
@@ -53,13 +53,13 @@ func ingestBatched(ctx context.Context, e core.Engine, session string, msgs []co
 		}
 		if ok {
 			if _, err := bi.IngestBatch(ctx, core.IngestBatchParams{SessionID: session,
-				SessionKey: sessionKey(session), Messages: t}); err != nil {
+				SessionKey: key, Messages: t}); err != nil {
 				return fmt.Errorf("ingestBatch: %w", err)
 			}
 		} else {
 			for _, m := range t {
 				if _, err := e.Ingest(ctx, core.IngestParams{SessionID: session,
-					SessionKey: sessionKey(session), Message: m}); err != nil {
+					SessionKey: key, Message: m}); err != nil {
 					return fmt.Errorf("ingest: %w", err)
 				}
 			}

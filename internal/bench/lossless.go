@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/synth"
 )
 
@@ -48,9 +49,13 @@ func (r *runner) recall(ctx context.Context, rep *RecallReport) error {
 	return nil
 }
 
-// lossless runs the lossless suite: import a session file, compact it
-// until under budget (which rotates the transcript when the engine does),
-// expand everything and compare with the input byte for byte.
+// lossless runs the lossless suite: import a session file; compact it
+// repeatedly to shrinking budgets (the budget, half, a quarter: deeper
+// summaries each time); rotate the transcript (forced through
+// Target.Rotate when compaction did not rotate on its own); continue the
+// conversation in the successor session with more messages and compact
+// again; then expand every summary down to raw messages and compare with
+// the input byte for byte.
 func (r *runner) lossless(ctx context.Context, rep *LosslessReport) error {
 	cfg := r.cfg
 	p := cfg.Progress
@@ -71,7 +76,8 @@ func (r *runner) lossless(ctx context.Context, rep *LosslessReport) error {
 	if err != nil {
 		return err
 	}
-	rep.Messages = info.Messages
+	more := max(1, min(200, cfg.Messages/4)) // messages added after the rotation
+	rep.Messages = info.Messages + more
 	store := filepath.Join(d, "store")
 	if err := os.MkdirAll(store, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -81,6 +87,7 @@ func (r *runner) lossless(ctx context.Context, rep *LosslessReport) error {
 		return fmt.Errorf("open: %w", err)
 	}
 	defer closeEngine(e)
+	key := sessionKey(info.ID)
 	p.Step("lossless: import", 1)
 	if _, err := bootstrap(ctx, e, info.ID, file); err != nil {
 		return err
@@ -89,31 +96,66 @@ func (r *runner) lossless(ctx context.Context, rep *LosslessReport) error {
 		return err
 	}
 	p.Add(1)
-	p.Step("lossless: compact until under budget", 8)
-	o, cerr := compactToBudget(ctx, e, info.ID, file, cfg.Budget, maxCompactRounds, p)
-	rep.CompactRounds, rep.Rotations = o.rounds, len(o.sessions)-1
-	if ctx.Err() != nil {
-		return cerr
+	sessions := []string{info.ID}
+	var errs []error
+	compactAt := func(budget int) {
+		o, err := compactToBudget(ctx, e, sessions[len(sessions)-1], key, file, budget, maxCompactRounds, p)
+		rep.CompactRounds += o.rounds
+		sessions = append(sessions, o.sessions[1:]...)
+		file = o.file
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	// Expand and compare even when compaction failed: what is stored must
+	p.Step("lossless: compact to shrinking budgets", 3)
+	for _, b := range []int{cfg.Budget, cfg.Budget / 2, cfg.Budget / 4} {
+		compactAt(b)
+	}
+	if len(sessions) == 1 && cfg.Engine.Rotate != nil {
+		p.Step("lossless: rotate", 1)
+		sid, f, err := cfg.Engine.Rotate(ctx, e, sessions[0], key, file, cfg.Budget)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rotate: %w", err))
+		} else {
+			sessions, file = append(sessions, sid), f
+		}
+		p.Add(1)
+	}
+	rep.Rotations = len(sessions) - 1
+	// The conversation goes on in the successor session.
+	want := synth.Messages(cfg.Seed, cfg.Messages+more)
+	extra := make([]core.Message, more)
+	for i := range extra {
+		if extra[i], err = core.ParseMessage(want[cfg.Messages+i]); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	p.Step("lossless: continue after the rotation", more)
+	if err := ingestBatched(ctx, e, sessions[len(sessions)-1], key, extra, p); err != nil {
+		errs = append(errs, fmt.Errorf("after rotation: %w", err))
+	}
+	compactAt(cfg.Budget / 4)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	// Expand and compare even when something failed: what is stored must
 	// still be intact.
 	if err := r.flush(ctx, cfg.Engine, e); err != nil {
-		return err
+		return errors.Join(append(errs, err)...)
 	}
 	p.Step("lossless: expand everything and compare", 1)
-	got, err := cfg.Engine.Expand(ctx, e, o.sessions)
+	got, err := cfg.Engine.Expand(ctx, e, sessions)
 	if err != nil {
-		return fmt.Errorf("expand: %w", err)
+		return errors.Join(append(errs, fmt.Errorf("expand: %w", err))...)
 	}
 	p.Add(1)
 	rep.Expanded = len(got)
-	want := synth.Messages(cfg.Seed, cfg.Messages)
 	rep.LostOrAltered, rep.Extra, rep.FirstDifferentAt = compareRaw(want, got)
 	if rep.LostOrAltered != 0 || rep.Extra != 0 {
-		return errors.Join(cerr, fmt.Errorf("%d of %d messages lost or altered, %d extra (first difference at message %d)",
+		errs = append(errs, fmt.Errorf("%d of %d messages lost or altered, %d extra (first difference at message %d)",
 			rep.LostOrAltered, len(want), rep.Extra, rep.FirstDifferentAt))
 	}
-	return cerr
+	return errors.Join(errs...)
 }
 
 // compareRaw compares the expanded messages with the input: lost counts

@@ -108,22 +108,22 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 	}
 	if r := rep.Assemble; r != nil && len(r.P99Ms) > 0 {
-		section(fmt.Sprintf("ASSEMBLE  budget %d tokens, %d timed runs per size (legacy: fewer)", r.Budget, r.Runs))
-		fmt.Fprintln(tw, "history (msgs)\tp50 ms\tp99 ms\ttokens\tmsgs out\tlegacy p50 ms\tlegacy p99 ms\t")
+		section(fmt.Sprintf("ASSEMBLE  budget %d tokens, at least %d timed runs per size", r.Budget, r.Runs))
+		fmt.Fprintln(tw, "history (msgs)\tp50 ms\tp99 ms\truns\ttokens\tmsgs out\tlegacy p50 ms\tlegacy p99 ms\tlegacy runs\t")
 		for _, k := range sortedKeys(r.P99Ms) {
-			lp50, lp99 := "-", "-"
+			lp50, lp99, lruns := "-", "-", "-"
 			if v, ok := r.LegacyP50Ms[k]; ok {
-				lp50, lp99 = ms(v), ms(r.LegacyP99Ms[k])
+				lp50, lp99, lruns = ms(v), ms(r.LegacyP99Ms[k]), strconv.Itoa(r.LegacySamples[k])
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\t\n", k, ms(r.P50Ms[k]), ms(r.P99Ms[k]), r.Tokens[k], r.Messages[k], lp50, lp99)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t\n", k, ms(r.P50Ms[k]), ms(r.P99Ms[k]), r.Samples[k], r.Tokens[k], r.Messages[k], lp50, lp99, lruns)
 		}
 		tw.Flush()
 		fmt.Fprintf(&b, "p99 at the largest size / p99 at the smallest: %.2f (1.00 = flat in history size)\n", r.P99RatioLargestSmallest)
 	}
 	if r := rep.Compact; r != nil {
 		section(fmt.Sprintf("COMPACT  %d synthetic messages to a %d-token budget", r.Messages, r.Budget))
-		fmt.Fprintln(tw, "\twall s\trounds\ttokens before\ttokens after\tidentifiers kept\t")
-		fmt.Fprintf(tw, "engine\t%.2f\t%d\t%d\t%d\t%.1f%% of %d\t\n", r.WallS, r.Rounds, r.TokensBefore, r.TokensAfter, r.IdentifierRetentionPct, r.Identifiers)
+		fmt.Fprintln(tw, "\twall s\tcalls (rounds)\tcontext tokens before\tafter\tidentifiers kept\t")
+		fmt.Fprintf(tw, "engine\t%.2f\t%d (%d)\t%d\t%d\t%.1f%% of %d\t\n", r.WallS, r.Rounds, r.InternalRounds, r.TokensBefore, r.TokensAfter, r.IdentifierRetentionPct, r.Identifiers)
 		if l := r.Legacy; l != nil {
 			if l.Error != "" {
 				fmt.Fprintf(tw, "legacy\terror\t\t\t\t\t\n")

@@ -104,12 +104,17 @@ type AssembleReport struct {
 	// of messages returned.
 	Tokens   map[string]int `json:"tokens"`
 	Messages map[string]int `json:"messages"`
+	// Samples is the number of timed assembles at each size.
+	Samples map[string]int `json:"samples"`
 	// P99RatioLargestSmallest is p99 at the largest size / p99 at the
 	// smallest: 1 means flat in history size.
 	P99RatioLargestSmallest float64 `json:"p99_ratio_largest_smallest"`
 	// Legacy's assemble on the same histories (sizes up to LegacyMaxSize).
 	LegacyP50Ms map[string]float64 `json:"legacy_p50_ms,omitempty"`
 	LegacyP99Ms map[string]float64 `json:"legacy_p99_ms,omitempty"`
+	// LegacySamples is the number of timed legacy assembles at each size
+	// (few: legacy counts the whole history on every call).
+	LegacySamples map[string]int `json:"legacy_samples,omitempty"`
 	// BuildMsgsPerS is the ingest rate while building the histories.
 	BuildMsgsPerS float64 `json:"build_msgs_per_s"`
 	Note          string  `json:"note,omitempty"`
@@ -118,13 +123,22 @@ type AssembleReport struct {
 
 // CompactReport is the compact suite: bringing a long history under budget.
 type CompactReport struct {
-	Messages     int     `json:"messages"`
-	Budget       int     `json:"budget"`
-	WallS        float64 `json:"wall_s"`
-	Rounds       int     `json:"rounds"`
-	TokensBefore int     `json:"tokens_before"`
-	TokensAfter  int     `json:"tokens_after"`
-	UnderBudget  bool    `json:"under_budget"`
+	Messages int     `json:"messages"`
+	Budget   int     `json:"budget"`
+	WallS    float64 `json:"wall_s"`
+	// Rounds is the number of Compact calls, InternalRounds the rounds the
+	// engine reported doing inside them (details.rounds), when it says.
+	Rounds         int `json:"rounds"`
+	InternalRounds int `json:"internal_rounds,omitempty"`
+	// TokensBefore and TokensAfter are the whole stored context's tokens
+	// (details.contextTokensBefore/After when the engine reports them,
+	// else result.tokensBefore/After); WindowTokensBefore/After are the
+	// result's own figures (what the model would be sent).
+	TokensBefore       int  `json:"tokens_before"`
+	TokensAfter        int  `json:"tokens_after"`
+	WindowTokensBefore int  `json:"window_tokens_before"`
+	WindowTokensAfter  int  `json:"window_tokens_after"`
+	UnderBudget        bool `json:"under_budget"`
 	// AssembledTokens is the assemble estimate after compaction.
 	AssembledTokens int `json:"assembled_tokens"`
 	// Identifiers is the number of distinct identifiers in the compacted
@@ -182,7 +196,6 @@ type LosslessReport struct {
 	CompactRounds    int     `json:"compact_rounds"`
 	Rotations        int     `json:"rotations"`
 	Expanded         int     `json:"expanded"`
-	Summaries        int     `json:"summaries_in_context"`
 	LostOrAltered    int     `json:"lost_or_altered"`
 	Extra            int     `json:"extra"`
 	WallS            float64 `json:"wall_s"`

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/internal/bench"
+	"github.com/lossless-engine/contextengine/internal/testutil"
+)
+
+// tiny shrinks a run further than the flags can, for tests.
+func tiny(t *testing.T) func(*bench.Config) {
+	return func(c *bench.Config) {
+		c.AssembleRuns, c.OneByOne, c.TempDir = 5, 100, t.TempDir()
+	}
+}
+
+// TestCommandAllSuites runs every suite of the real command at tiny sizes
+// and checks the JSON keys the README and the issue promise.
+func TestCommandAllSuites(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, svgPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.svg")
+	var stdout, stderr bytes.Buffer
+	// chars4 counts tokens ~50x faster than tiktoken under -race; the
+	// tiktoken path is covered by TestCommandRealTranscripts.
+	code := run(context.Background(), []string{"--messages", "400", "--sizes", "100,400", "--budget", "16000", "--tokenizer", "chars4",
+		"--json", jsonPath, "--plot", svgPath, "--gobench"}, &stdout, &stderr, false, nil, tiny(t))
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	if strings.Contains(stderr.String(), "\r") {
+		t.Fatal("progress bar drawn although stderr is not a terminal")
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range bench.Suites {
+		if doc[s] == nil {
+			t.Errorf("no %q key in the JSON", s)
+		}
+	}
+	num := func(suite, key string) float64 {
+		t.Helper()
+		v, ok := doc[suite][key].(float64)
+		if !ok {
+			t.Fatalf("%s.%s missing or not a number", suite, key)
+		}
+		return v
+	}
+	if v := num("ingest", "batched_msgs_per_s"); v <= 0 {
+		t.Errorf("ingest.batched_msgs_per_s = %v", v)
+	}
+	p99, _ := doc["assemble"]["p99_ms"].(map[string]any)
+	for _, size := range []string{"100", "400"} {
+		if v, _ := p99[size].(float64); v <= 0 {
+			t.Errorf("assemble.p99_ms[%q] = %v", size, p99[size])
+		}
+	}
+	if v := num("assemble", "p99_ratio_largest_smallest"); v <= 0 {
+		t.Errorf("p99 ratio %v", v)
+	}
+	if v := num("compact", "wall_s"); v <= 0 {
+		t.Errorf("compact.wall_s = %v", v)
+	}
+	if b, a := num("compact", "tokens_before"), num("compact", "tokens_after"); b <= 16000 || a <= 0 || a > 16000 {
+		t.Errorf("compact tokens %v -> %v, want from over to under the 16000 budget", b, a)
+	}
+	rec, _ := doc["recall"]["recall_at"].(map[string]any)
+	if len(rec) != 4 {
+		t.Errorf("recall.recall_at = %v, want 4 cut-offs", rec)
+	}
+	for k, v := range rec {
+		if f, _ := v.(float64); f < 0 || f > 100 {
+			t.Errorf("recall@%s = %v", k, v)
+		}
+	}
+	if v := num("lossless", "lost_or_altered"); v != 0 {
+		t.Errorf("lossless.lost_or_altered = %v", v)
+	}
+	if v := num("footprint", "rss_mb"); v <= 0 {
+		t.Errorf("footprint.rss_mb = %v", v)
+	}
+	if v := num("footprint", "disk_ratio"); v <= 0 {
+		t.Errorf("footprint.disk_ratio = %v", v)
+	}
+	if !strings.Contains(stdout.String(), "BenchmarkAssemble/size=400") {
+		t.Error("--gobench printed no assemble line")
+	}
+	svg, err := os.ReadFile(svgPath)
+	if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) {
+		t.Fatalf("plot: %v %.40q", err, svg)
+	}
+}
+
+// TestCommandRealTranscripts imports and compacts the real pi-mono
+// transcripts given with --transcripts (skipped when absent).
+func TestCommandRealTranscripts(t *testing.T) {
+	files := testutil.PiMono(t)
+	if raceEnabled {
+		files = files[1:] // the smaller one (~1 MB); both take minutes under -race
+	}
+	jsonPath := filepath.Join(t.TempDir(), "out.json")
+	var stdout, stderr bytes.Buffer
+	// Transcripts both after --transcripts and as trailing arguments.
+	args := append([]string{"--suite", "ingest", "--messages", "100", "--json", jsonPath, "--transcripts"}, files...)
+	if len(files) == 2 {
+		args = []string{"--suite", "ingest", "--messages", "100", "--transcripts", files[0], files[1], "--json", jsonPath}
+	}
+	code := run(context.Background(), args, &stdout, &stderr, false, nil, tiny(t))
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	var rep bench.Report
+	raw, _ := os.ReadFile(jsonPath)
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Ingest == nil || len(rep.Ingest.Transcripts) != len(files) {
+		t.Fatalf("ingest %+v, want %d transcripts", rep.Ingest, len(files))
+	}
+	for _, tr := range rep.Ingest.Transcripts {
+		if tr.Error != "" || tr.Messages < 900 || tr.Imported != tr.Messages || tr.MsgsPerS <= 0 {
+			t.Errorf("transcript %+v: want every message imported", tr)
+		}
+	}
+	if rep.Assemble != nil || rep.Compact != nil {
+		t.Error("--suite ingest ran other suites")
+	}
+}
+
+func TestFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--sizes", "10,x"}, 2, "--sizes"},
+		{[]string{"--messages", "-3"}, 2, "--messages"},
+		{[]string{"--suite", "ingest,bogus"}, 2, "unknown suite"},
+		{[]string{"--budget", "0"}, 2, "--budget"},
+		{[]string{"--k", "0"}, 2, "--k"},
+		{[]string{"--transcripts", "/nonexistent/x.jsonl"}, 2, "--transcripts"},
+		{[]string{"--locomo", "/nonexistent/l.json"}, 2, "--locomo"},
+		{[]string{"--nope"}, 2, "flag provided but not defined"},
+		{[]string{"--tokenizer", "gpt2"}, 2, "--tokenizer"},
+		{[]string{"--help"}, 0, "usage: lossless-bench"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &stdout, &stderr, false, nil, nil)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("%v: code %d, stderr %q; want %d and %q", tc.args, code, stderr.String(), tc.code, tc.want)
+		}
+	}
+}
+
+func TestParseCount(t *testing.T) {
+	for in, want := range map[string]int{"10": 10, "10K": 10000, "100k": 100000, "1M": 1000000, "1_000": 1000, " 5 ": 5} {
+		if got, err := parseCount(in); err != nil || got != want {
+			t.Errorf("parseCount(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "K", "0", "-1", "1.5K", "abc", "99999999999999M"} {
+		if _, err := parseCount(in); err == nil {
+			t.Errorf("parseCount(%q) accepted", in)
+		}
+	}
+	var l listFlag
+	_ = l.Set("a, b,,c")
+	_ = l.Set("d")
+	if l.String() != "a,b,c,d" {
+		t.Errorf("listFlag = %q", l.String())
+	}
+}
+
+func FuzzParseCount(f *testing.F) {
+	for _, s := range []string{"10", "10K", "1M", "1_000", "", "-5", "9223372036854775807", "1e6"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := parseCount(s)
+		if err == nil && n <= 0 {
+			t.Fatalf("parseCount(%q) = %d without error", s, n)
+		}
+	})
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	b := newBar(&buf, func() int { return 60 })
+	b.Step("ingest: raw Badger", 10)
+	for i := 0; i < 10; i++ {
+		b.Add(1)
+	}
+	out := buf.String()
+	if !strings.HasPrefix(out, "\r[") || !strings.Contains(out, "100% ingest: raw Badger (10/10") {
+		t.Fatalf("bar output %q", out)
+	}
+	for _, line := range strings.Split(out, "\r")[1:] {
+		if len(line) != 59 {
+			t.Fatalf("bar line %q is %d wide, want 59", line, len(line))
+		}
+	}
+	buf.Reset()
+	b.Clear()
+	if strings.TrimSpace(strings.ReplaceAll(buf.String(), "\r", "")) != "" {
+		t.Fatalf("Clear wrote %q", buf.String())
+	}
+}
