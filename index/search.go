@@ -123,8 +123,13 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	return ix.search(ctx, &q, terms, q.K)
 }
 
-// ctxBoost weighs the neighbour-context field against the text field.
-var ctxBoost = 0.5
+// ctxBoost weighs the neighbour-context field against the text field;
+// only the ctxTerms rarest query terms are looked up in it (each costs a
+// posting-list walk).
+var (
+	ctxBoost = 0.5
+	ctxTerms = 10
+)
 
 // Query-term pruning: a prompt is cut to its maxSearchTerms rarest terms,
 // and, in an index of at least commonTermMinDocs docs, terms found in more
@@ -242,11 +247,11 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 		return nil, nil
 	}
 	should := make([]query.Query, 0, 2*len(terms))
-	for _, t := range terms {
+	for i, t := range terms {
 		tq := query.NewTermQuery(t)
 		tq.SetField(fText)
 		should = append(should, tq)
-		if ctxBoost > 0 {
+		if ctxBoost > 0 && i < ctxTerms {
 			cq := query.NewTermQuery(t)
 			cq.SetField(fCtx)
 			cq.SetBoost(ctxBoost)

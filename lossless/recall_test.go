@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index"
 )
 
 func withRecall(c *Config) { c.Recall.Enabled = true }
@@ -166,19 +167,59 @@ func TestRecallSkipsWhatIsInContext(t *testing.T) {
 // TestRecallAgentIsolation: two agents with the same words; nothing of one
 // is ever returned to the other, by recall, assemble, grep or expand.
 func TestRecallAgentIsolation(t *testing.T) {
-	e := openTest(t, withRecall)
+	e := openTest(t, withRecall, func(c *Config) { c.FreshTailMessages = 2 })
 	ctx := context.Background()
 	for _, agent := range []string{"alice", "bob"} {
 		for s := 0; s < 3; s++ {
 			var texts []string
 			for i := 0; i < 12; i++ {
-				texts = append(texts, fmt.Sprintf("shared secret launch code topic %d marker-%s-%d-%d", i, agent, s, i))
+				texts = append(texts, fmt.Sprintf("shared secret launch code topic %d marker-%s-%d-%d and some longer filler prose so that the session needs compaction under a small budget", i, agent, s, i))
 			}
 			ingestTurns(t, e, fmt.Sprintf("%s-%d", agent, s), fmt.Sprintf("agent:%s:s%d", agent, s), texts...)
 		}
 	}
+	// Summaries of bob's first session: indexed under bob, expandable only
+	// from bob's conversation.
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: "bob-0", SessionKey: "agent:bob:s0", TokenBudget: 300,
+		Force: true, CompactionTarget: core.CompactionTargetBudget})
+	if err != nil || !res.OK {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	conv, err := e.ConversationFor(ctx, "bob", "bob-0", "agent:bob:s0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bobSummaries []string
+	for _, it := range items {
+		if it.IsSummary() {
+			bobSummaries = append(bobSummaries, it.Ref.ID)
+		}
+	}
+	if len(bobSummaries) == 0 {
+		t.Fatal("no summary made")
+	}
+	for _, id := range bobSummaries {
+		if page, err := e.ExpandSummary(ctx, ExpandParams{AgentID: "bob", SessionID: "bob-0", SessionKey: "agent:bob:s0", ID: id}); err != nil || len(page.Messages) == 0 {
+			t.Fatalf("bob cannot expand his own summary %s: %v", id, err)
+		}
+		page, err := e.ExpandSummary(ctx, ExpandParams{AgentID: "alice", SessionID: "alice-0", SessionKey: "agent:alice:s0", ID: id})
+		if err == nil && len(page.Messages) > 0 {
+			t.Fatalf("alice expanded bob's summary %s: %d messages", id, len(page.Messages))
+		}
+	}
 	if err := e.WaitRecallIndex(ctx); err != nil {
 		t.Fatal(err)
+	}
+	// The summaries are indexed (under bob only).
+	for agent, want := range map[string]bool{"bob": true, "alice": false} {
+		hs, err := e.recaller().ix.Search(ctx, index.Query{Agent: agent, Kind: index.KindSummary, Text: "shared secret launch code", K: 50})
+		if err != nil || (len(hs) > 0) != want {
+			t.Fatalf("%s's summaries in the index: %d %v", agent, len(hs), err)
+		}
 	}
 	for _, pair := range [][2]string{{"alice", "bob"}, {"bob", "alice"}} {
 		me, other := pair[0], pair[1]
@@ -195,12 +236,22 @@ func TestRecallAgentIsolation(t *testing.T) {
 			for _, it := range items {
 				c, _ := parseConvID(it.Conversation)
 				conv := &Conversation{e: e, id: c}
-				m, err := conv.Message(ctx, it.Seq)
-				if err != nil {
-					t.Fatal(err)
+				text := ""
+				if it.Kind == "summary" {
+					s, err := conv.Summary(ctx, it.SummaryID)
+					if err != nil {
+						t.Fatal(err)
+					}
+					text = s.Text
+				} else {
+					m, err := conv.Message(ctx, it.Seq)
+					if err != nil {
+						t.Fatal(err)
+					}
+					text = m.Text()
 				}
-				if strings.Contains(m.Text(), "marker-"+other) {
-					t.Fatalf("%s recalled %s's message %q", me, other, m.Text())
+				if strings.Contains(text, "marker-"+other) {
+					t.Fatalf("%s recalled %s's item %q", me, other, text)
 				}
 			}
 			res, err := e.Assemble(ctx, p)
