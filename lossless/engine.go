@@ -72,7 +72,13 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	tc, err := core.NewCounter(cfg.Tokenizer)
+	var tc core.TokenCounter
+	var err error
+	if cfg.Tokenizer == core.EncodingO200k {
+		tc, err = newFastO200k() // same counts as tiktoken-go, ~10x faster
+	} else {
+		tc, err = core.NewCounter(cfg.Tokenizer)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}

@@ -1,0 +1,90 @@
+package lossless
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/testutil"
+)
+
+func refCounter(t testing.TB) core.TokenCounter {
+	tc, err := core.NewTiktoken(core.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+func fastCounter(t testing.TB) core.TokenCounter {
+	tc, err := newFastO200k()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tc
+}
+
+// TestFastCounterMatchesTiktoken compares the fast counter with
+// tiktoken-go on every text of the real transcripts (every 8th message by
+// default; all with LOSSLESS_TOKENS_FULL=1) and on tricky strings.
+func TestFastCounterMatchesTiktoken(t *testing.T) {
+	ref, fast := refCounter(t), fastCounter(t)
+	texts := []string{"", "a", "Hello, world!", "don't STOP'LL we've", "  \n\n  x", "x  ", "   ", "\t\t\n",
+		"1234567", "a1b22c333", "日本語のテキスト", "naïve café", "Ünïcödé ÀB", "//path/to/file.go\r\n",
+		"  !!!\n/", " ?", "e\u0301\u0301", "ǅungla", "\u00a0\u2003x", "foo\u0085bar", "😀👍🏽 emoji",
+		"func main() {\n\tfmt.Println(\"hi\")\n}\n", strings.Repeat(" ", 100) + "x", strings.Repeat("=", 300),
+		"CamelCaseWordsHTTPServer", "ALLCAPS's", "x'S", "'re", "a're'", "ʰʰa"}
+	step := 8
+	if os.Getenv("LOSSLESS_TOKENS_FULL") == "1" {
+		step = 1
+	}
+	for _, path := range testutil.PiMono(t) {
+		for i, raw := range fileMessages(t, path) {
+			if i%step != 0 {
+				continue
+			}
+			m := mustParse(t, raw)
+			for _, b := range m.Blocks() {
+				texts = append(texts, b.Text, b.Thinking, b.Name, string(b.Arguments))
+			}
+		}
+	}
+	bad := 0
+	for _, s := range texts {
+		if a, b := ref.CountText(s), fast.CountText(s); a != b {
+			bad++
+			if bad < 5 {
+				t.Errorf("count(%.80q) = %d, tiktoken %d", s, b, a)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d texts differ", bad, len(texts))
+	}
+}
+
+// FuzzFastCounter: the fast counter agrees with tiktoken-go on any text.
+func FuzzFastCounter(f *testing.F) {
+	for _, s := range []string{"hello world", "don't", "  \n x", "日本", "a1234", "{\"k\": [1, 2]}", "\r\n\r\n  /", "ǅ'S"} {
+		f.Add(s)
+	}
+	ref, fast := refCounter(f), fastCounter(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8Valid(s) {
+			return
+		}
+		if a, b := ref.CountText(s), fast.CountText(s); a != b {
+			t.Fatalf("count(%q) = %d, tiktoken %d", s, b, a)
+		}
+	})
+}
+
+func utf8Valid(s string) bool {
+	for _, r := range s {
+		if r == '\uFFFD' {
+			return false
+		}
+	}
+	return true
+}
