@@ -1,0 +1,252 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// writeToolSession writes a transcript of n turns (user, tool call, a tool
+// result of about resultChars characters, answer) with entry ids, and
+// returns its path and the entry ids of the tool results.
+func writeToolSession(t testing.TB, dir string, n, resultChars int) (string, []string) {
+	t.Helper()
+	path := filepath.Join(dir, "sess.jsonl")
+	lines := []any{map[string]any{"type": "session", "version": 3, "id": "sess", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/w"}}
+	var parent any
+	var results []string
+	add := func(id string, m core.Message) {
+		lines = append(lines, map[string]any{"type": "message", "id": id, "parentId": parent,
+			"timestamp": "2026-01-01T00:00:01.000Z", "message": json.RawMessage(m.Raw())})
+		parent = id
+	}
+	for i := 0; i < n; i++ {
+		ts := int64(1_767_000_000_000 + i*1000)
+		call := fmt.Sprintf("call_%d", i)
+		add(fmt.Sprintf("u%03d", i), core.UserText(fmt.Sprintf("read log %d", i), ts))
+		add(fmt.Sprintf("c%03d", i), core.AssistantToolCall(call, "read", map[string]any{"path": fmt.Sprintf("log-%d.txt", i)}, ts+1))
+		body := fmt.Sprintf("log %d\n", i) + strings.Repeat(fmt.Sprintf("entry %d: request served in 12ms\n", i), resultChars/30)
+		add(fmt.Sprintf("r%03d", i), core.ToolResult(call, "read", body, false, ts+2))
+		results = append(results, fmt.Sprintf("r%03d", i))
+		add(fmt.Sprintf("a%03d", i), core.AssistantText(fmt.Sprintf("log %d looks fine", i), ts+3))
+	}
+	if err := core.WriteTranscriptFile(path, lines...); err != nil {
+		t.Fatal(err)
+	}
+	return path, results
+}
+
+// fileRewriter is a host's rewriteTranscriptEntries over a session file:
+// it replaces the message of each named entry and reports the bytes freed.
+type fileRewriter struct {
+	path  string
+	calls int
+}
+
+func (f *fileRewriter) rewrite(_ context.Context, req core.RewriteRequest) (core.RewriteResult, error) {
+	f.calls++
+	old, err := os.ReadFile(f.path)
+	if err != nil {
+		return core.RewriteResult{}, err
+	}
+	repl := map[string]core.Message{}
+	for _, r := range req.Replacements {
+		repl[r.EntryID] = r.Message
+	}
+	var out bytes.Buffer
+	n := 0
+	for _, line := range bytes.SplitAfter(old, []byte("\n")) {
+		var ent map[string]json.RawMessage
+		body := bytes.TrimRight(line, "\n")
+		if json.Unmarshal(body, &ent) == nil {
+			var id string
+			_ = json.Unmarshal(ent["id"], &id)
+			if m, ok := repl[id]; ok {
+				ent["message"] = m.Raw()
+				b, err := json.Marshal(ent)
+				if err != nil {
+					return core.RewriteResult{}, err
+				}
+				out.Write(b)
+				out.WriteByte('\n')
+				n++
+				continue
+			}
+		}
+		out.Write(line)
+	}
+	if err := os.WriteFile(f.path, out.Bytes(), 0o644); err != nil {
+		return core.RewriteResult{}, err
+	}
+	return core.RewriteResult{Changed: n > 0, BytesFreed: len(old) - out.Len(), RewrittenEntries: n}, nil
+}
+
+func entryMessages(t testing.TB, path string) map[string][]byte {
+	t.Helper()
+	tr, err := core.ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, e := range tr.Entries {
+		if e.Type == core.EntryMessage {
+			out[e.ID] = e.Message.Raw()
+		}
+	}
+	return out
+}
+
+func TestMaintainRewritesOldToolResults(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, results := writeToolSession(t, dir, 6, 12000)
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 5 })
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	stored := storedMessages(t, e, "", "sess")
+	before := entryMessages(t, path)
+	sizeBefore := fileSize(t, path)
+	asmBefore, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess", TokenBudget: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := &fileRewriter{path: path}
+	rc := &core.RuntimeContext{RewriteTranscriptEntries: fr.rewrite}
+	res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, Reason: core.MaintainReasonTurn, RuntimeContext: rc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fresh tail is the last 5 message entries: the last turn and the
+	// answer before it; r004 (6th from the end) is old, r005 is not.
+	if !res.Changed || res.RewrittenEntries != 5 || res.BytesFreed != int(sizeBefore-fileSize(t, path)) || res.BytesFreed <= 0 {
+		t.Fatalf("maintain: %+v (file %d -> %d)", res, sizeBefore, fileSize(t, path))
+	}
+	after := entryMessages(t, path)
+	for id, raw := range before {
+		rewritten := !bytes.Equal(after[id], raw)
+		isOld := strings.HasPrefix(id, "r") && id != results[len(results)-1]
+		if rewritten != isOld {
+			t.Fatalf("entry %s: rewritten %v, want %v", id, rewritten, isOld)
+		}
+		if !rewritten {
+			continue
+		}
+		ref := core.MustParseMessage(string(after[id]))
+		orig := core.MustParseMessage(string(raw))
+		if ref.Role() != core.RoleToolResult || ref.ToolCallID() != orig.ToolCallID() || ref.ToolName() != orig.ToolName() || ref.Timestamp() != orig.Timestamp() {
+			t.Fatalf("entry %s: reference %s does not keep the result's identity", id, after[id])
+		}
+		largeID := LargeRefPrefix + hashHex(orig)
+		if !strings.Contains(ref.Text(), largeID) {
+			t.Fatalf("entry %s: reference does not name %s: %s", id, largeID, ref.Text())
+		}
+		page, err := e.ExpandSummary(ctx, ExpandParams{SessionID: "sess", ID: largeID})
+		if err != nil || len(page.Messages) != 1 || !bytes.Equal(page.Messages[0].Message.Raw(), raw) {
+			t.Fatalf("entry %s: expand of %s: %v", id, largeID, err)
+		}
+	}
+	// The store is untouched: same messages, same bytes.
+	if got := storedMessages(t, e, "", "sess"); !equalRaws(got, stored) {
+		t.Fatal("maintain changed the stored messages")
+	}
+	// Idempotent: nothing left to rewrite, the host is not called.
+	res, err = e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
+	if err != nil || res.Changed || res.RewrittenEntries != 0 || res.Reason != MaintainNothingToDo || fr.calls != 1 {
+		t.Fatalf("second maintain: %+v %v (host called %d times)", res, err, fr.calls)
+	}
+	// Reading the rewritten transcript again stores nothing new: the
+	// references are aliases of their originals.
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedMessages(t, e, "", "sess"); !equalRaws(got, stored) {
+		t.Fatalf("re-import of the rewritten transcript stored %d messages, had %d", len(got), len(stored))
+	}
+	asmAfter, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess", TokenBudget: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equalRaws(rawBytes(asmAfter.Messages), rawBytes(asmBefore.Messages)) {
+		t.Fatal("the assembled context changed after maintain and re-import")
+	}
+}
+
+func TestMaintainWithoutHelper(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, _ := writeToolSession(t, dir, 4, 12000)
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 2 })
+	old, _ := os.ReadFile(path)
+	// Unknown session, with a helper: nothing.
+	fr := &fileRewriter{path: path}
+	rc := &core.RuntimeContext{RewriteTranscriptEntries: fr.rewrite}
+	res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
+	if err != nil || res.Changed || res.Reason != MaintainUnknownSession {
+		t.Fatalf("unknown session: %+v %v", res, err)
+	}
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range []*core.RuntimeContext{nil, {}} {
+		res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
+		if err != nil || res.Changed || res.BytesFreed != 0 || res.RewrittenEntries != 0 || res.Reason != MaintainNoRewriter {
+			t.Fatalf("no helper: %+v %v", res, err)
+		}
+	}
+	if now, _ := os.ReadFile(path); !bytes.Equal(now, old) {
+		t.Fatal("the transcript changed without the helper")
+	}
+	res, err = e.Maintain(ctx, core.MaintainParams{SessionID: "sess", RuntimeContext: rc})
+	if err != nil || res.Changed || res.Reason != MaintainNoSessionFile || fr.calls != 0 {
+		t.Fatalf("no session file: %+v %v", res, err)
+	}
+	// Small tool results are left alone.
+	small := openTest(t, func(c *Config) { c.MaintainMinTokens = 1 << 20 })
+	if _, err := small.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = small.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
+	if err != nil || res.Changed || res.Reason != MaintainNothingToDo || fr.calls != 0 {
+		t.Fatalf("nothing large: %+v %v", res, err)
+	}
+}
+
+func fileSize(t testing.TB, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+func rawBytes(msgs []core.Message) [][]byte {
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Raw()
+	}
+	return out
+}
+
+func equalRaws(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
