@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -112,9 +113,17 @@ func Compact(ctx context.Context, sessionFile string, p core.CompactParams, opts
 		return core.CompactResult{}, ErrNoSessionFile
 	}
 	o := opts.WithDefaults()
-	unlock := lockPath(sessionFile)
+	lockKey := sessionFile
+	if abs, err := filepath.Abs(sessionFile); err == nil {
+		lockKey = abs
+	}
+	unlock := lockPath(lockKey)
 	defer unlock()
 	if err := ctx.Err(); err != nil {
+		return core.CompactResult{}, fmt.Errorf("compaction: %w", err)
+	}
+	st0, err := os.Stat(sessionFile)
+	if err != nil {
 		return core.CompactResult{}, fmt.Errorf("compaction: %w", err)
 	}
 	t, err := core.ReadTranscript(sessionFile)
@@ -275,10 +284,8 @@ func Compact(ctx context.Context, sessionFile string, p core.CompactParams, opts
 	}
 	if st, err := os.Stat(sessionFile); err != nil {
 		return core.CompactResult{}, fmt.Errorf("compaction: %w", err)
-	} else if st.Size() != t.Size {
-		// Size counts only complete lines read; a file still ending in a torn
-		// line is refused the same way, which is safe.
-		return core.CompactResult{}, fmt.Errorf("%w: %d bytes read, %d now", ErrTranscriptChanged, t.Size, st.Size())
+	} else if st.Size() != st0.Size() || !st.ModTime().Equal(st0.ModTime()) {
+		return core.CompactResult{}, fmt.Errorf("%w: %d bytes before, %d now", ErrTranscriptChanged, st0.Size(), st.Size())
 	}
 	if err := core.AppendTranscript(sessionFile, ent); err != nil {
 		return core.CompactResult{}, fmt.Errorf("compaction: %w", err)

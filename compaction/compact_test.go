@@ -695,3 +695,33 @@ func TestConcurrentCompactions(t *testing.T) {
 		t.Errorf("active branch %d of %d entries: compactions forked the tree", got, len(tr.Entries))
 	}
 }
+
+// A transcript whose last line is torn (a writer died mid-line) still
+// compacts: the entry goes on a line of its own after it.
+func TestTornLastLine(t *testing.T) {
+	path := fixture(t, "v4-session.jsonl")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"type":"message","id":"torn","mess`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	orig, _ := os.ReadFile(path)
+	res, err := compaction.Compact(context.Background(), path, core.CompactParams{Force: true}, testOptions(&fakeSummarizer{}))
+	if err != nil || !res.Compacted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	now, _ := os.ReadFile(path)
+	if !bytes.HasPrefix(now, orig) {
+		t.Fatal("earlier bytes changed")
+	}
+	tr, err := core.ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := tr.Window(); w.Compaction == nil || w.Compaction.Summary != res.Result.Summary || len(tr.Malformed) != 1 {
+		t.Fatalf("window %+v malformed %v", w.Compaction, tr.Malformed)
+	}
+}
