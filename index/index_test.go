@@ -239,7 +239,7 @@ func TestIsolation(t *testing.T) {
 
 func TestLagAndFlush(t *testing.T) {
 	ix, _ := openTest(t, Options{BatchSize: 100})
-	const n = 1500
+	const n = 800
 	docs := make([]Doc, n)
 	for i := range docs {
 		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("message number w%d", i))
@@ -273,7 +273,7 @@ func TestLagAndFlush(t *testing.T) {
 
 func TestMaxLagBlocksAdd(t *testing.T) {
 	ix, _ := openTest(t, Options{BatchSize: 10, MaxLag: 20})
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 200; i++ {
 		ix.Add(msg("a", "s", uint64(i), "text"))
 		ix.mu.Lock()
 		q := len(ix.queue)
@@ -301,13 +301,13 @@ func source(docs []Doc) func(func(Doc) bool) error {
 func TestRebuildMissingStaleCorrupt(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ix")
-	docs := make([]Doc, 1200)
+	docs := make([]Doc, 600)
 	for i := range docs {
 		docs[i] = msg("a", fmt.Sprint("s", i%3), uint64(i), fmt.Sprintf("stored message %d tag%d", i, i))
 	}
 	reopen := func(gen uint64) *Index {
 		t.Helper()
-		ix, err := Open(dir, Options{Generation: gen, BatchSize: 200})
+		ix, err := Open(dir, Options{Generation: gen, BatchSize: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 		if c, _ := ix.DocCount(); c != uint64(len(docs)) {
 			t.Fatalf("count %d", c)
 		}
-		if hs := mustSearch(t, ix, Query{Agent: "a", Text: "tag1034"}); len(hs) == 0 || hs[0].ID != docs[1034].ID {
+		if hs := mustSearch(t, ix, Query{Agent: "a", Text: "tag534"}); len(hs) == 0 || hs[0].ID != docs[534].ID {
 			t.Fatalf("search after rebuild: %v", ids(hs))
 		}
 	}
@@ -435,14 +435,14 @@ func TestFormatTooNew(t *testing.T) {
 func TestRebuildWhileAdding(t *testing.T) {
 	ix, _ := openTest(t, Options{BatchSize: 64})
 	ctx := context.Background()
-	docs := make([]Doc, 1000)
+	docs := make([]Doc, 400)
 	for i := range docs {
 		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("old %d", i))
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for i := 0; i < 500; i++ {
+		for i := 0; i < 200; i++ {
 			ix.Add(msg("a", "live", uint64(i), fmt.Sprintf("live%d", i)))
 		}
 	}()
@@ -457,10 +457,10 @@ func TestRebuildWhileAdding(t *testing.T) {
 	// Every live doc added after the swap is there; those added before it
 	// were dropped with the old index (the store, not the index, is the
 	// source of truth), so the count is between the two.
-	if c < 1000 || c > 1500 {
+	if c < 400 || c > 600 {
 		t.Fatalf("count %d", c)
 	}
-	if hs := mustSearch(t, ix, Query{Agent: "a", Text: "live499"}); len(hs) == 0 || hs[0].ID != "a/live/499" {
+	if hs := mustSearch(t, ix, Query{Agent: "a", Text: "live199"}); len(hs) == 0 || hs[0].ID != "a/live/199" {
 		t.Fatalf("last live doc: %v", ids(hs))
 	}
 }
