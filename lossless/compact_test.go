@@ -60,6 +60,9 @@ func expandAll(t testing.TB, e *Engine, session, id string, maxTokens int) [][]b
 func TestCompactPiMonoExpandsByteForByte(t *testing.T) {
 	path := testutil.SharedFile(t, "data/pi-mono/before-compaction.jsonl")
 	e := openTest(t)
+	// A cheap deterministic summarizer keeps this test fast under -race;
+	// the default (extractive) one is checked in TestCompactResults.
+	e.SetSummarizer(markSummarizer{})
 	ctx := context.Background()
 	imp, err := e.Import(ctx, "", path)
 	if err != nil {
@@ -79,7 +82,7 @@ func TestCompactPiMonoExpandsByteForByte(t *testing.T) {
 	if !res.OK || !res.Compacted || res.Result.TokensAfter >= res.Result.TokensBefore || d.ContextTokensAfter > d.Goal {
 		t.Fatalf("compaction did not reach its goal: %+v %+v", res, d)
 	}
-	if d.Summarizer != "extractive" || len(d.NewSummaryIDs) == 0 {
+	if d.Summarizer != "mark" || len(d.NewSummaryIDs) == 0 {
 		t.Fatalf("details: %+v", d)
 	}
 	conv, err := e.Conversation(ctx, "", sid)
@@ -264,6 +267,10 @@ func TestCompactResults(t *testing.T) {
 		res, err := e.Compact(ctx, p)
 		if err != nil || !res.OK || !res.Compacted || res.Result.TokensAfter >= res.Result.TokensBefore || res.Result.TokensAfter > 6000 {
 			t.Fatalf("first: %+v %v", res, err)
+		}
+		var d CompactDetails
+		if err := json.Unmarshal(res.Result.Details, &d); err != nil || d.Summarizer != "extractive" || d.SummarizerCalls == 0 {
+			t.Fatalf("default summarizer: %+v %v", d, err)
 		}
 		res2, err := e.Compact(ctx, p)
 		if err != nil || !res2.OK || res2.Compacted {
