@@ -226,6 +226,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return rep, fmt.Errorf("bench: %w", err)
 		}
 		var err error
+		suiteStart := time.Now()
 		switch s {
 		case SuiteIngest:
 			rep.Ingest = &IngestReport{}
@@ -262,6 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				rep.Footprint.Error = errString(err)
 			}
 		}
+		rep.Meta.SuiteWallS[s] = time.Since(suiteStart).Seconds()
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, fmt.Errorf("bench: %s: %w", s, err)
@@ -310,5 +312,7 @@ func newMeta(cfg Config) Meta {
 		Suites:   cfg.Suites,
 		Engine:   cfg.Engine.Name,
 		Note:     cfg.Note,
+
+		SuiteWallS: map[string]float64{},
 	}
 }

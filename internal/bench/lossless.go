@@ -134,6 +134,7 @@ func (r *runner) lossless(ctx context.Context, rep *LosslessReport) error {
 	if err := ingestBatched(ctx, e, sessions[len(sessions)-1], key, extra, p); err != nil {
 		errs = append(errs, fmt.Errorf("after rotation: %w", err))
 	}
+	p.Step("lossless: compact the successor", 1)
 	compactAt(cfg.Budget / 4)
 	if ctx.Err() != nil {
 		return ctx.Err()

@@ -157,6 +157,15 @@ func WriteTable(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&b, "           at %d messages: heap %.1f MB, RSS %.1f MB; disk %.1f MB for %.1f MB of raw JSON (%.2fx)\n",
 			r.AtMessages, r.HeapMB, r.RSSMB, float64(r.DiskBytes)/1e6, float64(r.RawJSON)/1e6, r.DiskRatio)
 	}
+	if len(m.SuiteWallS) > 0 {
+		b.WriteString("\nsuite wall time:")
+		for _, s := range Suites {
+			if v, ok := m.SuiteWallS[s]; ok {
+				fmt.Fprintf(&b, " %s %.1fs", s, v)
+			}
+		}
+		b.WriteString("\n")
+	}
 	if len(rep.Errors) > 0 {
 		fmt.Fprintf(&b, "\nERRORS\n")
 		for _, e := range rep.Errors {

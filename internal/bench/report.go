@@ -30,6 +30,8 @@ type Meta struct {
 	Engine   string   `json:"engine"`
 	Note     string   `json:"note,omitempty"`
 	WallS    float64  `json:"wall_s"`
+	// SuiteWallS is each suite's wall time in seconds.
+	SuiteWallS map[string]float64 `json:"suite_wall_s"`
 }
 
 // Rate is a throughput measurement.
