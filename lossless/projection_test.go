@@ -1,0 +1,163 @@
+package lossless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+func strp(s string) *string { return &s }
+
+func TestProjectionMode(t *testing.T) {
+	rc := func(kv string) *core.RuntimeContext {
+		var r core.RuntimeContext
+		if err := json.Unmarshal([]byte(kv), &r); err != nil {
+			t.Fatal(err)
+		}
+		return &r
+	}
+	codex := &core.RuntimeSettings{SchemaVersion: 1, Runtime: &core.RuntimeInfo{Host: strp("codex-app-server")}}
+	embedded := &core.RuntimeSettings{SchemaVersion: 1, Runtime: &core.RuntimeInfo{Host: strp("embedded")},
+		ExecutionHost: &core.ExecutionHost{ID: strp("local")}}
+	for _, tc := range []struct {
+		name string
+		rs   *core.RuntimeSettings
+		rc   *core.RuntimeContext
+		def  string
+		want string
+	}{
+		{"nothing", nil, nil, "", core.ProjectionPerTurn},
+		{"embedded", embedded, rc(`{"cwd":"/w"}`), "", core.ProjectionPerTurn},
+		{"codex host", codex, nil, "", core.ProjectionThreadBootstrap},
+		{"codex harness", &core.RuntimeSettings{Runtime: &core.RuntimeInfo{HarnessID: strp("Codex")}}, nil, "", core.ProjectionThreadBootstrap},
+		{"app-server execution host", &core.RuntimeSettings{ExecutionHost: &core.ExecutionHost{ID: strp("app-server-1")}}, nil, "", core.ProjectionThreadBootstrap},
+		{"context flag", nil, rc(`{"threadBootstrap":true}`), "", core.ProjectionThreadBootstrap},
+		{"context flag false", nil, rc(`{"threadBootstrap":false}`), "", core.ProjectionPerTurn},
+		{"context mode", nil, rc(`{"contextProjection":"thread_bootstrap"}`), "", core.ProjectionThreadBootstrap},
+		{"context says per_turn over codex", codex, rc(`{"contextProjection":"per_turn"}`), "", core.ProjectionPerTurn},
+		{"config", nil, nil, core.ProjectionThreadBootstrap, core.ProjectionThreadBootstrap},
+		{"config per_turn", nil, nil, core.ProjectionPerTurn, core.ProjectionPerTurn},
+	} {
+		if got := ProjectionMode(tc.rs, tc.rc, tc.def); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestProjectionPerTurn(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	for _, ingest := range []bool{false, true} {
+		if ingest {
+			if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "s", Message: core.UserText("hi", 1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", Messages: []core.Message{core.UserText("hi", 1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := res.ContextProjection; p == nil || p.Mode != core.ProjectionPerTurn || p.Epoch != "" || p.Fingerprint != "" {
+			t.Fatalf("projection %+v", p)
+		}
+	}
+	tb := openTest(t, func(c *Config) { c.ContextProjection = core.ProjectionThreadBootstrap })
+	res, err := tb.Assemble(ctx, core.AssembleParams{SessionID: "s", Messages: []core.Message{core.UserText("hi", 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res.ContextProjection; p == nil || p.Mode != core.ProjectionThreadBootstrap || p.Epoch != "0" || p.Fingerprint != Fingerprint(res.Messages, res.SystemPromptAddition) {
+		t.Fatalf("configured thread bootstrap, unknown session: %+v", p)
+	}
+}
+
+// TestProjectionEpoch: for a thread-bootstrap host the epoch is stable
+// across ingests and changes after a compaction and after a rotation; the
+// fingerprint is the hash of the assembled payload.
+func TestProjectionEpoch(t *testing.T) {
+	ctx := context.Background()
+	path, _ := writeToolSession(t, t.TempDir(), 8, 600)
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{RuntimeContextThreadBootstrap: json.RawMessage("true")}}
+	session := "sess"
+	assemble := func() *core.ContextProjection {
+		t.Helper()
+		res, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, TokenBudget: 100000, RuntimeContext: rc,
+			AvailableTools: []string{ToolExpand}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := res.ContextProjection
+		if p == nil || p.Mode != core.ProjectionThreadBootstrap || p.Epoch == "" {
+			t.Fatalf("projection %+v", p)
+		}
+		if p.Fingerprint != Fingerprint(res.Messages, res.SystemPromptAddition) {
+			t.Fatalf("fingerprint %s is not the payload's", p.Fingerprint)
+		}
+		return p
+	}
+	next := 0
+	ingest := func(n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			next++
+			m := core.UserText(fmt.Sprintf("more %d", next), int64(2_000_000_000_000+next))
+			if _, err := e.Ingest(ctx, core.IngestParams{SessionID: session, Message: m}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p0 := assemble()
+	if again := assemble(); *again != *p0 {
+		t.Fatalf("same payload, other projection: %+v vs %+v", again, p0)
+	}
+	seen := map[string]bool{p0.Fingerprint: true}
+	for i := 0; i < 3; i++ {
+		ingest(1)
+		p := assemble()
+		if p.Epoch != p0.Epoch {
+			t.Fatalf("epoch changed on ingest %d: %s -> %s", i, p0.Epoch, p.Epoch)
+		}
+		if seen[p.Fingerprint] {
+			t.Fatalf("fingerprint did not change with the payload")
+		}
+		seen[p.Fingerprint] = true
+	}
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: session, TokenBudget: 400, Force: true})
+	if err != nil || !res.Compacted {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	p1 := assemble()
+	if p1.Epoch == p0.Epoch {
+		t.Fatalf("epoch %s unchanged after compaction", p1.Epoch)
+	}
+	ingest(2)
+	if p := assemble(); p.Epoch != p1.Epoch {
+		t.Fatalf("epoch changed on ingest after compaction: %s -> %s", p1.Epoch, p.Epoch)
+	}
+	rot, err := e.Rotate(ctx, RotateParams{SessionID: session, SessionFile: path, TokenBudget: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2 := assemble()
+	if p2.Epoch == p1.Epoch {
+		t.Fatalf("epoch %s unchanged after rotation", p2.Epoch)
+	}
+	session = rot.SessionID // the host continues on the successor
+	if p := assemble(); p.Epoch != p2.Epoch {
+		t.Fatalf("the successor session has another epoch: %s vs %s", p.Epoch, p2.Epoch)
+	}
+	ingest(2)
+	if p := assemble(); p.Epoch != p2.Epoch {
+		t.Fatalf("epoch changed on ingest after rotation: %s -> %s", p2.Epoch, p.Epoch)
+	}
+	if got, err := e.Epoch(ctx, session, ""); err != nil || got != p2.Epoch {
+		t.Fatalf("Epoch: %s %v, want %s", got, err, p2.Epoch)
+	}
+}
