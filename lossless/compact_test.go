@@ -117,9 +117,37 @@ func TestCompactPiMonoExpandsByteForByte(t *testing.T) {
 			t.Fatalf("message %d differs from the file", i)
 		}
 	}
-	// Every summary, active or not, expands to a contiguous run of the
-	// file's messages.
-	for _, id := range d.NewSummaryIDs {
+	// Every summary of the DAG (new, imported, active or not) expands to a
+	// contiguous run of the file's messages.
+	var every []string
+	var walk func(id string)
+	walk = func(id string) {
+		every = append(every, id)
+		s, err := conv.Summary(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, src := range s.Sources {
+			if src.Kind == dag.RefSummary {
+				walk(src.ID)
+			}
+		}
+	}
+	imported := 0
+	for _, it := range items {
+		if it.IsSummary() {
+			walk(it.Ref.ID)
+		}
+	}
+	for _, id := range every {
+		if strings.HasPrefix(id, "imp-") {
+			imported++
+		}
+	}
+	if imported != 2 || len(every) < len(d.NewSummaryIDs)+2 {
+		t.Fatalf("DAG holds %d summaries (%d imported), want the 2 imported and the %d new ones", len(every), imported, len(d.NewSummaryIDs))
+	}
+	for _, id := range every {
 		sub := expandAll(t, e, sid, id, 0)
 		start := -1
 		for i := range want {
