@@ -146,6 +146,10 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if len(keys) > 0 {
 			fmt.Fprintf(tw, "\t%s\nrecall %%\t%s\n", hdr.String(), row.String())
 		}
+		tw.Flush()
+		if r.QueryP50Ms > 0 {
+			fmt.Fprintf(&b, "query p50 %s ms, p99 %s ms over %d turns (%s)\n", ms(r.QueryP50Ms), ms(r.QueryP99Ms), r.Turns, r.Path)
+		}
 	}
 	tw.Flush()
 	if r := rep.Lossless; r != nil {

@@ -18,7 +18,7 @@ type series struct {
 
 type chart struct {
 	title, xlabel, ylabel string
-	logX                  bool
+	logX, logY            bool
 	series                []series
 }
 
@@ -33,7 +33,7 @@ const (
 func WriteSVG(w io.Writer, rep *Report) error {
 	var charts []chart
 	if a := rep.Assemble; a != nil && len(a.P99Ms) > 0 {
-		c := chart{title: "assemble latency vs history size", xlabel: "history (messages, log scale)", ylabel: "ms", logX: true}
+		c := chart{title: "assemble latency vs history size", xlabel: "history (messages, log scale)", ylabel: "ms (log scale)", logX: true, logY: true}
 		add := func(name, color string, m map[string]float64) {
 			s := series{name: name, color: color}
 			for _, k := range sortedKeys(m) {
@@ -82,17 +82,41 @@ func WriteSVG(w io.Writer, rep *Report) error {
 
 func drawChart(b *strings.Builder, ox float64, c chart) {
 	minX, maxX := math.Inf(1), math.Inf(-1)
-	maxY := 0.0
+	minY, maxY := math.Inf(1), 0.0
 	for _, s := range c.series {
 		for i := range s.xs {
 			minX, maxX = math.Min(minX, s.xs[i]), math.Max(maxX, s.xs[i])
 			maxY = math.Max(maxY, s.ys[i])
+			if s.ys[i] > 0 {
+				minY = math.Min(minY, s.ys[i])
+			}
 		}
 	}
 	if maxY <= 0 {
 		maxY = 1
 	}
-	maxY = niceCeil(maxY * 1.05)
+	var yTicks []float64
+	var fy func(float64) float64
+	if c.logY {
+		lo := math.Floor(math.Log10(math.Min(minY, maxY)))
+		hi := math.Ceil(math.Log10(maxY))
+		if hi <= lo {
+			hi = lo + 1
+		}
+		for e := lo; e <= hi; e++ {
+			yTicks = append(yTicks, math.Pow(10, e))
+		}
+		fy = func(y float64) float64 {
+			v := math.Log10(math.Max(y, math.Pow(10, lo)))
+			return padT + (1-(v-lo)/(hi-lo))*(chartH-padT-padB)
+		}
+	} else {
+		maxY = niceCeil(maxY * 1.05)
+		for i := 0; i <= 4; i++ {
+			yTicks = append(yTicks, maxY*float64(i)/4)
+		}
+		fy = func(y float64) float64 { return padT + (1-y/maxY)*(chartH-padT-padB) }
+	}
 	fx := func(x float64) float64 {
 		lo, hi, v := minX, maxX, x
 		if c.logX {
@@ -103,13 +127,12 @@ func drawChart(b *strings.Builder, ox float64, c chart) {
 		}
 		return ox + padL + (v-lo)/(hi-lo)*(chartW-padL-padR)
 	}
-	fy := func(y float64) float64 { return padT + (1-y/maxY)*(chartH-padT-padB) }
 	fmt.Fprintf(b, `<text x="%.1f" y="18" font-size="13" font-weight="bold">%s</text>`+"\n", ox+padL, html.EscapeString(c.title))
 	// Axes and grid.
-	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", ox+padL, fy(0), ox+chartW-padR, fy(0))
-	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", ox+padL, padT, ox+padL, fy(0))
-	for i := 0; i <= 4; i++ {
-		y := maxY * float64(i) / 4
+	bottom := chartH - padB
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", ox+padL, bottom, ox+chartW-padR, bottom)
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#333"/>`+"\n", ox+padL, padT, ox+padL, bottom)
+	for _, y := range yTicks {
 		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", ox+padL, fy(y), ox+chartW-padR, fy(y))
 		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", ox+padL-4, fy(y)+4, trimFloat(y))
 	}
@@ -120,7 +143,7 @@ func drawChart(b *strings.Builder, ox float64, c chart) {
 		}
 	}
 	for x := range ticks {
-		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", fx(x), fy(0)+14, html.EscapeString(human(x)))
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", fx(x), bottom+14, html.EscapeString(countLabel(x)))
 	}
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", ox+padL+(chartW-padL-padR)/2, chartH-padB+30, html.EscapeString(c.xlabel))
 	fmt.Fprintf(b, `<text x="%.1f" y="%.1f" transform="rotate(-90 %.1f %.1f)" text-anchor="middle">%s</text>`+"\n",
@@ -139,6 +162,17 @@ func drawChart(b *strings.Builder, ox float64, c chart) {
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="3" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`+"\n",
 			ox+chartW-padR-110, ly, s.color, ox+chartW-padR-96, ly+4, html.EscapeString(s.name))
 	}
+}
+
+// countLabel writes 1000 as 1K and 1000000 as 1M.
+func countLabel(x float64) string {
+	switch {
+	case x >= 1e6 && math.Mod(x, 1e5) == 0:
+		return trimFloat(x/1e6) + "M"
+	case x >= 1e3 && math.Mod(x, 100) == 0:
+		return trimFloat(x/1e3) + "K"
+	}
+	return trimFloat(x)
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.
