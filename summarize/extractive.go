@@ -674,7 +674,7 @@ func (p *plan) render(budget int) string {
 	for i, c := range chosen {
 		if c {
 			s := p.sents[i]
-			bySec[s.section] = append(bySec[s.section], s.text)
+			bySec[s.section] = append(bySec[s.section], trimLabel(s.text, sectionLabels[s.section]))
 		}
 	}
 	var b strings.Builder
@@ -720,4 +720,14 @@ func (p *plan) render(budget int) string {
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// trimLabel drops a leading "label:" that repeats the section's own label.
+func trimLabel(s, label string) string {
+	if len(s) > len(label)+1 && s[len(label)] == ':' && strings.EqualFold(s[:len(label)], label) {
+		if t := strings.TrimSpace(s[len(label)+1:]); t != "" {
+			return t
+		}
+	}
+	return s
 }

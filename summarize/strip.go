@@ -21,9 +21,8 @@ func stripTag(s, tag string) string {
 	open, closeTag := "<"+tag+">", "</"+tag+">"
 	// a closing tag before any opening one: drop everything up to it
 	for {
-		lower := strings.ToLower(s)
-		c := strings.Index(lower, closeTag)
-		o := strings.Index(lower, open)
+		c := indexFoldASCII(s, closeTag)
+		o := indexFoldASCII(s, open)
 		if c < 0 {
 			if o >= 0 {
 				return s[:o] // unclosed: the rest is reasoning
@@ -37,4 +36,30 @@ func stripTag(s, tag string) string {
 		// o < c: a block; remove it
 		s = s[:o] + s[c+len(closeTag):]
 	}
+}
+
+// indexFoldASCII is strings.Index ignoring ASCII case (sub is lower case).
+// Unlike searching strings.ToLower(s), its offsets are offsets into s.
+func indexFoldASCII(s, sub string) int {
+	n := len(sub)
+	for i := 0; i+n <= len(s); i++ {
+		if s[i] != '<' {
+			continue
+		}
+		j := 1
+		for j < n && lowerASCII(s[i+j]) == sub[j] {
+			j++
+		}
+		if j == n {
+			return i
+		}
+	}
+	return -1
+}
+
+func lowerASCII(b byte) byte {
+	if b >= 'A' && b <= 'Z' {
+		return b + 'a' - 'A'
+	}
+	return b
 }

@@ -17,6 +17,9 @@ func TestStripReasoning(t *testing.T) {
 		{"<think>only thinking</think>", ""},
 		{"   plain summary  ", "plain summary"},
 		{"mentions a think tag name but no tags", "mentions a think tag name but no tags"},
+		{"<\x0fthink>not a tag", "<\x0fthink>not a tag"},
+		{"\xe8</think>kept", "kept"},
+		{"<ThInKiNg>x</tHiNkInG>y", "y"},
 	}
 	for _, c := range cases {
 		if got := StripReasoning(c.in); got != c.want {
