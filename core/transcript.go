@@ -363,7 +363,7 @@ func (t *Transcript) Window() Window {
 	switch {
 	case c.FirstKeptEntryID != "":
 		for i := 0; i < last; i++ {
-			if branch[i].ID == c.FirstKeptEntryID {
+			if branch[i].ID == c.FirstKeptEntryID || branch[i].ID == "" && branch[i].Key() == c.FirstKeptEntryID {
 				first = i
 				break
 			}

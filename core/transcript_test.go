@@ -382,3 +382,27 @@ func TestAppendAndWriteTranscript(t *testing.T) {
 		t.Fatal("entry id length")
 	}
 }
+
+// An old file without entry ids can name its first kept entry by Key()
+// ("#<index>"); Window finds it.
+func TestWindowFirstKeptEntryKeyWithoutIDs(t *testing.T) {
+	src := `{"type":"session","id":"s1","timestamp":"2025-01-01T00:00:00.000Z"}
+{"type":"message","message":{"role":"user","content":"one","timestamp":1}}
+{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"two"}],"timestamp":2}}
+{"type":"message","message":{"role":"user","content":"three","timestamp":3}}
+{"type":"compaction","summary":"S","firstKeptEntryId":"#3","tokensBefore":10}
+{"type":"message","message":{"role":"assistant","content":[{"type":"text","text":"four"}],"timestamp":4}}
+`
+	tr, err := ParseTranscript(strings.NewReader(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tr.Window()
+	var got []string
+	for _, m := range w.Messages() {
+		got = append(got, m.Text())
+	}
+	if want := []string{"S", "three", "four"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("window = %q, want %q", got, want)
+	}
+}
