@@ -8,26 +8,49 @@
 // index that is missing, stale (its recorded generation differs from the
 // store's, see Options.Generation and SetGeneration), incomplete (a rebuild
 // that did not finish) or corrupt, replaces it with an empty one and reports
-// NeedsRebuild; the engine then calls Rebuild with the store as source.
+// NeedsRebuild; the engine then calls Rebuild with the store as source,
+// which reports progress and ends with a force merge (Compact). The
+// generation is written in the same Bleve batch as the docs added before
+// SetGeneration, so a crash never leaves a generation that claims docs the
+// index lacks. An index written by a newer FormatVersion is refused.
 //
 // # Indexing off the ingest path
 //
 // Add enqueues and returns; a background goroutine indexes in batches
 // (Options.BatchSize). Lag reports how many docs are not yet searchable,
-// Flush waits for them, and Query.WaitForLag makes a search wait.
+// Flush waits for them, Query.WaitForLag makes a search wait, and Add
+// blocks only when more than Options.MaxLag docs are pending.
 //
 // # Analysis
 //
 // Text goes through AnalyzerChat: Unicode word segmentation, whole
 // identifiers (paths, URLs, UUIDs) and their parts (snake_case, camelCase,
 // dotted names), CJK width folding and bigrams, lower case, English
-// possessives and stop words, Porter stemming. Scoring is BM25.
+// possessives and stop words, Porter stemming.
+//
+// # Ranking
+//
+// BM25 (b = 0.3: chat turns vary in length without being less relevant).
+// Each doc also indexes the previous turn of its session in a context field
+// weighted 0.5, so an answer is found by the question before it. A prompt is
+// never parsed as query syntax: its analyzed terms are OR-ed, cut to the 10
+// rarest, and terms in more than 5% of the docs are dropped (while three
+// remain). Recall adds, for the 10 best hits, the turns up to two either
+// side at 0.7 of the hit's score per step; multiplies by 2 the score of
+// turns within a date the prompt names ("on 3 June, 2023", "in July
+// 2023"); and collapses near-identical texts. On the LoCoMo dev set
+// (internal/locomo) this gives recall@5/10/25/50 of about 68/77/85/89.
 //
 // # Recall
 //
 // Recall is the retrieval half of assemble's recall: the prompt is the
 // query, the agent's other sessions and the compacted part of the current
-// one are searched, what is already in context is left out, near-identical
-// turns are collapsed and neighbours may be added. The LoCoMo benchmark
-// (internal/locomo) measures this same function.
+// one are searched, what is already in context is left out. A search or
+// recall never crosses agents unless AllAgents is set.
+//
+// # Caveats
+//
+// Bleve keeps BM25's b in a package variable: Open sets it for every Bleve
+// index of the process. Text is not stored unless Options.StoreText: hits
+// carry ids, fields and scores, and the caller reads texts from its store.
 package index

@@ -565,6 +565,9 @@ func (ix *Index) document(d *Doc) *document.Document {
 		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(p), bindex.IndexField, ix.chat))
 	}
 	if d.Kind != KindSummary {
+		if len(ix.prev) >= maxPrevSessions {
+			ix.prev = make(map[string]string) // bounded memory; only context is lost
+		}
 		ix.prev[key] = clip(d.Text, maxCtxBytes)
 	}
 	kw := bindex.IndexField | bindex.StoreField
@@ -591,6 +594,10 @@ func posKey(session string, seq uint64) string {
 // maxCtxBytes caps the previous turn's text indexed as context: enough for
 // a chat turn; a long tool output as context only adds noise and cost.
 const maxCtxBytes = 400
+
+// maxPrevSessions bounds the sessions whose last turn is remembered for
+// the next turn's context.
+const maxPrevSessions = 50_000
 
 // clip cuts s to at most n bytes at a rune boundary.
 func clip(s string, n int) string {
