@@ -57,13 +57,14 @@ type command struct {
 
 // cmdEnv is what every subcommand gets: the streams and the common flags.
 type cmdEnv struct {
-	io       *stdio
-	store    string
-	storeSet bool
-	agent    string
-	agentSet bool
-	json     bool
-	fs       *flag.FlagSet
+	io        *stdio
+	store     string
+	storeSet  bool
+	agent     string
+	agentSet  bool
+	json      bool
+	tokenizer string
+	fs        *flag.FlagSet
 }
 
 func commands() []*command {
@@ -123,6 +124,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 	fs.StringVar(&env.store, "store", "", "the store directory (default "+defaultStoreHelp()+")")
 	fs.StringVar(&env.agent, "agent", lossless.DefaultAgentID, "the agent id")
 	fs.BoolVar(&env.json, "json", false, "machine-readable JSON output")
+	fs.StringVar(&env.tokenizer, "tokenizer", os.Getenv("LOSSLESS_TOKENIZER"),
+		"the token counter: o200k_base (default), cl100k_base or chars4 (OpenClaw's chars/4, fast to start); use the one the store was written with (default $LOSSLESS_TOKENIZER)")
 	if cmd.flags != nil {
 		cmd.flags(fs, env)
 	}
@@ -224,6 +227,9 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 	cfg := lossless.DefaultConfig()
 	cfg.StoreDir = c.store
 	cfg.AgentID = c.agent
+	if c.tokenizer != "" {
+		cfg.Tokenizer = c.tokenizer
+	}
 	if tweak != nil {
 		tweak(&cfg)
 	}

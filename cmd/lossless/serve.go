@@ -51,7 +51,11 @@ func cmdServe() *command {
 // when given, is the default agent unless the config sets agentId.
 func serveFactory(c *cmdEnv) core.Factory {
 	return func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
-		cfg, err := withDefaults(opts.Config, map[string]any{"storeDir": c.store}, c.agentSet, c.agent)
+		defaults := map[string]any{"storeDir": c.store}
+		if c.tokenizer != "" {
+			defaults["tokenizer"] = c.tokenizer
+		}
+		cfg, err := withDefaults(opts.Config, defaults, c.agentSet, c.agent)
 		if err != nil {
 			return nil, err
 		}
