@@ -44,13 +44,14 @@ function abortError(signal) {
  * a crash that happened while idle, so that the host sees every failure.
  */
 export class BridgeClient {
-  constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, logger } = {}) {
+  constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, startTimeoutMs = 60_000, logger } = {}) {
     if (!command) throw new TypeError("lossless: no engine command");
     this.command = command;
     this.args = args;
     this.env = env;
     this.initParams = initialize ?? {};
     this.maxRestarts = maxRestarts;
+    this.startTimeoutMs = startTimeoutMs;
     this.logger = logger;
     this.nextId = 1;
     this.pending = new Map(); // id -> {resolve, reject, method, runtimeContext}
@@ -101,14 +102,21 @@ export class BridgeClient {
     child.stderr.on("data", (chunk) => {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
       for (const line of chunk.split("\n")) {
-        if (line.trim()) this.logger?.warn?.(`lossless: ${line}`);
+        if (!line.trim()) continue;
+        // Go's default slog lines carry their level: "… INFO msg …".
+        const level = / (DEBUG|INFO) /.test(line) ? "info" : / ERROR /.test(line) ? "error" : "warn";
+        (this.logger?.[level] ?? this.logger?.warn)?.call(this.logger, `lossless: ${line}`);
       }
     });
     const rl = createInterface({ input: child.stdout, crlfDelay: Infinity });
     rl.on("line", (line) => this.#onLine(child, line));
     let result;
     try {
-      result = await this.#send(child, "initialize", { ...this.initParams, protocolVersion: PROTOCOL_VERSION });
+      const timeout = AbortSignal.timeout(this.startTimeoutMs);
+      result = await this.#send(child, "initialize", { ...this.initParams, protocolVersion: PROTOCOL_VERSION }, { signal: timeout }).catch((err) => {
+        if (timeout.aborted) throw new BridgeCrashError(`lossless: engine process did not initialize within ${this.startTimeoutMs} ms`);
+        throw err;
+      });
       if (result?.protocolVersion !== PROTOCOL_VERSION) {
         throw new BridgeCrashError(`lossless: engine speaks protocol ${result?.protocolVersion}, this plugin ${PROTOCOL_VERSION}`);
       }

@@ -70,7 +70,15 @@ export async function createLosslessEngine({ pluginConfig, agentDir, workspaceDi
   const key = poolKey({ command, args, env: bridge.env, initialize });
   let entry = pool.get(key);
   if (!entry) {
-    const client = new BridgeClient({ command, args, env, initialize, maxRestarts: bridge.maxRestarts ?? 5, logger });
+    const client = new BridgeClient({
+      command,
+      args,
+      env,
+      initialize,
+      maxRestarts: bridge.maxRestarts ?? 5,
+      startTimeoutMs: bridge.startTimeoutMs ?? 60_000,
+      logger,
+    });
     entry = { client, refs: 0 };
     pool.set(key, entry);
   }

@@ -277,3 +277,10 @@ test("afterTurn sends the whole view, or only the new messages when the engine s
     await trimmed.dispose();
   }
 });
+
+test("a process that never initializes is killed after startTimeoutMs and the factory rejects", async () => {
+  await assert.rejects(
+    fakeEngine({ args: ["-e", "setInterval(() => {}, 1000)"], startTimeoutMs: 300 }),
+    /did not initialize within 300 ms/,
+  );
+});
