@@ -14,22 +14,22 @@ import (
 )
 
 func TestDeterministicPerSeed(t *testing.T) {
-	a := Messages(7, 3000)
-	b := Messages(7, 3000)
+	a := Messages(7, 2000)
+	b := Messages(7, 2000)
 	for i := range a {
 		if !bytes.Equal(a[i], b[i]) {
 			t.Fatalf("message %d differs between two runs of seed 7", i)
 		}
 	}
-	c := Messages(8, 3000)
+	c := Messages(8, 2000)
 	same := 0
 	for i := range a {
 		if bytes.Equal(a[i], c[i]) {
 			same++
 		}
 	}
-	if same > 30 {
-		t.Fatalf("seeds 7 and 8 share %d of 3000 messages; want different streams", same)
+	if same > 20 {
+		t.Fatalf("seeds 7 and 8 share %d of 2000 messages; want different streams", same)
 	}
 	// Streaming and batch agree.
 	g := New(7)
@@ -41,7 +41,7 @@ func TestDeterministicPerSeed(t *testing.T) {
 }
 
 func TestMessagesAreValidAndRealistic(t *testing.T) {
-	const n = 6000
+	const n = 4000
 	msgs := Messages(1, n)
 	roles := map[string]int{}
 	var toolCalls, thinking, cjk, big, strContent, unknownField int
@@ -75,7 +75,7 @@ func TestMessagesAreValidAndRealistic(t *testing.T) {
 		if m.Role() == core.RoleToolResult && !callIDs[m.ToolCallID()] {
 			t.Fatalf("message %d: toolResult for unknown call %q", i, m.ToolCallID())
 		}
-		if _, ok := m.Field("responseId"); ok {
+		if bytes.Contains(raw, []byte(`"responseId":"resp_`)) {
 			unknownField++
 		}
 		for _, r := range m.Text() {
@@ -131,7 +131,7 @@ func TestIdentifiersRecur(t *testing.T) {
 
 func TestWriteSessionIsValidTranscript(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
-	const n = 2500
+	const n = 1500
 	info, err := WriteSessionFile(path, 11, n)
 	if err != nil {
 		t.Fatal(err)
