@@ -33,8 +33,9 @@ type extras struct {
 	// run to go once more (a turn arrived while it ran).
 	running map[convID]bool
 	again   map[convID]bool
-	// convMus serialises compactions of one conversation.
-	convMus map[convID]*sync.Mutex
+	// convMus serialise compactions of one conversation (a one-slot
+	// channel, so that waiting honours the context).
+	convMus map[convID]chan struct{}
 	// sem bounds the conversations compacting in the background at once.
 	sem chan struct{}
 	// last is the last background result of each conversation.
@@ -58,7 +59,7 @@ func (e *Engine) extras() *extras {
 		n = DefaultCompactionConcurrency
 	}
 	x := &extras{ctx: ctx, cancel: cancel, running: map[convID]bool{}, again: map[convID]bool{},
-		convMus: map[convID]*sync.Mutex{}, sem: make(chan struct{}, n), last: map[convID]BackgroundResult{}}
+		convMus: map[convID]chan struct{}{}, sem: make(chan struct{}, n), last: map[convID]BackgroundResult{}}
 	v, loaded := extrasByEngine.LoadOrStore(e, x)
 	if loaded {
 		cancel()
@@ -175,13 +176,14 @@ func itemTokens(items []dag.Item) int {
 	return n
 }
 
-// convLock returns the lock that serialises compactions of conversation c.
-func (x *extras) convLock(c convID) *sync.Mutex {
+// convLock returns the lock that serialises compactions of conversation c:
+// send to take it, receive to release it.
+func (x *extras) convLock(c convID) chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m, ok := x.convMus[c]
 	if !ok {
-		m = new(sync.Mutex)
+		m = make(chan struct{}, 1)
 		x.convMus[c] = m
 	}
 	return m
@@ -206,8 +208,12 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 		out.summarizer = sum.Name()
 	}
 	lock := e.extras().convLock(conv.id)
-	lock.Lock()
-	defer lock.Unlock()
+	select {
+	case lock <- struct{}{}:
+	case <-ctx.Done():
+		return out, fmt.Errorf("lossless: compact: waiting for a running compaction: %w", ctx.Err())
+	}
+	defer func() { <-lock }()
 	before, err := conv.Items(ctx)
 	if err != nil {
 		return out, err

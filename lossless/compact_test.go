@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -242,6 +243,14 @@ func TestProactiveCompactionDoesNotBlock(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("assemble+ingest took %v during a background compaction", took)
+	}
+	// A foreground Compact waits for the running one, but honours its
+	// context.
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err = e.Compact(short, core.CompactParams{SessionID: "s1", TokenBudget: budget})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Compact during a background run: want DeadlineExceeded, got %v", err)
 	}
 	close(g.gate)
 	e.waitBackground()
