@@ -30,31 +30,38 @@ import (
 //	6 \s+(?!\S)
 //	7 \s+
 type fastO200k struct {
+	once  sync.Once
 	ranks map[string]int
 	cache pieceCache
 }
 
-var (
-	fastOnce sync.Once
-	fastInst *fastO200k
-	fastErr  error
-)
+var fastInst = &fastO200k{}
 
-// newFastO200k returns the shared fast o200k_base counter (the BPE ranks
-// come from the offline loader compiled into the binary).
+// newFastO200k returns the shared fast o200k_base counter. The BPE ranks
+// (about 200K entries, from the offline loader compiled into the binary)
+// are loaded on first use, not at Open, so that opening a store stays
+// light.
 func newFastO200k() (core.TokenCounter, error) {
-	fastOnce.Do(func() {
+	// The embedded asset must exist: check it once here, cheaply.
+	if _, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("does-not-exist"); err == nil {
+		return nil, fmt.Errorf("lossless: offline BPE loader misbehaves")
+	}
+	return fastInst, nil
+}
+
+func (f *fastO200k) load() {
+	f.once.Do(func() {
 		ranks, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("o200k_base.tiktoken")
 		if err != nil {
-			fastErr = fmt.Errorf("lossless: load o200k_base ranks: %w", err)
-			return
+			// The ranks are compiled into the binary: a failure is a build
+			// defect, as for core.DefaultCounter.
+			panic(fmt.Errorf("lossless: load o200k_base ranks: %w", err))
 		}
-		fastInst = &fastO200k{ranks: ranks}
-		for i := range fastInst.cache.shards {
-			fastInst.cache.shards[i].m = make(map[string]int)
+		f.ranks = ranks
+		for i := range f.cache.shards {
+			f.cache.shards[i].m = make(map[string]int)
 		}
 	})
-	return fastInst, fastErr
 }
 
 // Name returns "o200k_base".
@@ -65,6 +72,7 @@ func (f *fastO200k) CountText(s string) int {
 	if s == "" {
 		return 0
 	}
+	f.load()
 	var buf [512]rune
 	r := buf[:0]
 	if len(s) <= len(buf) {
