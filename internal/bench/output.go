@@ -208,10 +208,10 @@ func WriteGoBench(w io.Writer, rep *Report) error {
 	}
 	if r := rep.Assemble; r != nil {
 		for _, k := range sortedKeys(r.P99Ms) {
-			line("Assemble/size="+k, r.Runs, fmt.Sprintf("%.0f", r.P50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.P99Ms[k]*1e6), "p99-ns/op")
+			line("Assemble/size="+k, r.Samples[k], fmt.Sprintf("%.0f", r.P50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.P99Ms[k]*1e6), "p99-ns/op")
 		}
 		for _, k := range sortedKeys(r.LegacyP99Ms) {
-			line("AssembleLegacy/size="+k, max(5, r.Runs/5), fmt.Sprintf("%.0f", r.LegacyP50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.LegacyP99Ms[k]*1e6), "p99-ns/op")
+			line("AssembleLegacy/size="+k, r.LegacySamples[k], fmt.Sprintf("%.0f", r.LegacyP50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.LegacyP99Ms[k]*1e6), "p99-ns/op")
 		}
 	}
 	if r := rep.Compact; r != nil && r.Rounds > 0 {
