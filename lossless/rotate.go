@@ -156,7 +156,11 @@ func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionI
 	if err := core.WriteTranscriptFile(newPath, lines...); err != nil {
 		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
 	}
-	if err := e.mapSession(ctx, conv, agent, newID); err != nil {
+	cpPath, cp, err := successorCheckpoint(newPath, newID, conv)
+	if err != nil {
+		return RotateResult{}, err
+	}
+	if err := e.mapSession(ctx, conv, agent, newID, cpPath, cp); err != nil {
 		return RotateResult{}, err
 	}
 	target, _ := json.Marshal(map[string]string{"sessionId": newID, "sessionFile": newPath})
@@ -188,9 +192,51 @@ func keptStart(window []core.Entry, tail [][]byte) int {
 	return 0
 }
 
-// mapSession maps session id newID of agent to conv, in one transaction
-// (name key and the conversation's session list).
-func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newID string) error {
+// successorCheckpoint returns the import checkpoint of a successor file
+// just written: everything in it is already stored (the summaries and the
+// kept messages), so a Bootstrap of the new session reads only what the
+// host appends later. Without it the import would turn the successor's
+// compaction entry into a summary over the kept tail.
+func successorCheckpoint(path, sessionID string, conv *Conversation) (string, checkpoint, error) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", checkpoint{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", checkpoint{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	tr := core.NewTranscriptReader(f, 0, 0, 0)
+	var lastStart int64
+	for {
+		ent, err := tr.Next()
+		if err != nil {
+			break
+		}
+		lastStart = ent.Offset
+	}
+	if tr.Offset() != st.Size() {
+		return "", checkpoint{}, fmt.Errorf("lossless: rotate: successor %s read to %d of %d bytes", path, tr.Offset(), st.Size())
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return "", checkpoint{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	tail, err := hashRange(f, lastStart, st.Size())
+	if err != nil {
+		return "", checkpoint{}, err
+	}
+	return path, checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: st.Size(), Line: tr.Lines(), Index: tr.Index(),
+		MtimeNs: st.ModTime().UnixNano(), HeadHash: hashFirstLine(f), TailStart: lastStart, TailHash: tail}, nil
+}
+
+// mapSession maps session id newID of agent to conv and records the
+// successor's import checkpoint, in one transaction (name key, the
+// conversation's session list, checkpoint).
+func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newID, cpPath string, cp checkpoint) error {
 	done, err := e.enter()
 	if err != nil {
 		return err
@@ -209,6 +255,9 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	err = e.db.Update(func(txn *badger.Txn) error {
 		if err := txn.Set(nameKey(agent, "s:"+newID), conv.id[:]); err != nil {
 			return fmt.Errorf("lossless: rotate: map session: %w", err)
+		}
+		if err := setJSON(txn, checkKey(agent, cpPath), cp); err != nil {
+			return err
 		}
 		return setJSON(txn, convKey(conv.id), rec)
 	})

@@ -127,12 +127,28 @@ func TestRotate(t *testing.T) {
 	if err != nil || conv2.ID() != conv.ID() {
 		t.Fatalf("new session id maps to %v (%v), want %s", conv2, err, conv.ID())
 	}
+	itemsBefore, _ := conv.Items(ctx)
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: r.SessionID, SessionFile: r.SessionFile}); err != nil {
 		t.Fatal(err)
 	}
 	if n := countMessages(t, e); n != stored {
 		t.Fatalf("bootstrapping the successor changed the stored messages: %d -> %d", stored, n)
 	}
+	// The successor's compaction entry is not re-imported as a summary over
+	// the kept tail: the context is unchanged.
+	if itemsAfter, _ := conv.Items(ctx); len(itemsAfter) != len(itemsBefore) || itemsAfter[len(itemsAfter)-1] != itemsBefore[len(itemsBefore)-1] {
+		t.Fatalf("bootstrapping the successor changed the context: %d items -> %d", len(itemsBefore), len(itemsAfter))
+	}
+	// What the host appends to the successor is imported.
+	appended := core.AssistantText("appended by the host to the successor", 1_899_000_000_000)
+	if err := core.AppendTranscript(r.SessionFile, map[string]any{"type": "message", "id": "host0001", "parentId": tr.Entries[len(tr.Entries)-1].ID,
+		"timestamp": core.NowTimestamp(), "message": json.RawMessage(appended.Raw())}); err != nil {
+		t.Fatal(err)
+	}
+	if br, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: r.SessionID, SessionFile: r.SessionFile}); err != nil || br.ImportedMessages != 1 {
+		t.Fatalf("bootstrap after an append to the successor: %+v %v", br, err)
+	}
+	stored++
 	next := core.UserText("first message of the new session", 1_900_000_000_000)
 	if ir, err := e.Ingest(ctx, core.IngestParams{SessionID: r.SessionID, Message: next}); err != nil || !ir.Ingested {
 		t.Fatalf("ingest on the new session: %+v %v", ir, err)
