@@ -64,3 +64,27 @@ func BenchmarkIdentifiers(b *testing.B) {
 		Identifiers(text)
 	}
 }
+
+// BenchmarkExtractiveCounted is BenchmarkExtractive with o200k when the
+// caller passes the input's token count (SummarizeCounted, as the lossless
+// engine can): only the output is counted.
+func BenchmarkExtractiveCounted(b *testing.B) {
+	tc := counter(b)
+	for _, size := range []int{10_000, 100_000} {
+		b.Run(fmt.Sprintf("tokens=%dK", size/1000), func(b *testing.B) {
+			text := benchInput(b, tc, size)
+			n := tc.CountText(text)
+			e := NewExtractive(tc)
+			req := core.SummarizeRequest{Text: text, TargetTokens: 2400, Kind: core.SummaryLeaf}
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := e.SummarizeCounted(context.Background(), req, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

@@ -74,7 +74,9 @@ type GuardStats struct {
 // Guard wraps a model summarizer with a per-attempt timeout, bounded retries
 // with backoff (Retry-After respected), reasoning stripped from the output,
 // rejection of empty or not-shorter output, a spend guard and a circuit
-// breaker. When the model fails it answers with the fallback summarizer
+// breaker. An answer shorter than the input but over TargetTokens is
+// returned as is: the caller decides whether to escalate (as the compactor
+// does). When the model fails it answers with the fallback summarizer
 // (normally the extractive one), so compaction always converges. It is safe
 // for concurrent use.
 type Guard struct {
