@@ -32,7 +32,7 @@ const (
 // FormatVersion is the version of the index layout (mapping, analyzers,
 // fields). An index written with an older version is rebuilt; one written by
 // a newer version is refused with core.ErrFormatTooNew.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Field names in the bleve documents.
 const (
@@ -45,8 +45,8 @@ const (
 	fKind    = "kind"
 	fSeq     = "seq"
 	fTS      = "ts"
-	fPos     = "pos" // session + "\x1f" + seq: finds neighbours by exact term
-	fHash    = "th"  // textKey of the text, stored: collapses near-identical hits
+	fPos     = "pos"  // session + "\x1f" + seq: finds neighbours by exact term
+	fMeta    = "meta" // stored only: every field a hit carries, in one value (encodeMeta)
 )
 
 var (
@@ -355,21 +355,21 @@ func newMapping() *mapping.IndexMappingImpl {
 	pos.IncludeInAll = false
 	pos.IncludeTermVectors = false
 	dm.AddFieldMappingsAt(fPos, pos)
-	th := bleve.NewKeywordFieldMapping()
-	th.Index = false
-	th.Store = true
-	th.IncludeInAll = false
-	dm.AddFieldMappingsAt(fHash, th)
+	meta := bleve.NewKeywordFieldMapping()
+	meta.Index = false
+	meta.Store = true
+	meta.IncludeInAll = false
+	dm.AddFieldMappingsAt(fMeta, meta)
 	for _, f := range []string{fAgent, fConv, fSession, fRole, fKind} {
 		k := bleve.NewKeywordFieldMapping()
-		k.Store = true
+		k.Store = false
 		k.IncludeInAll = false
 		k.IncludeTermVectors = false
 		dm.AddFieldMappingsAt(f, k)
 	}
 	for _, f := range []string{fSeq, fTS} {
 		n := bleve.NewNumericFieldMapping()
-		n.Store = true
+		n.Store = false
 		n.IncludeInAll = false
 		dm.AddFieldMappingsAt(f, n)
 	}
@@ -570,7 +570,7 @@ func (ix *Index) document(d *Doc) *document.Document {
 		}
 		ix.prev[key] = clip(d.Text, maxCtxBytes)
 	}
-	kw := bindex.IndexField | bindex.StoreField
+	kw := bindex.IndexField
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fAgent, nil, []byte(d.Agent), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fConv, nil, []byte(d.Conversation), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSession, nil, []byte(d.Session), kw))
@@ -583,8 +583,49 @@ func (ix *Index) document(d *Doc) *document.Document {
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fSeq, nil, float64(d.Seq), kw))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fTS, nil, float64(d.Timestamp), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fPos, nil, []byte(posKey(d.Session, d.Seq)), bindex.IndexField))
-	doc.AddField(document.NewTextFieldWithIndexingOptions(fHash, nil, []byte(strconv.FormatUint(textKey(d.Text), 36)), bindex.StoreField))
+	doc.AddField(document.NewTextFieldWithIndexingOptions(fMeta, nil, encodeMeta(d, kind), bindex.StoreField))
 	return doc
+}
+
+// encodeMeta packs the fields a hit carries into one stored value (loading
+// one stored field per hit instead of eight is most of a query's
+// allocations): uvarint-length-prefixed agent, conversation, session, role
+// and kind, then seq (uvarint), timestamp (varint) and the text hash (8
+// bytes).
+func encodeMeta(d *Doc, kind string) []byte {
+	b := make([]byte, 0, 40+len(d.Agent)+len(d.Conversation)+len(d.Session)+len(d.Role)+len(kind))
+	for _, s := range []string{d.Agent, d.Conversation, d.Session, d.Role, kind} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, d.Seq)
+	b = binary.AppendVarint(b, d.Timestamp)
+	return binary.BigEndian.AppendUint64(b, textKey(d.Text))
+}
+
+// decodeMeta unpacks encodeMeta into h; false when b is malformed.
+func decodeMeta(b []byte, h *Hit) bool {
+	var strs [5]string
+	for i := range strs {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || uint64(len(b)-k) < n {
+			return false
+		}
+		strs[i] = string(b[k : k+int(n)])
+		b = b[k+int(n):]
+	}
+	seq, k := binary.Uvarint(b)
+	if k <= 0 {
+		return false
+	}
+	b = b[k:]
+	ts, k := binary.Varint(b)
+	if k <= 0 || len(b)-k != 8 {
+		return false
+	}
+	h.Agent, h.Conversation, h.Session, h.Role, h.Kind = strs[0], strs[1], strs[2], strs[3], strs[4]
+	h.Seq, h.Timestamp, h.hash = seq, ts, binary.BigEndian.Uint64(b[k:])
+	return true
 }
 
 func posKey(session string, seq uint64) string {

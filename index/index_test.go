@@ -486,3 +486,31 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("count after close: %v", err)
 	}
 }
+
+func FuzzDecodeMeta(f *testing.F) {
+	f.Add(encodeMeta(&Doc{Agent: "a", Conversation: "c", Session: "s", Role: "user", Seq: 7, Timestamp: -3, Text: "hi"}, KindMessage))
+	f.Add([]byte{})
+	f.Add([]byte{0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h Hit
+		if !decodeMeta(b, &h) {
+			return
+		}
+		// Stored data never makes it read beyond its bytes.
+		if n := len(h.Agent) + len(h.Conversation) + len(h.Session) + len(h.Role) + len(h.Kind); n+8 > len(b) {
+			t.Fatalf("decoded %d string bytes from %d", n, len(b))
+		}
+	})
+}
+
+func TestMetaRoundTrip(t *testing.T) {
+	d := Doc{ID: "x", Agent: "ag\x1fent", Conversation: "c1", Session: "s1", Role: "assistant", Seq: 1 << 40, Timestamp: 1700000000123, Text: "Hello, World"}
+	var h Hit
+	if !decodeMeta(encodeMeta(&d, KindSummary), &h) {
+		t.Fatal("decode")
+	}
+	if h.Agent != d.Agent || h.Conversation != "c1" || h.Session != "s1" || h.Role != "assistant" || h.Kind != KindSummary ||
+		h.Seq != d.Seq || h.Timestamp != d.Timestamp || h.hash != textKey("hello world") {
+		t.Fatalf("%+v", h)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"sync"
 	"unicode/utf8"
 
@@ -133,8 +132,8 @@ var (
 
 // Query-term pruning: a prompt is cut to its maxSearchTerms rarest terms,
 // and, in an index of at least commonTermMinDocs docs, terms found in more
-// than commonTermShare of the docs are dropped while at least minSearchTerms
-// remain. Common terms cost the most (long posting lists) and weigh the
+// than commonTermShare of the docs (or more than commonTermMaxDF docs) are
+// dropped while at least minSearchTerms remain. Common terms cost the most (long posting lists) and weigh the
 // least under BM25; on the LoCoMo dev set dropping them changes recall@k by
 // less than a point.
 var (
@@ -142,6 +141,9 @@ var (
 	minSearchTerms    = 3
 	commonTermShare   = 0.05
 	commonTermMinDocs = uint64(1000)
+	// commonTermMaxDF caps the posting-list length of a dropped-if-common
+	// term in large indexes, whatever the share.
+	commonTermMaxDF = uint64(2000)
 )
 
 // dfCache caches document frequencies for term pruning. Frequencies move
@@ -224,7 +226,7 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, erro
 		if len(out) == maxSearchTerms {
 			break
 		}
-		if i >= minSearchTerms && total >= commonTermMinDocs && float64(d.df) > commonTermShare*float64(total) {
+		if i >= minSearchTerms && total >= commonTermMinDocs && (float64(d.df) > commonTermShare*float64(total) || d.df > commonTermMaxDF) {
 			break
 		}
 		out = append(out, d.t)
@@ -363,8 +365,8 @@ func anyTerm(field string, vs []string) query.Query {
 }
 
 var (
-	fieldsWithText = []string{fText, fAgent, fConv, fSession, fRole, fKind, fSeq, fTS, fHash}
-	fieldsNoText   = []string{fAgent, fConv, fSession, fRole, fKind, fSeq, fTS, fHash}
+	fieldsWithText = []string{fMeta, fText}
+	fieldsNoText   = []string{fMeta}
 )
 
 func storedFields(withText bool) []string {
@@ -375,34 +377,15 @@ func storedFields(withText bool) []string {
 }
 
 func hitFrom(h *search.DocumentMatch) Hit {
-	str := func(k string) string {
-		s, _ := h.Fields[k].(string)
-		return s
+	out := Hit{Doc: Doc{ID: h.ID}, Score: h.Score}
+	if math.IsNaN(out.Score) {
+		out.Score = 0
 	}
-	num := func(k string) float64 {
-		f, _ := h.Fields[k].(float64)
-		return f
+	if m, ok := h.Fields[fMeta].(string); ok {
+		decodeMeta([]byte(m), &out)
 	}
-	score := h.Score
-	if math.IsNaN(score) {
-		score = 0
-	}
-	th, _ := strconv.ParseUint(str(fHash), 36, 64)
-	return Hit{
-		hash: th,
-		Doc: Doc{
-			ID:           h.ID,
-			Agent:        str(fAgent),
-			Conversation: str(fConv),
-			Session:      str(fSession),
-			Role:         str(fRole),
-			Kind:         str(fKind),
-			Seq:          uint64(num(fSeq)),
-			Timestamp:    int64(num(fTS)),
-			Text:         str(fText),
-		},
-		Score: score,
-	}
+	out.Text, _ = h.Fields[fText].(string)
+	return out
 }
 
 // sortHits orders hits by score, then id.
