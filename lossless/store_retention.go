@@ -1,0 +1,215 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// RetentionResult reports one retention pass.
+type RetentionResult struct {
+	// Deleted lists the deleted conversations (hex ids) with the reason:
+	// "age", "size" or "orphan".
+	Deleted []DeletedConversation `json:"deleted,omitempty"`
+	// Messages and Bytes are the totals of the deleted conversations.
+	Messages int64 `json:"messages"`
+	Bytes    int64 `json:"bytes"`
+}
+
+// DeletedConversation is one conversation removed by Retain.
+type DeletedConversation struct {
+	Agent  string `json:"agent"`
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// conversation-scoped key prefixes: every key starting with one of them
+// followed by the conversation id belongs to that conversation.
+var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, 'T'}
+
+// Retain applies Config.Retention (both limits are off by default) and
+// removes orphaned conversations:
+//   - age: conversations not updated for more than retention.maxAgeDays;
+//   - size: an agent's least recently updated conversations while the
+//     agent's stored bytes exceed retention.maxBytesPerAgent;
+//   - orphan: conversations no session id or key maps to any more, and
+//     empty conversations (no message) older than a day.
+//
+// now is the reference time (time.Now() when zero). Deleting a
+// conversation removes its messages, items, summaries, session mappings and
+// import checkpoints, in batches, under the conversation's lock; a crash
+// midway leaves a conversation that the next pass finishes deleting.
+func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return RetentionResult{}, err
+	}
+	defer done()
+	if now.IsZero() {
+		now = time.Now()
+	}
+	type conv struct {
+		id  convID
+		rec convRecord
+	}
+	var convs []conv
+	mapped := map[convID]bool{}
+	err = e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var c conv
+			copy(c.id[:], it.Item().Key()[1:])
+			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &c.rec) }); err != nil {
+				return fmt.Errorf("%w: conversation: %v", errBadRecord, err)
+			}
+			convs = append(convs, c)
+		}
+		nt := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pName}})
+		defer nt.Close()
+		for nt.Rewind(); nt.Valid(); nt.Next() {
+			_ = nt.Item().Value(func(v []byte) error {
+				var c convID
+				if len(v) == len(c) {
+					copy(c[:], v)
+					mapped[c] = true
+				}
+				return nil
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return RetentionResult{}, err
+	}
+	var res RetentionResult
+	del := func(c conv, reason string) error {
+		if err := e.deleteConversation(ctx, c.id); err != nil {
+			return err
+		}
+		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Reason: reason})
+		res.Messages += c.rec.Messages
+		res.Bytes += c.rec.Bytes
+		return nil
+	}
+	nowMs := now.UnixMilli()
+	maxAge := int64(e.cfg.Retention.MaxAgeDays) * 24 * 3600 * 1000
+	var kept []conv
+	for _, c := range convs {
+		switch {
+		case !mapped[c.id]:
+			err = del(c, "orphan")
+		case c.rec.Messages == 0 && nowMs-c.rec.Created > 24*3600*1000:
+			err = del(c, "orphan")
+		case maxAge > 0 && nowMs-c.rec.Updated > maxAge:
+			err = del(c, "age")
+		default:
+			kept = append(kept, c)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if limit := e.cfg.Retention.MaxBytesPerAgent; limit > 0 {
+		byAgent := map[string][]conv{}
+		for _, c := range kept {
+			byAgent[c.rec.Agent] = append(byAgent[c.rec.Agent], c)
+		}
+		agents := make([]string, 0, len(byAgent))
+		for a := range byAgent {
+			agents = append(agents, a)
+		}
+		sort.Strings(agents)
+		for _, a := range agents {
+			cs := byAgent[a]
+			var total int64
+			for _, c := range cs {
+				total += c.rec.Bytes
+			}
+			sort.Slice(cs, func(i, j int) bool { return cs[i].rec.Updated < cs[j].rec.Updated })
+			// Never delete the agent's most recent conversation.
+			for i := 0; total > limit && i < len(cs)-1; i++ {
+				if err := del(cs[i], "size"); err != nil {
+					return res, err
+				}
+				total -= cs[i].rec.Bytes
+			}
+		}
+	}
+	return res, nil
+}
+
+// deleteConversation removes every key of conversation c, then its
+// mappings, checkpoints and record (last, so that an interrupted deletion
+// is found again by the next pass).
+func (e *Engine) deleteConversation(ctx context.Context, c convID) error {
+	s := e.state(c)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wb := e.db.NewWriteBatch()
+	defer wb.Cancel()
+	deleteWhere := func(prefix []byte, match func(k, v []byte) bool) error {
+		return e.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: match != nil})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("lossless: retain: %w", err)
+				}
+				k := it.Item().KeyCopy(nil)
+				if match != nil {
+					v, err := it.Item().ValueCopy(nil)
+					if err != nil {
+						return fmt.Errorf("lossless: retain: %w", err)
+					}
+					if !match(k, v) {
+						continue
+					}
+				}
+				if err := wb.Delete(k); err != nil {
+					return fmt.Errorf("lossless: retain: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	for _, p := range convScoped {
+		if err := deleteWhere(convPrefix(p, c), nil); err != nil {
+			return err
+		}
+	}
+	if err := deleteWhere([]byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }); err != nil {
+		return err
+	}
+	id := c.String()
+	if err := deleteWhere([]byte{pCheck}, func(_, v []byte) bool {
+		var cp checkpoint
+		return json.Unmarshal(v, &cp) == nil && cp.Conv == id
+	}); err != nil {
+		return err
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("lossless: retain: %w", err)
+	}
+	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(convKey(c)) }); err != nil {
+		return fmt.Errorf("lossless: retain: %w", err)
+	}
+	// Forget cached state: resolution entries and the conversation state.
+	e.resolved.Range(func(k, v any) bool {
+		if v.(convID) == c {
+			e.resolved.Delete(k)
+		}
+		return true
+	})
+	s.loaded = false
+	s.rec = convRecord{}
+	s.asmMu.Lock()
+	s.asmMsgs, s.asmSums = nil, nil
+	s.asmMu.Unlock()
+	return nil
+}

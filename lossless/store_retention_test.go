@@ -1,0 +1,88 @@
+package lossless
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+func TestRetention(t *testing.T) {
+	e := openTest(t, func(c *Config) {
+		c.Retention.MaxAgeDays = 30
+		c.Retention.MaxBytesPerAgent = 3000
+	})
+	ctx := context.Background()
+	ingest := func(session string, turns int) {
+		t.Helper()
+		for i := 0; i < turns; i++ {
+			if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: session, SessionKey: "agent:a:" + session, Messages: turn(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ingest("old", 2)
+	ingest("big1", 4)
+	ingest("big2", 4)
+	ingest("recent", 1)
+	// Nothing is old yet; the agent is over its byte cap.
+	res, err := e.Retain(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	infos, _ := e.Sessions(ctx, "a")
+	var total int64
+	for _, in := range infos {
+		total += in.Bytes
+	}
+	if total > 3000 && len(infos) > 1 {
+		t.Fatalf("still %d bytes in %d conversations after %+v", total, len(infos), res)
+	}
+	for _, d := range res.Deleted {
+		if d.Reason != "size" {
+			t.Fatalf("deleted %+v", d)
+		}
+	}
+	// A month and a bit later everything is old.
+	res, err = e.Retain(ctx, time.Now().Add(31*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infos, _ := e.Sessions(ctx, ""); len(infos) != 0 {
+		t.Fatalf("left %+v after %+v", infos, res)
+	}
+	// No key of a deleted conversation is left, and the session starts
+	// afresh when it comes back.
+	err = e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().Key()
+			if k[0] != pMeta {
+				t.Errorf("key %q left", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingest("old", 1)
+	if got := storedMessages(t, e, "a", "old"); len(got) != 4 {
+		t.Fatalf("re-created session has %d messages", len(got))
+	}
+	// An orphan: a conversation no session maps to.
+	c, _ := e.resolve(ctx, "a", "old", "agent:a:old", false)
+	_ = e.db.Update(func(txn *badger.Txn) error {
+		_ = txn.Delete(nameKey("a", "s:old"))
+		return txn.Delete(nameKey("a", "k:agent:a:old"))
+	})
+	e.resolved.Range(func(k, _ any) bool { e.resolved.Delete(k); return true })
+	res, err = e.Retain(ctx, time.Time{})
+	if err != nil || len(res.Deleted) != 1 || res.Deleted[0].Reason != "orphan" || res.Deleted[0].ID != c.String() {
+		t.Fatalf("orphan: %+v %v", res, err)
+	}
+}
