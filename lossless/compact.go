@@ -257,7 +257,9 @@ type CompactDetails struct {
 const maxResultSummaryChars = 16000
 
 // compact implements Engine.Compact. The budget is the call's, else the
-// runtime context's tokenBudget, else Config.DefaultTokenBudget;
+// runtime context's tokenBudget, else Config.DefaultTokenBudget, less what
+// the host's currentTokenCount shows beyond the assembled context (at most
+// a quarter of the budget);
 // compactionTarget "budget" (the default) gets the context under the
 // budget, "threshold" under contextThreshold × budget; force compacts
 // everything outside the fresh tail even under the target. compacted is
@@ -298,7 +300,9 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	// A rotation starts the successor from summaries and the fresh tail, so
 	// everything outside the tail is compacted first.
 	rotating := p.SessionFile != "" && e.shouldRotate(p)
-	out, err := e.runCompaction(ctx, conv, dag.Target{Budget: budget, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions})
+	tgt := dag.Target{Budget: budget, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions}
+	tgt.Reserved = e.reserved(ctx, conv, p.CurrentTokenCount, budget)
+	out, err := e.runCompaction(ctx, conv, tgt)
 	if err != nil {
 		return core.CompactResult{}, err
 	}
@@ -326,6 +330,32 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	outcome.Details, _ = json.Marshal(d)
 	res := core.CompactResult{OK: !r.TailTooLarge, Compacted: out.windowAfter < out.windowBefore, Reason: r.Reason, Result: outcome}
 	return res, nil
+}
+
+// maxReservedShare caps the tokens Compact reserves for what the host adds
+// around the context (system prompt, tools), as a share of the budget.
+const maxReservedShare = 0.25
+
+// reserved returns the tokens the host's prompt holds besides the context
+// the engine assembles: the host's currentTokenCount minus what Assemble
+// would show now, capped at maxReservedShare of the budget (the host counts
+// with another estimate, so the difference is only a hint).
+func (e *Engine) reserved(ctx context.Context, conv *Conversation, current, budget int) int {
+	if current <= 0 {
+		return 0
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		return 0
+	}
+	r := current - windowTokens(items, budget)
+	if max := int(maxReservedShare * float64(budget)); r > max {
+		r = max
+	}
+	if r < 0 {
+		r = 0
+	}
+	return r
 }
 
 // contextSummaryText joins the texts of the summaries in conv's context,

@@ -345,3 +345,80 @@ func TestCompactResults(t *testing.T) {
 		}
 	})
 }
+
+// TestCompactReservesHostTokens: a host count above the assembled context
+// (system prompt, tools) is reserved, capped at a quarter of the budget.
+func TestCompactReservesHostTokens(t *testing.T) {
+	ctx := context.Background()
+	run := func(current int) (CompactDetails, int) {
+		e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(100, 30, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 8000, CurrentTokenCount: current, CompactionTarget: core.CompactionTargetBudget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d CompactDetails
+		_ = json.Unmarshal(res.Result.Details, &d)
+		return d, res.Result.TokensBefore
+	}
+	if d, _ := run(0); d.Goal != 8000 {
+		t.Fatalf("no host count: goal %d, want 8000", d.Goal)
+	}
+	if d, window := run(9000); d.Goal != 8000-(9000-window) || d.ContextTokensAfter > d.Goal {
+		t.Fatalf("host count 9000 over a window of %d: goal %d after %d, want %d", window, d.Goal, d.ContextTokensAfter, 8000-(9000-window))
+	}
+	if d, _ := run(1_000_000); d.Goal != 6000 {
+		t.Fatalf("huge host count: goal %d, want 6000 (a quarter of the budget reserved at most)", d.Goal)
+	}
+}
+
+// TestCompactWhileIngesting: compactions and ingests race on one
+// conversation; nothing is lost and the DAG invariants hold.
+func TestCompactWhileIngesting(t *testing.T) {
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 6; c.LeafChunkTokens = 800 })
+	e.SetSummarizer(markSummarizer{})
+	ctx := context.Background()
+	const n = 300
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i += 3 {
+			time.Sleep(time.Millisecond)
+			if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(3, 20, int64(i)*10_000)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	compactions := 0
+	for running := true; running; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			running = false
+		default:
+		}
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 3000, Force: compactions%2 == 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Compacted {
+			compactions++
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no compaction ran during the ingests")
+	}
+	seqs := allSeqs(t, e, "", "s")
+	if len(seqs) != n {
+		t.Fatalf("%d messages stored, want %d", len(seqs), n)
+	}
+	if err := dag.Check(ctx, mustConv(t, e, "s"), seqs); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d compactions interleaved with %d stored messages", compactions, len(seqs))
+}
