@@ -11,13 +11,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
-// bin is the lossless binary built by TestMain into a temporary directory.
-var bin string
+// binDir is the temporary directory TestMain makes for the binary; the
+// binary is built into it on first use (so fuzz workers, which run no
+// command, do not build it).
+var (
+	binDir    string
+	buildOnce sync.Once
+	bin       string
+	buildErr  error
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "lossless-cli-test-")
@@ -25,16 +33,26 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	bin = filepath.Join(dir, "lossless")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build lossless: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
+	binDir = dir
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// binary builds the command into binDir once and returns its path.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		bin = filepath.Join(binDir, "lossless")
+		out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("build lossless: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
 }
 
 type result struct {
@@ -52,7 +70,7 @@ var realTokenizer = []string{"LOSSLESS_TOKENIZER="}
 // ~0.2 s of CPU per process, most of these tests' time.
 func runCLI(t *testing.T, stdin string, env []string, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(binary(t), args...)
 	home := t.TempDir()
 	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "LOSSLESS_TOKENIZER=chars4"}, env...)
 	cmd.Stdin = strings.NewReader(stdin)

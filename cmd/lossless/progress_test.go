@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +61,43 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("parseTime(%q) accepted", bad)
 		}
 	}
+}
+
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{"2026-11-01", "2026-11-01T08:30", "2026-11-01T08:30:05.123Z", "36h", "7d", "", "-1d", "9999999999d"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, s string) {
+		ms, err := parseTime(s, now)
+		if err != nil {
+			return
+		}
+		// Relative forms never point into the future.
+		if _, derr := time.ParseDuration(strings.TrimSpace(s)); derr == nil && ms > now.UnixMilli() {
+			t.Fatalf("%q: %d is after now", s, ms)
+		}
+	})
+}
+
+func FuzzWithDefaults(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, ``, `{"storeDir":"/x"}`, `{"agentId":"a","recall":{"enabled":true}}`, `[1]`, `"s"`, `{"storeDir":`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		out, err := withDefaults([]byte(raw), map[string]any{"storeDir": "/default"}, true, "agent")
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if jerr := json.Unmarshal(out, &m); jerr != nil {
+			t.Fatalf("withDefaults(%q) = %q, not a JSON object: %v", raw, out, jerr)
+		}
+		if _, ok := m["storeDir"]; !ok {
+			t.Fatalf("withDefaults(%q) lost storeDir: %s", raw, out)
+		}
+		if _, ok := m["agentId"]; !ok {
+			t.Fatalf("withDefaults(%q) lost agentId: %s", raw, out)
+		}
+	})
 }
