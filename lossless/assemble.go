@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -96,6 +98,7 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	nextSums := make(map[string]core.Message, len(prevSums))
 	var rev []core.Message
 	var revTok []int
+	var todo []parseJob
 	used, n := 0, 0
 	err := e.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pItem, c), Reverse: true})
@@ -127,12 +130,19 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 				return nil
 			}
 			var m core.Message
-			if item.IsSummary() {
+			switch cached, ok := prevMsgs[item.Ref.Seq]; {
+			case item.IsSummary():
 				m, err = e.summaryMessage(txn, c, item.Ref.ID, prevSums)
 				nextSums[item.Ref.ID] = m
-			} else {
-				m, err = e.itemMessage(txn, c, item.Ref.Seq, flags, prevMsgs)
+			case ok:
+				m = cached
 				nextMsgs[item.Ref.Seq] = m
+			default:
+				// Parsed after the scan, in parallel (parsing is the cost of
+				// a cold assemble).
+				raw, rerr := itemRaw(txn, c, item.Ref.Seq, flags)
+				err = rerr
+				todo = append(todo, parseJob{idx: len(rev), seq: item.Ref.Seq, raw: raw})
 			}
 			if err != nil {
 				return err
@@ -145,6 +155,13 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	})
 	if err != nil {
 		return nil, 0, 0, err
+	}
+	if err := parseParallel(todo); err != nil {
+		return nil, 0, 0, err
+	}
+	for _, j := range todo {
+		rev[j.idx] = j.msg
+		nextMsgs[j.seq] = j.msg
 	}
 	s.asmMsgs, s.asmSums = nextMsgs, nextSums
 	out := make([]core.Message, len(rev))
@@ -218,6 +235,64 @@ func (e *Engine) summaryMessage(txn *badger.Txn, c convID, id string, cache map[
 		return core.Message{}, err
 	}
 	return RenderSummary(s), nil
+}
+
+// parseJob is a stored message to parse for an assembled context.
+type parseJob struct {
+	idx int
+	seq uint64
+	raw []byte
+	msg core.Message
+}
+
+// parseParallel parses jobs across the cores.
+func parseParallel(jobs []parseJob) error {
+	workers := min(runtime.GOMAXPROCS(0), len(jobs)/16+1)
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(jobs); i += workers {
+				m, err := core.ParseMessage(jobs[i].raw)
+				if err != nil {
+					errs[w] = fmt.Errorf("lossless: stored message %d: %w", jobs[i].seq, err)
+					return
+				}
+				jobs[i].msg = m
+			}
+		}(w)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// itemRaw returns the bytes that stand for message seq in the context: the
+// message itself, or its large-content reference.
+func itemRaw(txn *badger.Txn, c convID, seq uint64, flags byte) ([]byte, error) {
+	if flags&flagLarge != 0 {
+		v, err := getValue(txn, largeKey(c, seq))
+		if err != nil {
+			return nil, fmt.Errorf("lossless: large reference %d: %w", seq, err)
+		}
+		return v, nil
+	}
+	kv, err := txn.Get(msgKey(c, seq))
+	if err != nil {
+		return nil, fmt.Errorf("lossless: message %d: %w", seq, err)
+	}
+	var raw []byte
+	err = kv.Value(func(v []byte) error {
+		r, err := decodeMsg(v, false)
+		if err != nil {
+			return err
+		}
+		raw = r.Raw // ParseMessage copies it; the value is only valid here
+		raw = append([]byte(nil), raw...)
+		return nil
+	})
+	return raw, err
 }
 
 // passThrough returns the host's messages trimmed to budget (newest kept).

@@ -298,6 +298,7 @@ func BenchmarkAssemble(b *testing.B) {
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
+				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
 					if mode == "cold" {
 						for _, s := range e.convs {
@@ -314,8 +315,11 @@ func BenchmarkAssemble(b *testing.B) {
 						b.Fatalf("assembled %d tokens, %d messages", out.EstimatedTokens, len(out.Messages))
 					}
 				}
+				cpu := cpuTime() - cpu0
 				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+				b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/op")
 			})
 		}
 	}
