@@ -50,7 +50,8 @@ type recaller struct {
 	gen uint64
 
 	rebuild     chan struct{} // closed when the opening rebuild ends
-	rebuildDone int64         // docs indexed by it so far (under mu)
+	cancel      context.CancelFunc
+	rebuildDone int64 // docs indexed by it so far (under mu)
 	rebuildErr  error
 
 	names sync.Map // convID -> session display name
@@ -121,7 +122,8 @@ func (e *Engine) openRecall() (*recaller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
-	r := &recaller{ix: ix, gen: gen, rebuild: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recaller{ix: ix, gen: gen, rebuild: make(chan struct{}), cancel: cancel}
 	if !ix.NeedsRebuild() {
 		close(r.rebuild)
 		return r, nil
@@ -131,7 +133,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 	go func() {
 		defer close(r.rebuild)
 		start := time.Now()
-		err := ix.Rebuild(context.Background(), e.indexSource, func(done int) {
+		err := ix.Rebuild(ctx, e.indexSource, func(done int) {
 			r.mu.Lock()
 			r.rebuildDone = int64(done)
 			r.mu.Unlock()
@@ -219,6 +221,7 @@ func (e *Engine) closeRecall() {
 	}
 	recallByEngine.Delete(e)
 	if r := v.(*recaller); r != nil {
+		r.cancel() // an unfinished rebuild stops; the next Open redoes it
 		<-r.rebuild
 		r.ix.Close()
 	}
