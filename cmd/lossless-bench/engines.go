@@ -14,8 +14,9 @@ import (
 
 // losslessTarget is the lossless engine on embedded defaults (a Badger
 // store in the suite's directory, the default summarizer, no network),
-// counting tokens with tokenizer.
-func losslessTarget(tokenizer string) bench.Target {
+// counting tokens with tokenizer, with cross-session recall (its Bleve
+// index) on or off.
+func losslessTarget(tokenizer string, recall bool) bench.Target {
 	return bench.Target{
 		Name: lossless.EngineID,
 		Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
@@ -23,11 +24,14 @@ func losslessTarget(tokenizer string) bench.Target {
 			cfg.StoreDir = dir
 			cfg.DefaultTokenBudget = budget
 			cfg.Tokenizer = tokenizer
+			cfg.Recall.Enabled = recall
 			return lossless.Open(ctx, cfg)
 		},
+		// Flush waits for the recall index, so that ingest rates include
+		// the Bleve indexing.
 		Flush: func(ctx context.Context, e core.Engine) error {
-			if f, ok := e.(interface{ Flush(context.Context) error }); ok {
-				return f.Flush(ctx)
+			if le, ok := e.(*lossless.Engine); ok {
+				return le.WaitRecallIndex(ctx)
 			}
 			return nil
 		},

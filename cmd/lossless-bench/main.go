@@ -26,6 +26,7 @@
 //	--k 5,10,25,50          recall cut-offs
 //	--seed N                synthetic transcript seed (default 1)
 //	--tokenizer NAME        o200k_base (default), cl100k_base or chars4
+//	--engine-recall=false   run the engine without its Bleve recall index
 //	--json FILE             write the figures as JSON
 //	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
 //	--gobench               also print benchstat-readable lines
@@ -130,6 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	budget := fs.Int("budget", 128000, "token budget")
 	messages := fs.String("messages", strconv.Itoa(defaultMessages), "synthetic transcript length in messages")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
+	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of both engines: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
@@ -156,9 +158,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return 2
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer), Legacy: legacyTarget(*tokenizer), Recall: recallFunc, Identifiers: identifiers}
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(*tokenizer), Recall: recallFunc, Identifiers: identifiers}
 	var err error
-	cfg.Note = "tokenizer " + *tokenizer
+	cfg.Note = fmt.Sprintf("tokenizer %s, engine recall %v", *tokenizer, *recall)
 	if cfg.Messages, err = parseCount(*messages); err != nil {
 		return usage(fmt.Errorf("--messages: %w", err))
 	}

@@ -28,7 +28,7 @@ func TestCommandAllSuites(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// chars4 counts tokens ~50x faster than tiktoken under -race; the
 	// tiktoken path is covered by TestCommandRealTranscripts.
-	code := run(context.Background(), []string{"--messages", "400", "--sizes", "100,400", "--budget", "16000", "--tokenizer", "chars4",
+	code := run(context.Background(), []string{"--messages", "250", "--sizes", "100,250", "--budget", "12000", "--tokenizer", "chars4",
 		"--json", jsonPath, "--plot", svgPath, "--gobench"}, &stdout, &stderr, false, nil, tiny(t))
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
@@ -62,7 +62,7 @@ func TestCommandAllSuites(t *testing.T) {
 		t.Errorf("ingest.batched_msgs_per_s = %v", v)
 	}
 	p99, _ := doc["assemble"]["p99_ms"].(map[string]any)
-	for _, size := range []string{"100", "400"} {
+	for _, size := range []string{"100", "250"} {
 		if v, _ := p99[size].(float64); v <= 0 {
 			t.Errorf("assemble.p99_ms[%q] = %v", size, p99[size])
 		}
@@ -73,8 +73,8 @@ func TestCommandAllSuites(t *testing.T) {
 	if v := num("compact", "wall_s"); v <= 0 {
 		t.Errorf("compact.wall_s = %v", v)
 	}
-	if b, a := num("compact", "tokens_before"), num("compact", "tokens_after"); b <= 16000 || a <= 0 || a > 16000 {
-		t.Errorf("compact tokens %v -> %v, want from over to under the 16000 budget", b, a)
+	if b, a := num("compact", "tokens_before"), num("compact", "tokens_after"); b <= 12000 || a <= 0 || a > 12000 {
+		t.Errorf("compact tokens %v -> %v, want from over to under the 12000 budget", b, a)
 	}
 	rec, _ := doc["recall"]["recall_at"].(map[string]any)
 	if len(rec) != 4 {
@@ -94,7 +94,7 @@ func TestCommandAllSuites(t *testing.T) {
 	if v := num("footprint", "disk_ratio"); v <= 0 {
 		t.Errorf("footprint.disk_ratio = %v", v)
 	}
-	if !strings.Contains(stdout.String(), "BenchmarkAssemble/size=400") {
+	if !strings.Contains(stdout.String(), "BenchmarkAssemble/size=250") {
 		t.Error("--gobench printed no assemble line")
 	}
 	svg, err := os.ReadFile(svgPath)
@@ -113,9 +113,10 @@ func TestCommandRealTranscripts(t *testing.T) {
 	jsonPath := filepath.Join(t.TempDir(), "out.json")
 	var stdout, stderr bytes.Buffer
 	// Transcripts both after --transcripts and as trailing arguments.
-	args := append([]string{"--suite", "ingest", "--messages", "100", "--json", jsonPath, "--transcripts"}, files...)
+	// Recall off: the Bleve path is covered by TestCommandAllSuites.
+	args := append([]string{"--suite", "ingest", "--messages", "100", "--engine-recall=false", "--json", jsonPath, "--transcripts"}, files...)
 	if len(files) == 2 {
-		args = []string{"--suite", "ingest", "--messages", "100", "--transcripts", files[0], files[1], "--json", jsonPath}
+		args = []string{"--suite", "ingest", "--messages", "100", "--engine-recall=false", "--transcripts", files[0], files[1], "--json", jsonPath}
 	}
 	code := run(context.Background(), args, &stdout, &stderr, false, nil, tiny(t))
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
