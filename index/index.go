@@ -32,7 +32,7 @@ const (
 // FormatVersion is the version of the index layout (mapping, analyzers,
 // fields). An index written with an older version is rebuilt; one written by
 // a newer version is refused with core.ErrFormatTooNew.
-const FormatVersion = 2
+const FormatVersion = 3
 
 // Field names in the bleve documents.
 const (
@@ -41,9 +41,7 @@ const (
 	fAgent   = "agent"
 	fConv    = "conv"
 	fSession = "session"
-	fRole    = "role"
 	fKind    = "kind"
-	fSeq     = "seq"
 	fTS      = "ts"
 	fPos     = "pos"  // session + "\x1f" + seq: finds neighbours by exact term
 	fMeta    = "meta" // stored only: every field a hit carries, in one value (encodeMeta)
@@ -360,14 +358,14 @@ func newMapping() *mapping.IndexMappingImpl {
 	meta.Store = true
 	meta.IncludeInAll = false
 	dm.AddFieldMappingsAt(fMeta, meta)
-	for _, f := range []string{fAgent, fConv, fSession, fRole, fKind} {
+	for _, f := range []string{fAgent, fConv, fSession, fKind} {
 		k := bleve.NewKeywordFieldMapping()
 		k.Store = false
 		k.IncludeInAll = false
 		k.IncludeTermVectors = false
 		dm.AddFieldMappingsAt(f, k)
 	}
-	for _, f := range []string{fSeq, fTS} {
+	for _, f := range []string{fTS} {
 		n := bleve.NewNumericFieldMapping()
 		n.Store = false
 		n.IncludeInAll = false
@@ -574,13 +572,11 @@ func (ix *Index) document(d *Doc) *document.Document {
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fAgent, nil, []byte(d.Agent), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fConv, nil, []byte(d.Conversation), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSession, nil, []byte(d.Session), kw))
-	doc.AddField(document.NewTextFieldWithIndexingOptions(fRole, nil, []byte(d.Role), kw))
 	kind := d.Kind
 	if kind == "" {
 		kind = KindMessage
 	}
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fKind, nil, []byte(kind), kw))
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fSeq, nil, float64(d.Seq), kw))
 	doc.AddField(document.NewNumericFieldWithIndexingOptions(fTS, nil, float64(d.Timestamp), kw))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fPos, nil, []byte(posKey(d.Session, d.Seq)), bindex.IndexField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fMeta, nil, encodeMeta(d, kind), bindex.StoreField))
