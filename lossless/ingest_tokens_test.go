@@ -26,8 +26,9 @@ func fastCounter(t testing.TB) core.TokenCounter {
 }
 
 // TestFastCounterMatchesTiktoken compares the fast counter with
-// tiktoken-go on every text of the real transcripts (every 8th message by
-// default; all with LOSSLESS_TOKENS_FULL=1) and on tricky strings.
+// tiktoken-go on every text of the real transcripts (every 24th message by
+// default, as tiktoken-go is slow under -race; all with
+// LOSSLESS_TOKENS_FULL=1) and on tricky strings.
 func TestFastCounterMatchesTiktoken(t *testing.T) {
 	ref, fast := refCounter(t), fastCounter(t)
 	texts := []string{"", "a", "Hello, world!", "don't STOP'LL we've", "  \n\n  x", "x  ", "   ", "\t\t\n",
@@ -35,7 +36,7 @@ func TestFastCounterMatchesTiktoken(t *testing.T) {
 		"  !!!\n/", " ?", "e\u0301\u0301", "ǅungla", "\u00a0\u2003x", "foo\u0085bar", "😀👍🏽 emoji",
 		"func main() {\n\tfmt.Println(\"hi\")\n}\n", strings.Repeat(" ", 100) + "x", strings.Repeat("=", 300),
 		"CamelCaseWordsHTTPServer", "ALLCAPS's", "x'S", "'re", "a're'", "ʰʰa"}
-	step := 8
+	step := 24
 	if os.Getenv("LOSSLESS_TOKENS_FULL") == "1" {
 		step = 1
 	}
