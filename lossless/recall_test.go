@@ -88,6 +88,14 @@ func TestRecallInAssemble(t *testing.T) {
 	if !strings.Contains(rm, fmt.Sprintf("id=%q", items[0].ID)) {
 		t.Errorf("best item %s not rendered:\n%s", items[0].ID, rm)
 	}
+	if strings.Contains(rm, ToolGrep) {
+		t.Errorf("mentions %s, which is not available:\n%s", ToolGrep, rm)
+	}
+	pg := p
+	pg.AvailableTools = []string{ToolGrep}
+	if res, err := e.Assemble(ctx, pg); err != nil || !strings.Contains(recallMessage(res), ToolGrep) {
+		t.Errorf("grep available but not mentioned: %v", err)
+	}
 	// citationsMode off: no ids, no citation instruction.
 	p.CitationsMode = core.CitationsOff
 	res, err = e.Assemble(ctx, p)
