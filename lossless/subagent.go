@@ -469,26 +469,25 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 				expired = append(expired, sub)
 			}
 		}
+		// One look-up per snapshot, not per item: seek past each one.
 		fi := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pForkItem}, PrefetchValues: false})
 		defer fi.Close()
-		for fi.Rewind(); fi.Valid(); fi.Next() {
+		for fi.Rewind(); fi.Valid(); {
 			k := fi.Item().Key()
 			if len(k) != 17 {
+				fi.Next()
 				continue
 			}
 			var sub subID
 			copy(sub[:], k[1:9])
-			if orphans[sub] {
-				// Skip the rest of this snapshot.
-				fi.Seek(forkItemKey(sub, math.MaxUint64))
-				if !fi.Valid() {
-					break
-				}
-				continue
-			}
 			if _, err := txn.Get(subKey(sub)); errors.Is(err, badger.ErrKeyNotFound) {
 				orphans[sub] = true
 			}
+			next, ok := nextSub(sub)
+			if !ok {
+				break
+			}
+			fi.Seek(forkPrefixKey(next))
 		}
 		return nil
 	})
@@ -506,6 +505,18 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 		}
 	}
 	return len(expired), nil
+}
+
+// nextSub returns the subagent id after s in key order (false after the
+// last one).
+func nextSub(s subID) (subID, bool) {
+	for i := len(s) - 1; i >= 0; i-- {
+		s[i]++
+		if s[i] != 0 {
+			return s, true
+		}
+	}
+	return s, false
 }
 
 // expired reports whether rec is a preparation past its TTL whose child
