@@ -332,6 +332,7 @@ func (e *Engine) removeSub(ctx context.Context, sub subID, token string) error {
 	if token != "" && (!have || rec.Token != token) {
 		return nil
 	}
+	e.dropForkCache(sub)
 	// Snapshot keys first (possibly many), the record last: a crash
 	// in between leaves a record whose snapshot is partly gone, which the
 	// next removal finishes.
@@ -646,6 +647,13 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	if avail <= 0 {
 		return nil
 	}
+	// The messages of the last assembly of this fork, reused (the
+	// snapshot never changes; only the budget's cut moves).
+	cache := e.forkCache(sub)
+	cache.mu.Lock()
+	defer cache.mu.Unlock()
+	nextMsgs := make(map[uint64]core.Message, len(cache.msgs))
+	nextSums := make(map[string]core.Message, len(cache.sums))
 	var rev []core.Message
 	var revTok []int
 	used := 0
@@ -679,9 +687,11 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 			}
 			var m core.Message
 			if item.IsSummary() {
-				m, err = e.summaryMessage(txn, parent, item.Ref.ID, nil)
+				m, err = e.summaryMessage(txn, parent, item.Ref.ID, cache.sums)
+				nextSums[item.Ref.ID] = m
 			} else {
-				m, err = e.itemMessage(txn, parent, item.Ref.Seq, flags, nil)
+				m, err = e.itemMessage(txn, parent, item.Ref.Seq, flags, cache.msgs)
+				nextMsgs[item.Ref.Seq] = m
 			}
 			if err != nil {
 				return fmt.Errorf("lossless: assemble fork of %s: %w", rec.ChildSessionKey, err)
@@ -695,6 +705,7 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	if err != nil || len(rev) == 0 {
 		return err
 	}
+	cache.msgs, cache.sums = nextMsgs, nextSums
 	prefix := make([]core.Message, len(rev))
 	for i, m := range rev {
 		prefix[len(rev)-1-i] = m
@@ -706,6 +717,29 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	res.Messages = append(prefix, res.Messages...)
 	res.EstimatedTokens += used
 	return nil
+}
+
+// forkMsgCache holds the parent messages of a fork's last assembly.
+type forkMsgCache struct {
+	mu   sync.Mutex
+	msgs map[uint64]core.Message
+	sums map[string]core.Message
+}
+
+// forkCaches: *Engine -> *sync.Map (subID -> *forkMsgCache).
+var forkCaches sync.Map
+
+func (e *Engine) forkCache(sub subID) *forkMsgCache {
+	v, _ := forkCaches.LoadOrStore(e, new(sync.Map))
+	c, _ := v.(*sync.Map).LoadOrStore(sub, new(forkMsgCache))
+	return c.(*forkMsgCache)
+}
+
+// dropForkCache forgets sub's cache (its preparation was removed).
+func (e *Engine) dropForkCache(sub subID) {
+	if v, ok := forkCaches.Load(e); ok {
+		v.(*sync.Map).Delete(sub)
+	}
 }
 
 // linkedChildren returns the conversations of the ended children linked to
@@ -839,4 +873,13 @@ func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string)
 		}
 	}
 	return conv
+}
+
+// forgetLifecycle drops the engine's per-engine subagent state (locks,
+// sweep marker, fork caches). Close should call it; until then an engine
+// leaves three small map entries behind when closed.
+func (e *Engine) forgetLifecycle() {
+	subMus.Delete(e)
+	sweptOnce.Delete(e)
+	forkCaches.Delete(e)
 }
