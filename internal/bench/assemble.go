@@ -80,6 +80,9 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	var buildSecs float64
 	var errs []error
 	for _, size := range cfg.Sizes {
+		if size > cfg.LegacyMaxSize {
+			history = nil // no longer measured: do not hold it while growing
+		}
 		p.Step(fmt.Sprintf("assemble: build history to %d messages", size), size-have)
 		t0 := time.Now()
 		for have < size {
@@ -141,9 +144,6 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 				rep.LegacyP50Ms[key], rep.LegacyP99Ms[key] = percentile(lat, 50), percentile(lat, 99)
 				rep.LegacySamples[key] = len(lat)
 			}
-		}
-		if size >= cfg.LegacyMaxSize {
-			history = nil
 		}
 	}
 	if buildSecs > 0 {
