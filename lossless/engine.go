@@ -162,7 +162,8 @@ func (e *Engine) enter() (func(), error) {
 // Close waits for in-flight calls and closes the store. It is idempotent;
 // later calls of any method return an error wrapping core.ErrClosed.
 func (e *Engine) Close() error {
-	e.stopBackground() // background compactions (compact.go)
+	e.stopBackground()        // background compactions (compact.go)
+	defer e.forgetLifecycle() // subagent state (subagent.go)
 	e.life.Lock()
 	defer e.life.Unlock()
 	if e.closed.Swap(true) {
