@@ -210,7 +210,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	if err != nil && rep == nil {
 		return usage(err)
 	}
-	rep.Meta.Command = "lossless-bench " + strings.Join(args, " ")
+	rep.Meta.Command = strings.TrimSpace("lossless-bench " + strings.Join(args, " "))
 	code := 0
 	if err != nil {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
