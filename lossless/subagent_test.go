@@ -518,3 +518,54 @@ func TestSubagentCrash(t *testing.T) {
 		})
 	}
 }
+
+// TestSubagentRecall: with recall on, a forked child's context has the
+// parent's snapshot exactly once (the recall path assembles twice), and a
+// completed child's history — committed with CommitTurn — is recalled in
+// the parent's session.
+func TestSubagentRecall(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t, withRecall)
+	before := ingestParent(t, e, 0, 6)
+	if _, err := e.PrepareSubagentSpawn(ctx, core.SubagentSpawnParams{ParentSessionKey: parentKey, ParentSessionID: "parent",
+		ChildSessionKey: childKey, ChildSessionID: "child", ContextMode: core.ContextModeFork}); err != nil {
+		t.Fatal(err)
+	}
+	task := core.UserText("find where the walrus-9 backups are kept", 1_800_000_000_000)
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "child", SessionKey: childKey, TokenBudget: 100000,
+		Messages: []core.Message{task}, Prompt: "walrus-9 backups"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rawsOf(res.Messages)
+	if len(got) < 7 || strings.Join(got[:6], "\n") != strings.Join(rawsOf(before), "\n") || got[6] != string(task.Raw()) {
+		t.Fatalf("child context with recall on: %d messages\n%s", len(got), strings.Join(got, "\n"))
+	}
+	turn := []core.Message{task, core.AssistantText("The walrus-9 backups are kept in bucket s3://cold-archive/walrus9, snapshotted nightly.", 1_800_000_000_001)}
+	if r, err := e.CommitTurn(ctx, core.CommitTurnParams{AdvancementKey: "child-1", SessionID: "child", SessionKey: childKey, Messages: turn}); err != nil || r.Status != core.CommitCommitted {
+		t.Fatalf("commit: %+v %v", r, err)
+	}
+	if err := e.OnSubagentEnded(ctx, core.SubagentEndedParams{ChildSessionKey: childKey, Reason: core.SubagentCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	kids, err := e.LinkedChildren(ctx, "parent", parentKey)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("linked %v %v", kids, err)
+	}
+	items, err := e.Recall(ctx, core.AssembleParams{SessionID: "parent", SessionKey: parentKey, Prompt: "where are the walrus-9 backups kept?"}, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, it := range items {
+		if it.Conversation == kids[0] && !it.Neighbour {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("the parent's recall does not find the child's history: %+v", items)
+	}
+}
