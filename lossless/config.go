@@ -239,6 +239,11 @@ func (c Config) validate() error {
 	if c.Recall.Share > 1 {
 		return fmt.Errorf("lossless: config: recall.share %v is above 1", c.Recall.Share)
 	}
+	switch c.ContextProjection {
+	case "", core.ProjectionPerTurn, core.ProjectionThreadBootstrap:
+	default:
+		return fmt.Errorf("lossless: config: contextProjection %q (want per_turn or thread_bootstrap)", c.ContextProjection)
+	}
 	switch c.Tokenizer {
 	case core.EncodingO200k, core.EncodingCL100k, core.CounterChars4:
 	default:

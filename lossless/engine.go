@@ -94,7 +94,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e.recaller() // open the recall index before any write (recall.go)
+	e.recaller()     // open the recall index before any write (recall.go)
+	e.sweepOnce(ctx) // expired subagent preparations (subagent.go)
 	return e, nil
 }
 

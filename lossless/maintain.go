@@ -26,9 +26,9 @@ var _ core.Maintainer = (*Engine)(nil)
 
 // Maintain shrinks the host's transcript without loss. When the host offers
 // runtimeContext.rewriteTranscriptEntries, every tool result in the
-// transcript's window that is larger than Config.MaintainMinTokens, older
-// than the fresh tail (the newest Config.FreshTailMessages message
-// entries, never touched), has an entry id, and is stored by the engine
+// transcript that is larger than Config.MaintainMinTokens, older than the
+// fresh tail (the newest Config.FreshTailMessages message entries of the
+// window, never touched), has an entry id, and is stored by the engine
 // byte for byte, is replaced by a reference message (same role, tool call
 // id, tool name, error flag and timestamp; its text names the stored
 // original's id "lcm-large:<key>", which lcm_expand and
@@ -65,7 +65,7 @@ func (e *Engine) Maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	if err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
 	}
-	reps, aliases, err := e.rewritesFor(ctx, c, t.Window().Entries)
+	reps, aliases, err := e.rewritesFor(ctx, c, t.Entries, t.Window().Entries)
 	if err != nil {
 		return core.MaintainResult{}, err
 	}
@@ -94,32 +94,33 @@ type alias struct {
 	seq uint64
 }
 
-// rewritesFor returns the replacements of the window's old large tool
-// results that conversation c stores.
-func (e *Engine) rewritesFor(ctx context.Context, c convID, window []core.Entry) ([]core.TranscriptRewrite, []alias, error) {
+// rewritesFor returns the replacements of the old large tool results of
+// the transcript's entries that conversation c stores. The fresh tail is
+// the window's newest FreshTailMessages message entries; entries before the
+// window (kept in the file by earlier compactions) are old too.
+func (e *Engine) rewritesFor(ctx context.Context, c convID, entries, window []core.Entry) ([]core.TranscriptRewrite, []alias, error) {
 	min := e.cfg.MaintainMinTokens
 	if min <= 0 {
 		min = DefaultMaintainMinTokens
 	}
-	// The fresh tail: the newest FreshTailMessages message entries.
-	tailStart := len(window)
-	for n := 0; tailStart > 0 && n < e.cfg.FreshTailMessages; {
-		tailStart--
-		if window[tailStart].Type == core.EntryMessage {
+	fresh := map[string]bool{}
+	for i, n := len(window)-1, 0; i >= 0 && n < e.cfg.FreshTailMessages; i-- {
+		if window[i].Type == core.EntryMessage {
+			fresh[window[i].ID] = true
 			n++
 		}
 	}
 	var reps []core.TranscriptRewrite
 	var aliases []alias
 	err := e.db.View(func(txn *badger.Txn) error {
-		for i, ent := range window[:tailStart] {
+		for i, ent := range entries {
 			if i%256 == 0 {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("lossless: maintain: %w", err)
 				}
 			}
 			m := ent.Message
-			if ent.Type != core.EntryMessage || ent.ID == "" || m.Role() != core.RoleToolResult {
+			if ent.Type != core.EntryMessage || ent.ID == "" || fresh[ent.ID] || m.Role() != core.RoleToolResult {
 				continue
 			}
 			// Cheap filter before counting: chars/4 under-estimates no

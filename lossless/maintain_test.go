@@ -250,3 +250,48 @@ func equalRaws(a, b [][]byte) bool {
 	}
 	return true
 }
+
+// TestMaintainBeforeCompaction: tool results before the transcript's last
+// compaction (outside the window, still in the file) are old too.
+func TestMaintainBeforeCompaction(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, _ := writeToolSession(t, dir, 6, 12000)
+	ts := int64(1_767_000_100_000)
+	last := []any{
+		map[string]any{"type": "compaction", "id": "cmp", "parentId": "a005", "timestamp": "2026-01-01T00:00:02.000Z",
+			"summary": "earlier logs were read", "firstKeptEntryId": "u003", "tokensBefore": 20000},
+		map[string]any{"type": "message", "id": "u006", "parentId": "cmp", "timestamp": "2026-01-01T00:00:03.000Z",
+			"message": json.RawMessage(core.UserText("read log 6", ts).Raw())},
+		map[string]any{"type": "message", "id": "c006", "parentId": "u006", "timestamp": "2026-01-01T00:00:03.000Z",
+			"message": json.RawMessage(core.AssistantToolCall("call_6", "read", map[string]any{"path": "log-6.txt"}, ts+1).Raw())},
+		map[string]any{"type": "message", "id": "r006", "parentId": "c006", "timestamp": "2026-01-01T00:00:03.000Z",
+			"message": json.RawMessage(core.ToolResult("call_6", "read", strings.Repeat("entry 6 fine\n", 1000), false, ts+2).Raw())},
+	}
+	if err := core.AppendTranscript(path, last...); err != nil {
+		t.Fatal(err)
+	}
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 3 })
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	before := entryMessages(t, path)
+	fr := &fileRewriter{path: path}
+	res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, Reason: core.MaintainReasonCompaction,
+		RuntimeContext: &core.RuntimeContext{RewriteTranscriptEntries: fr.rewrite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RewrittenEntries != 6 {
+		t.Fatalf("rewrote %d entries, want r000..r005: %+v", res.RewrittenEntries, res)
+	}
+	after := entryMessages(t, path)
+	for _, id := range []string{"r000", "r002", "r005"} {
+		if bytes.Equal(after[id], before[id]) {
+			t.Fatalf("%s not rewritten", id)
+		}
+	}
+	if !bytes.Equal(after["r006"], before["r006"]) {
+		t.Fatal("the fresh tail was rewritten")
+	}
+}
