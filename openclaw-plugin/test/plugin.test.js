@@ -92,7 +92,7 @@ test("the engine registers with the Go engine's info and optional methods", { sk
   assert.equal(engine.info.id, "lossless");
   assert.ok(engine.info.name);
   assert.equal(engine.info.ownsCompaction, true);
-  for (const m of ["ingest", "assemble", "compact", "bootstrap", "afterTurn", "ingestBatch", "dispose"]) {
+  for (const m of ["ingest", "assemble", "compact", "bootstrap", "afterTurn", "ingestBatch", "commitTurn", "prepareSubagentSpawn", "onSubagentEnded", "dispose"]) {
     assert.equal(typeof engine[m], "function", m);
   }
 });
@@ -182,6 +182,46 @@ test(
     assert.ok(res.result.sessionFile, "a successor session file");
   },
 );
+
+test("commitTurn with OpenClaw's anchors (string generation) commits once", { skip }, async () => {
+  assert.equal(typeof engine.commitTurn, "function");
+  const anchor = (entryId, rawSeq) => ({
+    agentId: "main",
+    sessionId,
+    sessionKey,
+    storePath: join(dir, "sessions.sqlite"),
+    generation: "0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f",
+    entryId,
+    rawSeq,
+    effectiveParentId: null,
+    activeMessagePosition: rawSeq,
+  });
+  const turn = [user("committed turn: which port does the gateway use?", 8000), assistant("committed answer: port 18789.", 8001)];
+  const params = {
+    advancementKey: "adv-1",
+    admission: { ...anchor("c0000001", 100), logicalTurnId: "turn-1", role: "user" },
+    terminal: anchor("c0000002", 101),
+    messages: turn,
+    sessionId,
+    sessionKey,
+  };
+  assert.deepEqual(await engine.commitTurn(params), { status: "committed" });
+  assert.deepEqual(await engine.commitTurn(params), { status: "duplicate" });
+  view.push(...turn);
+  const asm = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 });
+  assert.deepEqual(asm.messages.at(-1), turn[1], "the committed turn is in the context");
+});
+
+test("prepareSubagentSpawn (fork) returns a rollback; onSubagentEnded is accepted", { skip }, async () => {
+  const childKey = "agent:main:subagent:child-1";
+  const prep = await engine.prepareSubagentSpawn({ parentSessionKey: sessionKey, parentSessionId: sessionId, childSessionKey: childKey, contextMode: "fork", ttlMs: 60000 });
+  assert.equal(typeof prep?.rollback, "function");
+  await prep.rollback();
+  await prep.rollback(); // safe twice
+  const again = await engine.prepareSubagentSpawn({ parentSessionKey: sessionKey, parentSessionId: sessionId, childSessionKey: childKey, contextMode: "fork" });
+  assert.ok(again);
+  assert.equal(await engine.onSubagentEnded({ childSessionKey: childKey, reason: "completed" }), undefined);
+});
 
 test("an aborted compact rejects with the abort reason", { skip }, async () => {
   const reason = new Error("run aborted");
