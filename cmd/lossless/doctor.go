@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
@@ -234,14 +235,25 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit bool)
 				rep.Store.Messages += a.Messages
 			}
 		}
-		// 7. The recall index (when the config enables recall).
+		// 7. The recall index (when the config enables recall). A missing or
+		// stale index is rebuilt from the store when the engine opens;
+		// doctor waits for that (bounded) and then reports.
 		rs := eng.RecallStatus()
+		if rs.Enabled && rs.Rebuilding {
+			warn("the recall index was missing or out of date; doctor rebuilt it from the store")
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			if err := eng.WaitRecallIndex(wctx); err != nil {
+				problem("recall index: rebuild did not finish: %v", err)
+			}
+			cancel()
+			rs = eng.RecallStatus()
+		}
 		rep.Store.Recall = &rs
 		switch {
 		case rs.Error != "":
 			problem("recall index: %s", rs.Error)
 		case rs.Rebuilding:
-			warn("the recall index was missing or out of date; it is being rebuilt from the store (%d documents so far)", rs.Rebuilt)
+			warn("the recall index is still being rebuilt (%d documents so far)", rs.Rebuilt)
 		case rs.Lag > 0:
 			warn("the recall index lags %d documents behind the store", rs.Lag)
 		}
