@@ -9,9 +9,13 @@
 // root package's registry, database/sql style) and select it with
 // plugins.slots.contextEngine: "lossless"; its configuration is
 // plugins.entries.lossless.config (Config, with DefaultConfig's defaults).
-// Or call Open directly. *Engine implements core.Engine, core.Bootstrapper,
-// core.BatchIngester, core.AfterTurner and io.Closer, plus Import, Sessions,
-// Messages, Stats and Conversation for tools.
+// Or call Open directly. *Engine implements core.Engine and every optional
+// interface of the contract: core.Bootstrapper, core.Maintainer,
+// core.BatchIngester, core.AfterTurner, core.TurnCommitter,
+// core.SubagentSpawner, core.SubagentEndListener and io.Closer; plus Import,
+// Sessions, Messages, Stats, Conversation, Grep, DescribeSummary,
+// ExpandSummary, Tools (lcm_grep, lcm_describe, lcm_expand), Recall, Rotate
+// and Retain for tools, the CLI and the benchmark.
 //
 // # Store layout
 //
@@ -33,6 +37,15 @@
 //	'E' conv fileTag(8) 'x' index(8)  -> seq(8)   transcript entry index -> message
 //	'E' conv fileTag(8) 'i' entryId   -> index(8) transcript entry id -> index
 //	'F' agent 0x00 path               -> import checkpoint (JSON)
+//	'T' conv advancementKey           -> committed turn (commitTurn idempotency)
+//	'G' sub                           -> subagent record (mode, parent, TTL, state)
+//	'g' agent 0x00 sessionId          -> sub                            child session id -> subagent
+//	'Y' sub pos(8)                    -> fork snapshot: the parent's item records
+//	                                     (references, not message copies)
+//	'K' parentConv sub                -> link from an ended child to its parent
+//
+// The recall index (Bleve, package index) lives in <storeDir>/index; it is
+// derived data, rebuilt from the store when missing, stale or corrupt.
 //
 // Agents own conversations. A conversation is keyed by its sessionKey when
 // there is one, else by its first session id; every session id it has had
