@@ -155,7 +155,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	}
 	if fp != nil {
 		history = nil
-		fp.HeapMB, fp.RSSMB, fp.AtMessages = heapMB(), rssMB(), have
+		fp.HeapMB, fp.RSSMB, fp.RSSAnonMB, fp.AtMessages = heapMB(), rssMB(), rssAnonMB(), have
 		fp.DiskBytes, fp.RawJSON = dirSize(d), rawBytes
 		fp.DiskRatio = ratio(float64(fp.DiskBytes), float64(rawBytes))
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -105,6 +106,9 @@ func TestRunAllSuites(t *testing.T) {
 	}
 	if v := num("footprint", "disk_ratio"); v <= 0 {
 		t.Errorf("disk_ratio = %v", v)
+	}
+	if f := rep.Footprint; runtime.GOOS == "linux" && (f.RSSAnonMB <= 0 || f.RSSAnonMB > f.RSSMB || f.HeapMB <= 0) {
+		t.Errorf("footprint %+v: want 0 < anonymous RSS <= RSS and a heap", f)
 	}
 	checkOutputs(t, rep)
 }

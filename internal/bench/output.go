@@ -158,8 +158,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	if r := rep.Footprint; r != nil {
 		fmt.Fprintf(&b, "\nFOOTPRINT  after open: heap %.1f MB, RSS %.1f MB (%.1f MB before open)\n", r.HeapMBOpen, r.RSSMBOpen, r.RSSBaseline)
-		fmt.Fprintf(&b, "           at %d messages: heap %.1f MB, RSS %.1f MB; disk %.1f MB for %.1f MB of raw JSON (%.2fx)\n",
-			r.AtMessages, r.HeapMB, r.RSSMB, float64(r.DiskBytes)/1e6, float64(r.RawJSON)/1e6, r.DiskRatio)
+		fmt.Fprintf(&b, "           at %d messages: heap %.1f MB, RSS %.1f MB (%.1f MB without mapped files); disk %.1f MB for %.1f MB of raw JSON (%.2fx)\n",
+			r.AtMessages, r.HeapMB, r.RSSMB, r.RSSAnonMB, float64(r.DiskBytes)/1e6, float64(r.RawJSON)/1e6, r.DiskRatio)
 	}
 	if len(m.SuiteWallS) > 0 {
 		b.WriteString("\nsuite wall time:")

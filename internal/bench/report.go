@@ -207,10 +207,12 @@ type LosslessReport struct {
 
 // FootprintReport is the footprint suite: memory and disk.
 type FootprintReport struct {
-	HeapMBOpen  float64 `json:"heap_mb_open"`
-	RSSMBOpen   float64 `json:"rss_mb_open"`
-	HeapMB      float64 `json:"heap_mb"`
-	RSSMB       float64 `json:"rss_mb"`
+	HeapMBOpen float64 `json:"heap_mb_open"`
+	RSSMBOpen  float64 `json:"rss_mb_open"`
+	HeapMB     float64 `json:"heap_mb"`
+	RSSMB      float64 `json:"rss_mb"`
+	// RSSAnonMB is the anonymous part of RSSMB (without mapped files).
+	RSSAnonMB   float64 `json:"rss_anon_mb"`
 	AtMessages  int     `json:"at_messages"`
 	DiskBytes   int64   `json:"disk_bytes"`
 	RawJSON     int64   `json:"raw_json_bytes"`

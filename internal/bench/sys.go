@@ -39,6 +39,11 @@ func procKB(path, key string) float64 {
 // rssMB returns the process's resident set size (VmRSS) in MB.
 func rssMB() float64 { return procKB("/proc/self/status", "VmRSS") / 1024 }
 
+// rssAnonMB returns the anonymous part of the resident set (RssAnon) in
+// MB: the process's own memory, without the file pages it maps (Badger
+// memory-maps its tables and value log).
+func rssAnonMB() float64 { return procKB("/proc/self/status", "RssAnon") / 1024 }
+
 // memTotalGB returns the machine's memory in GB (MemTotal), 0 if unknown.
 func memTotalGB() float64 {
 	kb := procKB("/proc/meminfo", "MemTotal")
