@@ -111,17 +111,26 @@ func (e *Engine) importLock(agent, path string) *sync.Mutex {
 	return v.(*sync.Mutex)
 }
 
-type importChunk struct {
-	entries []core.Entry // message entries, and a compaction entry last
-	offset  int64        // reader offset after the chunk
-	line    int
-	index   int
-	tail    int64 // start of the last entry of the chunk
-	header  *core.Header
-	err     error
+func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, path string) (ImportResult, error) {
+	return e.importFileOpts(ctx, agent, sessionID, sessionKey, path, defaultImportOpts())
 }
 
-func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, path string) (ImportResult, error) {
+// importChunk is what the writer stores at once: message entries (up to
+// importBatch), the ids of every entry, and a compaction entry last.
+type importChunk struct {
+	ps      []pending
+	indexes []int // entry index of each ps[i]
+	ids     []core.Entry
+	comp    *core.Entry
+}
+
+func (c *importChunk) reset() {
+	clear(c.ps)
+	clear(c.ids)
+	c.ps, c.indexes, c.ids, c.comp = c.ps[:0], c.indexes[:0], c.ids[:0], nil
+}
+
+func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKey, path string, o importOpts) (ImportResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return ImportResult{}, err
@@ -168,103 +177,100 @@ func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, p
 		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
 	}
 
-	// Reader goroutine: parse lines into chunks while the previous chunk is
-	// counted and stored.
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	chunks := make(chan importChunk, 2)
-	tr := core.NewTranscriptReader(f, start, line, index)
-	go func() {
-		defer close(chunks)
-		var cur importChunk
-		nmsg := 0
-		send := func() bool {
-			cur.offset, cur.line, cur.index, cur.header = tr.Offset(), tr.Lines(), tr.Index(), tr.Header()
-			select {
-			case chunks <- cur:
-			case <-rctx.Done():
-				return false
-			}
-			cur, nmsg = importChunk{}, 0
-			return true
-		}
-		for {
-			ent, err := tr.Next()
-			if err == io.EOF {
-				send()
-				return
-			}
-			if err != nil {
-				cur.err = err
-				send()
-				return
-			}
-			cur.tail = ent.Offset
-			switch ent.Type {
-			case core.EntryMessage:
-				cur.entries = append(cur.entries, ent)
-				nmsg++
-				if nmsg >= importBatch && !send() {
-					return
-				}
-			case core.EntryCompaction:
-				cur.entries = append(cur.entries, ent)
-				if !send() {
-					return
-				}
-			default:
-				if ent.ID != "" {
-					// Kept (without its body) so that firstKeptEntryId can
-					// name a non-message entry.
-					cur.entries = append(cur.entries, core.Entry{Type: ent.Type, ID: ent.ID, Index: ent.Index})
-				}
-			}
-		}
-	}()
-
+	// The pipeline (import_pipeline.go) reads and parses ahead; here, in
+	// file order, chunks are stored, then the checkpoint moves past them.
 	var conv *Conversation
 	var tag [8]byte
+	var header *core.Header
+	var parseErrs []core.LineError
 	lastTail := cp.TailStart
-	for ch := range chunks {
-		if ch.err != nil {
-			return res, fmt.Errorf("lossless: import %s: %w", path, ch.err)
-		}
+	var ch importChunk
+	nmsg := 0
+	flush := func(offset int64, line, index int) error {
 		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("lossless: import: %w", err)
+			return fmt.Errorf("lossless: import: %w", err)
 		}
 		if conv == nil {
-			if sessionID == "" && ch.header != nil {
-				sessionID = ch.header.ID
+			if sessionID == "" && header != nil {
+				sessionID = header.ID
 			}
 			if sessionID == "" {
 				sessionID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 			}
 			c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
 			if err != nil {
-				return res, err
+				return err
 			}
 			conv = &Conversation{e: e, id: c, Agent: agent}
 			tag = fileTag(sessionID)
 			res.SessionID = sessionID
 		}
-		if err := e.importChunk(ctx, conv, tag, ch.entries, &res); err != nil {
-			return res, err
+		if err := e.storeChunk(ctx, conv, tag, &ch, &res); err != nil {
+			return err
 		}
-		if len(ch.entries) > 0 || ch.tail > 0 {
-			lastTail = ch.tail
-		}
-		tailHash, err := hashRange(f, lastTail, ch.offset)
+		ch.reset()
+		nmsg = 0
+		tailHash, err := hashRange(f, lastTail, offset)
 		if err != nil {
-			return res, err
+			return err
 		}
-		ncp := checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: ch.offset, Line: ch.line,
-			Index: ch.index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash}
+		ncp := checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: offset, Line: line,
+			Index: index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash}
 		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
-			return res, err
+			return err
 		}
-		res.Bytes = ch.offset - start
+		res.Bytes = offset - start
+		return nil
 	}
-	res.Malformed = append(append([]core.LineError(nil), tr.Malformed()...), res.Malformed...)
+	write := func(b *lineBatch) error {
+		for i := range b.out {
+			pl := &b.out[i]
+			ln := b.lines[i]
+			switch pl.kind {
+			case plMalformed:
+				parseErrs = append(parseErrs, pl.lerr)
+				continue
+			case plHeader:
+				if header == nil && ln.index == 0 {
+					header = pl.header
+				}
+				continue
+			}
+			ent := &pl.ent
+			lastTail = ent.Offset
+			if ent.ID != "" {
+				ch.ids = append(ch.ids, core.Entry{ID: ent.ID, Index: ent.Index})
+			}
+			switch ent.Type {
+			case core.EntryMessage:
+				nmsg++
+				if pl.invalid {
+					res.Malformed = append(res.Malformed, pl.lerr)
+				} else {
+					ch.ps = append(ch.ps, pl.p)
+					ch.indexes = append(ch.indexes, ent.Index)
+				}
+				if nmsg >= importBatch {
+					if err := flush(ln.end, ln.line, ln.index+1); err != nil {
+						return err
+					}
+				}
+			case core.EntryCompaction:
+				ch.comp = ent
+				if err := flush(ln.end, ln.line, ln.index+1); err != nil {
+					return err
+				}
+			}
+		}
+		if b.last {
+			return flush(b.endOffset, b.endLine, b.endIndex)
+		}
+		return nil
+	}
+	if err := e.runImportPipeline(ctx, f, start, line, index, o, write); err != nil {
+		return res, err
+	}
+	res.Malformed = append(parseErrs, res.Malformed...)
 	sort.Slice(res.Malformed, func(i, j int) bool { return res.Malformed[i].Line < res.Malformed[j].Line })
 	return res, nil
 }
@@ -336,61 +342,28 @@ func entryIDKey(c convID, tag [8]byte, id string) []byte {
 	return append(k, id...)
 }
 
-func (e *Engine) importChunk(ctx context.Context, conv *Conversation, tag [8]byte, entries []core.Entry, res *ImportResult) error {
-	var msgs []core.Message
-	var msgEntries []core.Entry
-	var comp *core.Entry
-	for i := range entries {
-		ent := entries[i]
-		switch ent.Type {
-		case core.EntryMessage:
-			if err := validateMessage(ent.Message, e.cfg.MaxMessageBytes); err != nil {
-				res.Malformed = append(res.Malformed, core.LineError{Line: ent.Line, Offset: ent.Offset, Err: err})
-				continue
-			}
-			msgs = append(msgs, ent.Message)
-			msgEntries = append(msgEntries, ent)
-		case core.EntryCompaction:
-			comp = &entries[i]
-		}
-	}
-	if len(msgs) > 0 {
-		ps := e.prepare(msgs, false)
-		n, err := e.ingestInto(ctx, conv.id, ps)
+// storeChunk stores a chunk: its messages, the entry maps, then its
+// compaction entry as a summary.
+func (e *Engine) storeChunk(ctx context.Context, conv *Conversation, tag [8]byte, ch *importChunk, res *ImportResult) error {
+	if len(ch.ps) > 0 {
+		n, err := e.ingestInto(ctx, conv.id, ch.ps)
 		if err != nil {
 			return err
 		}
 		res.Imported += n
-		res.Duplicates += len(ps) - n
+		res.Duplicates += len(ch.ps) - n
+	}
+	if len(ch.ps) > 0 || len(ch.ids) > 0 {
 		wb := e.db.NewWriteBatch()
 		defer wb.Cancel()
-		for i, p := range ps {
+		for i, p := range ch.ps {
 			var b [8]byte
 			putU64(b[:], p.seq)
-			if err := wb.Set(entryIndexKey(conv.id, tag, msgEntries[i].Index), b[:]); err != nil {
+			if err := wb.Set(entryIndexKey(conv.id, tag, ch.indexes[i]), b[:]); err != nil {
 				return fmt.Errorf("lossless: write entry map: %w", err)
 			}
 		}
-		for _, ent := range entries {
-			if ent.ID == "" {
-				continue
-			}
-			var b [8]byte
-			putU64(b[:], uint64(ent.Index))
-			if err := wb.Set(entryIDKey(conv.id, tag, ent.ID), b[:]); err != nil {
-				return fmt.Errorf("lossless: write entry map: %w", err)
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			return fmt.Errorf("lossless: write entry map: %w", err)
-		}
-	} else if len(entries) > 0 {
-		wb := e.db.NewWriteBatch()
-		defer wb.Cancel()
-		for _, ent := range entries {
-			if ent.ID == "" {
-				continue
-			}
+		for _, ent := range ch.ids {
 			var b [8]byte
 			putU64(b[:], uint64(ent.Index))
 			if err := wb.Set(entryIDKey(conv.id, tag, ent.ID), b[:]); err != nil {
@@ -401,8 +374,8 @@ func (e *Engine) importChunk(ctx context.Context, conv *Conversation, tag [8]byt
 			return fmt.Errorf("lossless: write entry map: %w", err)
 		}
 	}
-	if comp != nil {
-		ok, err := e.importCompaction(ctx, conv, tag, *comp)
+	if ch.comp != nil {
+		ok, err := e.importCompaction(ctx, conv, tag, *ch.comp)
 		if err != nil {
 			return err
 		}

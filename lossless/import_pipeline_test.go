@@ -1,0 +1,302 @@
+package lossless
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/testutil"
+)
+
+// pipelineFixture is a transcript with everything the import must keep in
+// order: a header, empty lines, malformed lines (bad JSON, an unknown role,
+// invalid UTF-8, a message entry without a message), entries of other
+// types with and without ids, a repeated message, two compaction entries
+// (by id and by index) and a torn last line.
+func pipelineFixture() (lines [][]byte, torn []byte) {
+	add := func(s string) { lines = append(lines, []byte(s)) }
+	add(`{"type":"session","version":4,"id":"pipe-1","timestamp":"2026-01-01T00:00:00Z"}`)
+	msg := func(id string, i int, role string) {
+		add(fmt.Sprintf(`{"type":"message","id":%q,"parentId":null,"timestamp":"2026-01-01T00:00:%02dZ","message":{"role":%q,"content":[{"type":"text","text":"message number %d about the pipeline"}],"timestamp":%d}}`,
+			id, i%60, role, i, 1000+i))
+	}
+	for i := 0; i < 12; i++ {
+		msg(fmt.Sprintf("m%d", i), i, []string{"user", "assistant"}[i%2])
+	}
+	add(``)
+	add(`{"type":"message","id":"bad1","message":{not json}}`)
+	add(`{"type":"model_change","id":"mc1","provider":"x","modelId":"y"}`)
+	add(`{"type":"message","id":"bad2","message":{"role":"wizard","content":"x"}}`)
+	add("{\"type\":\"message\",\"id\":\"bad3\",\"message\":{\"role\":\"user\",\"content\":\"\xff\"}}")
+	add(`{"type":"message","id":"bad4"}`)
+	add(`   `)
+	add(`{"type":"compaction","id":"c1","timestamp":"2026-01-01T00:01:00Z","summary":"first part","firstKeptEntryId":"m8","tokensBefore":100}`)
+	for i := 12; i < 20; i++ {
+		msg(fmt.Sprintf("m%d", i), i, []string{"user", "assistant"}[i%2])
+	}
+	add(`{"type":"custom","customType":"note","data":{"a":1}}`)
+	add(string(lines[3])) // a repeated message line (m2): stored once
+	add("{\"type\":\"message\",\"id\":\"sp\",\"message\": {\"role\": \"user\", \"content\": \"spaced out\"}}\r")
+	add(`{"type":"compaction","id":"c2","timestamp":"2026-01-01T00:02:00Z","summary":"second part","firstKeptEntryIndex":24}`)
+	for i := 20; i < 26; i++ {
+		msg(fmt.Sprintf("m%d", i), i, []string{"user", "assistant"}[i%2])
+	}
+	add(`{"type":"label","id":"l1","targetId":"m3","label":"x"}`)
+	add(`["not","an","object"]`)
+	torn = []byte(`{"type":"message","id":"m26","message":{"role":"user","content":"tor`)
+	return lines, torn
+}
+
+// dumpStore returns every key and value of e's store, with the
+// conversation records' wall-clock times zeroed.
+func dumpStore(t testing.TB, e *Engine) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k := it.Item().KeyCopy(nil)
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if len(k) > 0 && k[0] == pConv && len(k) == 1+len(convID{}) {
+				var rec convRecord
+				if err := json.Unmarshal(v, &rec); err != nil {
+					return err
+				}
+				rec.Created, rec.Updated = 0, 0
+				v, _ = json.Marshal(rec)
+			}
+			out[string(k)] = string(v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func diffStores(a, b map[string]string) string {
+	var diffs []string
+	for k, v := range a {
+		if w, ok := b[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("only in first: %q", k))
+		} else if v != w {
+			diffs = append(diffs, fmt.Sprintf("differs: %q: %q vs %q", k, v, w))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("only in second: %q", k))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 10 {
+		diffs = diffs[:10]
+	}
+	return strings.Join(diffs, "\n")
+}
+
+// TestImportPipelineEquivalent imports the same transcript (malformed
+// lines, compaction entries, a torn last line, then the rest appended)
+// with one worker and one batch, and with several workers and tiny batches
+// (so that batches are parsed out of order and reordered): the stored
+// records, the checkpoint and the results must be identical.
+func TestImportPipelineEquivalent(t *testing.T) {
+	ctx := context.Background()
+	lines, torn := pipelineFixture()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	writeLines(t, path, lines, false)
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(torn)
+	f.Close()
+
+	configs := []importOpts{
+		{workers: 1, batchLines: 1 << 20, batchBytes: 1 << 30},
+		{workers: 4, batchLines: 1, batchBytes: 1},
+		{workers: 3, batchLines: 2, batchBytes: 1 << 30},
+		{workers: 2, batchLines: 5, batchBytes: 300},
+	}
+	engines := make([]*Engine, len(configs))
+	results := make([][]ImportResult, len(configs))
+	for i, o := range configs {
+		engines[i] = openTest(t)
+		res, err := engines[i].importFileOpts(ctx, "main", "", "", path, o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		results[i] = append(results[i], res)
+	}
+	// What the fixture must give (checked on the one-worker run).
+	r := results[0][0]
+	var malformed []int
+	for _, le := range r.Malformed {
+		malformed = append(malformed, le.Line)
+	}
+	if r.SessionID != "pipe-1" || r.Summaries != 2 || r.Duplicates != 1 || r.Imported != 27 ||
+		fmt.Sprint(malformed) != "[15 17 18 19 41]" {
+		t.Fatalf("one worker: %+v (malformed lines %v)", r, malformed)
+	}
+	st, _ := os.Stat(path)
+	if r.Bytes != st.Size()-int64(len(torn)) {
+		t.Fatalf("read %d bytes, want %d (all but the torn line)", r.Bytes, st.Size()-int64(len(torn)))
+	}
+	// Complete the torn line, append more, import again (resumed).
+	f, _ = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.Write([]byte("n\"}}\n"))
+	f.Close()
+	more := [][]byte{
+		[]byte(`{"type":"message","id":"m27","message":{"role":"assistant","content":[{"type":"text","text":"after"}]}}`),
+		[]byte(`{"type":"compaction","id":"c3","summary":"third","firstKeptEntryId":"m27"}`),
+		[]byte(`{"type":"message","id":"m28","message":{"role":"user","content":"last"}}`),
+	}
+	writeLines(t, path, more, true)
+	for i, o := range configs {
+		res, err := engines[i].importFileOpts(ctx, "main", "", "", path, o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		results[i] = append(results[i], res)
+	}
+	if r := results[0][1]; !r.Resumed || r.Imported != 3 || r.Summaries != 1 {
+		t.Fatalf("one worker, resumed: %+v", r)
+	}
+	want := dumpStore(t, engines[0])
+	if _, ok := want[string(checkKey("main", path))]; !ok {
+		t.Fatal("no checkpoint stored")
+	}
+	for i := 1; i < len(configs); i++ {
+		if !reflect.DeepEqual(results[i], results[0]) {
+			t.Errorf("%+v: results\n%+v\nwant\n%+v", configs[i], results[i], results[0])
+		}
+		if d := diffStores(want, dumpStore(t, engines[i])); d != "" {
+			t.Errorf("%+v: stores differ:\n%s", configs[i], d)
+		}
+	}
+}
+
+// readAllLines runs the pipeline's line reader and parser over data and
+// reports what it saw, in core.ParseTranscript's terms.
+func readAllLines(data []byte) (*core.Transcript, error) {
+	e := &Engine{cfg: Config{MaxMessageBytes: 1 << 30}}
+	lr := &lineReader{r: bufio.NewReaderSize(bytes.NewReader(data), 16)}
+	t := &core.Transcript{}
+	for {
+		b := &lineBatch{}
+		ok, err := lr.next(b)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		ln := b.lines[0]
+		ent, hdr, err := parseEntryLine(b.buf[ln.from:ln.to])
+		switch {
+		case err != nil:
+			t.Malformed = append(t.Malformed, core.LineError{Line: ln.line, Offset: ln.offset, Err: err})
+		case hdr != nil:
+			if t.Header == nil && ln.index == 0 {
+				t.Header = hdr
+			}
+		default:
+			ent.Line, ent.Index, ent.Offset = ln.line, ln.index, ln.offset
+			t.Entries = append(t.Entries, ent)
+		}
+		_ = e
+	}
+	t.Size = lr.offset
+	return t, nil
+}
+
+// sameAsReader checks that the pipeline's reader and parser see data
+// exactly as core.ParseTranscript does.
+func sameAsReader(t *testing.T, data []byte) {
+	t.Helper()
+	want, err := core.ParseTranscript(bytes.NewReader(data))
+	if err != nil {
+		t.Skip(err)
+	}
+	got, err := readAllLines(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Size != want.Size {
+		t.Fatalf("size %d, want %d", got.Size, want.Size)
+	}
+	if !reflect.DeepEqual(got.Header, want.Header) {
+		t.Fatalf("header %+v, want %+v", got.Header, want.Header)
+	}
+	if len(got.Malformed) != len(want.Malformed) {
+		t.Fatalf("malformed %v, want %v", got.Malformed, want.Malformed)
+	}
+	for i := range got.Malformed {
+		g, w := got.Malformed[i], want.Malformed[i]
+		if g.Line != w.Line || g.Offset != w.Offset || g.Err.Error() != w.Err.Error() {
+			t.Fatalf("malformed %d: %v, want %v", i, g.Error(), w.Error())
+		}
+	}
+	if len(got.Entries) != len(want.Entries) {
+		t.Fatalf("%d entries, want %d", len(got.Entries), len(want.Entries))
+	}
+	for i := range got.Entries {
+		g, w := got.Entries[i], want.Entries[i]
+		if !bytes.Equal(g.Message.Raw(), w.Message.Raw()) {
+			t.Fatalf("entry %d: message %q, want %q", i, g.Message.Raw(), w.Message.Raw())
+		}
+		if g.Type == core.EntryCompaction && !bytes.Equal(g.Raw, w.Raw) {
+			t.Fatalf("entry %d: raw %q, want %q", i, g.Raw, w.Raw)
+		}
+		g.Message, w.Message, g.Raw, w.Raw = core.Message{}, core.Message{}, nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("entry %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+func TestImportLinesMatchReader(t *testing.T) {
+	lines, torn := pipelineFixture()
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.Write(l)
+		buf.WriteByte('\n')
+	}
+	t.Run("fixture", func(t *testing.T) { sameAsReader(t, buf.Bytes()) })
+	t.Run("torn", func(t *testing.T) { sameAsReader(t, append(buf.Bytes(), torn...)) })
+	t.Run("complete-last-line", func(t *testing.T) { sameAsReader(t, bytes.TrimRight(buf.Bytes(), "\n")) })
+	for _, path := range testutil.PiMono(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) { sameAsReader(t, data) })
+	}
+}
+
+// FuzzImportLines checks the pipeline's line reader and entry parser
+// against core.ParseTranscript on arbitrary input.
+func FuzzImportLines(f *testing.F) {
+	lines, torn := pipelineFixture()
+	for _, l := range lines {
+		f.Add(append(append([]byte(nil), l...), '\n'))
+	}
+	f.Add(torn)
+	f.Add([]byte("\n\r\n  \n{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"x\"},\"message\":{\"bad\":1}}\n"))
+	f.Add([]byte(`{"type":"message","Message":{"role":"user","content":"a"},"message":null}`))
+	f.Add([]byte(`{"type":"compaction","summary":5}` + "\n" + `{"TYPE":"session","id":"x"}`))
+	f.Fuzz(func(t *testing.T, data []byte) { sameAsReader(t, data) })
+}
