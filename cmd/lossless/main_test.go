@@ -485,7 +485,7 @@ func TestDoctor(t *testing.T) {
 		rep.Store.Format != rep.Store.BuildFormat || rep.Store.Messages != 4 || len(rep.Problems) != 0 || len(rep.HostChecks) != 9 {
 		t.Fatalf("doctor report %+v", rep)
 	}
-	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "recall     off", "no problems found")
+	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "recall     ", "no problems found")
 
 	// With recall on, doctor reports the index (built from the store here:
 	// it did not exist yet, so it is rebuilt while doctor runs).
