@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -299,4 +301,73 @@ func FuzzImportLines(f *testing.F) {
 	f.Add([]byte(`{"type":"message","Message":{"role":"user","content":"a"},"message":null}`))
 	f.Add([]byte(`{"type":"compaction","summary":5}` + "\n" + `{"TYPE":"session","id":"x"}`))
 	f.Fuzz(func(t *testing.T, data []byte) { sameAsReader(t, data) })
+}
+
+// BenchmarkImportWorkers imports before-compaction.jsonl (2.4 MB, o200k
+// counts, recall off) with the pipeline's parsing spread over 1, 2 and 4
+// workers.
+func BenchmarkImportWorkers(b *testing.B) {
+	for _, w := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			path := testutil.PiMono(b)[0]
+			st, _ := os.Stat(path)
+			b.SetBytes(st.Size())
+			b.ReportAllocs()
+			o := defaultImportOpts()
+			o.workers = w
+			var cpu time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				cfg := DefaultConfig()
+				cfg.StoreDir = b.TempDir()
+				if err := json.Unmarshal([]byte(`{"recall":{"enabled":false}}`), &cfg); err != nil {
+					b.Fatal(err)
+				}
+				e, err := Open(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				cpu0 := cpuTime()
+				if _, err := e.importFileOpts(context.Background(), "main", "", "", path, o); err != nil {
+					b.Fatal(err)
+				}
+				cpu += cpuTime() - cpu0
+				b.StopTimer()
+				e.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(st.Size())*float64(b.N)/cpu.Seconds()/1e6, "MB/cpu-s")
+		})
+	}
+}
+
+// TestImportPipelineCanceled: a canceled import stops (its goroutines end:
+// the race detector and the engine's Close would see them otherwise),
+// reports the context's error, and a later import stores everything once.
+func TestImportPipelineCanceled(t *testing.T) {
+	lines, _ := pipelineFixture()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	writeLines(t, path, lines, false)
+	e := openTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o := importOpts{workers: 3, batchLines: 1, batchBytes: 1}
+	if _, err := e.importFileOpts(ctx, "main", "", "", path, o); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled import: %v, want context.Canceled", err)
+	}
+	res, err := e.importFileOpts(context.Background(), "main", "", "", path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Imported != 27 || res.Summaries != 2 || res.Resumed {
+		t.Fatalf("after cancel: %+v", res)
+	}
+	ref := openTest(t)
+	if _, err := ref.importFileOpts(context.Background(), "main", "", "", path, importOpts{workers: 1, batchLines: 1 << 20, batchBytes: 1 << 30}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffStores(dumpStore(t, ref), dumpStore(t, e)); d != "" {
+		t.Fatalf("stores differ:\n%s", d)
+	}
 }
