@@ -346,12 +346,6 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 	if ix.NeedsRebuild() {
 		t.Fatalf("fresh: %q", ix.RebuildReason())
 	}
-	// Stale: the store moved on while the index was closed.
-	ix.Close()
-	ix = reopen(8)
-	if !ix.NeedsRebuild() || !strings.HasPrefix(ix.RebuildReason(), "stale") {
-		t.Fatalf("stale: %q", ix.RebuildReason())
-	}
 	// Generation advanced through SetGeneration is persisted with the docs.
 	ix.Add(msg("a", "s0", 9999, "late message"))
 	ix.SetGeneration(8)
@@ -362,6 +356,12 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 	ix = reopen(8)
 	if ix.NeedsRebuild() {
 		t.Fatalf("after SetGeneration: %q", ix.RebuildReason())
+	}
+	ix.Close()
+	// Stale: the store moved on while the index was closed.
+	ix = reopen(9)
+	if !ix.NeedsRebuild() || !strings.HasPrefix(ix.RebuildReason(), "stale") {
+		t.Fatalf("stale: %q", ix.RebuildReason())
 	}
 	ix.Close()
 
@@ -439,26 +439,34 @@ func TestRebuildWhileAdding(t *testing.T) {
 	for i := range docs {
 		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("old %d", i))
 	}
+	// Live docs are added while the rebuild reads its source (after the
+	// swap to the new index): all of them are indexed once it ends.
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; i < 200; i++ {
-			ix.Add(msg("a", "live", uint64(i), fmt.Sprintf("live%d", i)))
+	err := ix.Rebuild(ctx, func(yield func(Doc) bool) error {
+		for i, d := range docs {
+			if i == 100 {
+				go func() {
+					defer close(done)
+					for i := 0; i < 200; i++ {
+						ix.Add(msg("a", "live", uint64(i), fmt.Sprintf("live%d", i)))
+					}
+				}()
+			}
+			if !yield(d) {
+				return nil
+			}
 		}
-	}()
-	if err := ix.Rebuild(ctx, source(docs), nil); err != nil {
+		return nil
+	}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	<-done
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := ix.DocCount()
-	// Every live doc added after the swap is there; those added before it
-	// were dropped with the old index (the store, not the index, is the
-	// source of truth), so the count is between the two.
-	if c < 400 || c > 600 {
-		t.Fatalf("count %d", c)
+	if c, _ := ix.DocCount(); c != 600 {
+		t.Fatalf("count %d, want 600", c)
 	}
 	if hs := mustSearch(t, ix, Query{Agent: "a", Text: "live199"}); len(hs) == 0 || hs[0].ID != "a/live/199" {
 		t.Fatalf("last live doc: %v", ids(hs))
@@ -512,5 +520,83 @@ func TestMetaRoundTrip(t *testing.T) {
 	if h.Agent != d.Agent || h.Conversation != "c1" || h.Session != "s1" || h.Role != "assistant" || h.Kind != KindSummary ||
 		h.Seq != d.Seq || h.Timestamp != d.Timestamp || h.hash != textKey("hello world") {
 		t.Fatalf("%+v", h)
+	}
+}
+
+// TestInterruptedRebuildNotStamped: docs and generations added after a
+// rebuild was cancelled (Close during an opening rebuild) or failed must not
+// record the generation: the index lacks the store's older docs, and the
+// next Open has to rebuild it. A generation set while a rebuild runs is
+// recorded once it completes.
+func TestInterruptedRebuildNotStamped(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	docs := make([]Doc, 300)
+	for i := range docs {
+		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("stored %d", i))
+	}
+	ix, err := Open(dir, Options{Generation: 300, BatchSize: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	err = ix.Rebuild(ctx, func(yield func(Doc) bool) error {
+		for i, d := range docs {
+			if i == 120 {
+				cancel()
+			}
+			if !yield(d) {
+				return nil
+			}
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled rebuild: %v", err)
+	}
+	ix.Add(msg("a", "s", 300, "ingested after the interruption"))
+	ix.SetGeneration(301)
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix, err = Open(dir, Options{Generation: 301, BatchSize: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ix.NeedsRebuild() {
+		t.Fatal("an index interrupted mid-rebuild was taken for complete")
+	}
+	// Completed, with a generation set (and its doc added) while the
+	// rebuild runs: recorded with that doc after the rebuild.
+	all := append(docs, msg("a", "s", 300, "ingested after the interruption"))
+	err = ix.Rebuild(context.Background(), func(yield func(Doc) bool) error {
+		for i, d := range all {
+			if i == 100 {
+				ix.Add(msg("a", "s", 301, "ingested during the rebuild"))
+				ix.SetGeneration(302)
+			}
+			if !yield(d) {
+				return nil
+			}
+		}
+		return nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ix.Close()
+	ix, err = Open(dir, Options{Generation: 302})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if ix.NeedsRebuild() {
+		t.Fatalf("complete index rebuilt again: %s", ix.RebuildReason())
+	}
+	if c, _ := ix.DocCount(); c != 302 {
+		t.Fatalf("count %d, want 302", c)
 	}
 }

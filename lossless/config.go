@@ -76,7 +76,8 @@ type Config struct {
 	// Summarizer configures the summarizer (package summarize's Config, kept
 	// raw here and decoded by the compaction code). Default: none.
 	Summarizer json.RawMessage `json:"summarizer,omitempty"`
-	// Recall configures cross-session recall.
+	// Recall configures cross-session recall (on by default; see
+	// RecallConfig.Enabled and RecallEnabled).
 	Recall RecallConfig `json:"recall,omitempty"`
 	// Retention limits the store's growth. Off by default.
 	Retention RetentionConfig `json:"retention,omitempty"`
@@ -86,8 +87,13 @@ type Config struct {
 
 // RecallConfig is Config.Recall.
 type RecallConfig struct {
-	// Enabled turns recall on. Default false.
-	Enabled bool `json:"enabled,omitempty"`
+	// Enabled turns cross-session recall on or off: the Bleve index of
+	// every stored message and summary (<StoreDir>/index) and the recalled
+	// turns Assemble appends for the prompt. Default (absent, nil): on.
+	// "recall": {"enabled": false} turns it off (no index is opened or
+	// written; one built earlier is rebuilt when recall is turned on
+	// again). Read it with Config.RecallEnabled.
+	Enabled *bool `json:"enabled,omitempty"`
 	// Share is the share of the token budget recall may use. Default 0.1.
 	Share float64 `json:"share,omitempty"`
 	// K is the number of recalled items. Default 8.
@@ -95,6 +101,10 @@ type RecallConfig struct {
 	// CrossAgent lets recall search other agents' history. Default false.
 	CrossAgent bool `json:"crossAgent,omitempty"`
 }
+
+// RecallEnabled reports whether cross-session recall is on: true unless
+// Recall.Enabled is set to false.
+func (c Config) RecallEnabled() bool { return c.Recall.Enabled == nil || *c.Recall.Enabled }
 
 // RetentionConfig is Config.Retention. Zero values mean no limit.
 type RetentionConfig struct {
@@ -152,7 +162,7 @@ func DefaultConfig() Config {
 		MinFanIn:              DefaultMinFanIn,
 		CompactionConcurrency: DefaultCompactionConcurrency,
 		RotateBytes:           DefaultRotateBytes,
-		Recall:                RecallConfig{Share: 0.1, K: 8},
+		Recall:                RecallConfig{Share: DefaultRecallShare, K: DefaultRecallK},
 		Badger: BadgerConfig{MemTableSize: 8 << 20, ValueLogFileSize: 64 << 20,
 			BlockCacheSize: 8 << 20, IndexCacheSize: 4 << 20, NumMemtables: 2},
 	}

@@ -138,7 +138,7 @@ func TestFactoryConfig(t *testing.T) {
 	e := eng.(*Engine)
 	defer e.Close()
 	c := e.Config()
-	if c.StoreDir != filepath.Join(agentDir, "lossless") || c.FreshTailMessages != 10 || !c.Recall.Enabled ||
+	if c.StoreDir != filepath.Join(agentDir, "lossless") || c.FreshTailMessages != 10 || !c.RecallEnabled() ||
 		c.Badger.MemTableSize != 4<<20 || c.DefaultTokenBudget != DefaultTokenBudget || c.Tokenizer != "chars4" {
 		t.Fatalf("config %+v", c)
 	}

@@ -66,7 +66,7 @@ var recallOpenMu sync.Mutex
 // from is exact); nil when recall is off or the index could not be opened
 // (logged once; the engine works without recall).
 func (e *Engine) recaller() *recaller {
-	if !e.cfg.Recall.Enabled {
+	if !e.cfg.RecallEnabled() {
 		return nil
 	}
 	if v, ok := recallByEngine.Load(e); ok {
@@ -141,6 +141,13 @@ func (e *Engine) openRecall() (*recaller, error) {
 				slog.Info("lossless: recall index rebuild", "docs", done)
 			}
 		})
+		if err != nil && ctx.Err() != nil {
+			// Close interrupted it (a short-lived process, e.g. one CLI
+			// command): not a failure; the index keeps no generation, so
+			// the next Open rebuilds it.
+			slog.Info("lossless: recall index rebuild interrupted by Close; it is redone at the next open", "docs", r.rebuildProgress())
+			return
+		}
 		r.mu.Lock()
 		r.rebuildErr = err
 		r.mu.Unlock()
@@ -151,6 +158,12 @@ func (e *Engine) openRecall() (*recaller, error) {
 		slog.Info("lossless: recall index rebuilt", "reason", reason, "elapsed", time.Since(start).Round(time.Millisecond))
 	}()
 	return r, nil
+}
+
+func (r *recaller) rebuildProgress() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rebuildDone
 }
 
 // RecallStatus reports the recall index: whether it is rebuilding, how
@@ -444,7 +457,7 @@ func (e *Engine) inContext(c convID) (uint64, map[string]bool) {
 // for the prompt cache (a system prompt addition would change the cached
 // prefix every turn). ok is false when recall does not apply.
 func (e *Engine) assembleWithRecall(ctx context.Context, p core.AssembleParams) (core.AssembleResult, bool, error) {
-	if !e.cfg.Recall.Enabled || strings.TrimSpace(p.Prompt) == "" || ctx.Value(recallCtxKey{}) != nil {
+	if !e.cfg.RecallEnabled() || strings.TrimSpace(p.Prompt) == "" || ctx.Value(recallCtxKey{}) != nil {
 		return core.AssembleResult{}, false, nil
 	}
 	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)

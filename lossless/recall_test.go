@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -12,7 +13,10 @@ import (
 	"github.com/lossless-engine/contextengine/index"
 )
 
-func withRecall(c *Config) { c.Recall.Enabled = true }
+func withRecall(c *Config) { on := true; c.Recall.Enabled = &on }
+
+// withoutRecall turns recall off (it is on by default).
+func withoutRecall(c *Config) { off := false; c.Recall.Enabled = &off }
 
 // ingestTurns stores texts as alternating user/assistant messages.
 func ingestTurns(t testing.TB, e *Engine, sessionID, sessionKey string, texts ...string) {
@@ -294,7 +298,7 @@ func TestRecallIndexRebuiltFromStore(t *testing.T) {
 	open := func(recall bool) *Engine {
 		t.Helper()
 		c := cfg
-		c.Recall.Enabled = recall
+		c.Recall.Enabled = &recall
 		e, err := Open(ctx, c)
 		if err != nil {
 			t.Fatal(err)
@@ -361,7 +365,7 @@ func TestRecallIndexRebuiltFromStore(t *testing.T) {
 }
 
 func TestRecallOff(t *testing.T) {
-	e := openTest(t)
+	e := openTest(t, withoutRecall)
 	ingestTurns(t, e, "a", "agent:main:a", "alpha beta", "gamma")
 	res, err := e.Assemble(context.Background(), core.AssembleParams{SessionID: "b", SessionKey: "agent:main:b", Prompt: "alpha",
 		Messages: []core.Message{core.UserText("alpha", 1)}})
@@ -376,5 +380,110 @@ func TestRecallOff(t *testing.T) {
 	}
 	if items, err := e.Recall(context.Background(), core.AssembleParams{SessionID: "b", Prompt: "alpha"}, 5); err != nil || items != nil {
 		t.Fatalf("Recall while off: %v %v", items, err)
+	}
+}
+
+// TestRecallOnByDefault: recall is on unless the config says
+// "enabled": false, and an engine opened with the defaults recalls in
+// Assemble.
+func TestRecallOnByDefault(t *testing.T) {
+	for raw, want := range map[string]bool{
+		``: true, `{}`: true, `{"recall":{}}`: true, `{"recall":{"k":3}}`: true,
+		`{"recall":{"enabled":true}}`: true, `{"recall":{"enabled":false}}`: false,
+	} {
+		c, err := ParseConfig([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RecallEnabled() != want {
+			t.Errorf("%s: recall enabled %v, want %v", raw, c.RecallEnabled(), want)
+		}
+	}
+	if _, err := ParseConfig([]byte(`{"recall":{"enabled":"yes"}}`)); err == nil {
+		t.Error("a string for recall.enabled accepted")
+	}
+	e := openTest(t) // the defaults
+	ctx := context.Background()
+	ingestTurns(t, e, "old", "agent:main:old", "the boat is moored at pier 39 in slot C", "ok")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.RecallStatus(); !st.Enabled || st.Rebuilding || st.Error != "" {
+		t.Fatalf("status %+v", st)
+	}
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "new", SessionKey: "agent:main:new", TokenBudget: 4000,
+		Prompt: "where is the boat moored?", Messages: []core.Message{core.UserText("where is the boat moored?", 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(recallMessage(res), "pier 39") {
+		t.Fatalf("default config: no recall: %v", res.Messages)
+	}
+}
+
+// indexGoroutines counts the goroutines running the recall index: its
+// worker, the opening rebuild, and Bleve's own.
+func indexGoroutines() int {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "contextengine/index.") || strings.Contains(g, "openRecall") || strings.Contains(g, "blevesearch/") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCloseDuringRebuild: Close right after an Open that started a rebuild
+// of the recall index waits for it (no index goroutine survives), and the
+// interrupted rebuild is redone at the next Open: nothing is lost.
+func TestCloseDuringRebuild(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	c := testConfig(dir)
+	withoutRecall(&c)
+	e, err := Open(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := make([]string, 600)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("turn %d about topic%d", i, i)
+	}
+	texts[333] = "the spare key is under the blue flowerpot"
+	ingestTurns(t, e, "a", "agent:main:a", texts...)
+	e.Close()
+
+	before := indexGoroutines()
+	for i := 0; i < 3; i++ {
+		e, err = Open(ctx, testConfig(dir)) // recall on: the index is missing, rebuilt
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && !e.RecallStatus().Rebuilding {
+			t.Log("rebuild finished before the status was read")
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := indexGoroutines(); n > before {
+			t.Fatalf("%d index goroutines after Close, %d before Open", n, before)
+		}
+	}
+	e, err = Open(ctx, testConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.RecallStatus(); st.Error != "" || st.Rebuilding {
+		t.Fatalf("status %+v", st)
+	}
+	items, err := e.Recall(ctx, core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", Prompt: "where is the spare key?"}, 3)
+	if err != nil || len(items) == 0 || items[0].Seq != 334 {
+		t.Fatalf("recall after interrupted rebuilds: %+v %v", items, err)
 	}
 }

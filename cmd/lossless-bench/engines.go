@@ -24,7 +24,7 @@ func losslessTarget(tokenizer string, recall bool) bench.Target {
 			cfg.StoreDir = dir
 			cfg.DefaultTokenBudget = budget
 			cfg.Tokenizer = tokenizer
-			cfg.Recall.Enabled = recall
+			cfg.Recall.Enabled = &recall
 			return lossless.Open(ctx, cfg)
 		},
 		// Flush waits for the recall index, so that ingest rates include

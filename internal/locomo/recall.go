@@ -374,8 +374,7 @@ type EngineRetriever struct {
 // NewEngineRetriever opens a lossless engine with recall in dir.
 func NewEngineRetriever(ctx context.Context, dir string) (*EngineRetriever, error) {
 	cfg := lossless.DefaultConfig()
-	cfg.StoreDir = dir
-	cfg.Recall.Enabled = true
+	cfg.StoreDir = dir // recall is on by default
 	e, err := lossless.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
