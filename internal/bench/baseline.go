@@ -63,10 +63,13 @@ func rawBadger(ctx context.Context, dir string, msgs []core.Message, p Progress)
 }
 
 // rawBleve indexes every message's search text (core.Message.SearchText) in
-// a scorch index with the default mapping, in batches of 1,000, and
-// returns the rate including the close (which persists the segments).
+// a scorch index with the default mapping and the engine's index setting
+// (unsafe_batch: segments persisted in the background and at Close), in
+// batches of 1,000, and returns the rate including the close (which
+// persists the segments).
 func rawBleve(ctx context.Context, dir string, msgs []core.Message, p Progress) (Rate, error) {
-	ix, err := bleve.NewUsing(filepath.Join(dir, "bleve"), bleve.NewIndexMapping(), scorch.Name, scorch.Name, nil)
+	ix, err := bleve.NewUsing(filepath.Join(dir, "bleve"), bleve.NewIndexMapping(), scorch.Name, scorch.Name,
+		map[string]interface{}{"unsafe_batch": true})
 	if err != nil {
 		return Rate{}, fmt.Errorf("bench: raw bleve: %w", err)
 	}

@@ -94,7 +94,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f\t%s\t\n", name, human(x.MsgsPerS), x.MBPerS, x.NsPerMsg/1e3, extra)
 		}
 		row("raw Badger WriteBatch", r.RawBadger, false)
-		row("raw Bleve, batches of 1000", r.RawBleve, false)
+		row("raw Bleve, batches of 1000 (unsafe_batch)", r.RawBleve, false)
 		row(fmt.Sprintf("engine, one message per call (%d)", r.OneByOne.Messages), r.OneByOne, true)
 		row("engine, one turn per call", r.Batched, true)
 		row("engine, bootstrap import of the file", r.Bootstrap, true)
