@@ -32,11 +32,16 @@
 //
 // BM25 (b = 0.3: chat turns vary in length without being less relevant).
 // Each doc also indexes the previous turn of its session in a context field
-// weighted 0.5, so an answer is found by the question before it. A prompt is
-// never parsed as query syntax: its analyzed terms are OR-ed, cut to the 10
-// rarest, and terms in more than 5% of the docs are dropped (while three
-// remain). Recall adds, for the 10 best hits, the turns up to two either
-// side at 0.7 of the hit's score per step; multiplies by 2 the score of
+// weighted 0.5, so an answer is found by the question before it (searched
+// for the 5 rarest query terms, and in a large index only for terms in at
+// most 2,000 docs). A prompt is never parsed as query syntax: its analyzed
+// terms are OR-ed, cut to the 10 rarest, terms in more than 5% of the docs
+// are dropped (while three remain), and the terms kept walk at most 12,000
+// postings in all (a prompt of very common words only recalls nothing).
+// Recall fetches max(2k, 30) candidates (loading one stored field each)
+// and adds, for the 10 best hits, the turns up to two either side at 0.7 of
+// the hit's score per step (fetched only when that score can rank in the
+// top k); multiplies by 2 the score of
 // turns within a date the prompt names ("on 3 June, 2023", "in July
 // 2023"); and collapses near-identical texts. On the LoCoMo dev set
 // (internal/locomo) this gives recall@5/10/25/50 of about 68/77/85/89.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search/query"
 	"hash/fnv"
+	"sort"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -50,7 +51,7 @@ type RecallQuery struct {
 // internal/locomo).
 var (
 	// recallFetchMin is the least number of candidates fetched.
-	recallFetchMin = 50
+	recallFetchMin = 30
 	// dateBoost multiplies the score of turns within a date the prompt names.
 	dateBoost = 2.0
 	// neighbourDecay scales a hit's score for a neighbour one turn away (and
@@ -184,13 +185,35 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 		}
 	}
 	if len(wants) > 0 {
-		keys := make([]string, 0, len(wants))
-		for k := range wants {
-			keys = append(keys, k)
+		// Only a neighbour that can rank among the k best is worth
+		// fetching: one scoring below the k-th best of the candidates and
+		// the other wanted neighbours cannot (slack for hits that the
+		// caller's de-duplication collapses, and positions with no doc).
+		limit := q.K + q.K/2 + 2
+		floor := 0.0
+		if len(cands)+len(wants) > limit {
+			scores := make([]float64, 0, len(cands)+len(wants))
+			for i := range cands {
+				scores = append(scores, cands[i].Score)
+			}
+			for _, w := range wants {
+				scores = append(scores, w.score)
+			}
+			sort.Sort(sort.Reverse(sort.Float64Slice(scores)))
+			floor = scores[limit-1]
 		}
-		got, err := ix.byPos(ctx, q.Agent, q.AllAgents, keys)
-		if err != nil {
-			return nil, err
+		keys := make([]string, 0, len(wants))
+		for k, w := range wants {
+			if w.score >= floor {
+				keys = append(keys, k)
+			}
+		}
+		var got []Hit
+		if len(keys) > 0 {
+			var err error
+			if got, err = ix.byPos(ctx, q.Agent, q.AllAgents, keys); err != nil {
+				return nil, err
+			}
 		}
 		for _, g := range got {
 			w, ok := wants[posKey(g.Session, g.Seq)]

@@ -209,3 +209,39 @@ func ExampleIndex_Recall() {
 	// m1 s1 true
 	// m3 s1 true
 }
+
+// TestPostingBudget: the kept query terms walk at most maxPostings
+// postings; a prompt of terms commoner than that searches nothing.
+func TestPostingBudget(t *testing.T) {
+	old := maxPostings
+	maxPostings = 100
+	defer func() { maxPostings = old }()
+	ix, _ := openTest(t, Options{})
+	docs := make([]Doc, 150)
+	for i := range docs {
+		text := fmt.Sprintf("everyday chatter number %d", i)
+		if i == 70 {
+			text += " about the zeppelin"
+		}
+		docs[i] = msg("a", "s", uint64(i), text)
+	}
+	ix.Add(docs...)
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ix.bmu.RLock()
+	terms, _, err := ix.pruneTerms(ctx, ix.Terms("everyday zeppelin chatter"))
+	ix.bmu.RUnlock()
+	if err != nil || !slices.Equal(terms, []string{"zeppelin"}) {
+		t.Fatalf("terms %v %v, want only the rare one", terms, err)
+	}
+	hs, err := ix.Recall(ctx, RecallQuery{Agent: "a", Text: "everyday zeppelin chatter", K: 3, Neighbours: -1})
+	// The zeppelin turn, and the next one by its context field.
+	if err != nil || len(hs) != 2 || hs[0].ID != docs[70].ID || hs[1].ID != docs[71].ID {
+		t.Fatalf("recall %v %v", ids(hs), err)
+	}
+	if hs, err := ix.Recall(ctx, RecallQuery{Agent: "a", Text: "everyday chatter", K: 3}); err != nil || len(hs) != 0 {
+		t.Fatalf("common words only: %v %v", ids(hs), err)
+	}
+}

@@ -127,7 +127,7 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 // posting-list walk).
 var (
 	ctxBoost = 0.5
-	ctxTerms = 10
+	ctxTerms = 5
 )
 
 // Query-term pruning: a prompt is cut to its maxSearchTerms rarest terms,
@@ -144,6 +144,14 @@ var (
 	// commonTermMaxDF caps the posting-list length of a dropped-if-common
 	// term in large indexes, whatever the share.
 	commonTermMaxDF = uint64(2000)
+	// maxPostings caps the summed document frequencies of the kept terms
+	// (the postings a query walks): a term that would exceed it is dropped
+	// with every commoner one, even the rarest term of the prompt (a
+	// prompt of common words only, "run the tests again" in a 100K-doc
+	// index, then recalls nothing: BM25 would rank its matches by length
+	// alone). It bounds the cost of the slowest queries, and binds in none
+	// of the LoCoMo dev set's indexes.
+	maxPostings = uint64(12000)
 )
 
 // dfCache caches document frequencies for term pruning. Frequencies move
@@ -176,14 +184,15 @@ func (c *dfCache) put(t string, n uint64) {
 	c.mu.Unlock()
 }
 
-// pruneTerms keeps the terms worth searching, rarest first (bmu held).
-func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, error) {
-	if len(terms) <= minSearchTerms {
-		return terms, nil
-	}
+// pruneTerms keeps the terms worth searching, rarest first (bmu held);
+// the first nctx of them are searched in the context field too (at most
+// ctxTerms, and in a large index only terms no commoner than
+// commonTermMaxDF: a common term's context postings cost as much as its
+// text postings and weigh little).
+func (ix *Index) pruneTerms(ctx context.Context, terms []string) (out []string, nctx int, err error) {
 	total, err := ix.bi.DocCount()
 	if err != nil {
-		return nil, fmt.Errorf("index: search: %w", err)
+		return nil, 0, fmt.Errorf("index: search: %w", err)
 	}
 	type tdf struct {
 		t  string
@@ -202,15 +211,15 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, erro
 			if rd == nil {
 				adv, err := ix.bi.Advanced()
 				if err != nil {
-					return nil, fmt.Errorf("index: search: %w", err)
+					return nil, 0, fmt.Errorf("index: search: %w", err)
 				}
 				if rd, err = adv.Reader(); err != nil {
-					return nil, fmt.Errorf("index: search: %w", err)
+					return nil, 0, fmt.Errorf("index: search: %w", err)
 				}
 			}
 			tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
 			if err != nil {
-				return nil, fmt.Errorf("index: search: %w", err)
+				return nil, 0, fmt.Errorf("index: search: %w", err)
 			}
 			n = tfr.Count()
 			tfr.Close()
@@ -221,7 +230,8 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, erro
 		}
 	}
 	sort.SliceStable(dfs, func(i, j int) bool { return dfs[i].df < dfs[j].df })
-	out := make([]string, 0, min(len(dfs), maxSearchTerms))
+	out = make([]string, 0, min(len(dfs), maxSearchTerms))
+	var postings uint64
 	for i, d := range dfs {
 		if len(out) == maxSearchTerms {
 			break
@@ -229,9 +239,16 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) ([]string, erro
 		if i >= minSearchTerms && total >= commonTermMinDocs && (float64(d.df) > commonTermShare*float64(total) || d.df > commonTermMaxDF) {
 			break
 		}
+		if postings+d.df > maxPostings {
+			break
+		}
+		postings += d.df
 		out = append(out, d.t)
+		if nctx == i && i < ctxTerms && (total < commonTermMinDocs || d.df <= commonTermMaxDF) {
+			nctx++
+		}
 	}
-	return out, nil
+	return out, nctx, nil
 }
 
 func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {
@@ -240,7 +257,7 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 		ix.bmu.RUnlock()
 		return nil, ErrClosed
 	}
-	terms, err := ix.pruneTerms(ctx, terms)
+	terms, nctx, err := ix.pruneTerms(ctx, terms)
 	ix.bmu.RUnlock()
 	if err != nil {
 		return nil, err
@@ -253,7 +270,7 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 		tq := query.NewTermQuery(t)
 		tq.SetField(fText)
 		should = append(should, tq)
-		if ctxBoost > 0 && i < ctxTerms {
+		if ctxBoost > 0 && i < nctx {
 			cq := query.NewTermQuery(t)
 			cq.SetField(fCtx)
 			cq.SetBoost(ctxBoost)
