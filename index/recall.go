@@ -152,11 +152,16 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 		of    int
 		score float64
 	}
-	byPos := make(map[string]int, len(cands))
-	for i := range cands {
-		byPos[posKey(cands[i].Session, cands[i].Seq)] = i
+	// Positions as struct keys: no string built per candidate.
+	type pos struct {
+		session string
+		seq     uint64
 	}
-	wants := map[string]want{}
+	byPos := make(map[pos]int, len(cands))
+	for i := range cands {
+		byPos[pos{cands[i].Session, cands[i].Seq}] = i
+	}
+	wants := map[pos]want{}
 	for i := 0; i < len(cands) && i < q.NeighbourHits; i++ {
 		h := &cands[i]
 		if h.Kind == KindSummary {
@@ -169,7 +174,7 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 				if seq < 0 {
 					continue
 				}
-				key := posKey(h.Session, uint64(seq))
+				key := pos{h.Session, uint64(seq)}
 				sc := h.Score * f
 				if j, ok := byPos[key]; ok {
 					if cands[j].Score < sc {
@@ -205,7 +210,7 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 		keys := make([]string, 0, len(wants))
 		for k, w := range wants {
 			if w.score >= floor {
-				keys = append(keys, k)
+				keys = append(keys, posKey(k.session, k.seq))
 			}
 		}
 		var got []Hit
@@ -216,7 +221,7 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 			}
 		}
 		for _, g := range got {
-			w, ok := wants[posKey(g.Session, g.Seq)]
+			w, ok := wants[pos{g.Session, g.Seq}]
 			if !ok || excluded(&g.Doc) {
 				continue
 			}
