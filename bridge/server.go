@@ -633,11 +633,6 @@ func (s *server) handlerMap() map[string]handler {
 				return nil, notImplemented(m.Method)
 			}
 			var p core.CommitTurnParams
-			norm, err := normalizeCommitTurn(m.Params)
-			if err != nil {
-				return nil, invalidParams(m.Method, err)
-			}
-			m.Params = norm
 			if err := decode(m, &p); err != nil {
 				return nil, err
 			}

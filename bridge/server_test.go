@@ -709,7 +709,7 @@ func (c commitTurnRecorder) CommitTurn(ctx context.Context, p core.CommitTurnPar
 	return core.CommitTurnResult{Status: core.CommitCommitted}, nil
 }
 
-// OpenClaw sends anchors' generation as a string token; core holds an int64.
+// OpenClaw sends anchors' generation as a string token; numbers are accepted too.
 func TestCommitTurnStringGeneration(t *testing.T) {
 	rec := commitTurnRecorder{newFake(), make(chan core.CommitTurnParams, 4)}
 	c := startServer(t, Static(rec), Options{})
@@ -721,11 +721,11 @@ func TestCommitTurnStringGeneration(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		gen  string
-		want int64
+		want core.GenerationToken
 	}{
-		{`"0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f"`, GenerationNumber("0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f")},
-		{`"42"`, 42},
-		{`7`, 7},
+		{`"0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f"`, "0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f"},
+		{`"42"`, "42"},
+		{`7`, "7"},
 	} {
 		params := `{"advancementKey":"k","sessionId":"s","admission":` + anchor(tc.gen) + `,"logicalTurnId":"t1","role":"user"},"terminal":` + anchor(tc.gen) + `},"messages":[` + msg + `]}`
 		var res core.CommitTurnResult
@@ -739,34 +739,4 @@ func TestCommitTurnStringGeneration(t *testing.T) {
 			t.Fatalf("message bytes changed: %s", p.Messages[0].Raw())
 		}
 	}
-	if g := GenerationNumber("0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f"); g <= 0 || g != GenerationNumber("0f3c9d2e7a4b4c1d9e8f7a6b5c4d3e2f") {
-		t.Fatalf("hash %d not stable and positive", g)
-	}
-}
-
-func FuzzNormalizeCommitTurn(f *testing.F) {
-	f.Add([]byte(`{"admission":{"generation":"abc"},"terminal":{"generation":"12"},"messages":[{"role":"user"}]}`))
-	f.Add([]byte(`{"admission":{"generation":5}}`))
-	f.Add([]byte(`{"admission":"x","terminal":{"generation":null}}`))
-	f.Fuzz(func(t *testing.T, in []byte) {
-		out, err := normalizeCommitTurn(in)
-		if err != nil {
-			return
-		}
-		if !bytes.Equal(out, in) && !json.Valid(out) {
-			t.Fatalf("rewrote %q into invalid JSON %q", in, out)
-		}
-		var p struct {
-			Admission, Terminal struct {
-				Generation json.RawMessage `json:"generation"`
-			}
-		}
-		if json.Unmarshal(out, &p) == nil {
-			for _, g := range []json.RawMessage{p.Admission.Generation, p.Terminal.Generation} {
-				if firstByte(g) == '"' {
-					t.Fatalf("a string generation survived: %s", out)
-				}
-			}
-		}
-	})
 }

@@ -1,8 +1,10 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Info describes an engine (CONTRACT §2 "info").
@@ -398,16 +400,16 @@ type CompactOutcome struct {
 
 // EntryAnchor identifies one transcript entry in a turn commit.
 type EntryAnchor struct {
-	AgentID               string  `json:"agentId"`
-	SessionID             string  `json:"sessionId"`
-	SessionKey            string  `json:"sessionKey"`
-	StorePath             string  `json:"storePath"`
-	Generation            int64   `json:"generation"`
-	EntryID               string  `json:"entryId"`
-	RawSeq                int64   `json:"rawSeq"`
-	EffectiveParentID     *string `json:"effectiveParentId"`
-	ActiveMessagePosition int64   `json:"activeMessagePosition"`
-	IdempotencyKey        string  `json:"idempotencyKey,omitempty"`
+	AgentID               string          `json:"agentId"`
+	SessionID             string          `json:"sessionId"`
+	SessionKey            string          `json:"sessionKey"`
+	StorePath             string          `json:"storePath"`
+	Generation            GenerationToken `json:"generation"`
+	EntryID               string          `json:"entryId"`
+	RawSeq                int64           `json:"rawSeq"`
+	EffectiveParentID     *string         `json:"effectiveParentId"`
+	ActiveMessagePosition int64           `json:"activeMessagePosition"`
+	IdempotencyKey        string          `json:"idempotencyKey,omitempty"`
 }
 
 // AdmissionAnchor is the anchor of the admitted user entry of a turn.
@@ -472,4 +474,34 @@ const (
 type SubagentEndedParams struct {
 	ChildSessionKey string `json:"childSessionKey"`
 	Reason          string `json:"reason"`
+}
+
+// GenerationToken is a transcript generation in an entry anchor. OpenClaw
+// 2026.9.6 sends an opaque string token (32 hex digits); a number (older or
+// other hosts) is accepted too and kept as its decimal text. It encodes as a
+// JSON string.
+type GenerationToken string
+
+// UnmarshalJSON accepts a JSON string, a number or null.
+func (g *GenerationToken) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) == 0:
+		return wrapf(ErrInvalidMessage, "empty generation")
+	case string(b) == "null":
+		*g = ""
+	case b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("core: generation: %w", err)
+		}
+		*g = GenerationToken(s)
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("core: generation %s is neither a string nor a number: %w", b, err)
+		}
+		*g = GenerationToken(n.String())
+	}
+	return nil
 }
