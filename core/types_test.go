@@ -53,9 +53,9 @@ var roundTrips = []struct {
 		"tokensBefore":2000,"tokensAfter":500,"details":{"readFiles":["a"]},"sessionId":"s2","sessionTarget":{"k":"v"},"sessionFile":"/s2.jsonl"}}`},
 	{"CompactResult minimal", func() any { return new(CompactResult) }, `{"ok":false,"compacted":false}`},
 	{"CommitTurnParams", func() any { return new(CommitTurnParams) }, `{"advancementKey":"adv-1",
-		"admission":{"agentId":"main","sessionId":"s1","sessionKey":"k","storePath":"/p","generation":2,"entryId":"e1","rawSeq":10,
+		"admission":{"agentId":"main","sessionId":"s1","sessionKey":"k","storePath":"/p","generation":"9f3c0d2e7a4b4c1d9e8f7a6b5c4d3e2f","entryId":"e1","rawSeq":10,
 		"effectiveParentId":null,"activeMessagePosition":4,"idempotencyKey":"i1","logicalTurnId":"t1","role":"user"},
-		"terminal":{"agentId":"main","sessionId":"s1","sessionKey":"k","storePath":"/p","generation":2,"entryId":"e3","rawSeq":12,
+		"terminal":{"agentId":"main","sessionId":"s1","sessionKey":"k","storePath":"/p","generation":"9f3c0d2e7a4b4c1d9e8f7a6b5c4d3e2f","entryId":"e3","rawSeq":12,
 		"effectiveParentId":"e2","activeMessagePosition":6},
 		"messages":[{"role":"user","content":"a"}],"sessionId":"s1","sessionKey":"k","sessionTarget":"t",
 		"runtimeSettings":{"schemaVersion":1},"runtimeContext":{},"isHeartbeat":true}`},
@@ -128,5 +128,20 @@ func TestRuntimeContextAccessors(t *testing.T) {
 	}
 	if (Info{ID: "x"}).Validate() == nil || (Info{Name: "x"}).Validate() == nil || (Info{ID: "x", Name: "y"}).Validate() != nil {
 		t.Fatal("Info.Validate")
+	}
+}
+
+// OpenClaw sends a generation token as a string; a number is accepted too
+// and kept as its decimal text; anything else is refused.
+func TestGenerationToken(t *testing.T) {
+	for in, want := range map[string]GenerationToken{`"9f3c0d2e"`: "9f3c0d2e", `12`: "12", `null`: ""} {
+		var g GenerationToken
+		if err := json.Unmarshal([]byte(in), &g); err != nil || g != want {
+			t.Fatalf("%s: got %q, %v; want %q", in, g, err, want)
+		}
+	}
+	var g GenerationToken
+	if err := json.Unmarshal([]byte(`{"x":1}`), &g); err == nil {
+		t.Fatal("an object was accepted as a generation")
 	}
 }
