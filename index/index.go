@@ -308,8 +308,10 @@ func (ix *Index) recreate(reason string) error {
 
 // scorchConfig is the runtime configuration of the bleve (scorch) index:
 // a batch returns once its docs are searchable, without waiting for them to
-// be persisted (scorch's default waits for an fsync'd snapshot per batch,
-// ~40x slower for an ingest of small turns). Snapshots are persisted in
+// be persisted (scorch's default waits for a persisted snapshot per batch:
+// 1,000 docs added 20 at a time took 2.0 s to become searchable, 0.6 s
+// without the wait; an import test under -race went from 7.7 s to ~2 s).
+// Snapshots are persisted in
 // the background, each with the internal values (generation) of the batches
 // it holds, so a crash loses only a suffix of batches together with their
 // generation marks: the index is then stale and rebuilt. Close and Rebuild
