@@ -318,7 +318,11 @@ func (d *Driver) Turn(ctx context.Context, prompt core.Message) (TurnResult, err
 		return TurnResult{}, err
 	}
 	var res TurnResult
-	pending := append(slices.Clone(d.view), prompt)
+	// As in OpenClaw, assemble gets the session history in Messages and the
+	// incoming prompt separately (Prompt); the prompt message is appended
+	// after the assembled context. An engine that keeps its own store (and
+	// ignores Messages) therefore never drops the prompt.
+	pending := slices.Clone(d.view)
 	var out []core.Message
 	for attempt := 0; ; attempt++ {
 		piped := d.pipeline(pending)
@@ -334,8 +338,10 @@ func (d *Driver) Turn(ctx context.Context, prompt core.Message) (TurnResult, err
 		}
 		system := joinSystem(asm.SystemPromptAddition, d.opts.SystemPrompt)
 		est, check := d.precheck(info, asm, piped, system)
+		est += core.CountMessage(d.est, prompt)
+		toModel := append(slices.Clone(asm.Messages), prompt)
 		if !check || int(math.Ceil(float64(est)*PrecheckFactor)) <= d.budget {
-			out, err = d.opts.Model(ctx, ModelRequest{System: system, Messages: asm.Messages,
+			out, err = d.opts.Model(ctx, ModelRequest{System: system, Messages: toModel,
 				Model: d.opts.ModelName, MaxOutputTokens: d.opts.ContextWindow - d.budget, EstimatedTokens: est})
 			if err == nil {
 				res.Assembled = asm
@@ -358,10 +364,11 @@ func (d *Driver) Turn(ctx context.Context, prompt core.Message) (TurnResult, err
 			if _, err := d.reload(); err != nil {
 				return res, err
 			}
-			pending = append(slices.Clone(d.view), prompt)
+			pending = slices.Clone(d.view)
 		}
 	}
-	pre := len(pending) - 1
+	pre := len(pending)
+	pending = append(pending, prompt)
 	newMsgs := append([]core.Message{prompt}, out...)
 	if err := d.record(newMsgs); err != nil {
 		return res, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"strings"
 	"testing"
 
@@ -68,7 +69,8 @@ func TestDriverOrderWithoutTranscript(t *testing.T) {
 		at.NewMessages()[0].Text() != "q" || at.TokenBudget != d.TokenBudget() || at.SessionKey != "agent:main:s1" {
 		t.Fatalf("afterTurn params %+v", at)
 	}
-	if ap := f.assembles[1]; ap.Prompt != "q" || ap.TokenBudget != 80_000 || len(ap.Messages) != 3 {
+	// The prompt travels in Prompt, not in Messages (the history), as in OpenClaw.
+	if ap := f.assembles[1]; ap.Prompt != "q" || ap.TokenBudget != 80_000 || len(ap.Messages) != 2 {
 		t.Fatalf("assemble params %+v", ap)
 	}
 	if len(d.Messages()) != 4 {
@@ -95,7 +97,7 @@ func TestDriverOrderWithTranscript(t *testing.T) {
 	}
 	// The view came from the transcript; the pipeline stripped details before assemble.
 	ap := f.assembles[0]
-	if len(ap.Messages) != 5 || ap.Messages[2].Role() != core.RoleToolResult {
+	if len(ap.Messages) != 4 || ap.Messages[2].Role() != core.RoleToolResult {
 		t.Fatalf("assembled input %s", roles(ap.Messages))
 	}
 	if _, ok := ap.Messages[2].Field("details"); ok {
@@ -305,7 +307,8 @@ func TestDriverPrecheck(t *testing.T) {
 				if !errors.Is(err, ErrOverflowUnrecovered) || modelCalls != 0 {
 					t.Fatalf("err %v, model calls %d", err, modelCalls)
 				}
-				if f.compacts[0].CurrentTokenCount != tc.est {
+				// The estimate is the assembled context plus the prompt.
+				if want := tc.est + core.CountMessage(d.est, core.UserText("q", 1)); f.compacts[0].CurrentTokenCount != want {
 					t.Fatalf("currentTokenCount %d", f.compacts[0].CurrentTokenCount)
 				}
 			} else if err != nil || modelCalls != 1 {
@@ -419,7 +422,9 @@ func TestDriverPipelineBeforeAssemble(t *testing.T) {
 		t.Fatal(err)
 	}
 	ap := f.assembles[0]
-	if roles(ap.Messages) != "U" || ap.Messages[0].Text() != "pending\nq" {
+	// The history is piped; the prompt travels separately (Prompt) and is
+	// appended after the assembled context.
+	if roles(ap.Messages) != "U" || ap.Messages[0].Text() != "pending" || ap.Prompt != "q" {
 		t.Fatalf("assembled input %s %q", roles(ap.Messages), ap.Messages[0].Text())
 	}
 	// The session view itself keeps everything.
@@ -551,4 +556,57 @@ func TestDriverLegacyOverflowCompaction(t *testing.T) {
 func chars4Legacy() *Config {
 	return &Config{Plugins: PluginsConfig{Entries: map[string]PluginEntry{
 		LegacyID: {Config: json.RawMessage(`{"counter":"chars4"}`)}}}}
+}
+
+// storingEngine keeps its own history (from afterTurn) and ignores the
+// host's Messages in assemble, as the lossless engine does.
+type storingEngine struct {
+	mu     sync.Mutex
+	stored []core.Message
+}
+
+func (s *storingEngine) Info() core.Info { return core.Info{ID: "store", Name: "Store", OwnsCompaction: true} }
+func (s *storingEngine) Ingest(ctx context.Context, p core.IngestParams) (core.IngestResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stored = append(s.stored, p.Message)
+	return core.IngestResult{Ingested: true}, nil
+}
+func (s *storingEngine) AfterTurn(ctx context.Context, p core.AfterTurnParams) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stored = append(s.stored, p.NewMessages()...)
+	return nil
+}
+func (s *storingEngine) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return core.AssembleResult{Messages: slices.Clone(s.stored)}, nil
+}
+func (s *storingEngine) Compact(ctx context.Context, p core.CompactParams) (core.CompactResult, error) {
+	return core.CompactResult{OK: true}, nil
+}
+
+// An engine that assembles from its own store still gets every prompt to the
+// model: the driver appends the prompt after the assembled context.
+func TestDriverPromptReachesModelWithStoringEngine(t *testing.T) {
+	var got [][]string
+	model := func(ctx context.Context, req ModelRequest) ([]core.Message, error) {
+		var texts []string
+		for _, m := range req.Messages {
+			texts = append(texts, m.Role()+":"+m.Text())
+		}
+		got = append(got, texts)
+		return []core.Message{core.AssistantText("reply", 9)}, nil
+	}
+	d := newTestDriver(t, &storingEngine{}, model, nil)
+	for _, q := range []string{"first question", "second question"} {
+		if _, err := d.Turn(context.Background(), core.UserText(q, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "user:first question,assistant:reply,user:second question"
+	if len(got) != 2 || strings.Join(got[1], ",") != want {
+		t.Fatalf("turn 2 model input %q, want %q", got, want)
+	}
 }
