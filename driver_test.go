@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -565,7 +565,9 @@ type storingEngine struct {
 	stored []core.Message
 }
 
-func (s *storingEngine) Info() core.Info { return core.Info{ID: "store", Name: "Store", OwnsCompaction: true} }
+func (s *storingEngine) Info() core.Info {
+	return core.Info{ID: "store", Name: "Store", OwnsCompaction: true}
+}
 func (s *storingEngine) Ingest(ctx context.Context, p core.IngestParams) (core.IngestResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
