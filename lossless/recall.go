@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -49,9 +50,13 @@ type recaller struct {
 	mu  sync.Mutex
 	gen uint64
 
-	rebuild     chan struct{} // closed when the opening rebuild ends
-	cancel      context.CancelFunc
-	rebuildDone int64 // docs indexed by it so far (under mu)
+	rebuild chan struct{} // closed when the opening rebuild ends
+	cancel  context.CancelFunc
+	// rebuildDone counts the docs the rebuild has indexed. It is atomic, never
+	// under mu: an ingest blocked in ix.Add (the queue is full while the
+	// rebuild holds the index) holds mu, and the rebuild's progress callback
+	// must not wait for it, or neither finishes.
+	rebuildDone atomic.Int64
 	rebuildErr  error
 
 	names sync.Map // convID -> session display name
@@ -89,6 +94,10 @@ func (e *Engine) recaller() *recaller {
 	return r
 }
 
+// indexMaxLag is index.Options.MaxLag (0: the index's default); tests lower
+// it to make ingest wait on a full queue.
+var indexMaxLag = 0
+
 func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index") }
 
 // storeGeneration counts what the index holds when up to date: messages
@@ -118,7 +127,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
-	ix, err := index.Open(e.indexDir(), index.Options{Generation: gen})
+	ix, err := index.Open(e.indexDir(), index.Options{Generation: gen, MaxLag: indexMaxLag})
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
@@ -134,9 +143,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 		defer close(r.rebuild)
 		start := time.Now()
 		err := ix.Rebuild(ctx, e.indexSource, func(done int) {
-			r.mu.Lock()
-			r.rebuildDone = int64(done)
-			r.mu.Unlock()
+			r.rebuildDone.Store(int64(done))
 			if done%50_000 < 1000 {
 				slog.Info("lossless: recall index rebuild", "docs", done)
 			}
@@ -161,9 +168,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 }
 
 func (r *recaller) rebuildProgress() int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rebuildDone
+	return r.rebuildDone.Load()
 }
 
 // RecallStatus reports the recall index: whether it is rebuilding, how
@@ -196,7 +201,7 @@ func (e *Engine) RecallStatus() RecallStatus {
 		st.Rebuilding = true
 	}
 	r.mu.Lock()
-	st.Rebuilt = r.rebuildDone
+	st.Rebuilt = r.rebuildDone.Load()
 	if r.rebuildErr != nil {
 		st.Error = r.rebuildErr.Error()
 	}
