@@ -84,8 +84,8 @@
 //
 // Errors are prefixed "lossless: " and wrap the core sentinels:
 // core.ErrClosed after Close, core.ErrEmptySessionID, core.ErrInvalidMessage,
-// core.ErrUnknownRole (roles outside the contract are refused),
 // core.ErrTooLarge (over Config.MaxMessageBytes), core.ErrUnknownSession,
 // core.ErrFormatTooNew; dag.ErrConflict and dag.ErrNotFound from the
-// dag.Store methods. A refused message or batch stores nothing.
+// dag.Store methods. A refused message or batch stores nothing. Messages of
+// roles outside the contract are accepted and stored verbatim.
 package lossless

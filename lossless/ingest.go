@@ -16,9 +16,11 @@ import (
 
 // Ingest stores one message (idempotent: a message already stored in the
 // conversation, byte for byte, is not stored again and Ingested is false).
-// Messages of unknown roles are refused (core.ErrUnknownRole), messages over
-// Config.MaxMessageBytes too (core.ErrTooLarge), an empty session id with
-// core.ErrEmptySessionID.
+// A message of a role outside the contract is accepted and stored verbatim
+// like any other (a lossless engine keeps what it is given; refusing would
+// make a guarded host quarantine the engine and lose the turn). Messages over
+// Config.MaxMessageBytes are refused (core.ErrTooLarge), an empty session id
+// with core.ErrEmptySessionID.
 func (e *Engine) Ingest(ctx context.Context, p core.IngestParams) (core.IngestResult, error) {
 	n, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, []core.Message{p.Message}, p.IsHeartbeat)
 	return core.IngestResult{Ingested: n > 0}, err
@@ -77,8 +79,6 @@ func validateMessage(m core.Message, max int) error {
 		return fmt.Errorf("empty message: %w", core.ErrInvalidMessage)
 	case len(m.Raw()) > max:
 		return fmt.Errorf("%d bytes over the %d-byte limit: %w", len(m.Raw()), max, core.ErrTooLarge)
-	case !core.KnownRole(m.Role()):
-		return fmt.Errorf("role %q: %w", m.Role(), core.ErrUnknownRole)
 	}
 	return nil
 }

@@ -128,7 +128,6 @@ func TestIngestBadInput(t *testing.T) {
 		want    error
 	}{
 		{"zero message (not valid JSON upstream)", "s", []core.Message{{}}, core.ErrInvalidMessage},
-		{"unknown role", "s", []core.Message{unknown}, core.ErrUnknownRole},
 		{"too large", "s", []core.Message{big}, core.ErrTooLarge},
 		{"empty session id", "", good, core.ErrEmptySessionID},
 		{"one bad message refuses the batch", "s", append(turn(2), core.Message{}), core.ErrInvalidMessage},
@@ -147,6 +146,13 @@ func TestIngestBadInput(t *testing.T) {
 	}
 	if _, err := core.ParseMessage([]byte("{\"role\":\"user\",\"content\":\"\xff\"}")); !errors.Is(err, core.ErrInvalidMessage) {
 		t.Errorf("invalid UTF-8: %v", err)
+	}
+	// A role outside the contract is a documented acceptance: stored verbatim.
+	if res, err := e.Ingest(ctx, core.IngestParams{SessionID: "u", Message: unknown}); err != nil || !res.Ingested {
+		t.Fatalf("unknown role: %+v, %v", res, err)
+	}
+	if u := storedMessages(t, e, "", "u"); len(u) != 1 || string(u[0]) != string(unknown.Raw()) {
+		t.Fatalf("unknown role stored as %q", u)
 	}
 	// Nothing stored was lost or changed.
 	got := storedMessages(t, e, "", "s")
