@@ -1,6 +1,7 @@
 package lossless
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -476,8 +477,7 @@ func (e *Engine) Tools() []Tool {
 				if hits == nil {
 					hits = []GrepHit{}
 				}
-				b, err := json.Marshal(map[string]any{"hits": hits})
-				return string(b), err
+				return marshalForModel(map[string]any{"hits": hits})
 			},
 		},
 		{
@@ -499,8 +499,7 @@ func (e *Engine) Tools() []Tool {
 				if err != nil {
 					return "", err
 				}
-				b, err := json.Marshal(d)
-				return string(b), err
+				return marshalForModel(d)
 			},
 		},
 		{
@@ -547,4 +546,16 @@ func (p ExpandPage) JSON() string {
 	}
 	sb.WriteByte('}')
 	return sb.String()
+}
+
+// marshalForModel encodes a tool result for the model without HTML escaping,
+// so "<", ">" and "&" in snippets and summaries reach it as written.
+func marshalForModel(v any) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("lossless: encode tool result: %w", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
 }

@@ -241,3 +241,14 @@ func FuzzRewriteEntry(f *testing.F) {
 		}
 	})
 }
+
+// Tool results reach the model as written: no HTML escaping of <, >, &.
+func TestToolResultsNotHTMLEscaped(t *testing.T) {
+	out, err := marshalForModel(map[string]string{"snippet": "if a < b && c > d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"snippet":"if a < b && c > d"}`; out != want {
+		t.Fatalf("got %s, want %s", out, want)
+	}
+}
