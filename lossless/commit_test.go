@@ -395,3 +395,23 @@ func TestCommitCrash(t *testing.T) {
 		})
 	}
 }
+
+// A commit whose anchor names another agent than the session key still lands
+// in the conversation that ingest and assemble use for that key.
+func TestCommitTurnAgentFollowsSessionKey(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	p := commitParams("s", "k", 1)
+	p.SessionKey = "agent:alpha:s"
+	p.Admission.AgentID = "other"
+	if _, err := e.CommitTurn(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:alpha:s", TokenBudget: 100_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != len(p.Messages) {
+		t.Fatalf("assemble under the session key sees %d messages, committed %d", len(res.Messages), len(p.Messages))
+	}
+}

@@ -183,14 +183,17 @@ func (e *Engine) Compact(ctx context.Context, p core.CompactParams) (core.Compac
 	return e.compact(ctx, p)
 }
 
-// agentFor resolves the agent of a call: explicit (CompactParams.AgentID),
-// else a sessionKey "agent:<id>:...", else Config.AgentID, else "main".
+// agentFor resolves the agent of a call by one rule for every method, so
+// that ingest, assemble, compact and commitTurn of one session always meet
+// in the same conversation: a sessionKey "agent:<id>:..." first, else the
+// explicit agent the call names (CompactParams.AgentID, a commit anchor's
+// agentId, the CLI's --agent), else Config.AgentID, else "main".
 func (e *Engine) agentFor(explicit, sessionKey string) string {
-	if explicit != "" {
-		return explicit
-	}
 	if a := AgentFromSessionKey(sessionKey); a != "" {
 		return a
+	}
+	if explicit != "" {
+		return explicit
 	}
 	if e.cfg.AgentID != "" {
 		return e.cfg.AgentID
