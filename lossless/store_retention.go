@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -89,7 +90,13 @@ func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, er
 	}
 	var res RetentionResult
 	del := func(c conv, reason string) error {
-		if err := e.deleteConversation(ctx, c.id); err != nil {
+		if retainBeforeDelete != nil {
+			retainBeforeDelete()
+		}
+		if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
+			if errors.Is(err, errConvChanged) {
+				return nil // written to since the decision: keep it
+			}
 			return err
 		}
 		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Reason: reason})
@@ -144,13 +151,39 @@ func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, er
 	return res, nil
 }
 
+// retainBeforeDelete, when set (tests), runs between a retention decision and
+// the deletion.
+var retainBeforeDelete func()
+
+// errConvChanged reports a conversation written to after retention decided
+// to delete it.
+var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
+
 // deleteConversation removes every key of conversation c, then its
 // mappings, checkpoints and record (last, so that an interrupted deletion
 // is found again by the next pass).
-func (e *Engine) deleteConversation(ctx context.Context, c convID) error {
+//
+// updated is the record's Updated time the decision was made on; when the
+// conversation was written to since (an acknowledged ingest), nothing is
+// deleted and errConvChanged is returned.
+func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64) error {
 	s := e.state(c)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var now convRecord
+	err := e.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(convKey(c))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) error { return json.Unmarshal(v, &now) })
+	})
+	if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+		return fmt.Errorf("lossless: retain: %w", err)
+	}
+	if err == nil && now.Updated != updated {
+		return errConvChanged
+	}
 	wb := e.db.NewWriteBatch()
 	defer wb.Cancel()
 	deleteWhere := func(prefix []byte, match func(k, v []byte) bool) error {

@@ -86,3 +86,31 @@ func TestRetention(t *testing.T) {
 		t.Fatalf("orphan: %+v %v", res, err)
 	}
 }
+
+// A message acknowledged between retention's decision and the deletion is
+// never deleted: the conversation changed, so it is kept.
+func TestRetentionKeepsConversationWrittenAfterDecision(t *testing.T) {
+	e := openTest(t, func(c *Config) { c.Retention.MaxAgeDays = 1 })
+	ctx := context.Background()
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turn(0)}); err != nil {
+		t.Fatal(err)
+	}
+	late := core.UserText("acknowledged while retention runs", 42)
+	retainBeforeDelete = func() {
+		time.Sleep(3 * time.Millisecond) // a later Updated time than the decision's
+		if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "s", Message: late}); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { retainBeforeDelete = nil })
+	res, err := e.Retain(ctx, time.Now().Add(48*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Deleted) != 0 {
+		t.Fatalf("deleted %+v after an acknowledged write", res.Deleted)
+	}
+	if got := countStored(t, e, "s"); got[string(late.Raw())] != 1 {
+		t.Fatalf("the acknowledged message is gone: %d stored", len(got))
+	}
+}
