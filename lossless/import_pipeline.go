@@ -313,9 +313,9 @@ func (e *Engine) parseBatch(b *lineBatch) {
 	}
 }
 
-// preparePending hashes and counts one message, as prepare does for each
-// message of a batch (without the heartbeat flag), with a cheaper hash of
-// JSON that is already compact.
+// preparePending hashes and counts one message (the per-message work of
+// prepare and of the import pipeline's workers), with a cheaper hash of
+// JSON that is already compact; flags already set on p are kept.
 func (e *Engine) preparePending(p *pending, m core.Message) {
 	p.msg = m
 	p.hash = hashMessageRaw(m.Raw())

@@ -106,28 +106,8 @@ func (e *Engine) prepare(msgs []core.Message, heartbeat bool) []pending {
 		flags |= flagHeartbeat
 	}
 	work := func(i int) {
-		m := msgs[i]
-		p := &out[i]
-		p.msg, p.flags = m, flags
-		p.hash = hashRaw(m.Raw())
-		if n, ok := e.counts.get(p.hash); ok {
-			p.tokens = n
-		} else {
-			p.tokens = core.CountMessage(e.tc, m)
-			e.counts.put(p.hash, p.tokens)
-		}
-		if (m.Role() == core.RoleAssistant && !m.HasVisibleContent()) ||
-			(m.Role() == core.RoleBashExecution && m.ExcludeFromContext()) {
-			p.flags |= flagHidden
-		}
-		if p.tokens > e.cfg.LargeContentTokens {
-			p.flags |= flagLarge
-			p.ref = largeReference(m, p.tokens)
-			rm, err := core.ParseMessage(p.ref)
-			if err == nil {
-				p.refTokens = core.CountMessage(e.tc, rm)
-			}
-		}
+		out[i].flags = flags
+		e.preparePending(&out[i], msgs[i])
 	}
 	workers := runtime.GOMAXPROCS(0)
 	if len(msgs) < 4 || workers == 1 {

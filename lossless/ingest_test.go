@@ -196,7 +196,8 @@ func TestConversationSurvivesSessionIDChange(t *testing.T) {
 func TestAgentResolution(t *testing.T) {
 	e := openTest(t, func(c *Config) { c.AgentID = "def" })
 	cases := []struct{ explicit, key, want string }{
-		{"x", "agent:y:z", "x"},
+		{"x", "agent:y:z", "y"}, // the session key wins, so every method meets in one conversation
+		{"x", "other", "x"},
 		{"", "agent:y:z", "y"},
 		{"", "agent:y", "def"},
 		{"", "other", "def"},
