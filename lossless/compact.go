@@ -139,6 +139,7 @@ func (e *Engine) Compactor() (*dag.Compactor, error) {
 		LeafTargetTokens:      c.LeafTargetTokens,
 		CondensedTargetTokens: c.CondensedTargetTokens,
 		MinFanIn:              c.MinFanIn,
+		Concurrency:           c.SummarizerConcurrency, // 0: dag's default (4)
 		Render:                summaryText,
 	}, sum, e.tc)
 }

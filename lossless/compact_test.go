@@ -422,3 +422,17 @@ func TestCompactWhileIngesting(t *testing.T) {
 	}
 	t.Logf("%d compactions interleaved with %d stored messages", compactions, len(seqs))
 }
+
+// summarizerConcurrency reaches the compactor (0 keeps dag's default).
+func TestSummarizerConcurrencyConfig(t *testing.T) {
+	for _, tc := range []struct{ set, want int }{{0, 4}, {1, 1}, {6, 6}} {
+		e := openTest(t, func(c *Config) { c.SummarizerConcurrency = tc.set })
+		comp, err := e.Compactor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := comp.Config().Concurrency; got != tc.want {
+			t.Fatalf("summarizerConcurrency %d: compactor runs %d calls at once, want %d", tc.set, got, tc.want)
+		}
+	}
+}

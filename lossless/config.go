@@ -62,6 +62,11 @@ type Config struct {
 	// CompactionConcurrency is how many conversations compact at once.
 	// Default 2.
 	CompactionConcurrency int `json:"compactionConcurrency,omitempty"`
+	// SummarizerConcurrency bounds the summarizer calls in flight within one
+	// compaction (independent leaf chunks are summarised concurrently, so
+	// wall time with a model summarizer is not the sum of the calls).
+	// Default 4.
+	SummarizerConcurrency int `json:"summarizerConcurrency,omitempty"`
 	// RotateBytes is the transcript size above which compaction rotates the
 	// host transcript. Default 2 MiB.
 	RotateBytes int64 `json:"rotateBytes,omitempty"`
