@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -274,14 +275,15 @@ func TestRunCancelled(t *testing.T) {
 
 // conflictStore makes the first Replace fail with ErrConflict after
 // changing the items underneath, like a concurrent compaction would.
+// conflictStore fails the first Replace with a conflict. Replace is called
+// from concurrent summarizer jobs, so the counter is atomic.
 type conflictStore struct {
 	*dag.Memory
-	n int
+	n atomic.Int64
 }
 
 func (s *conflictStore) Replace(ctx context.Context, old []dag.Item, sum dag.Summary, item dag.Item) error {
-	s.n++
-	if s.n == 1 {
+	if s.n.Add(1) == 1 {
 		return fmt.Errorf("wrapped: %w", dag.ErrConflict)
 	}
 	return s.Memory.Replace(ctx, old, sum, item)
