@@ -110,16 +110,7 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 					return fmt.Errorf("lossless: assemble: %w", err)
 				}
 			}
-			kv := it.Item()
-			k := kv.Key()
-			pos, _ := getU64(k[9:])
-			var item dag.Item
-			var flags byte
-			err := kv.Value(func(v []byte) error {
-				var err error
-				item, flags, err = decodeItem(pos, v)
-				return err
-			})
+			item, flags, err := itemAt(it.Item())
 			if err != nil {
 				return err
 			}

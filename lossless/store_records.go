@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/lossless-engine/contextengine/dag"
 )
 
@@ -203,4 +205,19 @@ func (d *decoder) str() string {
 		return ""
 	}
 	return string(d.bytes(int(n)))
+}
+
+// itemAt decodes the context item of an item key (a one-byte prefix, an
+// 8-byte conversation or subagent id, then the 8-byte position) and its
+// value: the item and its flags.
+func itemAt(kv *badger.Item) (dag.Item, byte, error) {
+	pos, _ := getU64(kv.Key()[9:])
+	var item dag.Item
+	var flags byte
+	err := kv.Value(func(v []byte) error {
+		var err error
+		item, flags, err = decodeItem(pos, v)
+		return err
+	})
+	return item, flags, err
 }

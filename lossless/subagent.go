@@ -17,7 +17,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/dag"
 )
 
 // Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents.
@@ -667,15 +666,7 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 					return fmt.Errorf("lossless: assemble fork: %w", err)
 				}
 			}
-			k := it.Item().Key()
-			pos, _ := getU64(k[9:])
-			var item dag.Item
-			var flags byte
-			err := it.Item().Value(func(v []byte) error {
-				var err error
-				item, flags, err = decodeItem(pos, v)
-				return err
-			})
+			item, flags, err := itemAt(it.Item())
 			if err != nil {
 				return err
 			}
