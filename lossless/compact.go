@@ -60,9 +60,21 @@ func (e *Engine) extras() *extras {
 	}
 	x := &extras{ctx: ctx, cancel: cancel, running: map[convID]bool{}, again: map[convID]bool{},
 		convMus: map[convID]chan struct{}{}, sem: make(chan struct{}, n), last: map[convID]BackgroundResult{}}
+	if e.closed.Load() {
+		// A call that finished after Close (afterTurn's proactive
+		// compaction runs after the call's lifecycle ends) gets stopped
+		// state that is never stored, so a closed engine is not kept alive.
+		x.stopped = true
+		cancel()
+		return x
+	}
 	v, loaded := extrasByEngine.LoadOrStore(e, x)
 	if loaded {
 		cancel()
+	}
+	if e.closed.Load() {
+		// Close ran between the check above and the store: forget it again.
+		e.stopBackground()
 	}
 	return v.(*extras)
 }

@@ -436,3 +436,16 @@ func TestSummarizerConcurrencyConfig(t *testing.T) {
 		}
 	}
 }
+
+// An afterTurn compaction request that arrives after Close leaves no state
+// behind for the closed engine (it would keep the engine alive).
+func TestNoBackgroundStateAfterClose(t *testing.T) {
+	e := openTest(t)
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.afterTurnCompact(core.AfterTurnParams{SessionID: "s"})
+	if _, ok := extrasByEngine.Load(e); ok {
+		t.Fatal("background state was created for a closed engine")
+	}
+}

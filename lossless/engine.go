@@ -170,7 +170,8 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	e.closeRecall() // recall index (recall.go)
+	e.stopBackground() // again: state a call made between the first stop and closed
+	e.closeRecall()    // recall index (recall.go)
 	if err := e.db.Close(); err != nil {
 		return fmt.Errorf("lossless: close: %w", err)
 	}
