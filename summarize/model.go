@@ -150,15 +150,9 @@ func timeoutOr(d time.Duration) time.Duration {
 // OpenAI's own endpoint the cap is sent as max_completion_tokens, elsewhere
 // as max_tokens (what local servers understand).
 func NewOpenAI(cfg OpenAIConfig) (*Model, error) {
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("summarize: openai: model is required: %w", ErrConfig)
-	}
-	key := apiKey(cfg.APIKey, cfg.APIKeyEnv, "OPENAI_API_KEY")
-	if key == "" {
-		if cfg.BaseURL == "" {
-			return nil, fmt.Errorf("summarize: openai: set apiKey or $%s: %w", orDefault(cfg.APIKeyEnv, "OPENAI_API_KEY"), ErrNoAPIKey)
-		}
-		key = "none"
+	key, err := clientKey("openai", cfg.Model, cfg.APIKey, cfg.APIKeyEnv, "OPENAI_API_KEY", cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	opts := []ooption.RequestOption{ooption.WithAPIKey(key), ooption.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
@@ -205,15 +199,9 @@ func NewOpenAI(cfg OpenAIConfig) (*Model, error) {
 // Streaming is off; thinking content blocks are ignored, only text blocks
 // make the answer.
 func NewAnthropic(cfg AnthropicConfig) (*Model, error) {
-	if cfg.Model == "" {
-		return nil, fmt.Errorf("summarize: anthropic: model is required: %w", ErrConfig)
-	}
-	key := apiKey(cfg.APIKey, cfg.APIKeyEnv, "ANTHROPIC_API_KEY")
-	if key == "" {
-		if cfg.BaseURL == "" {
-			return nil, fmt.Errorf("summarize: anthropic: set apiKey or $%s: %w", orDefault(cfg.APIKeyEnv, "ANTHROPIC_API_KEY"), ErrNoAPIKey)
-		}
-		key = "none"
+	key, err := clientKey("anthropic", cfg.Model, cfg.APIKey, cfg.APIKeyEnv, "ANTHROPIC_API_KEY", cfg.BaseURL)
+	if err != nil {
+		return nil, err
 	}
 	opts := []aoption.RequestOption{aoption.WithAPIKey(key), aoption.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
@@ -283,4 +271,21 @@ func retryAfter(r *http.Response) time.Duration {
 		}
 	}
 	return 0
+}
+
+// clientKey checks a model client's config and returns its API key: from
+// apiKey, else $apiKeyEnv (default defaultEnv); a custom base URL (a local
+// server) may go without one and sends "none".
+func clientKey(provider, model, apiKeyValue, apiKeyEnv, defaultEnv, baseURL string) (string, error) {
+	if model == "" {
+		return "", fmt.Errorf("summarize: %s: model is required: %w", provider, ErrConfig)
+	}
+	key := apiKey(apiKeyValue, apiKeyEnv, defaultEnv)
+	if key == "" {
+		if baseURL == "" {
+			return "", fmt.Errorf("summarize: %s: set apiKey or $%s: %w", provider, orDefault(apiKeyEnv, defaultEnv), ErrNoAPIKey)
+		}
+		key = "none"
+	}
+	return key, nil
 }
