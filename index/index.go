@@ -32,7 +32,7 @@ const (
 // FormatVersion is the version of the index layout (mapping, analyzers,
 // fields). An index written with an older version is rebuilt; one written by
 // a newer version is refused with core.ErrFormatTooNew.
-const FormatVersion = 3
+const FormatVersion = 4
 
 // Field names in the bleve documents.
 const (
@@ -399,12 +399,11 @@ func newMapping() *mapping.IndexMappingImpl {
 		k.IncludeTermVectors = false
 		dm.AddFieldMappingsAt(f, k)
 	}
-	for _, f := range []string{fTS} {
-		n := bleve.NewNumericFieldMapping()
-		n.Store = false
-		n.IncludeInAll = false
-		dm.AddFieldMappingsAt(f, n)
-	}
+	ts := bleve.NewKeywordFieldMapping() // terms from tsAnalyzer, see timeterms.go
+	ts.Store = false
+	ts.IncludeInAll = false
+	ts.IncludeTermVectors = false
+	dm.AddFieldMappingsAt(fTS, ts)
 	im.DefaultMapping = dm
 	return im
 }
@@ -622,7 +621,7 @@ func (ix *Index) document(d *Doc) *document.Document {
 		kind = KindMessage
 	}
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fKind, nil, []byte(kind), kw))
-	doc.AddField(document.NewNumericFieldWithIndexingOptions(fTS, nil, float64(d.Timestamp), kw))
+	doc.AddField(document.NewTextFieldCustom(fTS, nil, tsValue(d.Timestamp), kw, tsAnalyzer{}))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fPos, nil, []byte(posKey(d.Session, d.Seq)), bindex.IndexField))
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fMeta, nil, encodeMeta(d, kind), bindex.StoreField))
 	return doc

@@ -291,32 +291,31 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 	if q.Kind != "" {
 		filters = append(filters, termQ(fKind, q.Kind))
 	}
+	tr, timed := q.timeRange()
 	if q.Since != 0 || q.Until != 0 {
-		var lo, hi *float64
-		if q.Since != 0 {
-			v := float64(q.Since)
-			lo = &v
+		lo, hi := q.Since, q.Until
+		if hi == 0 {
+			hi = tsMax
 		}
-		if q.Until != 0 {
-			v := float64(q.Until)
-			hi = &v
+		tq := tsQuery(lo, hi)
+		if tq == nil {
+			return nil, nil
 		}
-		t := true
-		filters = append(filters, query.NewNumericRangeInclusiveQuery(lo, hi, &t, &t))
-		filters[len(filters)-1].(*query.NumericRangeQuery).SetField(fTS)
+		filters = append(filters, tq)
 	}
 	if len(q.Spans) > 0 {
-		rs := make([]query.Query, len(q.Spans))
-		for i, sp := range q.Spans {
-			lo, hi := float64(sp.From), float64(sp.To)
-			t, f := true, false
-			r := query.NewNumericRangeInclusiveQuery(&lo, &hi, &t, &f)
-			r.SetField(fTS)
-			rs[i] = r
+		var rs []query.Query
+		for _, sp := range q.Spans {
+			if r := tsQuery(sp.From, sp.To-1); r != nil {
+				rs = append(rs, r)
+			}
 		}
-		if len(rs) == 1 {
+		switch len(rs) {
+		case 0:
+			return nil, nil
+		case 1:
 			filters = append(filters, rs[0])
-		} else {
+		default:
 			filters = append(filters, query.NewDisjunctionQuery(rs))
 		}
 	}
@@ -337,7 +336,25 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 	default:
 		bq.AddFilter(query.NewConjunctionQuery(filters))
 	}
-	return ix.run(ctx, bq, size)
+	if !timed {
+		return ix.run(ctx, bq, size)
+	}
+	// The bucket filter reaches past the range by less than one finest
+	// bucket on each side: fetch more and keep the hits in range.
+	hits, err := ix.run(ctx, bq, 2*size)
+	if err != nil {
+		return nil, err
+	}
+	kept := hits[:0]
+	for _, h := range hits {
+		if tr.inRange(h.Timestamp) {
+			kept = append(kept, h)
+		}
+	}
+	if len(kept) > size {
+		kept = kept[:size]
+	}
+	return kept, nil
 }
 
 // run executes a query and converts its hits.

@@ -21,12 +21,18 @@ import (
 // benchEngine opens an engine with the DEFAULT tokenizer (o200k_base) unless
 // tokenizer is given.
 func benchEngine(b *testing.B, dir, tokenizer string) *Engine {
+	return benchEngineRecall(b, dir, tokenizer, true)
+}
+
+// benchEngineRecall is benchEngine with the recall index on or off.
+func benchEngineRecall(b *testing.B, dir, tokenizer string, recall bool) *Engine {
 	b.Helper()
 	cfg := DefaultConfig()
 	cfg.StoreDir = dir
 	if tokenizer != "" {
 		cfg.Tokenizer = tokenizer
 	}
+	cfg.Recall.Enabled = &recall
 	e, err := Open(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -66,42 +72,45 @@ func benchMessages(b *testing.B, kind string, n int) []core.Message {
 
 // BenchmarkIngest measures ingest throughput with the default tokenizer:
 // one message per call and batches of 1,000, for short chat messages and
-// real pi-mono messages (~380 tokens each).
+// real pi-mono messages (~380 tokens each), with the recall index on (the
+// default) and off.
 func BenchmarkIngest(b *testing.B) {
 	for _, kind := range []string{"short", "pimono"} {
 		for _, mode := range []string{"one", "batch"} {
-			b.Run(kind+"/"+mode, func(b *testing.B) {
-				e := benchEngine(b, b.TempDir(), "")
-				defer e.Close()
-				ctx := context.Background()
-				msgs := benchMessages(b, kind, b.N)
-				var bytes int64
-				for _, m := range msgs {
-					bytes += int64(len(m.Raw()))
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				start, cpu0 := time.Now(), cpuTime()
-				if mode == "one" {
+			for _, recall := range []bool{true, false} {
+				b.Run(fmt.Sprintf("%s/%s/recall=%v", kind, mode, recall), func(b *testing.B) {
+					e := benchEngineRecall(b, b.TempDir(), "", recall)
+					defer e.Close()
+					ctx := context.Background()
+					msgs := benchMessages(b, kind, b.N)
+					var bytes int64
 					for _, m := range msgs {
-						if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "bench", Message: m}); err != nil {
-							b.Fatal(err)
+						bytes += int64(len(m.Raw()))
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					start, cpu0 := time.Now(), cpuTime()
+					if mode == "one" {
+						for _, m := range msgs {
+							if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "bench", Message: m}); err != nil {
+								b.Fatal(err)
+							}
+						}
+					} else {
+						for i := 0; i < len(msgs); i += 1000 {
+							j := min(i+1000, len(msgs))
+							if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[i:j]}); err != nil {
+								b.Fatal(err)
+							}
 						}
 					}
-				} else {
-					for i := 0; i < len(msgs); i += 1000 {
-						j := min(i+1000, len(msgs))
-						if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[i:j]}); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				el := time.Since(start).Seconds()
-				cpu := (cpuTime() - cpu0).Seconds()
-				b.ReportMetric(float64(len(msgs))/el, "msgs/s")
-				b.ReportMetric(float64(bytes)/el/1e6, "MB/s")
-				b.ReportMetric(float64(len(msgs))/cpu, "msgs/cpu-s")
-			})
+					el := time.Since(start).Seconds()
+					cpu := (cpuTime() - cpu0).Seconds()
+					b.ReportMetric(float64(len(msgs))/el, "msgs/s")
+					b.ReportMetric(float64(bytes)/el/1e6, "MB/s")
+					b.ReportMetric(float64(len(msgs))/cpu, "msgs/cpu-s")
+				})
+			}
 		}
 	}
 }

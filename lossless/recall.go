@@ -323,6 +323,14 @@ func messageDoc(c convID, agent string, seq uint64, r msgRecord) (index.Doc, boo
 	if err != nil {
 		return index.Doc{}, false
 	}
+	return parsedMessageDoc(c, agent, seq, r, m)
+}
+
+// parsedMessageDoc is messageDoc of a message already parsed (ingest).
+func parsedMessageDoc(c convID, agent string, seq uint64, r msgRecord, m core.Message) (index.Doc, bool) {
+	if r.Flags&flagHeartbeat != 0 {
+		return index.Doc{}, false
+	}
 	text := m.SearchText(false)
 	if len(text) > maxIndexedText {
 		text = strings.ToValidUTF8(text[:maxIndexedText], "")
@@ -344,7 +352,7 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 	}
 	docs := make([]index.Doc, 0, len(ps))
 	for _, p := range ps {
-		if d, ok := messageDoc(c, agent, p.seq, msgRecord{Flags: p.flags, Timestamp: p.msg.Timestamp(), Role: p.msg.Role(), Raw: p.msg.Raw()}); ok {
+		if d, ok := parsedMessageDoc(c, agent, p.seq, msgRecord{Flags: p.flags, Timestamp: p.msg.Timestamp(), Role: p.msg.Role()}, p.msg); ok {
 			docs = append(docs, d)
 		}
 	}
