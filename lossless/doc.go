@@ -29,6 +29,8 @@
 //	                                     session ids, nextSeq, nextPos, counters
 //	'M' conv seq(8)                   -> message: flags, tokens, timestamp, role,
 //	                                     key, then the raw JSON byte for byte
+//	                                     (zstd-compressed from 256 bytes when
+//	                                     that saves an eighth; record byte 2)
 //	'H' conv key(16)                  -> seq(8)                         message key index (dedup)
 //	'I' conv pos(8)                   -> context item: ref (message seq or
 //	                                     summary id), tokens, depth, timestamp, role, flags

@@ -19,7 +19,7 @@ import (
 // FormatVersion is the store format this build writes. A store with a
 // higher version is refused (core.ErrFormatTooNew); a lower one is migrated
 // on open.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes.
 const DefaultMaxMessageBytes = 32 << 20
@@ -187,8 +187,10 @@ func (e *Engine) checkFormat() error {
 				e.cfg.StoreDir, m.Format, FormatVersion, core.ErrFormatTooNew)
 		}
 		if m.Format < FormatVersion {
-			// Format 0 (never released) had no tokenizer field; there is
-			// nothing else to migrate yet.
+			// Format 0 (never released) had no tokenizer field. Format 1
+			// stored every message body uncompressed (record byte 1); format
+			// 2 may compress it (record byte 2) and reads format-1 records
+			// as they are, so nothing is rewritten.
 			m.Format = FormatVersion
 			if m.Tokenizer == "" {
 				m.Tokenizer = e.cfg.Tokenizer

@@ -15,6 +15,8 @@ import (
 func FuzzDecodeMsg(f *testing.F) {
 	f.Add(encodeMsg(msgRecord{Flags: flagLarge, Tokens: 42, Timestamp: -5, Role: "user", Raw: []byte(`{"role":"user"}`)}))
 	f.Add(encodeMsg(msgRecord{}))
+	f.Add(encodeMsg(msgRecord{Role: "toolResult", Raw: bytes.Repeat([]byte(`{"role":"toolResult","content":"abc"}`), 20)})) // compressed
+	f.Add([]byte{2, 0, 0, 0, 0})
 	f.Add([]byte{1})
 	f.Add([]byte{1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -40,6 +40,10 @@ const (
 
 const recordVersion = 1
 
+// recordZstd marks a message record whose raw bytes are zstd-compressed
+// (in place of recordVersion in its first byte; store format 2).
+const recordZstd = 2
+
 // errBadRecord is wrapped by every decoder of stored records.
 var errBadRecord = errors.New("lossless: corrupt record")
 
@@ -53,6 +57,8 @@ type msgRecord struct {
 	Raw       []byte
 }
 
+// encodeMsg encodes a message record; raw bytes of compressMin bytes or
+// more are stored zstd-compressed when that saves at least an eighth.
 func encodeMsg(r msgRecord) []byte {
 	b := make([]byte, 0, 40+len(r.Role)+len(r.Raw))
 	b = append(b, recordVersion, r.Flags)
@@ -61,13 +67,21 @@ func encodeMsg(r msgRecord) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.Role)))
 	b = append(b, r.Role...)
 	b = append(b, r.Hash[:]...)
+	if len(r.Raw) >= compressMin {
+		hdr := len(b)
+		if z := compressRaw(b, r.Raw); len(z)-hdr <= len(r.Raw)-len(r.Raw)/8 {
+			z[0] = recordZstd
+			return z
+		}
+	}
 	return append(b, r.Raw...)
 }
 
-// decodeMsg decodes a message record. Raw aliases b unless copyRaw is set.
+// decodeMsg decodes a message record. Raw aliases b unless copyRaw is set
+// or the record is compressed (Raw is then a new slice).
 func decodeMsg(b []byte, copyRaw bool) (msgRecord, error) {
 	var r msgRecord
-	if len(b) < 2 || b[0] != recordVersion {
+	if len(b) < 2 || (b[0] != recordVersion && b[0] != recordZstd) {
 		return r, fmt.Errorf("%w: message header", errBadRecord)
 	}
 	r.Flags = b[1]
@@ -81,6 +95,14 @@ func decodeMsg(b []byte, copyRaw bool) (msgRecord, error) {
 	}
 	copy(r.Hash[:], h)
 	r.Raw = d.b
+	if b[0] == recordZstd {
+		raw, err := decompressRaw(d.b)
+		if err != nil {
+			return msgRecord{}, fmt.Errorf("%w: message body: %w", errBadRecord, err)
+		}
+		r.Raw = raw
+		return r, nil
+	}
 	if copyRaw {
 		r.Raw = bytes.Clone(d.b)
 	}
