@@ -115,6 +115,10 @@ type Options struct {
 	// MaxLag bounds the docs waiting to be indexed: Add blocks while more
 	// than MaxLag are pending (default 100,000).
 	MaxLag int
+	// MaxLagBytes bounds the text (Text plus Context) waiting to be
+	// indexed, so that a burst of long messages cannot hold unbounded
+	// memory: Add blocks while more is pending (default 64 MiB).
+	MaxLagBytes int
 	// BM25B is the BM25 length-normalisation parameter b (default 0.3).
 	// Note: bleve keeps it in a package variable, shared by every bleve
 	// index in the process.
@@ -132,6 +136,9 @@ func (o *Options) fill() {
 	}
 	if o.MaxLag <= 0 {
 		o.MaxLag = 100_000
+	}
+	if o.MaxLagBytes <= 0 {
+		o.MaxLagBytes = 64 << 20
 	}
 	if o.BM25B <= 0 {
 		o.BM25B = 0.3
@@ -153,6 +160,7 @@ type Index struct {
 
 	mu           sync.Mutex
 	queue        []item
+	queueBytes   int // text bytes of the docs in queue
 	enq, done    uint64 // docs enqueued / applied
 	enqI, doneI  uint64 // items (docs and generation marks) enqueued / applied
 	marks        int    // generation marks enqueued, not yet applied
@@ -435,7 +443,7 @@ func (ix *Index) Add(docs ...Doc) {
 		return
 	}
 	ix.mu.Lock()
-	for !ix.closed && ix.err == nil && len(ix.queue) > ix.opts.MaxLag {
+	for !ix.closed && ix.err == nil && (len(ix.queue) > ix.opts.MaxLag || ix.queueBytes > ix.opts.MaxLagBytes) {
 		ch := ix.progress
 		ix.mu.Unlock()
 		<-ch
@@ -447,12 +455,16 @@ func (ix *Index) Add(docs ...Doc) {
 	}
 	for _, d := range docs {
 		ix.queue = append(ix.queue, item{doc: d})
+		ix.queueBytes += docBytes(&d)
 	}
 	ix.enq += uint64(len(docs))
 	ix.enqI += uint64(len(docs))
 	ix.mu.Unlock()
 	ix.signal()
 }
+
+// docBytes is what a queued doc counts toward Options.MaxLagBytes.
+func docBytes(d *Doc) int { return len(d.Text) + len(d.Context) }
 
 // SetGeneration records that everything of the store up to generation gen
 // has been added: once the docs added before this call are indexed, gen is
@@ -534,6 +546,9 @@ func (ix *Index) worker() {
 		}
 		items := make([]item, n)
 		copy(items, ix.queue[:n])
+		for i := range items {
+			ix.queueBytes -= docBytes(&items[i].doc)
+		}
 		ix.queue = ix.queue[n:]
 		if len(ix.queue) == 0 {
 			ix.queue = nil

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 )
@@ -284,6 +286,40 @@ func TestMaxLagBlocksAdd(t *testing.T) {
 	}
 	if err := ix.Flush(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMaxLagBytesBlocksAdd: with the worker stalled, Add of long docs
+// blocks at the byte bound, far below the doc-count bound, and resumes
+// when the worker drains the queue.
+func TestMaxLagBytesBlocksAdd(t *testing.T) {
+	ix, _ := openTest(t, Options{BatchSize: 10, MaxLag: 100_000, MaxLagBytes: 64 << 10})
+	long := strings.Repeat("lorem ipsum dolor sit amet ", 400) // ~10 KB
+	ix.bmu.Lock()                                              // stalls the worker in apply
+	var added atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			ix.Add(msg("a", "s", uint64(i), long))
+			added.Add(1)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	// At most one batch taken by the stalled worker plus the bytes bound.
+	if n := added.Load(); n >= 50 || n > 10+(64<<10)/int64(len(long))+2 {
+		ix.bmu.Unlock()
+		t.Fatalf("%d long docs added with the worker stalled; the byte bound should hold Add back", n)
+	}
+	ix.bmu.Unlock()
+	<-done
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.queueBytes != 0 {
+		t.Fatalf("queue drained but %d bytes still counted", ix.queueBytes)
 	}
 }
 
