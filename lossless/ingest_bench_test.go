@@ -169,10 +169,10 @@ func BenchmarkImport(b *testing.B) {
 
 // buildStore writes n messages directly (batched writes, no token
 // counting) into one conversation of a store at dir, cycling through the
-// pi-mono messages (made distinct), with chars4 counts.
+// pi-mono messages (made distinct), with o200k counts (the default).
 func buildStore(b *testing.B, dir string, n int) {
 	b.Helper()
-	e := benchEngine(b, dir, "chars4")
+	e := benchEngine(b, dir, "")
 	defer e.Close()
 	ctx := context.Background()
 	c, err := e.resolve(ctx, "main", "bench", "", true)
@@ -295,7 +295,7 @@ func BenchmarkAssemble(b *testing.B) {
 			b.Run(sz.name+"/"+mode, func(b *testing.B) {
 				skip1M(b, sz.n)
 				dir := stores.get(b, sz.n)
-				e := benchEngine(b, dir, "chars4")
+				e := benchEngine(b, dir, "")
 				defer e.Close()
 				ctx := context.Background()
 				p := core.AssembleParams{SessionID: "bench", TokenBudget: 128_000}

@@ -1,0 +1,163 @@
+package lossless
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/testutil"
+)
+
+// shortNext numbers the short chat turns of BenchmarkIngestStored across
+// runs, so that every run ingests new messages (a repeat would be
+// de-duplicated and cost next to nothing).
+var shortNext atomic.Int64
+
+// freshShort returns n short chat messages never returned before in this
+// process.
+func freshShort(n int) []core.Message {
+	out := make([]core.Message, 0, n)
+	for len(out) < n {
+		for _, m := range turn(int(shortNext.Add(1))) {
+			if len(out) < n {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+// BenchmarkIngestStored measures ingest into a conversation that already
+// holds 10K/100K/1M messages (1M with LOSSLESS_BENCH_1M=1), default
+// configuration (o200k_base, recall on): one message per call and batches
+// of 1,000 short chat messages. msgs/s is until the last call returns (the
+// messages are durable then; the recall index catches up in the
+// background, bounded by its MaxLag); drained-msgs/s is until every one is
+// also indexed.
+func BenchmarkIngestStored(b *testing.B) {
+	stores := newBenchStores(b)
+	for _, sz := range storeSizes {
+		for _, mode := range []string{"one", "batch"} {
+			b.Run(sz.name+"/"+mode, func(b *testing.B) {
+				skip1M(b, sz.n)
+				dir := stores.get(b, sz.n)
+				e := benchEngine(b, dir, "")
+				defer e.Close()
+				ctx := context.Background()
+				// The store was written directly: wait for the recall index
+				// rebuild so that it does not compete with the timed calls.
+				if err := e.WaitRecallIndex(ctx); err != nil {
+					b.Fatal(err)
+				}
+				msgs := freshShort(b.N)
+				b.ReportAllocs()
+				b.ResetTimer()
+				start, cpu0 := time.Now(), cpuTime()
+				if mode == "one" {
+					for _, m := range msgs {
+						if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "bench", Message: m}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					for i := 0; i < len(msgs); i += 1000 {
+						if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[i:min(i+1000, len(msgs))]}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				acked := time.Since(start).Seconds()
+				if err := e.WaitRecallIndex(ctx); err != nil {
+					b.Fatal(err)
+				}
+				drained := time.Since(start).Seconds()
+				cpu := (cpuTime() - cpu0).Seconds()
+				b.StopTimer()
+				b.ReportMetric(float64(len(msgs))/acked, "msgs/s")
+				b.ReportMetric(float64(len(msgs))/drained, "drained-msgs/s")
+				b.ReportMetric(float64(len(msgs))/cpu, "drained-msgs/cpu-s")
+			})
+		}
+	}
+}
+
+// diskUsage returns the bytes allocated on disk under dir (what du
+// reports) and the files' apparent size (sparse files, such as Badger's
+// 1 MiB DISCARD file, count in full).
+func diskUsage(dir string) (allocated, apparent int64) {
+	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return nil
+		}
+		apparent += info.Size()
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			allocated += st.Blocks * 512
+		}
+		return nil
+	})
+	return allocated, apparent
+}
+
+// BenchmarkDiskSize measures the store's size on disk (Badger plus the
+// recall index, after Close) over the raw JSON it holds, default
+// configuration: the import of before-compaction.jsonl (over the file's
+// size), and 10K/100K/1M real pi-mono messages (made distinct by a nonce
+// field) ingested in batches of 1,000 (over the messages' bytes). Target
+// ≤ 1.5. disk/raw counts allocated blocks; apparent/raw counts file sizes.
+func BenchmarkDiskSize(b *testing.B) {
+	report := func(b *testing.B, dir string, raw int64) {
+		alloc, app := diskUsage(dir)
+		indexAlloc, _ := diskUsage(filepath.Join(dir, "index"))
+		b.ReportMetric(float64(alloc)/float64(raw), "disk/raw")
+		b.ReportMetric(float64(app)/float64(raw), "apparent/raw")
+		b.ReportMetric(float64(alloc-indexAlloc)/float64(raw), "badger/raw")
+		b.ReportMetric(float64(indexAlloc)/float64(raw), "index/raw")
+	}
+	b.Run("import", func(b *testing.B) {
+		path := testutil.PiMono(b)[0]
+		st, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < b.N; i++ {
+			dir := b.TempDir()
+			e := benchEngine(b, dir, "")
+			if _, err := e.Import(context.Background(), "", path); err != nil {
+				b.Fatal(err)
+			}
+			if err := e.Close(); err != nil {
+				b.Fatal(err)
+			}
+			report(b, dir, st.Size())
+		}
+	})
+	for _, sz := range storeSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			skip1M(b, sz.n)
+			msgs := benchMessages(b, "pimono", sz.n)
+			var raw int64
+			for _, m := range msgs {
+				raw += int64(len(m.Raw()))
+			}
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				e := benchEngine(b, dir, "")
+				ctx := context.Background()
+				for j := 0; j < len(msgs); j += 1000 {
+					if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[j:min(j+1000, len(msgs))]}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := e.Close(); err != nil {
+					b.Fatal(err)
+				}
+				report(b, dir, raw)
+			}
+		})
+	}
+}
