@@ -160,7 +160,7 @@ type Index struct {
 
 	mu           sync.Mutex
 	queue        []item
-	queueBytes   int // text bytes of the docs in queue
+	queueBytes   int    // text bytes of the docs in queue
 	enq, done    uint64 // docs enqueued / applied
 	enqI, doneI  uint64 // items (docs and generation marks) enqueued / applied
 	marks        int    // generation marks enqueued, not yet applied
