@@ -80,7 +80,6 @@ func BenchmarkIngest(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%s/recall=%v", kind, mode, recall), func(b *testing.B) {
 					e := benchEngineRecall(b, b.TempDir(), "", recall)
 					defer e.Close()
-					ctx := context.Background()
 					msgs := benchMessages(b, kind, b.N)
 					var bytes int64
 					for _, m := range msgs {
@@ -89,20 +88,7 @@ func BenchmarkIngest(b *testing.B) {
 					b.ReportAllocs()
 					b.ResetTimer()
 					start, cpu0 := time.Now(), cpuTime()
-					if mode == "one" {
-						for _, m := range msgs {
-							if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "bench", Message: m}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					} else {
-						for i := 0; i < len(msgs); i += 1000 {
-							j := min(i+1000, len(msgs))
-							if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[i:j]}); err != nil {
-								b.Fatal(err)
-							}
-						}
-					}
+					ingestAll(b, e, mode, msgs)
 					el := time.Since(start).Seconds()
 					cpu := (cpuTime() - cpu0).Seconds()
 					b.ReportMetric(float64(len(msgs))/el, "msgs/s")
@@ -237,6 +223,41 @@ func (s benchStores) get(b *testing.B, n int) string {
 	return dir
 }
 
+// open opens the store of n messages (default configuration) and waits
+// for its recall index: the store was written directly, so the index is
+// rebuilt on open, and the rebuild would compete with the timed calls for
+// the two cores. It skips 1M unless LOSSLESS_BENCH_1M=1.
+func (s benchStores) open(b *testing.B, n int) *Engine {
+	b.Helper()
+	skip1M(b, n)
+	e := benchEngine(b, s.get(b, n), "")
+	if err := e.WaitRecallIndex(context.Background()); err != nil {
+		e.Close()
+		b.Fatal(err)
+	}
+	return e
+}
+
+// ingestAll ingests msgs into session "bench": one per Ingest call (mode
+// "one") or in IngestBatch calls of 1,000.
+func ingestAll(b *testing.B, e *Engine, mode string, msgs []core.Message) {
+	b.Helper()
+	ctx := context.Background()
+	if mode == "one" {
+		for _, m := range msgs {
+			if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "bench", Message: m}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return
+	}
+	for i := 0; i < len(msgs); i += 1000 {
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[i:min(i+1000, len(msgs))]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 var storeSizes = []struct {
 	name string
 	n    int
@@ -297,18 +318,10 @@ func BenchmarkAssemble(b *testing.B) {
 	for _, sz := range storeSizes {
 		for _, mode := range []string{"cold", "warm"} {
 			b.Run(sz.name+"/"+mode, func(b *testing.B) {
-				skip1M(b, sz.n)
-				dir := stores.get(b, sz.n)
-				e := benchEngine(b, dir, "")
+				e := stores.open(b, sz.n)
 				defer e.Close()
 				ctx := context.Background()
 				p := core.AssembleParams{SessionID: "bench", TokenBudget: 128_000}
-				// The store was written directly, so the recall index is
-				// rebuilt on open: wait for it, or the rebuild competes with
-				// the timed calls for the two cores.
-				if err := e.WaitRecallIndex(ctx); err != nil {
-					b.Fatal(err)
-				}
 				lat := make([]time.Duration, 0, b.N)
 				if mode == "warm" {
 					if _, err := e.Assemble(ctx, p); err != nil {

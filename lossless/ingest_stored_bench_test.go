@@ -44,33 +44,14 @@ func BenchmarkIngestStored(b *testing.B) {
 	for _, sz := range storeSizes {
 		for _, mode := range []string{"one", "batch"} {
 			b.Run(sz.name+"/"+mode, func(b *testing.B) {
-				skip1M(b, sz.n)
-				dir := stores.get(b, sz.n)
-				e := benchEngine(b, dir, "")
+				e := stores.open(b, sz.n)
 				defer e.Close()
 				ctx := context.Background()
-				// The store was written directly: wait for the recall index
-				// rebuild so that it does not compete with the timed calls.
-				if err := e.WaitRecallIndex(ctx); err != nil {
-					b.Fatal(err)
-				}
 				msgs := freshShort(b.N)
 				b.ReportAllocs()
 				b.ResetTimer()
 				start, cpu0 := time.Now(), cpuTime()
-				if mode == "one" {
-					for _, m := range msgs {
-						if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "bench", Message: m}); err != nil {
-							b.Fatal(err)
-						}
-					}
-				} else {
-					for i := 0; i < len(msgs); i += 1000 {
-						if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bench", Messages: msgs[i:min(i+1000, len(msgs))]}); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
+				ingestAll(b, e, mode, msgs)
 				acked := time.Since(start).Seconds()
 				if err := e.WaitRecallIndex(ctx); err != nil {
 					b.Fatal(err)
