@@ -340,21 +340,23 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 		return ix.run(ctx, bq, size)
 	}
 	// The bucket filter reaches past the range by less than one finest
-	// bucket on each side: fetch more and keep the hits in range.
-	hits, err := ix.run(ctx, bq, 2*size)
-	if err != nil {
-		return nil, err
-	}
-	kept := hits[:0]
-	for _, h := range hits {
-		if tr.inRange(h.Timestamp) {
-			kept = append(kept, h)
+	// bucket on each side: keep the hits in range, and fetch again, more,
+	// while out-of-range hits crowd in-range ones out of a full fetch.
+	for fetch := 2 * size; ; fetch *= 4 {
+		hits, err := ix.run(ctx, bq, fetch)
+		if err != nil {
+			return nil, err
+		}
+		kept := hits[:0]
+		for _, h := range hits {
+			if tr.inRange(h.Timestamp) {
+				kept = append(kept, h)
+			}
+		}
+		if len(kept) >= size || len(hits) < fetch {
+			return kept[:min(len(kept), size)], nil
 		}
 	}
-	if len(kept) > size {
-		kept = kept[:size]
-	}
-	return kept, nil
 }
 
 // run executes a query and converts its hits.

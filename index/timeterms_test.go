@@ -1,7 +1,9 @@
 package index
 
 import (
+	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -73,6 +75,45 @@ func TestTSAnalyzer(t *testing.T) {
 	for i, tk := range toks {
 		if string(tk.Term) != want[i] || tk.Position != i+1 {
 			t.Fatalf("token %d = %q at %d, want %q at %d", i, tk.Term, tk.Position, want[i], i+1)
+		}
+	}
+}
+
+// TestTimeFilterOutrankedByNeighbours: hits just outside a time range (in
+// the same finest bucket) that outrank every hit inside it do not crowd
+// the in-range hits out of the results.
+func TestTimeFilterOutrankedByNeighbours(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	base := int64(400_000) << tsLevels[0] // a bucket start (2023)
+	until := base + 1_000_000
+	var docs []Doc
+	for i := 0; i < 30; i++ {
+		in := msg("a", "s", uint64(i), "zebra "+strings.Repeat("apple banana cherry date elder fig grape ", 5))
+		in.Timestamp = base + int64(i)*1000
+		out := msg("a", "s", uint64(100+i), "zebra zebra zebra")
+		out.Timestamp = until + 600_000 // ten minutes later, same finest bucket
+		in.Context, out.Context = "unrelated", "unrelated"
+		docs = append(docs, in, out)
+	}
+	ix.Add(docs...)
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, q := range map[string]Query{
+		"until": {Agent: "a", Text: "zebra", Until: until, K: 10},
+		"span":  {Agent: "a", Text: "zebra", Spans: []TimeSpan{{From: base, To: until}}, K: 10},
+	} {
+		hits, err := ix.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 10 {
+			t.Fatalf("%s: %d hits, want 10 in-range hits", name, len(hits))
+		}
+		for _, h := range hits {
+			if h.Timestamp > until {
+				t.Fatalf("%s: hit %s at %d is after Until %d", name, h.ID, h.Timestamp, until)
+			}
 		}
 	}
 }
