@@ -19,7 +19,14 @@
 // Add enqueues and returns; a background goroutine indexes in batches
 // (Options.BatchSize). Lag reports how many docs are not yet searchable,
 // Flush waits for them, Query.WaitForLag makes a search wait, and Add
-// blocks only when more than Options.MaxLag docs are pending.
+// blocks only when more than Options.MaxLag docs or Options.MaxLagBytes of
+// text are pending.
+//
+// # Time filters
+//
+// A doc's timestamp is indexed as four bucket terms (timeterms.go); a
+// time-filtered search matches the buckets overlapping the range and keeps
+// the hits whose exact timestamp is in it.
 //
 // # Analysis
 //

@@ -89,6 +89,9 @@ type pending struct {
 	hash   msgHash
 	tokens int
 	flags  byte
+	// rec is the encoded message record (encodeMsg), made by preparePending;
+	// set it to nil after changing any field it encodes.
+	rec []byte
 	// ref is the reference message representing large content (flagLarge).
 	ref       []byte
 	refTokens int
@@ -251,8 +254,11 @@ func (e *Engine) writeMessage(txn *badger.Txn, c convID, rec *convRecord, p *pen
 	p.seq = seq
 	m := p.msg
 	ts := m.Timestamp()
-	if err := txn.Set(msgKey(c, seq), encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens,
-		Timestamp: ts, Role: m.Role(), Hash: p.hash, Raw: m.Raw()})); err != nil {
+	val := p.rec
+	if val == nil {
+		val = encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: ts, Role: m.Role(), Hash: p.hash, Raw: m.Raw()})
+	}
+	if err := txn.Set(msgKey(c, seq), val); err != nil {
 		return fmt.Errorf("lossless: write message: %w", err)
 	}
 	var sb [8]byte

@@ -303,7 +303,7 @@ func BenchmarkOpen(b *testing.B) {
 			// process-wide tables loaded earlier, such as the o200k ranks
 			// buildStore used, are not the engine's); process-heap-MB is the
 			// whole heap.
-			b.ReportMetric(float64(heap-before)/(1<<20), "heap-MB")
+			b.ReportMetric((float64(heap)-float64(before))/(1<<20), "heap-MB")
 			b.ReportMetric(float64(heap)/(1<<20), "process-heap-MB")
 		})
 	}

@@ -140,7 +140,7 @@ func (e *Engine) rewritesFor(ctx context.Context, c convID, entries, window []co
 			if !ok {
 				return fmt.Errorf("%w: hash index", errBadRecord)
 			}
-			r, err := getMsg(txn, c, seq)
+			r, err := getMsgHeader(txn, c, seq)
 			if err != nil {
 				return err
 			}

@@ -549,15 +549,9 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 				}
 				body = "summary: " + s.Text
 			} else {
-				r, err := getMsg(txn, c, it.Seq)
+				_, raw, err := getMsgText(txn, c, it.Seq)
 				if err != nil {
 					continue
-				}
-				raw := r.Raw
-				if r.Flags&flagLarge != 0 {
-					if v, err := getValue(txn, largeKey(c, it.Seq)); err == nil {
-						raw = v
-					}
 				}
 				m, err := core.ParseMessage(raw)
 				if err != nil {

@@ -16,8 +16,9 @@ import (
 // more than it saves there).
 const compressMin = 256
 
-// maxDecodedRaw bounds what one compressed record may decode to: above any
-// message the store accepts, so a corrupt record cannot exhaust memory.
+// maxDecodedRaw bounds what one compressed record may decode to, so that a
+// corrupt record cannot exhaust memory; a longer body (possible only with
+// MaxMessageBytes raised above it) is stored uncompressed.
 const maxDecodedRaw = 256 << 20
 
 var (

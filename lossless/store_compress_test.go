@@ -135,3 +135,52 @@ func TestCompressedStoreRoundTrip(t *testing.T) {
 		t.Fatalf("%d of 40 message records compressed, want the long ones (>= 30)", compressed)
 	}
 }
+
+// TestHeaderReadsSkipTheBody: readers of a message's metadata (MessageMeta,
+// used per item by compaction) decode only its header: with the compressed
+// body of a stored record corrupted, MessageMeta still answers while
+// Message reports the corrupt record.
+func TestHeaderReadsSkipTheBody(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	body := `{"role":"user","content":"` + string(bytes.Repeat([]byte("a compressible line of text; "), 40)) + `","timestamp":1700000000000}`
+	m, err := core.ParseMessage([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "s", Message: m}); err != nil {
+		t.Fatal(err)
+	}
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orig []byte
+	err = e.db.Update(func(txn *badger.Txn) error {
+		v, err := getValue(txn, msgKey(conv.id, 1))
+		if err != nil {
+			return err
+		}
+		if v[0] != recordZstd {
+			return fmt.Errorf("record byte %d, want a compressed record", v[0])
+		}
+		orig = bytes.Clone(v)
+		v = bytes.Clone(v)
+		v[len(v)-4] ^= 0xff // inside the zstd frame
+		return txn.Set(msgKey(conv.id, 1), v)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, err := conv.MessageMeta(ctx, 1)
+	if err != nil || meta.Role != "user" || meta.Timestamp != 1700000000000 || meta.Tokens <= 0 {
+		t.Fatalf("MessageMeta with a corrupt body: %+v, %v (want the header)", meta, err)
+	}
+	if _, err := conv.Message(ctx, 1); !errors.Is(err, errBadRecord) {
+		t.Fatalf("Message with a corrupt body: err %v, want errBadRecord", err)
+	}
+	// Put the record back for the store invariants checked at cleanup.
+	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(msgKey(conv.id, 1), orig) }); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -162,15 +162,9 @@ func (c *Conversation) MessageText(ctx context.Context, seq uint64) (string, err
 	defer done()
 	var out string
 	err = c.e.db.View(func(txn *badger.Txn) error {
-		r, err := getMsg(txn, c.id, seq)
+		_, raw, err := getMsgText(txn, c.id, seq)
 		if err != nil {
 			return err
-		}
-		raw := r.Raw
-		if r.Flags&flagLarge != 0 {
-			if v, err := getValue(txn, largeKey(c.id, seq)); err == nil {
-				raw = v
-			}
 		}
 		m, err := core.ParseMessage(raw)
 		if err != nil {
@@ -338,6 +332,35 @@ func getMsg(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
 		return msgRecord{}, err
 	}
 	return decodeMsg(v, false)
+}
+
+// getMsgHeader is getMsg without the body (decodeMsgHeader).
+func getMsgHeader(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
+	v, err := getValue(txn, msgKey(c, seq))
+	if err != nil {
+		if errors.Is(err, core.ErrNotFound) {
+			return msgRecord{}, fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
+		}
+		return msgRecord{}, err
+	}
+	return decodeMsgHeader(v)
+}
+
+// getMsgText returns the bytes that stand for message seq in text: its
+// large-content reference when it has one (the body is then not read),
+// else its raw bytes.
+func getMsgText(txn *badger.Txn, c convID, seq uint64) (msgRecord, []byte, error) {
+	r, err := getMsgHeader(txn, c, seq)
+	if err != nil {
+		return r, nil, err
+	}
+	if r.Flags&flagLarge != 0 {
+		if v, err := getValue(txn, largeKey(c, seq)); err == nil {
+			return r, v, nil
+		}
+	}
+	r, err = getMsg(txn, c, seq)
+	return r, r.Raw, err
 }
 
 // Message returns stored message seq, bytes exactly as ingested.
@@ -554,7 +577,7 @@ func (c *Conversation) MessageMeta(ctx context.Context, seq uint64) (dag.Message
 			return fmt.Errorf("lossless: read: %w", err)
 		}
 		return kv.Value(func(v []byte) error {
-			r, err := decodeMsg(v, false)
+			r, err := decodeMsgHeader(v)
 			if err != nil {
 				return err
 			}

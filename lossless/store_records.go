@@ -58,7 +58,8 @@ type msgRecord struct {
 }
 
 // encodeMsg encodes a message record; raw bytes of compressMin bytes or
-// more are stored zstd-compressed when that saves at least an eighth.
+// more (up to maxDecodedRaw, what the decoder accepts) are stored
+// zstd-compressed when that saves at least an eighth.
 func encodeMsg(r msgRecord) []byte {
 	b := make([]byte, 0, 40+len(r.Role)+len(r.Raw))
 	b = append(b, recordVersion, r.Flags)
@@ -67,7 +68,7 @@ func encodeMsg(r msgRecord) []byte {
 	b = binary.AppendUvarint(b, uint64(len(r.Role)))
 	b = append(b, r.Role...)
 	b = append(b, r.Hash[:]...)
-	if len(r.Raw) >= compressMin {
+	if len(r.Raw) >= compressMin && len(r.Raw) <= maxDecodedRaw {
 		hdr := len(b)
 		if z := compressRaw(b, r.Raw); len(z)-hdr <= len(r.Raw)-len(r.Raw)/8 {
 			z[0] = recordZstd
@@ -80,9 +81,37 @@ func encodeMsg(r msgRecord) []byte {
 // decodeMsg decodes a message record. Raw aliases b unless copyRaw is set
 // or the record is compressed (Raw is then a new slice).
 func decodeMsg(b []byte, copyRaw bool) (msgRecord, error) {
+	r, body, err := decodeMsgHead(b)
+	if err != nil {
+		return r, err
+	}
+	switch {
+	case b[0] == recordZstd:
+		raw, err := decompressRaw(body)
+		if err != nil {
+			return msgRecord{}, fmt.Errorf("%w: message body: %w", errBadRecord, err)
+		}
+		r.Raw = raw
+	case copyRaw:
+		r.Raw = bytes.Clone(body)
+	default:
+		r.Raw = body
+	}
+	return r, nil
+}
+
+// decodeMsgHeader decodes a message record without its body (Raw is nil):
+// for readers of its flags, tokens, timestamp, role or key, which need not
+// decompress it.
+func decodeMsgHeader(b []byte) (msgRecord, error) {
+	r, _, err := decodeMsgHead(b)
+	return r, err
+}
+
+func decodeMsgHead(b []byte) (msgRecord, []byte, error) {
 	var r msgRecord
 	if len(b) < 2 || (b[0] != recordVersion && b[0] != recordZstd) {
-		return r, fmt.Errorf("%w: message header", errBadRecord)
+		return r, nil, fmt.Errorf("%w: message header", errBadRecord)
 	}
 	r.Flags = b[1]
 	d := decoder{b: b[2:]}
@@ -91,22 +120,10 @@ func decodeMsg(b []byte, copyRaw bool) (msgRecord, error) {
 	r.Role = d.str()
 	h := d.bytes(16)
 	if d.err != nil || r.Tokens < 0 {
-		return msgRecord{}, fmt.Errorf("%w: message", errBadRecord)
+		return msgRecord{}, nil, fmt.Errorf("%w: message", errBadRecord)
 	}
 	copy(r.Hash[:], h)
-	r.Raw = d.b
-	if b[0] == recordZstd {
-		raw, err := decompressRaw(d.b)
-		if err != nil {
-			return msgRecord{}, fmt.Errorf("%w: message body: %w", errBadRecord, err)
-		}
-		r.Raw = raw
-		return r, nil
-	}
-	if copyRaw {
-		r.Raw = bytes.Clone(d.b)
-	}
-	return r, nil
+	return r, d.b, nil
 }
 
 // itemRecord is I conv pos -> encodeItem(dag.Item without Pos) plus flags.

@@ -223,12 +223,15 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 					k := it.Item().Key()
 					seq, _ := getU64(k[9:])
 					err := it.Item().Value(func(v []byte) error {
-						r, err := decodeMsg(v, false)
+						r, err := decodeMsgHeader(v)
 						if err != nil {
 							return err
 						}
 						if !inTime(r.Timestamp) {
 							return nil
+						}
+						if r, err = decodeMsg(v, false); err != nil {
+							return err
 						}
 						msg, err := core.ParseMessage(r.Raw)
 						if err != nil {
