@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -125,14 +126,22 @@ func newConvID(agent, name string) convID {
 	return c
 }
 
-// badgerLogger routes Badger's log to slog: warnings and errors only.
+// badgerLogger routes Badger's log to slog: warnings and errors only,
+// except the block-cache statistics Badger prints as warnings every minute
+// while a large store is read: the small cache is this engine's choice
+// (Config.Badger), so they go to debug.
 type badgerLogger struct{}
 
 func (badgerLogger) Errorf(f string, a ...any) {
 	slog.Error("lossless: badger: " + fmt.Sprintf(f, a...))
 }
 func (badgerLogger) Warningf(f string, a ...any) {
-	slog.Warn("lossless: badger: " + fmt.Sprintf(f, a...))
+	msg := fmt.Sprintf(f, a...)
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "Block cache might be too small") || strings.HasPrefix(msg, "Cache life expectancy") {
+		level = slog.LevelDebug
+	}
+	slog.Log(context.Background(), level, "lossless: badger: "+msg)
 }
 func (badgerLogger) Infof(string, ...any)  {}
 func (badgerLogger) Debugf(string, ...any) {}
