@@ -184,3 +184,101 @@ func TestHeaderReadsSkipTheBody(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFormat1StoreOpens: a store of format 1 (every body uncompressed,
+// record byte 1) opens as format 2 with nothing rewritten, returns every
+// message byte for byte, and takes new messages (compressed) beside the
+// old ones.
+func TestFormat1StoreOpens(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	cfg := testConfig(dir)
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want [][]byte
+	mk := func(i int) core.Message {
+		body := fmt.Sprintf(`{"role":"user","content":%q,"timestamp":%d}`, string(bytes.Repeat([]byte("old and long text; "), 30+i)), 1700000000000+i)
+		m, err := core.ParseMessage([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, []byte(body))
+		return m
+	}
+	var msgs []core.Message
+	for i := 0; i < 10; i++ {
+		msgs = append(msgs, mk(i))
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite the store as format 1: uncompressed records, format 1.
+	err = e.db.Update(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pMsg}})
+		defer it.Close()
+		type kv struct{ k, v []byte }
+		var old []kv
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			r, err := decodeMsg(v, true)
+			if err != nil {
+				return err
+			}
+			raw := r.Raw
+			r.Raw = nil
+			old = append(old, kv{it.Item().KeyCopy(nil), append(encodeMsg(r), raw...)})
+		}
+		for _, x := range old {
+			if x.v[0] != recordVersion {
+				return fmt.Errorf("format-1 record byte %d", x.v[0])
+			}
+			if err := txn.Set(x.k, x.v); err != nil {
+				return err
+			}
+		}
+		var m metaRecord
+		if err := getJSON(txn, metaKey, &m); err != nil {
+			return err
+		}
+		m.Format = 1
+		return setJSON(txn, metaKey, m)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("format-1 store: %v", err)
+	}
+	defer e.Close()
+	var m metaRecord
+	if err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
+		t.Fatal(err)
+	}
+	if m.Format != FormatVersion {
+		t.Fatalf("format %d after open, want %d", m.Format, FormatVersion)
+	}
+	if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "s", Message: mk(10)}); err != nil {
+		t.Fatal(err)
+	}
+	got := storedMessages(t, e, "", "s")
+	if len(got) != len(want) {
+		t.Fatalf("%d messages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("message %d differs", i)
+		}
+	}
+	if err := checkInvariants(e); err != nil {
+		t.Fatal(err)
+	}
+}
