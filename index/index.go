@@ -177,11 +177,12 @@ type Index struct {
 	wg sync.WaitGroup
 }
 
-// item is a queued doc or a generation marker.
+// item is a queued doc, a deletion (doc.ID only) or a generation marker.
 type item struct {
 	doc    Doc
 	gen    uint64
 	isMark bool
+	isDel  bool
 }
 
 // Open opens the index in dir (created when missing). A missing, stale
@@ -464,6 +465,27 @@ func (ix *Index) Add(docs ...Doc) {
 	ix.signal()
 }
 
+// Delete removes docs by id (queued in order with Add, so a doc added and
+// then deleted is gone once both are applied; an unknown id is no error).
+// Lag counts pending deletions as docs.
+func (ix *Index) Delete(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return
+	}
+	for _, id := range ids {
+		ix.queue = append(ix.queue, item{doc: Doc{ID: id}, isDel: true})
+	}
+	ix.enq += uint64(len(ids))
+	ix.enqI += uint64(len(ids))
+	ix.mu.Unlock()
+	ix.signal()
+}
+
 // docBytes is what a queued doc counts toward Options.MaxLagBytes.
 func docBytes(d *Doc) int { return len(d.Text) + len(d.Context) }
 
@@ -594,6 +616,10 @@ func (ix *Index) apply(items []item) error {
 			if !incomplete {
 				b.SetInternal(keyGen, genBytes(it.gen))
 			}
+			continue
+		}
+		if it.isDel {
+			b.Delete(it.doc.ID)
 			continue
 		}
 		if err := b.IndexAdvanced(ix.document(&it.doc)); err != nil {

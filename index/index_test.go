@@ -636,3 +636,23 @@ func TestInterruptedRebuildNotStamped(t *testing.T) {
 		t.Fatalf("count %d, want 302", c)
 	}
 }
+
+// TestDelete: deleted docs are no longer found, in order with adds, and an
+// unknown id is no error.
+func TestDelete(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	ctx := context.Background()
+	ix.Add(msg("a", "s", 1, "gondola ferry"), msg("a", "s", 2, "gondola bridge"))
+	ix.Delete("a/s/1", "no-such-doc")
+	ix.Add(msg("a", "s", 3, "gondola tunnel"))
+	hits, err := ix.Search(ctx, Query{Agent: "a", Text: "gondola", WaitForLag: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ids(hits), ","); got != "a/s/2,a/s/3" && got != "a/s/3,a/s/2" {
+		t.Fatalf("hits %s, want a/s/2 and a/s/3", got)
+	}
+	if ix.Lag() != 0 {
+		t.Fatalf("lag %d after a flushed search", ix.Lag())
+	}
+}

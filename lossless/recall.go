@@ -363,6 +363,25 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 	r.mu.Unlock()
 }
 
+// unindexConversation removes a deleted conversation's docs from the index
+// (retention) and takes its messages and summaries out of the generation,
+// as storeGeneration no longer counts them.
+func (e *Engine) unindexConversation(rec convRecord, ids []string) {
+	r := e.recaller()
+	if r == nil {
+		return
+	}
+	n := uint64(rec.Summaries)
+	if rec.NextSeq > 0 {
+		n += rec.NextSeq - 1
+	}
+	r.mu.Lock()
+	r.gen -= min(n, r.gen)
+	r.ix.Delete(ids...)
+	r.ix.SetGeneration(r.gen)
+	r.mu.Unlock()
+}
+
 // indexSummary hands a summary just committed to the index (replace).
 func (e *Engine) indexSummary(c convID, agent string, s dag.Summary) {
 	r := e.recaller()

@@ -211,8 +211,25 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 			return nil
 		})
 	}
+	// The recall index's docs of the conversation go with it.
+	var docIDs []string
 	for _, p := range convScoped {
-		if err := deleteWhere(convPrefix(p, c), nil); err != nil {
+		var match func(k, v []byte) bool
+		switch p {
+		case pMsg:
+			match = func(k, _ []byte) bool {
+				if seq, ok := getU64(k[9:]); ok {
+					docIDs = append(docIDs, messageDocID(c, seq))
+				}
+				return true
+			}
+		case pSummary:
+			match = func(k, _ []byte) bool {
+				docIDs = append(docIDs, summaryDocID(c, string(k[9:])))
+				return true
+			}
+		}
+		if err := deleteWhere(convPrefix(p, c), match); err != nil {
 			return err
 		}
 	}
@@ -232,6 +249,7 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(convKey(c)) }); err != nil {
 		return fmt.Errorf("lossless: retain: %w", err)
 	}
+	e.unindexConversation(now, docIDs)
 	// Forget cached state: resolution entries and the conversation state.
 	e.resolved.Range(func(k, v any) bool {
 		if v.(convID) == c {

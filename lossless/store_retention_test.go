@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index"
 )
 
 func TestRetention(t *testing.T) {
@@ -112,5 +113,81 @@ func TestRetentionKeepsConversationWrittenAfterDecision(t *testing.T) {
 	}
 	if got := countStored(t, e, "s"); got[string(late.Raw())] != 1 {
 		t.Fatalf("the acknowledged message is gone: %d stored", len(got))
+	}
+}
+
+// TestRetentionRemovesRecallDocs: a conversation deleted by retention
+// leaves nothing searchable in the recall index, the other
+// conversations' docs stay, and the index's generation still matches the
+// store (no rebuild at the next open).
+func TestRetentionRemovesRecallDocs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	ctx := context.Background()
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-60 * 24 * time.Hour).UnixMilli()
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "old", Messages: []core.Message{
+		core.UserText("where is the xylophonequartz config?", old),
+		core.AssistantText("the xylophonequartz config is in etc", old+1),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond) // "old" is the least recently written
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "new", Messages: []core.Message{
+		core.UserText("where is the marimbaopal config?", time.Now().UnixMilli()),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.recaller()
+	search := func(word string) int {
+		t.Helper()
+		hits, err := r.ix.Search(ctx, index.Query{Agent: "main", Text: word, WaitForLag: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hits)
+	}
+	if search("xylophonequartz") != 2 || search("marimbaopal") != 1 {
+		t.Fatal("the index does not hold the ingested messages")
+	}
+	// A byte cap that the newer conversation alone fits in.
+	infos, err := e.Sessions(ctx, "main")
+	if err != nil || len(infos) != 2 {
+		t.Fatalf("sessions: %+v %v", infos, err)
+	}
+	e.cfg.Retention.MaxBytesPerAgent = min(infos[0].Bytes, infos[1].Bytes) + 1
+	res, err := e.Retain(ctx, time.Now())
+	if err != nil || len(res.Deleted) != 1 {
+		t.Fatalf("retain: %+v %v", res, err)
+	}
+	if n := search("xylophonequartz"); n != 0 {
+		t.Fatalf("%d docs of the deleted conversation still searchable", n)
+	}
+	if search("marimbaopal") != 1 {
+		t.Fatal("the kept conversation's doc is gone from the index")
+	}
+	gen, err := e.storeGeneration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	indexGen := r.gen
+	r.mu.Unlock()
+	if gen != indexGen {
+		t.Fatalf("index generation %d, store %d: the next open would rebuild", indexGen, gen)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, err = Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if st := e.RecallStatus(); st.Rebuilding {
+		t.Fatalf("the index is rebuilt after retention: %+v", st)
 	}
 }
