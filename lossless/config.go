@@ -118,7 +118,16 @@ type RetentionConfig struct {
 	// MaxBytesPerAgent deletes an agent's oldest conversations while its
 	// stored bytes exceed this.
 	MaxBytesPerAgent int64 `json:"maxBytesPerAgent,omitempty"`
+	// IntervalMinutes is how often the open engine applies these limits on
+	// its own when one is set: first a minute after Open, then every
+	// IntervalMinutes (default 60). -1 turns the automatic pass off (call
+	// Engine.Retain, or run `lossless retain`).
+	IntervalMinutes int `json:"intervalMinutes,omitempty"`
 }
+
+// DefaultRetentionIntervalMinutes is the default of
+// RetentionConfig.IntervalMinutes.
+const DefaultRetentionIntervalMinutes = 60
 
 // BadgerConfig is Config.Badger: Badger's sizes in bytes (counts for
 // NumMemtables). Defaults are small, for an embedded library.
@@ -253,6 +262,9 @@ func (c Config) validate() error {
 	}
 	if c.Recall.Share > 1 {
 		return fmt.Errorf("lossless: config: recall.share %v is above 1", c.Recall.Share)
+	}
+	if r := c.Retention; r.MaxAgeDays < 0 || r.MaxBytesPerAgent < 0 || r.IntervalMinutes < -1 {
+		return fmt.Errorf("lossless: config: retention %+v: maxAgeDays and maxBytesPerAgent must be 0 (no limit) or positive, intervalMinutes -1 (off), 0 (default) or positive", r)
 	}
 	switch c.ContextProjection {
 	case "", core.ProjectionPerTurn, core.ProjectionThreadBootstrap:

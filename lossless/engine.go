@@ -51,6 +51,9 @@ type Engine struct {
 
 	// importMus serialises imports of one file: agent/path -> *sync.Mutex.
 	importMus sync.Map
+
+	// retention is the automatic retention pass (store_retention.go).
+	retention *retentionLoop
 }
 
 var (
@@ -94,8 +97,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
-	e.recaller()     // open the recall index before any write (recall.go)
-	e.sweepOnce(ctx) // expired subagent preparations (subagent.go)
+	e.recaller()       // open the recall index before any write (recall.go)
+	e.startRetention() // the periodic retention pass, when limits are set
+	e.sweepOnce(ctx)   // expired subagent preparations (subagent.go)
 	return e, nil
 }
 
@@ -163,6 +167,7 @@ func (e *Engine) enter() (func(), error) {
 // Close waits for in-flight calls and closes the store. It is idempotent;
 // later calls of any method return an error wrapping core.ErrClosed.
 func (e *Engine) Close() error {
+	e.stopRetention()         // the periodic retention pass (store_retention.go)
 	e.stopBackground()        // background compactions (compact.go)
 	defer e.forgetLifecycle() // subagent state (subagent.go)
 	e.life.Lock()

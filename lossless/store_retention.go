@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -46,6 +48,15 @@ var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, 'T'}
 // import checkpoints, in batches, under the conversation's lock; a crash
 // midway leaves a conversation that the next pass finishes deleting.
 func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, error) {
+	return e.retain(ctx, now, false)
+}
+
+// RetainDryRun reports what Retain would delete at now, deleting nothing.
+func (e *Engine) RetainDryRun(ctx context.Context, now time.Time) (RetentionResult, error) {
+	return e.retain(ctx, now, true)
+}
+
+func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (RetentionResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return RetentionResult{}, err
@@ -90,10 +101,12 @@ func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, er
 	}
 	var res RetentionResult
 	del := func(c conv, reason string) error {
-		if retainBeforeDelete != nil {
+		if retainBeforeDelete != nil && !dry {
 			retainBeforeDelete()
 		}
-		if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
+		if dry {
+			// reported below, deleting nothing
+		} else if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
 			if errors.Is(err, errConvChanged) {
 				return nil // written to since the decision: keep it
 			}
@@ -154,6 +167,74 @@ func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, er
 // retainBeforeDelete, when set (tests), runs between a retention decision and
 // the deletion.
 var retainBeforeDelete func()
+
+// retentionLoop is the open engine's periodic retention pass.
+type retentionLoop struct {
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// retentionFirstDelay and retentionUnit time the automatic pass: the first
+// one retentionFirstDelay after Open, then every IntervalMinutes
+// retentionUnits (tests shorten both).
+var (
+	retentionFirstDelay = time.Minute
+	retentionUnit       = time.Minute
+)
+
+// startRetention starts the periodic retention pass when a limit is set
+// and the pass is not turned off (Config.Retention.IntervalMinutes -1).
+func (e *Engine) startRetention() {
+	r := e.cfg.Retention
+	if (r.MaxAgeDays <= 0 && r.MaxBytesPerAgent <= 0) || r.IntervalMinutes < 0 {
+		return
+	}
+	every := time.Duration(r.IntervalMinutes) * retentionUnit
+	if r.IntervalMinutes == 0 {
+		every = DefaultRetentionIntervalMinutes * retentionUnit
+	}
+	e.retention = &retentionLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	go func(l *retentionLoop) {
+		defer close(l.done)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-l.stop
+			cancel()
+		}()
+		t := time.NewTimer(retentionFirstDelay)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+			}
+			res, err := e.Retain(ctx, time.Time{})
+			switch {
+			case err != nil && ctx.Err() == nil:
+				slog.Warn("lossless: retention pass failed", "err", err)
+			case len(res.Deleted) > 0:
+				slog.Info("lossless: retention deleted conversations", "conversations", len(res.Deleted),
+					"messages", res.Messages, "bytes", res.Bytes)
+			}
+			t.Reset(every)
+		}
+	}(e.retention)
+}
+
+// stopRetention stops the periodic pass and waits for a pass in progress
+// (cancelled) to end. Close calls it before taking the lifecycle lock that
+// Retain holds shared.
+func (e *Engine) stopRetention() {
+	l := e.retention
+	if l == nil {
+		return
+	}
+	l.once.Do(func() { close(l.stop) })
+	<-l.done
+}
 
 // errConvChanged reports a conversation written to after retention decided
 // to delete it.

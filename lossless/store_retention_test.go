@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,5 +190,84 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 	defer e.Close()
 	if st := e.RecallStatus(); st.Rebuilding {
 		t.Fatalf("the index is rebuilt after retention: %+v", st)
+	}
+}
+
+// TestRetentionRunsOnItsOwn: with a limit set, the open engine applies it
+// periodically without a call to Retain; RetainDryRun reports what Retain
+// would delete and deletes nothing; Close stops the pass.
+func TestRetentionRunsOnItsOwn(t *testing.T) {
+	oldFirst, oldUnit := retentionFirstDelay, retentionUnit
+	retentionFirstDelay, retentionUnit = 50*time.Millisecond, 10*time.Millisecond
+	t.Cleanup(func() { retentionFirstDelay, retentionUnit = oldFirst, oldUnit })
+
+	ctx := context.Background()
+	e := openTest(t, func(c *Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = 1 })
+	for i, s := range []string{"first", "second"} {
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: s, Messages: turn(i)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The first pass, 50 ms after Open, deletes the older conversation.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		infos, err := e.Sessions(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(infos) == 1 {
+			if infos[0].SessionIDs[0] != "second" {
+				t.Fatalf("kept %+v, want the most recent conversation", infos[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no automatic retention pass within 10 s: %d conversations", len(infos))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := e.Close(); err != nil { // stops the pass
+		t.Fatal(err)
+	}
+}
+
+func TestRetainDryRun(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t, func(c *Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = -1 })
+	for i, s := range []string{"first", "second", "third"} {
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: s, Messages: turn(i)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	plan, err := e.RetainDryRun(ctx, time.Time{})
+	if err != nil || len(plan.Deleted) != 2 || plan.Messages != 8 {
+		t.Fatalf("dry run: %+v %v (want the two older conversations, 8 messages)", plan, err)
+	}
+	if infos, _ := e.Sessions(ctx, "main"); len(infos) != 3 {
+		t.Fatalf("a dry run deleted: %d conversations left", len(infos))
+	}
+	res, err := e.Retain(ctx, time.Time{})
+	if err != nil || len(res.Deleted) != 2 {
+		t.Fatalf("retain: %+v %v", res, err)
+	}
+	for i := range res.Deleted {
+		if res.Deleted[i] != plan.Deleted[i] {
+			t.Fatalf("retain deleted %+v, the dry run planned %+v", res.Deleted, plan.Deleted)
+		}
+	}
+	if infos, _ := e.Sessions(ctx, "main"); len(infos) != 1 {
+		t.Fatalf("%d conversations left, want 1", len(infos))
+	}
+}
+
+func TestRetentionConfigValidated(t *testing.T) {
+	for _, r := range []RetentionConfig{{MaxAgeDays: -1}, {MaxBytesPerAgent: -5}, {IntervalMinutes: -2}} {
+		cfg := testConfig(t.TempDir())
+		cfg.Retention = r
+		if _, err := Open(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "retention") {
+			t.Fatalf("retention %+v: err %v, want a retention config error", r, err)
+		}
 	}
 }
