@@ -445,3 +445,66 @@ func cmdExport() *command {
 
 // errProblems is returned by doctor when it found problems (already printed).
 var errProblems = errors.New("problems found")
+
+func cmdRetain() *command {
+	var maxAgeDays int
+	var maxBytes int64
+	var dryRun bool
+	return &command{
+		name: "retain", args: "",
+		summary: "Delete conversations over --max-age-days (not updated since) or over --max-bytes-per-agent (oldest first), and orphans; --dry-run lists them only.",
+		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.IntVar(&maxAgeDays, "max-age-days", 0, "delete conversations not updated for this many days (0: no age limit)")
+			fs.Int64Var(&maxBytes, "max-bytes-per-agent", 0, "delete an agent's least recently updated conversations while its stored bytes exceed this (0: no size limit; its most recent conversation is always kept)")
+			fs.BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
+		},
+		run: func(ctx context.Context, c *cmdEnv, args []string) error {
+			if len(args) > 0 {
+				return usagef("retain takes no arguments")
+			}
+			if maxAgeDays < 0 || maxBytes < 0 {
+				return usagef("--max-age-days and --max-bytes-per-agent must be 0 (no limit) or positive")
+			}
+			e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) {
+				cfg.Retention = lossless.RetentionConfig{MaxAgeDays: maxAgeDays, MaxBytesPerAgent: maxBytes, IntervalMinutes: -1}
+			})
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			retain := e.Retain
+			if dryRun {
+				retain = e.RetainDryRun
+			}
+			res, err := retain(ctx, time.Time{})
+			if err != nil {
+				return err
+			}
+			if c.json {
+				if res.Deleted == nil {
+					res.Deleted = []lossless.DeletedConversation{}
+				}
+				return printJSON(c.io.out, map[string]any{"dryRun": dryRun, "deleted": res.Deleted,
+					"messages": res.Messages, "bytes": res.Bytes})
+			}
+			verb := "deleted"
+			if dryRun {
+				verb = "would delete"
+			}
+			noun := "conversations"
+			if len(res.Deleted) == 1 {
+				noun = "conversation"
+			}
+			fmt.Fprintf(c.io.out, "%s %d %s, %d messages, %s\n", verb, len(res.Deleted), noun, res.Messages, humanBytes(res.Bytes))
+			if len(res.Deleted) == 0 {
+				return nil
+			}
+			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "AGENT\tCONVERSATION\tREASON")
+			for _, d := range res.Deleted {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Agent, d.ID, d.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
@@ -320,6 +321,31 @@ func TestIncrementalImport(t *testing.T) {
 	if !strings.HasSuffix(r.stdout, `{"role":"user","content":"appended"}`+"\n") || strings.Count(r.stdout, "\n") != 7 {
 		t.Fatalf("export after append:\n%s", r.stdout)
 	}
+}
+
+// TestRetain: --dry-run lists the conversations over the cap and deletes
+// nothing; without it they are deleted and the most recent one is kept.
+func TestRetain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	for i, id := range []string{"sess-old", "sess-new"} {
+		file := filepath.Join(dir, id+".jsonl")
+		writeSession(t, file, id, 3+i)
+		runCLI(t, "", nil, "import", "--store", store, file).want(t, 0, "imported")
+		time.Sleep(5 * time.Millisecond) // sess-old is the least recently updated
+	}
+	runCLI(t, "", nil, "retain", "--store", store, "--max-bytes-per-agent", "1", "--dry-run").
+		want(t, 0, "would delete 1 conversation, 6 messages", "size")
+	runCLI(t, "", nil, "sessions", "--store", store).want(t, 0, "sess-old", "sess-new")
+	r := runCLI(t, "", nil, "retain", "--store", store, "--max-bytes-per-agent", "1", "--json")
+	r.want(t, 0, `"reason": "size"`, `"messages": 6`, `"dryRun": false`)
+	r = runCLI(t, "", nil, "sessions", "--store", store)
+	r.want(t, 0, "sess-new")
+	if strings.Contains(r.stdout, "sess-old") {
+		t.Fatalf("sess-old kept after retain:\n%s", r.stdout)
+	}
+	runCLI(t, "", nil, "retain", "--store", store, "--max-age-days", "-3").want(t, 2, "must be 0 (no limit) or positive")
 }
 
 func TestMalformedFile(t *testing.T) {
