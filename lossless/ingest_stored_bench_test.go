@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -142,6 +143,48 @@ func BenchmarkDiskSize(b *testing.B) {
 				}
 				report(b, dir, raw)
 			}
+		})
+	}
+}
+
+// importNext numbers the agents BenchmarkImportStored imports under, so
+// that every run imports the whole file again (under one agent a re-import
+// reads only what was appended).
+var importNext atomic.Int64
+
+// BenchmarkImportStored imports before-compaction.jsonl (2.4 MB, default
+// configuration) into a store that already holds 10K/100K/1M messages (1M
+// with LOSSLESS_BENCH_1M=1), each run as a new agent; MB/s until the
+// import returns (the messages durable; the recall index catches up in
+// the background).
+func BenchmarkImportStored(b *testing.B) {
+	stores := newBenchStores(b)
+	path := testutil.PiMono(b)[0]
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sz := range storeSizes {
+		b.Run(sz.name, func(b *testing.B) {
+			e := stores.open(b, sz.n)
+			defer e.Close()
+			ctx := context.Background()
+			b.SetBytes(st.Size())
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime()
+			for i := 0; i < b.N; i++ {
+				res, err := e.Import(ctx, fmt.Sprintf("imp%d", importNext.Add(1)), path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Imported == 0 {
+					b.Fatalf("nothing imported: %+v", res)
+				}
+			}
+			cpu := cpuTime() - cpu0
+			b.StopTimer()
+			b.ReportMetric(float64(st.Size())*float64(b.N)/cpu.Seconds()/1e6, "MB/cpu-s")
 		})
 	}
 }
