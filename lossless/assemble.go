@@ -96,53 +96,27 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	prevMsgs, prevSums := s.asmMsgs, s.asmSums
 	nextMsgs := make(map[uint64]core.Message, len(prevMsgs)+8)
 	nextSums := make(map[string]core.Message, len(prevSums))
-	var rev []core.Message
-	var revTok []int
 	var todo []parseJob
-	used, n := 0, 0
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pItem, c), Reverse: true})
-		defer it.Close()
-		for it.Seek(itemKey(c, math.MaxUint64)); it.Valid(); it.Next() {
-			n++
-			if n%256 == 0 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: assemble: %w", err)
+	var win window
+	err := e.db.View(func(txn *badger.Txn) (err error) {
+		win, err = budgetWalk(ctx, txn, convPrefix(pItem, c), itemKey(c, math.MaxUint64), avail, "assemble",
+			func(i int, item dag.Item, flags byte) (core.Message, error) {
+				if item.IsSummary() {
+					m, err := e.summaryMessage(txn, c, item.Ref.ID, prevSums)
+					nextSums[item.Ref.ID] = m
+					return m, err
 				}
-			}
-			item, flags, err := itemAt(it.Item())
-			if err != nil {
-				return err
-			}
-			if flags&(flagHeartbeat|flagHidden) != 0 {
-				continue
-			}
-			if used+item.Tokens > avail {
-				return nil
-			}
-			var m core.Message
-			switch cached, ok := prevMsgs[item.Ref.Seq]; {
-			case item.IsSummary():
-				m, err = e.summaryMessage(txn, c, item.Ref.ID, prevSums)
-				nextSums[item.Ref.ID] = m
-			case ok:
-				m = cached
-				nextMsgs[item.Ref.Seq] = m
-			default:
-				// Parsed after the scan, in parallel (parsing is the cost of
-				// a cold assemble).
-				raw, rerr := itemRaw(txn, c, item.Ref.Seq, flags)
-				err = rerr
-				todo = append(todo, parseJob{idx: len(rev), seq: item.Ref.Seq, raw: raw})
-			}
-			if err != nil {
-				return err
-			}
-			used += item.Tokens
-			rev = append(rev, m)
-			revTok = append(revTok, item.Tokens)
-		}
-		return nil
+				if m, ok := prevMsgs[item.Ref.Seq]; ok {
+					nextMsgs[item.Ref.Seq] = m
+					return m, nil
+				}
+				// Parsed after the scan, in parallel (parsing is the cost
+				// of a cold assemble).
+				raw, err := itemRaw(txn, c, item.Ref.Seq, flags)
+				todo = append(todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
+				return core.Message{}, err
+			})
+		return err
 	})
 	if err != nil {
 		return nil, 0, 0, err
@@ -151,19 +125,73 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 		return nil, 0, 0, err
 	}
 	for _, j := range todo {
-		rev[j.idx] = j.msg
+		win.rev[j.idx] = j.msg
 		nextMsgs[j.seq] = j.msg
 	}
 	s.asmMsgs, s.asmSums = nextMsgs, nextSums
-	out := make([]core.Message, len(rev))
-	for i, m := range rev {
-		out[len(rev)-1-i] = m
+	out, used := win.chronological()
+	return out, used, win.scanned, nil
+}
+
+// window is what budgetWalk read: messages newest first with their tokens.
+type window struct {
+	rev     []core.Message
+	revTok  []int
+	used    int // tokens of rev
+	scanned int // items scanned, including skipped ones
+}
+
+// budgetWalk reads the context items under prefix newest first (a reverse
+// scan from seek), skips heartbeat and hidden items, and calls visit for
+// each item while the budget avail allows, stopping at the first that does
+// not fit. visit returns the item's message; i is its index in the window's
+// rev (a message visit cannot produce yet may be filled in there later).
+// Shared by assemble and the fork prefix of a subagent.
+func budgetWalk(ctx context.Context, txn *badger.Txn, prefix, seek []byte, avail int, what string,
+	visit func(i int, item dag.Item, flags byte) (core.Message, error)) (window, error) {
+	var w window
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
+	defer it.Close()
+	for it.Seek(seek); it.Valid(); it.Next() {
+		if w.scanned++; w.scanned%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return w, fmt.Errorf("lossless: %s: %w", what, err)
+			}
+		}
+		item, flags, err := itemAt(it.Item())
+		if err != nil {
+			return w, err
+		}
+		if flags&(flagHeartbeat|flagHidden) != 0 {
+			continue
+		}
+		if w.used+item.Tokens > avail {
+			break
+		}
+		m, err := visit(len(w.rev), item, flags)
+		if err != nil {
+			return w, err
+		}
+		w.used += item.Tokens
+		w.rev = append(w.rev, m)
+		w.revTok = append(w.revTok, item.Tokens)
+	}
+	return w, nil
+}
+
+// chronological returns the window oldest first, without leading tool
+// results (their calls are outside the window), and its tokens.
+func (w window) chronological() ([]core.Message, int) {
+	out := make([]core.Message, len(w.rev))
+	for i, m := range w.rev {
+		out[len(w.rev)-1-i] = m
 	}
 	out, dropped := dropLeadingToolResults(out)
+	used := w.used
 	for i := range dropped {
-		used -= revTok[len(rev)-1-i]
+		used -= w.revTok[len(w.rev)-1-i]
 	}
-	return out, used, n, nil
+	return out, used
 }
 
 // dropLeadingToolResults removes tool results at the start of msgs (their

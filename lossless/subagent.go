@@ -17,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 )
 
 // Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents.
@@ -653,58 +654,31 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	defer cache.mu.Unlock()
 	nextMsgs := make(map[uint64]core.Message, len(cache.msgs))
 	nextSums := make(map[string]core.Message, len(cache.sums))
-	var rev []core.Message
-	var revTok []int
-	used := 0
-	err = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: forkPrefixKey(sub), Reverse: true})
-		defer it.Close()
-		n := 0
-		for it.Seek(forkItemKey(sub, math.MaxUint64)); it.Valid(); it.Next() {
-			if n++; n%256 == 0 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: assemble fork: %w", err)
+	var win window
+	err = e.db.View(func(txn *badger.Txn) (err error) {
+		win, err = budgetWalk(ctx, txn, forkPrefixKey(sub), forkItemKey(sub, math.MaxUint64), avail, "assemble fork",
+			func(_ int, item dag.Item, flags byte) (core.Message, error) {
+				var m core.Message
+				var err error
+				if item.IsSummary() {
+					m, err = e.summaryMessage(txn, parent, item.Ref.ID, cache.sums)
+					nextSums[item.Ref.ID] = m
+				} else {
+					m, err = e.itemMessage(txn, parent, item.Ref.Seq, flags, cache.msgs)
+					nextMsgs[item.Ref.Seq] = m
 				}
-			}
-			item, flags, err := itemAt(it.Item())
-			if err != nil {
-				return err
-			}
-			if flags&(flagHeartbeat|flagHidden) != 0 {
-				continue
-			}
-			if used+item.Tokens > avail {
-				return nil
-			}
-			var m core.Message
-			if item.IsSummary() {
-				m, err = e.summaryMessage(txn, parent, item.Ref.ID, cache.sums)
-				nextSums[item.Ref.ID] = m
-			} else {
-				m, err = e.itemMessage(txn, parent, item.Ref.Seq, flags, cache.msgs)
-				nextMsgs[item.Ref.Seq] = m
-			}
-			if err != nil {
-				return fmt.Errorf("lossless: assemble fork of %s: %w", rec.ChildSessionKey, err)
-			}
-			used += item.Tokens
-			rev = append(rev, m)
-			revTok = append(revTok, item.Tokens)
-		}
-		return nil
+				if err != nil {
+					return m, fmt.Errorf("lossless: assemble fork of %s: %w", rec.ChildSessionKey, err)
+				}
+				return m, nil
+			})
+		return err
 	})
-	if err != nil || len(rev) == 0 {
+	if err != nil || len(win.rev) == 0 {
 		return err
 	}
 	cache.msgs, cache.sums = nextMsgs, nextSums
-	prefix := make([]core.Message, len(rev))
-	for i, m := range rev {
-		prefix[len(rev)-1-i] = m
-	}
-	prefix, dropped := dropLeadingToolResults(prefix)
-	for i := range dropped {
-		used -= revTok[len(rev)-1-i]
-	}
+	prefix, used := win.chronological()
 	res.Messages = append(prefix, res.Messages...)
 	res.EstimatedTokens += used
 	return nil
