@@ -104,13 +104,13 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 		if retainBeforeDelete != nil && !dry {
 			retainBeforeDelete()
 		}
-		if dry {
-			// reported below, deleting nothing
-		} else if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
-			if errors.Is(err, errConvChanged) {
-				return nil // written to since the decision: keep it
+		if !dry {
+			if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
+				if errors.Is(err, errConvChanged) {
+					return nil // written to since the decision: keep it
+				}
+				return err
 			}
-			return err
 		}
 		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Reason: reason})
 		res.Messages += c.rec.Messages
@@ -267,7 +267,10 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	}
 	wb := e.db.NewWriteBatch()
 	defer wb.Cancel()
-	deleteWhere := func(prefix []byte, match func(k, v []byte) bool) error {
+	// deleteWhere deletes the keys under prefix that match accepts (every
+	// key when match is nil; values are read only for match), telling
+	// seen (when set) each deleted key.
+	deleteWhere := func(prefix []byte, match func(k, v []byte) bool, seen func(k []byte)) error {
 		return e.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: match != nil})
 			defer it.Close()
@@ -285,6 +288,9 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 						continue
 					}
 				}
+				if seen != nil {
+					seen(k)
+				}
 				if err := wb.Delete(k); err != nil {
 					return fmt.Errorf("lossless: retain: %w", err)
 				}
@@ -295,33 +301,29 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	// The recall index's docs of the conversation go with it.
 	var docIDs []string
 	for _, p := range convScoped {
-		var match func(k, v []byte) bool
+		var seen func(k []byte)
 		switch p {
 		case pMsg:
-			match = func(k, _ []byte) bool {
+			seen = func(k []byte) {
 				if seq, ok := getU64(k[9:]); ok {
 					docIDs = append(docIDs, messageDocID(c, seq))
 				}
-				return true
 			}
 		case pSummary:
-			match = func(k, _ []byte) bool {
-				docIDs = append(docIDs, summaryDocID(c, string(k[9:])))
-				return true
-			}
+			seen = func(k []byte) { docIDs = append(docIDs, summaryDocID(c, string(k[9:]))) }
 		}
-		if err := deleteWhere(convPrefix(p, c), match); err != nil {
+		if err := deleteWhere(convPrefix(p, c), nil, seen); err != nil {
 			return err
 		}
 	}
-	if err := deleteWhere([]byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }); err != nil {
+	if err := deleteWhere([]byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }, nil); err != nil {
 		return err
 	}
 	id := c.String()
 	if err := deleteWhere([]byte{pCheck}, func(_, v []byte) bool {
 		var cp checkpoint
 		return json.Unmarshal(v, &cp) == nil && cp.Conv == id
-	}); err != nil {
+	}, nil); err != nil {
 		return err
 	}
 	if err := wb.Flush(); err != nil {
