@@ -437,9 +437,9 @@ func (ix *Index) RebuildReason() string {
 
 // Add enqueues docs for indexing and returns at once (it blocks only while
 // more than Options.MaxLag docs or Options.MaxLagBytes of text are
-// pending). Docs of one session should be
-// added in Seq order: the previous turn's text is indexed as context of the
-// next. Adding an id again replaces the doc.
+// pending). Docs of one session should be added in Seq order: the previous
+// turn's text is indexed as context of the next. Adding an id again
+// replaces the doc.
 func (ix *Index) Add(docs ...Doc) {
 	if len(docs) == 0 {
 		return
