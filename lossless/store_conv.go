@@ -323,12 +323,19 @@ func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
 	return v, nil
 }
 
-func getMsg(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
+// msgValue returns the stored record of message seq (dag.ErrNotFound when
+// there is none).
+func msgValue(txn *badger.Txn, c convID, seq uint64) ([]byte, error) {
 	v, err := getValue(txn, msgKey(c, seq))
+	if errors.Is(err, core.ErrNotFound) {
+		return nil, fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
+	}
+	return v, err
+}
+
+func getMsg(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
+	v, err := msgValue(txn, c, seq)
 	if err != nil {
-		if errors.Is(err, core.ErrNotFound) {
-			return msgRecord{}, fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
-		}
 		return msgRecord{}, err
 	}
 	return decodeMsg(v, false)
@@ -336,11 +343,8 @@ func getMsg(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
 
 // getMsgHeader is getMsg without the body (decodeMsgHeader).
 func getMsgHeader(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
-	v, err := getValue(txn, msgKey(c, seq))
+	v, err := msgValue(txn, c, seq)
 	if err != nil {
-		if errors.Is(err, core.ErrNotFound) {
-			return msgRecord{}, fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
-		}
 		return msgRecord{}, err
 	}
 	return decodeMsgHeader(v)
