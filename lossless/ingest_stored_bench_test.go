@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/synth"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
@@ -203,5 +204,37 @@ func BenchmarkImportStored(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(st.Size())*float64(b.N)/cpu.Seconds()/1e6, "MB/cpu-s")
 		})
+	}
+}
+
+// BenchmarkBulkHeap ingests 200K synthetic agent messages (internal/synth,
+// 1.8 KB on average) in batches of 1,000 with recall off, then reports the
+// live heap right after the last batch and 15 s later: what Badger's
+// compactions hold after a bulk load, and what they give back.
+func BenchmarkBulkHeap(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		before := heapInUse()
+		e := benchEngineRecall(b, b.TempDir(), "", false)
+		ctx := context.Background()
+		g := synth.New(1)
+		for done := 0; done < 200_000; done += 1000 {
+			chunk := make([]core.Message, 1000)
+			for j := range chunk {
+				m, err := core.ParseMessage(g.Next())
+				if err != nil {
+					b.Fatal(err)
+				}
+				chunk[j] = m
+			}
+			if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "bulk", Messages: chunk}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after := heapInUse()
+		time.Sleep(15 * time.Second)
+		settled := heapInUse()
+		e.Close()
+		b.ReportMetric((after-before)/(1<<20), "heap-MB-after")
+		b.ReportMetric((settled-before)/(1<<20), "heap-MB-15s-later")
 	}
 }
