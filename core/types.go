@@ -174,6 +174,12 @@ type TranscriptRewrite struct {
 // RewriteRequest is the argument of runtimeContext.rewriteTranscriptEntries.
 type RewriteRequest struct {
 	Replacements []TranscriptRewrite `json:"replacements"`
+	// AllowedRewriteSuffixEntryIDs, when set, must cover every entry of the
+	// active branch from the first replacement onward; otherwise the host
+	// rewrites nothing (reason "rewrite suffix guard failed"). An engine
+	// passes the entries it read, so that a transcript that changed since
+	// is left alone.
+	AllowedRewriteSuffixEntryIDs []string `json:"allowedRewriteSuffixEntryIds,omitempty"`
 }
 
 // RewriteResult is what rewriteTranscriptEntries reports.
@@ -181,6 +187,8 @@ type RewriteResult struct {
 	Changed          bool `json:"changed"`
 	BytesFreed       int  `json:"bytesFreed"`
 	RewrittenEntries int  `json:"rewrittenEntries"`
+	// Reason says why nothing was rewritten (optional).
+	Reason string `json:"reason,omitempty"`
 }
 
 // LLMRequest is the argument of runtimeContext.llm.complete.

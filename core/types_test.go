@@ -66,6 +66,8 @@ var roundTrips = []struct {
 	{"FactoryOptions", func() any { return new(FactoryOptions) }, `{"config":{"a":[1,{"b":null}]},"agentDir":"/a","workspaceDir":"/w"}`},
 	{"RewriteRequest", func() any { return new(RewriteRequest) }, `{"replacements":[{"entryId":"e1","message":{"role":"toolResult","toolCallId":"c","toolName":"n","content":[],"isError":false}}]}`},
 	{"RewriteResult", func() any { return new(RewriteResult) }, `{"changed":true,"bytesFreed":5,"rewrittenEntries":1}`},
+	{"RewriteRequest guarded", func() any { return new(RewriteRequest) }, `{"replacements":[{"entryId":"e1","message":{"role":"user","content":"x"}}],"allowedRewriteSuffixEntryIds":["e1","e2"]}`},
+	{"RewriteResult refused", func() any { return new(RewriteResult) }, `{"changed":false,"bytesFreed":0,"rewrittenEntries":0,"reason":"rewrite suffix guard failed"}`},
 	{"LLMRequest", func() any { return new(LLMRequest) }, `{"system":"s","messages":[{"role":"user","content":"q"}],"maxTokens":100}`},
 	{"LLMResponse", func() any { return new(LLMResponse) }, `{"text":"answer"}`},
 }

@@ -77,15 +77,46 @@ func (e *Engine) Maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	if err := e.writeAliases(ctx, c, aliases); err != nil {
 		return core.MaintainResult{}, err
 	}
-	res, err := p.RuntimeContext.RewriteTranscriptEntries(ctx, core.RewriteRequest{Replacements: reps})
+	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: rewriteSuffix(t.ActiveBranch(), reps)}
+	res, err := p.RuntimeContext.RewriteTranscriptEntries(ctx, req)
 	if err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
 	}
 	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
 	if !res.Changed {
 		out.Reason = "the host rewrote nothing"
+		if res.Reason != "" {
+			out.Reason += ": " + res.Reason
+		}
 	}
 	return out, nil
+}
+
+// rewriteSuffix returns the ids of the active branch's entries from the
+// first one reps replaces to the end: the suffix the host re-appends, as
+// this engine read it. The host refuses the rewrite when its branch has
+// entries outside it (appended since), so nothing the engine has not seen
+// is rewritten. Nil when an entry of the suffix has no id (older files:
+// the guard cannot name it).
+func rewriteSuffix(branch []core.Entry, reps []core.TranscriptRewrite) []string {
+	replaced := make(map[string]bool, len(reps))
+	for _, r := range reps {
+		replaced[r.EntryID] = true
+	}
+	for i, en := range branch {
+		if !replaced[en.ID] {
+			continue
+		}
+		ids := make([]string, 0, len(branch)-i)
+		for _, s := range branch[i:] {
+			if s.ID == "" {
+				return nil
+			}
+			ids = append(ids, s.ID)
+		}
+		return ids
+	}
+	return nil
 }
 
 // alias maps a reference message's key to the stored original's sequence.

@@ -43,15 +43,45 @@ func writeToolSession(t testing.TB, dir string, n, resultChars int) (string, []s
 	return path, results
 }
 
-// fileRewriter is a host's rewriteTranscriptEntries over a session file:
-// it replaces the message of each named entry and reports the bytes freed.
+// fileRewriter is a host's rewriteTranscriptEntries over a session file
+// (linear: every entry on the active branch): it replaces the message of
+// each named entry and reports the bytes freed; like OpenClaw it refuses
+// when AllowedRewriteSuffixEntryIDs is set and misses an entry from the
+// first replacement onward. before, when set, runs first (a concurrent
+// writer).
 type fileRewriter struct {
-	path  string
-	calls int
+	path    string
+	calls   int
+	before  func()
+	lastReq core.RewriteRequest
 }
 
 func (f *fileRewriter) rewrite(_ context.Context, req core.RewriteRequest) (core.RewriteResult, error) {
 	f.calls++
+	f.lastReq = req
+	if f.before != nil {
+		f.before()
+	}
+	if req.AllowedRewriteSuffixEntryIDs != nil {
+		tr, err := core.ReadTranscript(f.path)
+		if err != nil {
+			return core.RewriteResult{}, err
+		}
+		allowed, replaced := map[string]bool{}, map[string]bool{}
+		for _, id := range req.AllowedRewriteSuffixEntryIDs {
+			allowed[id] = true
+		}
+		for _, r := range req.Replacements {
+			replaced[r.EntryID] = true
+		}
+		inSuffix := false
+		for _, en := range tr.ActiveBranch() {
+			inSuffix = inSuffix || replaced[en.ID]
+			if inSuffix && !allowed[en.ID] {
+				return core.RewriteResult{Reason: "rewrite suffix guard failed"}, nil
+			}
+		}
+	}
 	old, err := os.ReadFile(f.path)
 	if err != nil {
 		return core.RewriteResult{}, err
@@ -179,6 +209,61 @@ func TestMaintainRewritesOldToolResults(t *testing.T) {
 	}
 	if !equalRaws(rawBytes(asmAfter.Messages), rawBytes(asmBefore.Messages)) {
 		t.Fatal("the assembled context changed after maintain and re-import")
+	}
+}
+
+// TestMaintainSuffixGuard: the rewrite names the suffix of entries the
+// engine read; when the transcript gained an entry before the host applied
+// it, the host refuses, the file keeps every entry as it was, and Maintain
+// reports why nothing changed.
+func TestMaintainSuffixGuard(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path, results := writeToolSession(t, dir, 6, 12000)
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 5 })
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	appended := false
+	fr := &fileRewriter{path: path, before: func() {
+		if appended {
+			return
+		}
+		appended = true
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(f, `{"type":"message","id":"late1","parentId":"a005","timestamp":"2026-12-01T00:00:00.000Z","message":{"role":"user","content":"a late turn"}}`)
+		f.Close()
+	}}
+	before := entryMessages(t, path)
+	res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, Reason: core.MaintainReasonTurn,
+		RuntimeContext: &core.RuntimeContext{RewriteTranscriptEntries: fr.rewrite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := fr.lastReq.AllowedRewriteSuffixEntryIDs
+	if len(ids) == 0 || ids[0] != fr.lastReq.Replacements[0].EntryID || ids[len(ids)-1] != "a005" {
+		t.Fatalf("suffix %v: want from the first replaced entry (%s) to the last entry read (a005)", ids, fr.lastReq.Replacements[0].EntryID)
+	}
+	if res.Changed || !strings.Contains(res.Reason, "rewrite suffix guard failed") {
+		t.Fatalf("maintain over a changed transcript: %+v", res)
+	}
+	after := entryMessages(t, path)
+	for id, raw := range before {
+		if !bytes.Equal(after[id], raw) {
+			t.Fatalf("entry %s changed although the host refused", id)
+		}
+	}
+	if _, ok := after["late1"]; !ok || len(results) == 0 {
+		t.Fatal("the late entry is gone")
+	}
+	// Read again, the late entry included: the rewrite goes through.
+	res, err = e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, Reason: core.MaintainReasonTurn,
+		RuntimeContext: &core.RuntimeContext{RewriteTranscriptEntries: fr.rewrite}})
+	if err != nil || !res.Changed {
+		t.Fatalf("second maintain: %+v %v", res, err)
 	}
 }
 
