@@ -486,6 +486,40 @@ func (ix *Index) Delete(ids ...string) {
 	ix.signal()
 }
 
+// ConversationDocIDs returns the ids of every doc of a conversation, once
+// the docs added before the call are indexed (for deleting them all).
+func (ix *Index) ConversationDocIDs(ctx context.Context, conversation string) ([]string, error) {
+	if err := ix.Flush(ctx); err != nil {
+		return nil, err
+	}
+	q := termQ(fConv, conversation)
+	ix.bmu.RLock()
+	defer ix.bmu.RUnlock()
+	if ix.isClosed() {
+		return nil, ErrClosed
+	}
+	var ids []string
+	const page = 10_000
+	for {
+		req := bleve.NewSearchRequestOptions(q, page, 0, false)
+		req.SortBy([]string{"_id"})
+		if len(ids) > 0 {
+			req.SearchAfter = []string{ids[len(ids)-1]}
+		}
+		res, err := ix.bi.SearchInContext(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("index: conversation docs: %w", err)
+		}
+		for _, h := range res.Hits {
+			ids = append(ids, h.ID)
+		}
+		if len(res.Hits) < page {
+			break
+		}
+	}
+	return ids, nil
+}
+
 // docBytes is what a queued doc counts toward Options.MaxLagBytes.
 func docBytes(d *Doc) int { return len(d.Text) + len(d.Context) }
 

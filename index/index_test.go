@@ -656,3 +656,37 @@ func TestDelete(t *testing.T) {
 		t.Fatalf("lag %d after a flushed search", ix.Lag())
 	}
 }
+
+// TestConversationDocIDs: every doc of a conversation, across pages, and
+// none of another.
+func TestConversationDocIDs(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	var docs []Doc
+	for i := 0; i < 25_000; i++ {
+		d := msg("a", "c1", uint64(i), "t")
+		if i%5 == 0 {
+			d.Conversation = "c2"
+		}
+		docs = append(docs, d)
+	}
+	ix.Add(docs...)
+	ids, err := ix.ConversationDocIDs(context.Background(), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 20_000 {
+		t.Fatalf("%d ids, want 20000", len(ids))
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			t.Fatalf("id %s twice", id)
+		}
+		seen[id] = true
+	}
+	for i, d := range docs {
+		if seen[d.ID] != (i%5 != 0) {
+			t.Fatalf("doc %s (conversation %s): listed %v", d.ID, d.Conversation, seen[d.ID])
+		}
+	}
+}

@@ -313,9 +313,9 @@ func (e *Engine) parseBatch(b *lineBatch) {
 	}
 }
 
-// preparePending hashes, counts and encodes one message (the per-message
-// work of prepare and of the import pipeline's workers), with a cheaper
-// hash of JSON that is already compact; flags already set on p are kept.
+// preparePending hashes and counts one message (the per-message work of
+// prepare and of the import pipeline's workers), with a cheaper hash of
+// JSON that is already compact; flags already set on p are kept.
 func (e *Engine) preparePending(p *pending, m core.Message) {
 	p.msg = m
 	p.hash = hashMessageRaw(m.Raw())
@@ -336,9 +336,6 @@ func (e *Engine) preparePending(p *pending, m core.Message) {
 			p.refTokens = core.CountMessage(e.tc, rm)
 		}
 	}
-	// The stored record (its body compressed) is made here, in parallel,
-	// not under the conversation's lock in writeMessage.
-	p.rec = encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: m.Timestamp(), Role: m.Role(), Hash: p.hash, Raw: m.Raw()})
 }
 
 // hashMessageRaw is hashRaw for the raw bytes of a parsed message (valid

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -89,8 +90,8 @@ type pending struct {
 	hash   msgHash
 	tokens int
 	flags  byte
-	// rec is the encoded message record (encodeMsg), made by preparePending;
-	// set it to nil after changing any field it encodes.
+	// rec is the encoded message record (encodeMsg), made by ingestInto
+	// for the messages it stores (writeMessage encodes when it is nil).
 	rec []byte
 	// ref is the reference message representing large content (flagLarge).
 	ref       []byte
@@ -108,38 +109,38 @@ func (e *Engine) prepare(msgs []core.Message, heartbeat bool) []pending {
 	if heartbeat {
 		flags |= flagHeartbeat
 	}
-	work := func(i int) {
+	parallelFor(len(msgs), func(i int) {
 		out[i].flags = flags
 		e.preparePending(&out[i], msgs[i])
-	}
+	})
+	return out
+}
+
+// parallelFor runs fn(0..n-1) across the cores (in line when n < 4).
+func parallelFor(n int, fn func(i int)) {
 	workers := runtime.GOMAXPROCS(0)
-	if len(msgs) < 4 || workers == 1 {
-		for i := range msgs {
-			work(i)
+	if n < 4 || workers == 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
 		}
-		return out
+		return
 	}
 	var wg sync.WaitGroup
-	var next int64
-	var mu sync.Mutex
-	for w := 0; w < workers; w++ {
+	var next atomic.Int64
+	for w := 0; w < min(workers, n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				mu.Lock()
-				i := int(next)
-				next++
-				mu.Unlock()
-				if i >= len(msgs) {
+				i := int(next.Add(1) - 1)
+				if i >= n {
 					return
 				}
-				work(i)
+				fn(i)
 			}
 		}()
 	}
 	wg.Wait()
-	return out
 }
 
 // Limits of one write transaction (kept well under Badger's batch limits,
@@ -200,6 +201,12 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 			d.seq = seen[d.hash].seq
 		}
 	}()
+	// The records of the new messages (bodies compressed), across the
+	// cores; duplicates cost none.
+	parallelFor(len(fresh), func(i int) {
+		p := fresh[i]
+		p.rec = encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: p.msg.Timestamp(), Role: p.msg.Role(), Hash: p.hash, Raw: p.msg.Raw()})
+	})
 	maxBytes := e.cfg.Badger.MemTableSize * 15 / 100 / 2
 	stored := 0
 	for len(fresh) > 0 {
@@ -255,7 +262,7 @@ func (e *Engine) writeMessage(txn *badger.Txn, c convID, rec *convRecord, p *pen
 	m := p.msg
 	ts := m.Timestamp()
 	val := p.rec
-	if val == nil {
+	if val == nil { // commitTurn's path encodes here
 		val = encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: ts, Role: m.Role(), Hash: p.hash, Raw: m.Raw()})
 	}
 	if err := txn.Set(msgKey(c, seq), val); err != nil {

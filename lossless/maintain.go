@@ -96,8 +96,8 @@ func (e *Engine) Maintain(ctx context.Context, p core.MaintainParams) (core.Main
 // first one reps replaces to the end: the suffix the host re-appends, as
 // this engine read it. The host refuses the rewrite when its branch has
 // entries outside it (appended since), so nothing the engine has not seen
-// is rewritten. Nil when an entry of the suffix has no id (older files:
-// the guard cannot name it).
+// is rewritten. Entries without an id are left out (the host's guard skips
+// them too).
 func rewriteSuffix(branch []core.Entry, reps []core.TranscriptRewrite) []string {
 	replaced := make(map[string]bool, len(reps))
 	for _, r := range reps {
@@ -109,10 +109,9 @@ func rewriteSuffix(branch []core.Entry, reps []core.TranscriptRewrite) []string 
 		}
 		ids := make([]string, 0, len(branch)-i)
 		for _, s := range branch[i:] {
-			if s.ID == "" {
-				return nil
+			if s.ID != "" {
+				ids = append(ids, s.ID)
 			}
-			ids = append(ids, s.ID)
 		}
 		return ids
 	}

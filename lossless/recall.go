@@ -13,6 +13,7 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
@@ -363,10 +364,34 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 	r.mu.Unlock()
 }
 
-// unindexConversation removes a deleted conversation's docs from the index
-// (retention) and takes its messages and summaries out of the generation,
-// as storeGeneration no longer counts them.
-func (e *Engine) unindexConversation(rec convRecord, ids []string) {
+// unindexConversation removes conversation c's docs from the recall index
+// (retention deletes c next): every doc the index holds for c, found in the
+// index once what was queued before is indexed.
+func (e *Engine) unindexConversation(ctx context.Context, c convID, rec convRecord) error {
+	r := e.recaller()
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.rebuild:
+	case <-ctx.Done():
+		return fmt.Errorf("lossless: retain: %w", ctx.Err())
+	}
+	ids, err := r.ix.ConversationDocIDs(ctx, c.String())
+	if err != nil {
+		if errors.Is(err, index.ErrClosed) {
+			return nil
+		}
+		return fmt.Errorf("lossless: retain: recall index: %w", err)
+	}
+	r.ix.Delete(ids...)
+	return nil
+}
+
+// forgetIndexedConversation takes a deleted conversation's messages and
+// summaries out of the index generation, as storeGeneration no longer
+// counts them.
+func (e *Engine) forgetIndexedConversation(rec convRecord) {
 	r := e.recaller()
 	if r == nil {
 		return
@@ -377,7 +402,6 @@ func (e *Engine) unindexConversation(rec convRecord, ids []string) {
 	}
 	r.mu.Lock()
 	r.gen -= min(n, r.gen)
-	r.ix.Delete(ids...)
 	r.ix.SetGeneration(r.gen)
 	r.mu.Unlock()
 }

@@ -35,7 +35,7 @@ func TestStoreContract(t *testing.T) {
 				return 0, err
 			}
 			ps := e.prepare([]core.Message{m}, false)
-			ps[0].tokens, ps[0].rec = tokens, nil // rec is re-encoded with these tokens
+			ps[0].tokens = tokens
 			n, err := e.ingestInto(ctx, c, ps)
 			if err != nil {
 				return 0, err

@@ -106,8 +106,8 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 		}
 		if !dry {
 			if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
-				if errors.Is(err, errConvChanged) {
-					return nil // written to since the decision: keep it
+				if errors.Is(err, errConvChanged) || errors.Is(err, errConvGone) {
+					return nil // written to since the decision, or deleted by another pass
 				}
 				return err
 			}
@@ -240,6 +240,9 @@ func (e *Engine) stopRetention() {
 // to delete it.
 var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
 
+// errConvGone reports a conversation a concurrent pass deleted first.
+var errConvGone = errors.New("lossless: conversation already deleted")
+
 // deleteConversation removes every key of conversation c, then its
 // mappings, checkpoints and record (last, so that an interrupted deletion
 // is found again by the next pass).
@@ -262,15 +265,24 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 		return fmt.Errorf("lossless: retain: %w", err)
 	}
-	if err == nil && now.Updated != updated {
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return errConvGone // deleted by a concurrent pass
+	}
+	if now.Updated != updated {
 		return errConvChanged
+	}
+	// The recall index's docs go first: found in the index itself, so that
+	// a pass interrupted midway (Close, a crash) leaves none behind; the
+	// next pass finds the conversation record (deleted last) and the docs
+	// left, whatever store keys are already gone.
+	if err := e.unindexConversation(ctx, c, now); err != nil {
+		return err
 	}
 	wb := e.db.NewWriteBatch()
 	defer wb.Cancel()
 	// deleteWhere deletes the keys under prefix that match accepts (every
-	// key when match is nil; values are read only for match), telling
-	// seen (when set) each deleted key.
-	deleteWhere := func(prefix []byte, match func(k, v []byte) bool, seen func(k []byte)) error {
+	// key when match is nil; values are read only for match).
+	deleteWhere := func(wb *badger.WriteBatch, prefix []byte, match func(k, v []byte) bool) error {
 		return e.db.View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: match != nil})
 			defer it.Close()
@@ -288,9 +300,6 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 						continue
 					}
 				}
-				if seen != nil {
-					seen(k)
-				}
 				if err := wb.Delete(k); err != nil {
 					return fmt.Errorf("lossless: retain: %w", err)
 				}
@@ -298,41 +307,38 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 			return nil
 		})
 	}
-	// The recall index's docs of the conversation go with it.
-	var docIDs []string
 	for _, p := range convScoped {
-		var seen func(k []byte)
-		switch p {
-		case pMsg:
-			seen = func(k []byte) {
-				if seq, ok := getU64(k[9:]); ok {
-					docIDs = append(docIDs, messageDocID(c, seq))
-				}
-			}
-		case pSummary:
-			seen = func(k []byte) { docIDs = append(docIDs, summaryDocID(c, string(k[9:]))) }
-		}
-		if err := deleteWhere(convPrefix(p, c), nil, seen); err != nil {
+		if err := deleteWhere(wb, convPrefix(p, c), nil); err != nil {
 			return err
 		}
-	}
-	if err := deleteWhere([]byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }, nil); err != nil {
-		return err
-	}
-	id := c.String()
-	if err := deleteWhere([]byte{pCheck}, func(_, v []byte) bool {
-		var cp checkpoint
-		return json.Unmarshal(v, &cp) == nil && cp.Conv == id
-	}, nil); err != nil {
-		return err
 	}
 	if err := wb.Flush(); err != nil {
 		return fmt.Errorf("lossless: retain: %w", err)
 	}
-	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(convKey(c)) }); err != nil {
+	// Names, checkpoints and the record go together, under metaMu: a
+	// session resolved meanwhile either finds the conversation whole or
+	// creates it afresh after, never names without a record.
+	e.metaMu.Lock()
+	defer e.metaMu.Unlock()
+	last := e.db.NewWriteBatch()
+	defer last.Cancel()
+	if err := deleteWhere(last, []byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }); err != nil {
+		return err
+	}
+	id := c.String()
+	if err := deleteWhere(last, []byte{pCheck}, func(_, v []byte) bool {
+		var cp checkpoint
+		return json.Unmarshal(v, &cp) == nil && cp.Conv == id
+	}); err != nil {
+		return err
+	}
+	if err := last.Delete(convKey(c)); err != nil {
 		return fmt.Errorf("lossless: retain: %w", err)
 	}
-	e.unindexConversation(now, docIDs)
+	if err := last.Flush(); err != nil {
+		return fmt.Errorf("lossless: retain: %w", err)
+	}
+	e.forgetIndexedConversation(now)
 	// Forget cached state: resolution entries and the conversation state.
 	e.resolved.Range(func(k, v any) bool {
 		if v.(convID) == c {

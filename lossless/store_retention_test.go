@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -269,5 +270,56 @@ func TestRetentionConfigValidated(t *testing.T) {
 		if _, err := Open(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "retention") {
 			t.Fatalf("retention %+v: err %v, want a retention config error", r, err)
 		}
+	}
+}
+
+// TestRetentionAfterInterruptedDeletion: a conversation whose deletion was
+// cut off midway (half its message keys gone, its index docs still there)
+// leaves no doc in the recall index once a later pass deletes it.
+func TestRetentionAfterInterruptedDeletion(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	var msgs []core.Message
+	for i := 0; i < 400; i++ {
+		msgs = append(msgs, core.UserText(fmt.Sprintf("note %d about the zanzibarquokka", i), int64(1_700_000_000_000+i)))
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "gone", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "kept", Messages: turn(1)}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.resolve(ctx, "main", "gone", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The interrupted pass: the first 200 message keys deleted, nothing else.
+	err = e.db.Update(func(txn *badger.Txn) error {
+		for seq := uint64(1); seq <= 200; seq++ {
+			if err := txn.Delete(msgKey(c, seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.Retention.MaxBytesPerAgent = 1
+	if res, err := e.Retain(ctx, time.Time{}); err != nil || len(res.Deleted) != 1 {
+		t.Fatalf("retain: %+v %v", res, err)
+	}
+	r := e.recaller()
+	ids, err := r.ix.ConversationDocIDs(ctx, c.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 0 {
+		t.Fatalf("%d docs of the deleted conversation left in the index (e.g. %s)", len(ids), ids[0])
+	}
+	hits, err := r.ix.Search(ctx, index.Query{Agent: "main", Text: "zanzibarquokka", WaitForLag: true})
+	if err != nil || len(hits) != 0 {
+		t.Fatalf("search after retention: %d hits, %v", len(hits), err)
 	}
 }
