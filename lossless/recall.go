@@ -222,12 +222,20 @@ func (e *Engine) WaitRecallIndex(ctx context.Context) error {
 	if r == nil {
 		return nil
 	}
+	if err := r.waitRebuild(ctx); err != nil {
+		return err
+	}
+	return r.ix.Flush(ctx)
+}
+
+// waitRebuild waits until the opening rebuild of the index (if any) ends.
+func (r *recaller) waitRebuild(ctx context.Context) error {
 	select {
 	case <-r.rebuild:
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("lossless: recall: %w", ctx.Err())
 	}
-	return r.ix.Flush(ctx)
 }
 
 // closeRecall closes the index (Close calls it).
@@ -367,15 +375,13 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 // unindexConversation removes conversation c's docs from the recall index
 // (retention deletes c next): every doc the index holds for c, found in the
 // index once what was queued before is indexed.
-func (e *Engine) unindexConversation(ctx context.Context, c convID, rec convRecord) error {
+func (e *Engine) unindexConversation(ctx context.Context, c convID) error {
 	r := e.recaller()
 	if r == nil {
 		return nil
 	}
-	select {
-	case <-r.rebuild:
-	case <-ctx.Done():
-		return fmt.Errorf("lossless: retain: %w", ctx.Err())
+	if err := r.waitRebuild(ctx); err != nil {
+		return err
 	}
 	ids, err := r.ix.ConversationDocIDs(ctx, c.String())
 	if err != nil {

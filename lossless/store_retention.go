@@ -275,7 +275,7 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	// a pass interrupted midway (Close, a crash) leaves none behind; the
 	// next pass finds the conversation record (deleted last) and the docs
 	// left, whatever store keys are already gone.
-	if err := e.unindexConversation(ctx, c, now); err != nil {
+	if err := e.unindexConversation(ctx, c); err != nil {
 		return err
 	}
 	wb := e.db.NewWriteBatch()
