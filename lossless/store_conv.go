@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -528,6 +530,8 @@ type Stats struct {
 	Agents map[string]AgentStats `json:"agents"`
 	// DiskBytes is the size of the store's LSM tree and value log.
 	DiskBytes int64 `json:"diskBytes"`
+	// IndexBytes is the size of the recall index's files (0 without one).
+	IndexBytes int64 `json:"indexBytes"`
 	// Format is the store format version.
 	Format int `json:"format"`
 }
@@ -555,6 +559,14 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	}
 	lsm, vlog := e.db.Size()
 	st.DiskBytes = lsm + vlog
+	_ = filepath.WalkDir(e.indexDir(), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				st.IndexBytes += info.Size()
+			}
+		}
+		return nil
+	})
 	return st, nil
 }
 

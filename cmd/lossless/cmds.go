@@ -173,9 +173,10 @@ func cmdStats() *command {
 			}
 			if c.json {
 				return printJSON(c.io.out, map[string]any{"store": c.store, "format": st.Format,
-					"diskBytes": st.DiskBytes, "agents": st.Agents})
+					"diskBytes": st.DiskBytes, "indexBytes": st.IndexBytes, "agents": st.Agents})
 			}
-			fmt.Fprintf(c.io.out, "store %s (format %d), %s on disk\n", absPath(c.store), st.Format, humanBytes(st.DiskBytes))
+			fmt.Fprintf(c.io.out, "store %s (format %d), %s on disk, recall index %s\n", absPath(c.store), st.Format,
+				humanBytes(st.DiskBytes), humanBytes(st.IndexBytes))
 			if len(st.Agents) == 0 {
 				fmt.Fprintln(c.io.out, "no agents")
 				return nil

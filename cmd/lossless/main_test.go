@@ -177,6 +177,7 @@ func TestImportStatsCompactExport(t *testing.T) {
 	var st struct {
 		Format int   `json:"format"`
 		Disk   int64 `json:"diskBytes"`
+		Index  int64 `json:"indexBytes"`
 		Agents map[string]struct {
 			Conversations, Messages, Tokens int64
 		} `json:"agents"`
@@ -186,10 +187,10 @@ func TestImportStatsCompactExport(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("stats --json: %v\n%s", err, r.stdout)
 	}
-	if a := st.Agents["alice"]; a.Conversations != 1 || a.Messages != 40 || a.Tokens <= 0 || st.Format < 1 || st.Disk <= 0 {
+	if a := st.Agents["alice"]; a.Conversations != 1 || a.Messages != 40 || a.Tokens <= 0 || st.Format < 1 || st.Disk <= 0 || st.Index <= 0 {
 		t.Fatalf("stats = %+v", st)
 	}
-	runCLI(t, "", nil, "stats", "--store", store).want(t, 0, "alice", "40")
+	runCLI(t, "", nil, "stats", "--store", store).want(t, 0, "alice", "40", "recall index")
 
 	r = runCLI(t, "", nil, "sessions", "--store", store, "--json")
 	r.want(t, 0, sid)
