@@ -42,16 +42,27 @@ const (
 	MethodOnSubagentEnded       = "onSubagentEnded"
 	MethodDispose               = "dispose"
 	MethodCancelRequest         = "$/cancelRequest"
+	// MethodToolsCall runs one of the engine's model tools (core.ToolCaller)
+	// for a session: params core.ToolCallParams, result core.ToolCallResult.
+	MethodToolsCall = "tools/call"
+	// MethodToolsList returns the engine's tool definitions ([]core.ToolDef).
+	MethodToolsList = "tools/list"
 
 	// Server → client requests.
 	MethodHostRewriteTranscriptEntries = "host/rewriteTranscriptEntries"
 	MethodHostLLMComplete              = "host/llmComplete"
+	MethodHostReadTranscript           = "host/readTranscript"
 )
 
 // Host callback names a client lists in a request's "hostCallbacks" field.
 const (
 	CallbackRewriteTranscriptEntries = "rewriteTranscriptEntries"
 	CallbackLLMComplete              = "llm.complete"
+	// CallbackReadTranscript: the host reads the session's transcript for
+	// the engine (OpenClaw keeps transcripts in SQLite; the plugin reads
+	// them through the SDK): request core.TranscriptReadRequest, result
+	// core.TranscriptPage.
+	CallbackReadTranscript = "readTranscript"
 )
 
 // Error is a JSON-RPC error object. It is also what a host callback returns

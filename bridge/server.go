@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 )
@@ -41,6 +42,11 @@ type Options struct {
 	// only the new messages each turn (the session view grows with the
 	// history; sending all of it every turn costs O(history) per turn).
 	AfterTurnNewMessagesOnly bool
+	// Timing, when set, receives one line per request the engine served:
+	// {"method","startMs","ms","ok"} (JSON), ms being the time inside the
+	// engine call, host callbacks included. lossless-bench and the OpenClaw
+	// end-to-end test read it to measure the engine's share of a turn.
+	Timing func(method string, start time.Time, d time.Duration, ok bool)
 }
 
 // Static returns a factory that always returns e, ignoring the options.
@@ -364,7 +370,11 @@ func (s *server) respondCtx(ctx context.Context, m Message, release func()) {
 
 // finish runs h, calls release, then writes the response.
 func (s *server) finish(ctx context.Context, m Message, h handler, release func()) {
+	start := time.Now()
 	result, err := s.call(ctx, m, h)
+	if s.opts.Timing != nil {
+		s.opts.Timing(m.Method, start, time.Since(start), err == nil)
+	}
 	release()
 	if !m.IsRequest() {
 		if err != nil {
@@ -501,6 +511,9 @@ func Methods(e core.Engine) []string {
 	}
 	if _, ok := e.(io.Closer); ok {
 		out = append(out, MethodDispose)
+	}
+	if _, ok := e.(core.ToolCaller); ok {
+		out = append(out, MethodToolsCall, MethodToolsList)
 	}
 	sort.Strings(out)
 	return out
@@ -697,6 +710,35 @@ func (s *server) handlerMap() map[string]handler {
 			}
 			return nil, l.OnSubagentEnded(ctx, p)
 		},
+		MethodToolsList: func(ctx context.Context, m Message) (any, error) {
+			e, err := s.currentEngine()
+			if err != nil {
+				return nil, err
+			}
+			tc, ok := e.(core.ToolCaller)
+			if !ok {
+				return []core.ToolDef{}, nil
+			}
+			return tc.ToolDefs(), nil
+		},
+		MethodToolsCall: func(ctx context.Context, m Message) (any, error) {
+			e, err := s.currentEngine()
+			if err != nil {
+				return nil, err
+			}
+			tc, ok := e.(core.ToolCaller)
+			if !ok {
+				return nil, notImplemented(m.Method)
+			}
+			var p core.ToolCallParams
+			if err := decode(m, &p); err != nil {
+				return nil, err
+			}
+			if p.Name == "" {
+				return nil, invalidParams(m.Method, errors.New("missing name"))
+			}
+			return tc.CallTool(ctx, p)
+		},
 		MethodDispose: func(ctx context.Context, m Message) (any, error) {
 			s.mu.Lock()
 			e := s.engine
@@ -735,6 +777,12 @@ func (s *server) attach(rc *core.RuntimeContext, m Message) *core.RuntimeContext
 			rc.LLMComplete = func(ctx context.Context, req core.LLMRequest) (core.LLMResponse, error) {
 				var out core.LLMResponse
 				err := s.callHost(ctx, MethodHostLLMComplete, CallbackParams{RequestID: reqID, Request: req}, &out)
+				return out, err
+			}
+		case CallbackReadTranscript:
+			rc.ReadTranscript = func(ctx context.Context, req core.TranscriptReadRequest) (core.TranscriptPage, error) {
+				var out core.TranscriptPage
+				err := s.callHost(ctx, MethodHostReadTranscript, CallbackParams{RequestID: reqID, Request: req}, &out)
 				return out, err
 			}
 		}

@@ -118,6 +118,9 @@ type RuntimeContext struct {
 	RewriteTranscriptEntries func(ctx context.Context, req RewriteRequest) (RewriteResult, error)
 	// LLMComplete runs a completion on the host's model.
 	LLMComplete func(ctx context.Context, req LLMRequest) (LLMResponse, error)
+	// ReadTranscript reads a page of the session's transcript kept by the
+	// host (OpenClaw's SQLite store, read through its plugin SDK).
+	ReadTranscript HostTranscriptReader
 }
 
 // MarshalJSON encodes the Values map.
@@ -396,14 +399,16 @@ type CompactResult struct {
 // CompactOutcome is CompactResult.result. When compaction rotated the
 // transcript, SessionID, SessionFile and SessionTarget name the successor.
 type CompactOutcome struct {
-	Summary          string          `json:"summary,omitempty"`
-	FirstKeptEntryID string          `json:"firstKeptEntryId,omitempty"`
-	TokensBefore     int             `json:"tokensBefore"`
-	TokensAfter      int             `json:"tokensAfter,omitempty"`
-	Details          json.RawMessage `json:"details,omitempty"`
-	SessionID        string          `json:"sessionId,omitempty"`
-	SessionTarget    json.RawMessage `json:"sessionTarget,omitempty"`
-	SessionFile      string          `json:"sessionFile,omitempty"`
+	Summary          string `json:"summary,omitempty"`
+	FirstKeptEntryID string `json:"firstKeptEntryId,omitempty"`
+	TokensBefore     int    `json:"tokensBefore"`
+	// TokensAfter is always sent (OpenClaw records a finite value, which
+	// keeps its preflight from compacting again).
+	TokensAfter   int             `json:"tokensAfter"`
+	Details       json.RawMessage `json:"details,omitempty"`
+	SessionID     string          `json:"sessionId,omitempty"`
+	SessionTarget json.RawMessage `json:"sessionTarget,omitempty"`
+	SessionFile   string          `json:"sessionFile,omitempty"`
 }
 
 // EntryAnchor identifies one transcript entry in a turn commit.

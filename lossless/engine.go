@@ -146,8 +146,11 @@ func (e *Engine) Info() core.Info {
 	info := core.Info{
 		ID: EngineID, Name: EngineName, Version: Version, OwnsCompaction: true,
 		TurnMaintenanceMode: core.MaintenanceForeground,
+		// All six: a host drops every one not listed (OpenClaw filters by
+		// this list), and the engine reads each of them.
 		AcceptedHostParams: []string{core.HostParamSessionKey, core.HostParamPrompt,
-			core.HostParamRuntimeSettings, core.HostParamRuntimeContext, core.HostParamAbortSignal},
+			core.HostParamRuntimeSettings, core.HostParamSessionTarget, core.HostParamRuntimeContext,
+			core.HostParamAbortSignal},
 	}
 	declareLifecycle(&info) // transcriptSemantics, hostRequirements (commit.go)
 	return info

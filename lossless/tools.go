@@ -397,6 +397,9 @@ func WithToolSession(ctx context.Context, s ToolSession) context.Context {
 
 func sessionFrom(ctx context.Context, agent, id, key *string) error {
 	if s, ok := ctx.Value(toolSessionKey{}).(ToolSession); ok {
+		if s.AgentID != "" && *agent != "" && *agent != s.AgentID {
+			return fmt.Errorf("%w: this session's tools read agent %q only, not %q", ErrBadToolArgs, s.AgentID, *agent)
+		}
 		if *id == "" && *key == "" {
 			*id, *key = s.SessionID, s.SessionKey
 		}
@@ -562,3 +565,43 @@ func marshalForModel(v any) (string, error) {
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
+
+var _ core.ToolCaller = (*Engine)(nil)
+
+// ToolDefs returns the definitions of Tools (name, description, JSON
+// Schema), for a host to offer them to its model (core.ToolCaller).
+func (e *Engine) ToolDefs() []core.ToolDef {
+	tools := e.Tools()
+	out := make([]core.ToolDef, len(tools))
+	for i, t := range tools {
+		out[i] = core.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Schema}
+	}
+	return out
+}
+
+// CallTool runs tool p.Name with p.Arguments in the session p names (the
+// session the model runs in: arguments naming another session win), and
+// returns its output (core.ToolCaller). An unknown tool or bad arguments
+// give an error wrapping ErrBadToolArgs.
+func (e *Engine) CallTool(ctx context.Context, p core.ToolCallParams) (core.ToolCallResult, error) {
+	for _, t := range e.Tools() {
+		if t.Name != p.Name {
+			continue
+		}
+		agent := p.AgentID
+		if agent == "" {
+			agent = e.agentFor("", p.SessionKey)
+		}
+		ctx = WithToolSession(ctx, ToolSession{AgentID: agent, SessionID: p.SessionID, SessionKey: p.SessionKey})
+		text, err := t.Handler(ctx, p.Arguments)
+		if err != nil {
+			return core.ToolCallResult{}, fmt.Errorf("lossless: %s: %w", p.Name, err)
+		}
+		return core.ToolCallResult{Text: text}, nil
+	}
+	return core.ToolCallResult{}, fmt.Errorf("lossless: unknown tool %q: %w", p.Name, ErrBadToolArgs)
+}
+
+// ToolDefinitions returns the tool definitions without an open engine (the
+// plugin's tools.json is checked against it: lossless tools --json).
+func ToolDefinitions() []core.ToolDef { return (*Engine)(nil).ToolDefs() }

@@ -70,7 +70,7 @@ type cmdEnv struct {
 func commands() []*command {
 	return []*command{
 		cmdImport(), cmdSessions(), cmdStats(), cmdAssemble(), cmdCompact(),
-		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdRetain(), cmdDoctor(), cmdServe(),
+		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdRetain(), cmdDoctor(), cmdServe(), cmdTools(),
 	}
 }
 
