@@ -93,17 +93,18 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	if strings.TrimSpace(p.AdvancementKey) == "" {
 		return core.CommitTurnResult{}, fmt.Errorf("lossless: commit turn: empty advancementKey: %w", ErrBadParams)
 	}
-	sessionID, sessionKey := p.SessionID, p.SessionKey
+	explicit, sessionID, sessionKey := p.Admission.AgentID, p.SessionID, p.SessionKey
 	if sessionID == "" {
 		sessionID = p.Admission.SessionID
 	}
 	if sessionKey == "" {
 		sessionKey = p.Admission.SessionKey
 	}
+	agent, sessionID, sessionKey := e.sessionIdentity(explicit, sessionID, sessionKey, p.SessionTarget)
 	if err := validateMessages(p.Messages, e.cfg.MaxMessageBytes); err != nil {
 		return core.CommitTurnResult{}, err
 	}
-	c, err := e.resolve(ctx, e.agentFor(p.Admission.AgentID, sessionKey), sessionID, sessionKey, true)
+	c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
 	if err != nil {
 		return core.CommitTurnResult{}, err
 	}
@@ -174,6 +175,9 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	s.rec = rec
 	if len(fresh) > 0 {
 		e.indexMessages(c, rec.Agent, fresh) // recall index (recall.go)
+		// The compaction decision, off the request path: OpenClaw's turns
+		// arrive here (it never calls afterTurn on its durable path).
+		e.startCompaction(&Conversation{e: e, id: c, Agent: rec.Agent}, e.turnBudget(c, p.RuntimeContext))
 	}
 	return core.CommitTurnResult{Status: core.CommitCommitted}, nil
 }

@@ -288,12 +288,25 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 		return core.CompactResult{}, err
 	}
 	done() // the store calls below enter on their own
+	ctx = withHostLLM(ctx, p.RuntimeContext) // the "host" summarizer's model (host.go)
+	agent, sessionID, sessionKey := e.sessionIdentity(p.AgentID, p.SessionID, p.SessionKey, p.SessionTarget)
+	p.SessionID, p.SessionKey, p.AgentID = sessionID, sessionKey, agent
 	if p.SessionID == "" && p.SessionKey == "" {
 		return core.CompactResult{}, fmt.Errorf("lossless: compact: %w", core.ErrEmptySessionID)
 	}
-	agent := e.agentFor(p.AgentID, p.SessionKey)
+	// A host that keeps the transcript (OpenClaw's SQLite store) gets no
+	// rotation: it cannot make a successor transcript, so the engine
+	// compacts in its own store and returns the session unchanged.
+	host := core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext)
 	conv, err := e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
-	if errors.Is(err, core.ErrUnknownSession) && p.SessionFile != "" && p.SessionID != "" {
+	if errors.Is(err, core.ErrUnknownSession) && host && p.SessionID != "" && p.RuntimeContext.ReadTranscript != nil {
+		if _, berr := e.bootstrapHost(ctx, core.BootstrapParams{SessionID: p.SessionID, SessionKey: p.SessionKey,
+			RuntimeContext: p.RuntimeContext}, agent, p.SessionID, p.SessionKey); berr != nil {
+			return core.CompactResult{}, berr
+		}
+		conv, err = e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
+	}
+	if errors.Is(err, core.ErrUnknownSession) && !host && p.SessionFile != "" && p.SessionID != "" {
 		if _, ierr := e.importFile(ctx, agent, p.SessionID, p.SessionKey, p.SessionFile); ierr != nil && !errors.Is(ierr, os.ErrNotExist) {
 			return core.CompactResult{}, ierr
 		}
@@ -312,7 +325,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	}
 	// A rotation starts the successor from summaries and the fresh tail, so
 	// everything outside the tail is compacted first.
-	rotating := p.SessionFile != "" && e.shouldRotate(p)
+	rotating := !host && p.SessionFile != "" && e.shouldRotate(p)
 	tgt := dag.Target{Budget: budget, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions}
 	tgt.Reserved = e.reserved(ctx, conv, p.CurrentTokenCount, budget)
 	out, err := e.runCompaction(ctx, conv, tgt)
@@ -339,6 +352,9 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 		d.Rotated, d.PreviousSessionFile = true, p.SessionFile
 		outcome.SessionID, outcome.SessionFile, outcome.FirstKeptEntryID = rot.SessionID, rot.SessionFile, rot.FirstKeptEntryID
 		outcome.SessionTarget = rot.SessionTarget
+	}
+	if host && len(p.SessionTarget) > 0 && p.SessionTarget[0] == '{' {
+		outcome.SessionTarget = p.SessionTarget // unchanged: no successor
 	}
 	outcome.Details, _ = json.Marshal(d)
 	res := core.CompactResult{OK: !r.TailTooLarge, Compacted: out.windowAfter < out.windowBefore, Reason: r.Reason, Result: outcome}
@@ -414,12 +430,34 @@ type BackgroundResult struct {
 // run compacts to contextThreshold × budget when the context is over it;
 // it never blocks the turn, Assemble or Ingest.
 func (e *Engine) afterTurnCompact(p core.AfterTurnParams) {
-	x := e.extras()
-	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
-	conv, err := e.ConversationFor(x.ctx, "", p.SessionID, p.SessionKey)
+	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
+	conv, err := e.ConversationFor(e.extras().ctx, agent, sessionID, sessionKey)
 	if err != nil {
 		return
 	}
+	e.startCompaction(conv, e.budgetFor(p.TokenBudget, p.RuntimeContext))
+}
+
+// turnBudget is the budget a committed turn's compaction decision measures
+// against: the conversation's last Assemble budget (the host's own figure),
+// else the runtime context's tokenBudget, else Config.DefaultTokenBudget.
+func (e *Engine) turnBudget(c convID, rc *core.RuntimeContext) int {
+	if b := e.state(c).lastBudget.Load(); b > 0 {
+		return int(b)
+	}
+	return e.budgetFor(0, rc)
+}
+
+// startCompaction starts a background compaction of conv against budget
+// when none runs (or asks the running one to go again). A summarizer that
+// needs the host's model (summarizer kind "host") cannot run in the
+// background: Maintain, which the host calls after the commit with its
+// model, compacts instead (maintainCompact).
+func (e *Engine) startCompaction(conv *Conversation, budget int) {
+	if e.hostSummarizer() {
+		return
+	}
+	x := e.extras()
 	x.mu.Lock()
 	if x.stopped {
 		x.mu.Unlock()

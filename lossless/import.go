@@ -76,19 +76,28 @@ func (e *Engine) Import(ctx context.Context, agent, sessionFile string) (ImportR
 }
 
 // Bootstrap imports the session's transcript (p.SessionFile) incrementally;
-// see Import. A missing file is not an error: bootstrapped is false.
+// see Import. A missing file is not an error: bootstrapped is false. When
+// the host keeps the transcript itself (runtimeContext.transcriptStorage
+// "sqlite", or a sessionFile that is a session key), sessionFile is never
+// opened: the transcript is read through runtimeContext's ReadTranscript
+// from the conversation's cursor (host.go).
 func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.BootstrapResult, error) {
-	if p.SessionID == "" {
+	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
+	if sessionID == "" {
 		return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", core.ErrEmptySessionID)
+	}
+	p.SessionID, p.SessionKey = sessionID, sessionKey
+	if core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext) {
+		return e.bootstrapHost(ctx, p, agent, sessionID, sessionKey) // host.go
 	}
 	if p.SessionFile == "" {
 		return core.BootstrapResult{Reason: "no session file"}, nil
 	}
-	res, err := e.importFile(ctx, e.agentFor("", p.SessionKey), p.SessionID, p.SessionKey, p.SessionFile)
+	res, err := e.importFile(ctx, agent, p.SessionID, p.SessionKey, p.SessionFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A new session: make sure the conversation exists.
 		if done, err2 := e.enter(); err2 == nil {
-			_, err2 = e.resolve(ctx, e.agentFor("", p.SessionKey), p.SessionID, p.SessionKey, true)
+			_, err2 = e.resolve(ctx, agent, p.SessionID, p.SessionKey, true)
 			done()
 			if err2 != nil {
 				return core.BootstrapResult{}, err2

@@ -37,26 +37,40 @@ var _ core.Maintainer = (*Engine)(nil)
 // transcript (bootstrap, import) stores nothing new. The result is the
 // host's report (changed, bytesFreed, rewrittenEntries). A second Maintain
 // rewrites nothing. Without the helper, or without a session file or a
-// stored session, it changes nothing and says why in Reason.
+// stored session, it changes nothing and says why in Reason. When the host
+// keeps the transcript (OpenClaw's SQLite store), the entries come from the
+// host's reader instead of a file (host.go).
 func (e *Engine) Maintain(ctx context.Context, p core.MaintainParams) (core.MaintainResult, error) {
+	res, err := e.maintain(ctx, p)
+	if err == nil {
+		e.maintainCompact(ctx, p) // a host-model summarizer compacts here (host.go)
+	}
+	return res, err
+}
+
+func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.MaintainResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return core.MaintainResult{}, err
 	}
 	defer done()
+	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
 	if p.RuntimeContext == nil || p.RuntimeContext.RewriteTranscriptEntries == nil {
 		return core.MaintainResult{Reason: MaintainNoRewriter}, nil
 	}
-	if p.SessionFile == "" {
+	host := core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext)
+	if p.SessionFile == "" && !host {
 		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
 	}
-	agent := e.agentFor("", p.SessionKey)
-	c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey)
+	c, err := e.lookup(ctx, agent, sessionID, sessionKey)
 	if errors.Is(err, core.ErrUnknownSession) {
 		return core.MaintainResult{Reason: MaintainUnknownSession}, nil
 	}
 	if err != nil {
 		return core.MaintainResult{}, err
+	}
+	if host {
+		return e.maintainHost(ctx, p, agent, c) // host.go
 	}
 	t, err := core.ReadTranscript(p.SessionFile)
 	if errors.Is(err, os.ErrNotExist) {
@@ -76,6 +90,10 @@ func (e *Engine) Maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	// transcript must find the references already stored.
 	if err := e.writeAliases(ctx, c, aliases); err != nil {
 		return core.MaintainResult{}, err
+	}
+	// The originals must survive a power loss before the host drops them.
+	if err := e.db.Sync(); err != nil {
+		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
 	}
 	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: rewriteSuffix(t.ActiveBranch(), reps)}
 	res, err := p.RuntimeContext.RewriteTranscriptEntries(ctx, req)

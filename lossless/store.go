@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -256,6 +257,11 @@ type convState struct {
 	asmMu   sync.Mutex
 	asmMsgs map[uint64]core.Message
 	asmSums map[string]core.Message
+
+	// lastBudget is the token budget of the conversation's last Assemble:
+	// the host's own figure (net of its reserve, system prompt and prompt),
+	// which the compaction decision after a committed turn measures against.
+	lastBudget atomic.Int64
 }
 
 func (e *Engine) state(c convID) *convState {

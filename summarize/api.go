@@ -20,7 +20,8 @@ const (
 // extractive summarizer. Durations are in milliseconds; zero means the
 // documented default.
 type Config struct {
-	// Kind is KindExtractive (default when empty), KindOpenAI or KindAnthropic.
+	// Kind is KindExtractive (default when empty), KindOpenAI, KindAnthropic
+	// or KindHost.
 	Kind string `json:"kind,omitempty"`
 	// Model is the model name (required for the model kinds).
 	Model string `json:"model,omitempty"`
@@ -72,8 +73,10 @@ func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 	case KindAnthropic:
 		m, err = NewAnthropic(AnthropicConfig{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: cfg.APIKey,
 			APIKeyEnv: cfg.APIKeyEnv, Timeout: timeout, MaxOutputTokens: cfg.MaxOutputTokens})
+	case KindHost:
+		m = NewHost(timeout, cfg.MaxOutputTokens)
 	default:
-		return nil, fmt.Errorf("summarize: unknown summarizer kind %q (want extractive, openai or anthropic): %w", cfg.Kind, ErrConfig)
+		return nil, fmt.Errorf("summarize: unknown summarizer kind %q (want extractive, openai, anthropic or host): %w", cfg.Kind, ErrConfig)
 	}
 	if err != nil {
 		return nil, err

@@ -221,6 +221,12 @@ func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string
 			g.opts.Breaker.Success()
 			return out, nil
 		}
+		if errors.Is(err, ErrNoHostLLM) {
+			// Not the model failing: this call has no host model. No
+			// retry, no breaker count; the fallback answers.
+			g.opts.Breaker.Release()
+			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
+		}
 		g.opts.Breaker.Failure()
 		g.count(func(s *GuardStats) { s.Failures++ })
 		last = err

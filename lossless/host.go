@@ -1,0 +1,493 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/summarize"
+)
+
+// Hosts that keep the transcript themselves (OpenClaw 2026.9.6: rows in its
+// SQLite store; sessionFile is a session key, never a path).
+//
+// The engine reads such a transcript only through the host
+// (RuntimeContext.ReadTranscript, which the plugin relays to OpenClaw's
+// SDK), page by page from a cursor it keeps per conversation, so a repeat
+// bootstrap reads only what is new. Every entry read is mapped to the
+// stored message it holds (stored now, or earlier by commitTurn: messages
+// are identified by their bytes), which gives maintain the host's entry
+// ids without reading the transcript again:
+//
+//	'F' agent 0x00 "host:" conv          -> hostCheckpoint (JSON): the cursor
+//	'E' conv hostTag(8) 'h' index(8)     -> seq(8) key(16) entryId   entries in transcript order
+//
+// (key is the hash of the entry's own bytes: it differs from the stored
+// message's when the entry holds a reference maintain put there.)
+//
+// A "reset" answer (the host rewrote or reset the transcript) or a rewrite
+// made by maintain drops the cursor and the map; the next read starts
+// over, storing nothing twice.
+
+// hostTag is the entry-map tag of a host-kept transcript.
+var hostTag = func() [8]byte {
+	s := sha256.Sum256([]byte("host-transcript"))
+	var t [8]byte
+	copy(t[:], s[:8])
+	return t
+}()
+
+// hostCheckpoint is the progress of reading a host-kept transcript.
+type hostCheckpoint struct {
+	// Conv names the conversation (retention deletes checkpoints by it).
+	Conv string `json:"conv"`
+	// Cursor is the host's cursor after the last page stored.
+	Cursor string `json:"cursor,omitempty"`
+	// Entries is the number of entries mapped (the next entry's index).
+	Entries uint64 `json:"entries"`
+	// Messages counts the messages this engine stored from the reads.
+	Imported int `json:"imported"`
+}
+
+func hostCheckKey(agent string, c convID) []byte { return checkKey(agent, "host:"+c.String()) }
+
+func hostEntryKey(c convID, index uint64) []byte {
+	k := make([]byte, 0, 26)
+	k = append(k, pEntry)
+	k = append(k, c[:]...)
+	k = append(k, hostTag[:]...)
+	k = append(k, 'h')
+	var b [8]byte
+	putU64(b[:], index)
+	return append(k, b[:]...)
+}
+
+func hostEntryPrefix(c convID) []byte { return hostEntryKey(c, 0)[:18] }
+
+// sessionIdentity resolves a call's agent, session id and key: the call's
+// own fields first, then its sessionTarget (OpenClaw's typed identity), the
+// agent by agentFor's rule (a target's agentId counts as the call naming
+// one).
+func (e *Engine) sessionIdentity(explicitAgent, sessionID, sessionKey string, target json.RawMessage) (agent, id, key string) {
+	t, _ := core.ParseSessionTarget(target)
+	if sessionKey == "" {
+		sessionKey = t.SessionKey
+	}
+	if sessionID == "" {
+		sessionID = t.SessionID
+	}
+	if explicitAgent == "" {
+		explicitAgent = t.AgentID
+	}
+	return e.agentFor(explicitAgent, sessionKey), sessionID, sessionKey
+}
+
+// hostPageMessages is the number of messages asked per page.
+const hostPageMessages = 1000
+
+// maxHostResets bounds the "reset" answers one sync follows.
+const maxHostResets = 2
+
+// hostSyncResult reports one sync of a host-kept transcript.
+type hostSyncResult struct {
+	Imported, Entries int
+	Missing           bool
+	Unavailable       string
+}
+
+// syncHost reads the host-kept transcript of conversation c from its
+// cursor to the end, stores the messages not stored yet (in transcript
+// order) and maps every entry read to its message. Pages are stored before
+// the cursor moves past them, so an interrupted sync repeats at most one
+// page (storing nothing twice).
+func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core.HostTranscriptReader) (hostSyncResult, error) {
+	var res hostSyncResult
+	lock := e.importLock(agent, "host:"+c.String())
+	lock.Lock()
+	defer lock.Unlock()
+	var cp hostCheckpoint
+	err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, hostCheckKey(agent, c), &cp) })
+	if err != nil && !errors.Is(err, core.ErrNotFound) {
+		return res, err
+	}
+	cp.Conv = c.String()
+	resets := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("lossless: read host transcript: %w", err)
+		}
+		req := core.TranscriptReadRequest{MaxMessages: hostPageMessages}
+		if cp.Cursor != "" {
+			cur := cp.Cursor
+			req.Cursor = &cur
+		}
+		page, err := read(ctx, req)
+		if err != nil {
+			return res, fmt.Errorf("lossless: read host transcript: %w", err)
+		}
+		switch page.Kind {
+		case core.TranscriptPageKind:
+		case core.TranscriptResetKind:
+			if resets++; resets > maxHostResets {
+				return res, fmt.Errorf("lossless: read host transcript: reset %d times in one read (%s)", resets, page.Reason)
+			}
+			if err := e.dropHostMap(ctx, agent, c); err != nil {
+				return res, err
+			}
+			cp = hostCheckpoint{Conv: c.String()}
+			continue
+		case core.TranscriptMissingKind:
+			res.Missing = true
+			return res, nil
+		case core.TranscriptUnavailableKind:
+			res.Unavailable = page.Reason
+			if res.Unavailable == "" {
+				res.Unavailable = "unavailable"
+			}
+			return res, nil
+		default:
+			return res, fmt.Errorf("lossless: read host transcript: unknown answer kind %q", page.Kind)
+		}
+		n, err := e.storeHostPage(ctx, agent, c, &cp, page)
+		if err != nil {
+			return res, err
+		}
+		res.Imported += n
+		res.Entries += len(page.Entries)
+		next := page.CursorString()
+		if !page.HasMore || next == "" || (next == cp.Cursor && len(page.Entries) == 0) {
+			if next != "" {
+				cp.Cursor = next
+				if err := e.saveHostCheckpoint(agent, c, cp); err != nil {
+					return res, err
+				}
+			}
+			return res, nil
+		}
+		cp.Cursor = next
+		if err := e.saveHostCheckpoint(agent, c, cp); err != nil {
+			return res, err
+		}
+	}
+}
+
+// storeHostPage stores a page's messages (those not stored yet) and maps
+// its entries, then saves the checkpoint with the page's cursor.
+func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *hostCheckpoint, page core.TranscriptPage) (int, error) {
+	if len(page.Entries) == 0 {
+		return 0, nil
+	}
+	msgs := make([]core.Message, 0, len(page.Entries))
+	ids := make([]string, 0, len(page.Entries))
+	for i, en := range page.Entries {
+		if en.Message.IsZero() {
+			return 0, fmt.Errorf("lossless: read host transcript: entry %d (%s) has no message: %w", i, en.EntryID, core.ErrInvalidMessage)
+		}
+		if len(en.Message.Raw()) > e.cfg.MaxMessageBytes {
+			return 0, fmt.Errorf("lossless: read host transcript: entry %s: %d bytes over the %d-byte limit: %w",
+				en.EntryID, len(en.Message.Raw()), e.cfg.MaxMessageBytes, core.ErrTooLarge)
+		}
+		msgs = append(msgs, en.Message)
+		ids = append(ids, en.EntryID)
+	}
+	ps := e.prepare(msgs, false)
+	n, err := e.ingestInto(ctx, c, ps)
+	if err != nil {
+		return 0, err
+	}
+	cp.Imported += n
+	wb := e.db.NewWriteBatch()
+	defer wb.Cancel()
+	for i := range ps {
+		v := make([]byte, 8, 8+len(ps[i].hash)+len(ids[i]))
+		putU64(v, ps[i].seq)
+		v = append(v, ps[i].hash[:]...)
+		v = append(v, ids[i]...)
+		if err := wb.Set(hostEntryKey(c, cp.Entries), v); err != nil {
+			return 0, fmt.Errorf("lossless: write host entry map: %w", err)
+		}
+		cp.Entries++
+	}
+	if err := wb.Flush(); err != nil {
+		return 0, fmt.Errorf("lossless: write host entry map: %w", err)
+	}
+	return n, nil
+}
+
+func (e *Engine) saveHostCheckpoint(agent string, c convID, cp hostCheckpoint) error {
+	return e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, hostCheckKey(agent, c), cp) })
+}
+
+// dropHostMap forgets the cursor and entry map of conversation c's
+// host-kept transcript (the next sync reads it from the start).
+func (e *Engine) dropHostMap(ctx context.Context, agent string, c convID) error {
+	wb := e.db.NewWriteBatch()
+	defer wb.Cancel()
+	err := e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: hostEntryPrefix(c)})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lossless: drop host entry map: %w", err)
+	}
+	if err := wb.Delete(hostCheckKey(agent, c)); err != nil {
+		return fmt.Errorf("lossless: drop host entry map: %w", err)
+	}
+	if err := wb.Flush(); err != nil {
+		return fmt.Errorf("lossless: drop host entry map: %w", err)
+	}
+	return ctx.Err()
+}
+
+// hostEntry is one mapped entry of a host-kept transcript.
+type hostEntry struct {
+	id   string
+	seq  uint64
+	hash msgHash // of the entry's bytes
+}
+
+// hostEntries returns conversation c's mapped host entries in transcript
+// order.
+func (e *Engine) hostEntries(ctx context.Context, c convID) ([]hostEntry, error) {
+	var out []hostEntry
+	err := e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: hostEntryPrefix(c), PrefetchValues: true, PrefetchSize: 256})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if len(out)%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			err := it.Item().Value(func(v []byte) error {
+				var h msgHash
+				if len(v) < 8+len(h) {
+					return fmt.Errorf("%w: host entry map", errBadRecord)
+				}
+				seq, _ := getU64(v[:8])
+				copy(h[:], v[8:])
+				out = append(out, hostEntry{id: string(bytes.Clone(v[8+len(h):])), seq: seq, hash: h})
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lossless: read host entry map: %w", err)
+	}
+	return out, nil
+}
+
+// bootstrapHost is Bootstrap for a host that keeps the transcript: the
+// conversation is made if new, and the transcript is read through the host
+// from the conversation's cursor (history written before the engine was
+// selected is imported once; later bootstraps read only what is new).
+func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agent, sessionID, sessionKey string) (core.BootstrapResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return core.BootstrapResult{}, err
+	}
+	defer done()
+	c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
+	if err != nil {
+		return core.BootstrapResult{}, err
+	}
+	if p.RuntimeContext == nil || p.RuntimeContext.ReadTranscript == nil {
+		return core.BootstrapResult{Reason: "the host keeps the transcript and offers no reader: nothing imported"}, nil
+	}
+	r, err := e.syncHost(ctx, agent, c, p.RuntimeContext.ReadTranscript)
+	if err != nil {
+		return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", err)
+	}
+	switch {
+	case r.Missing:
+		return core.BootstrapResult{Reason: "no transcript yet"}, nil
+	case r.Unavailable != "":
+		return core.BootstrapResult{Reason: "host transcript unavailable: " + r.Unavailable}, nil
+	}
+	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: r.Imported}, nil
+}
+
+// MaintainHostNoReader is Maintain's reason when the host keeps the
+// transcript but offers no way to read it (no entry ids to rewrite).
+const MaintainHostNoReader = "the host keeps the transcript and offers no reader: nothing to rewrite"
+
+// maintainHost is Maintain for a host that keeps the transcript: the
+// transcript is read from the conversation's cursor (entries new since the
+// last read), then every mapped tool result older than the fresh tail,
+// above Config.MaintainMinTokens and stored byte for byte is replaced by a
+// reference, as for a file. The request names the mapped entries from the
+// first replaced one to the end, so a transcript that gained entries since
+// is left alone. After a rewrite the map is dropped (the host gives the
+// re-appended suffix new ids) and the next read starts over.
+func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent string, c convID) (core.MaintainResult, error) {
+	rc := p.RuntimeContext
+	if rc.ReadTranscript == nil {
+		return core.MaintainResult{Reason: MaintainHostNoReader}, nil
+	}
+	r, err := e.syncHost(ctx, agent, c, rc.ReadTranscript)
+	if err != nil {
+		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
+	}
+	if r.Missing || r.Unavailable != "" {
+		return core.MaintainResult{Reason: "host transcript not readable now: nothing to rewrite"}, nil
+	}
+	entries, err := e.hostEntries(ctx, c)
+	if err != nil {
+		return core.MaintainResult{}, err
+	}
+	min := e.cfg.MaintainMinTokens
+	if min <= 0 {
+		min = DefaultMaintainMinTokens
+	}
+	tail := len(entries) - e.cfg.FreshTailMessages
+	var reps []core.TranscriptRewrite
+	var aliases []alias
+	first := -1
+	err = e.db.View(func(txn *badger.Txn) error {
+		for i := 0; i < tail; i++ {
+			en := entries[i]
+			if en.id == "" {
+				continue
+			}
+			h, err := getMsgHeader(txn, c, en.seq)
+			if err != nil {
+				return err
+			}
+			if h.Role != core.RoleToolResult || h.Tokens <= min || h.Hash != en.hash {
+				continue // not a tool result, small, or already a reference
+			}
+			r, err := getMsg(txn, c, en.seq)
+			if err != nil {
+				return err
+			}
+			m, err := core.ParseMessage(r.Raw)
+			if err != nil {
+				return fmt.Errorf("lossless: maintain: message %d: %w", en.seq, err)
+			}
+			ref, err := core.ParseMessage(largeReference(m, r.Tokens))
+			if err != nil {
+				return fmt.Errorf("lossless: maintain: reference: %w", err)
+			}
+			if len(ref.Raw()) >= len(m.Raw()) {
+				continue
+			}
+			if first < 0 {
+				first = i
+			}
+			reps = append(reps, core.TranscriptRewrite{EntryID: en.id, Message: ref})
+			aliases = append(aliases, alias{ref: hashRaw(ref.Raw()), seq: en.seq})
+		}
+		return nil
+	})
+	if err != nil {
+		return core.MaintainResult{}, err
+	}
+	if len(reps) == 0 {
+		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
+	}
+	if err := e.writeAliases(ctx, c, aliases); err != nil {
+		return core.MaintainResult{}, err
+	}
+	// The originals must survive a power loss before the host drops them.
+	if err := e.db.Sync(); err != nil {
+		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
+	}
+	suffix := make([]string, 0, len(entries)-first)
+	for _, en := range entries[first:] {
+		if en.id != "" {
+			suffix = append(suffix, en.id)
+		}
+	}
+	res, err := rc.RewriteTranscriptEntries(ctx, core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: suffix})
+	if err != nil {
+		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
+	}
+	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
+	if res.Changed {
+		// The host re-appended the suffix with new ids: read again next time.
+		if err := e.dropHostMap(ctx, agent, c); err != nil {
+			return out, err
+		}
+	} else {
+		out.Reason = "the host rewrote nothing"
+		if res.Reason != "" {
+			out.Reason += ": " + res.Reason
+		}
+	}
+	return out, nil
+}
+
+// hostSummarizer reports whether compactions summarize with the host's
+// model (summarizer kind "host"), which only calls that offer
+// runtimeContext.llm can reach.
+func (e *Engine) hostSummarizer() bool {
+	var sc struct {
+		Kind string `json:"kind"`
+	}
+	if len(e.cfg.Summarizer) == 0 || json.Unmarshal(e.cfg.Summarizer, &sc) != nil {
+		return false
+	}
+	return strings.EqualFold(sc.Kind, summarize.KindHost)
+}
+
+// withHostLLM returns ctx carrying the host's model (rc's llm.complete) for
+// the "host" summarizer.
+func withHostLLM(ctx context.Context, rc *core.RuntimeContext) context.Context {
+	if rc == nil || rc.LLMComplete == nil {
+		return ctx
+	}
+	llm := rc.LLMComplete
+	return summarize.WithHostLLM(ctx, func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		res, err := llm(ctx, core.LLMRequest{System: system, MaxTokens: maxTokens,
+			Messages: []core.Message{core.UserText(user, time.Now().UnixMilli())}})
+		if err != nil {
+			return "", err
+		}
+		return res.Text, nil
+	})
+}
+
+// maintainCompact is the compaction decision of a host-model summarizer:
+// a committed turn cannot compact in the background without the host's
+// model, so Maintain (which the host calls after the commit, offering it)
+// compacts the conversation when its context is over contextThreshold of
+// the last assembled budget. A failure is logged, never fails Maintain.
+func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
+	if !e.hostSummarizer() || p.RuntimeContext == nil || p.RuntimeContext.LLMComplete == nil {
+		return
+	}
+	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
+	conv, err := e.ConversationFor(ctx, agent, sessionID, sessionKey)
+	if err != nil {
+		return
+	}
+	budget := e.turnBudget(conv.id, p.RuntimeContext)
+	items, err := conv.Items(ctx)
+	if err != nil || float64(itemTokens(items)) <= e.cfg.ContextThreshold*float64(budget) {
+		return
+	}
+	if _, err := e.runCompaction(withHostLLM(ctx, p.RuntimeContext), conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}); err != nil &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
+		slog.Warn("lossless: compaction in maintain failed", "conversation", conv.ID(), "err", err)
+	}
+}

@@ -1,0 +1,53 @@
+package summarize
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// KindHost summarizes with the host's own model: OpenClaw's
+// runtimeContext.llm.complete, bound to the session's agent and model. The
+// host offers it only inside some calls (compact, maintain, bootstrap), so
+// the function travels in the call's context (WithHostLLM); a summarization
+// outside such a call fails and the Guard falls back to the extractive
+// summarizer.
+const KindHost = "host"
+
+// HostLLM runs one completion on the host's model.
+type HostLLM func(ctx context.Context, system, user string, maxTokens int) (string, error)
+
+type hostLLMKey struct{}
+
+// WithHostLLM returns ctx carrying the host's model for KindHost
+// summarizers.
+func WithHostLLM(ctx context.Context, f HostLLM) context.Context {
+	if f == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, hostLLMKey{}, f)
+}
+
+// HostLLMFrom returns the host's model ctx carries, or nil.
+func HostLLMFrom(ctx context.Context) HostLLM {
+	f, _ := ctx.Value(hostLLMKey{}).(HostLLM)
+	return f
+}
+
+// ErrNoHostLLM is returned by a KindHost summarizer called without the
+// host's model in its context.
+var ErrNoHostLLM = errors.New("summarize: the host's model is not offered in this call")
+
+// NewHost returns the KindHost summarizer: prompts as for the model kinds,
+// answered by the HostLLM of the call's context.
+func NewHost(timeout time.Duration, maxOutput int) *Model {
+	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: timeoutOr(timeout)}
+	m.call = func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		f := HostLLMFrom(ctx)
+		if f == nil {
+			return "", ErrNoHostLLM
+		}
+		return f(ctx, system, user, maxTokens)
+	}
+	return m
+}
