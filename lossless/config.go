@@ -79,7 +79,10 @@ type Config struct {
 	// original. Default 2000 (DefaultMaintainMinTokens).
 	MaintainMinTokens int `json:"maintainMinTokens,omitempty"`
 	// Summarizer configures the summarizer (package summarize's Config, kept
-	// raw here and decoded by the compaction code). Default: none.
+	// raw here and decoded by the compaction code). Default: extractive.
+	// Kind "host" summarizes with the host's own model
+	// (runtimeContext.llm.complete, OpenClaw's session model): compact and
+	// maintain, which the host calls with it, run those compactions.
 	Summarizer json.RawMessage `json:"summarizer,omitempty"`
 	// Recall configures cross-session recall (on by default; see
 	// RecallConfig.Enabled and RecallEnabled).
@@ -88,6 +91,10 @@ type Config struct {
 	Retention RetentionConfig `json:"retention,omitempty"`
 	// Badger overrides the store's Badger sizes.
 	Badger BadgerConfig `json:"badger,omitempty"`
+	// Bridge is the OpenClaw plugin's own section (how it runs the engine
+	// process: command, args, env, restarts). It shares the plugin's
+	// config object, so it is accepted here and ignored by the engine.
+	Bridge json.RawMessage `json:"bridge,omitempty"`
 }
 
 // RecallConfig is Config.Recall.

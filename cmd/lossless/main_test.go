@@ -514,6 +514,21 @@ func TestDoctor(t *testing.T) {
 	}
 	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "recall     ", "no problems found")
 
+	// The plugin's own config as the README gives it: its bridge section
+	// is accepted, and the store is the config's storeDir (not the
+	// command's default store).
+	plugin := write("plugin.json", `{plugins: {slots: {contextEngine: "lossless"}, entries: {lossless: {enabled: true,
+  config: {storeDir: `+jsonString(store)+`, bridge: {command: "/usr/local/bin/lossless", maxRestarts: 3}}}}}}`)
+	r = runCLI(t, "", []string{"LOSSLESS_STORE=" + filepath.Join(dir, "elsewhere")}, "doctor", "--config", plugin, "--json")
+	r.want(t, 0)
+	rep = doctorReport{}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%s", err, r.stdout)
+	}
+	if rep.Store.Dir != store || rep.Store.Messages != 4 || len(rep.Problems) != 0 {
+		t.Fatalf("doctor on the plugin's config: store %q (want %q), %d messages, problems %v", rep.Store.Dir, store, rep.Store.Messages, rep.Problems)
+	}
+
 	// With recall on, doctor reports the index (built from the store here:
 	// it did not exist yet, so it is rebuilt while doctor runs).
 	recall := write("recall.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"config":{"storeDir":`+jsonString(store)+`,"recall":{"enabled":true}}}}}}`)
