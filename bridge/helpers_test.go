@@ -122,7 +122,28 @@ func (f *fakeEngine) Compact(ctx context.Context, p core.CompactParams) (core.Co
 
 func (f *fakeEngine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.BootstrapResult, error) {
 	f.record("bootstrap")
+	if rc := p.RuntimeContext; rc != nil && rc.ReadTranscript != nil {
+		cur := "c0"
+		page, err := rc.ReadTranscript(ctx, core.TranscriptReadRequest{Cursor: &cur, MaxMessages: 2})
+		if err != nil {
+			return core.BootstrapResult{}, fmt.Errorf("fake: bootstrap: %w", err)
+		}
+		return core.BootstrapResult{Bootstrapped: page.Kind == core.TranscriptPageKind, ImportedMessages: len(page.Entries),
+			Reason: page.CursorString() + " " + string(page.Entries[0].Message.Raw())}, nil
+	}
 	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: 3, Reason: p.SessionFile}, nil
+}
+
+func (f *fakeEngine) ToolDefs() []core.ToolDef {
+	return []core.ToolDef{{Name: "echo", Description: "echoes", Parameters: json.RawMessage(`{"type":"object"}`)}}
+}
+
+func (f *fakeEngine) CallTool(ctx context.Context, p core.ToolCallParams) (core.ToolCallResult, error) {
+	f.record("tools/call")
+	if p.Name != "echo" {
+		return core.ToolCallResult{}, fmt.Errorf("fake: unknown tool %q", p.Name)
+	}
+	return core.ToolCallResult{Text: p.SessionKey + "|" + p.SessionID + "|" + p.AgentID + "|" + string(p.Arguments)}, nil
 }
 
 func (f *fakeEngine) Maintain(ctx context.Context, p core.MaintainParams) (core.MaintainResult, error) {

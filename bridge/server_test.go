@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func TestEveryMethod(t *testing.T) {
 		t.Fatalf("factory config = %s", gotOpts.Config)
 	}
 	want := []string{"afterTurn", "assemble", "bootstrap", "commitTurn", "compact", "dispose", "info",
-		"ingest", "ingestBatch", "maintain", "onSubagentEnded", "prepareSubagentSpawn"}
+		"ingest", "ingestBatch", "maintain", "onSubagentEnded", "prepareSubagentSpawn", "tools/call", "tools/list"}
 	if !reflect.DeepEqual(init.Methods, want) {
 		t.Fatalf("methods = %v, want %v", init.Methods, want)
 	}
@@ -738,5 +739,70 @@ func TestCommitTurnStringGeneration(t *testing.T) {
 		if len(p.Messages) != 1 || string(p.Messages[0].Raw()) != msg {
 			t.Fatalf("message bytes changed: %s", p.Messages[0].Raw())
 		}
+	}
+}
+
+func TestToolsAndTranscriptRead(t *testing.T) {
+	f := newFake()
+	c := startServer(t, Static(f), Options{})
+	init := c.initialize()
+	if !slices.Contains(init.Methods, MethodToolsCall) || !slices.Contains(init.Methods, MethodToolsList) {
+		t.Fatalf("methods %v lack the tools", init.Methods)
+	}
+	var defs []core.ToolDef
+	c.ok(MethodToolsList, nil, &defs)
+	if len(defs) != 1 || defs[0].Name != "echo" || string(defs[0].Parameters) != `{"type":"object"}` {
+		t.Fatalf("tools/list = %+v", defs)
+	}
+	var tr core.ToolCallResult
+	c.ok(MethodToolsCall, map[string]any{"name": "echo", "arguments": map[string]any{"q": "x"},
+		"sessionKey": "agent:main:main", "sessionId": "s1", "agentId": "main"}, &tr)
+	if tr.Text != `agent:main:main|s1|main|{"q":"x"}` {
+		t.Fatalf("tools/call = %q", tr.Text)
+	}
+	if e := c.fails(MethodToolsCall, map[string]any{"name": "nope"}, CodeEngineError); !strings.Contains(e.Message, "unknown tool") {
+		t.Fatalf("unknown tool: %+v", e)
+	}
+	c.fails(MethodToolsCall, map[string]any{}, CodeInvalidParams)
+
+	// readTranscript: the server asks the client for a page, relaying the
+	// request's cursor; the page's entries come back to the engine.
+	id, ch := c.start(MethodBootstrap, map[string]any{"sessionId": "s", "sessionFile": "agent:main:main"}, CallbackReadTranscript)
+	h := c.nextHost()
+	var p struct {
+		RequestID json.RawMessage            `json:"requestId"`
+		Request   core.TranscriptReadRequest `json:"request"`
+	}
+	if err := json.Unmarshal(h.Params, &p); err != nil {
+		t.Fatal(err)
+	}
+	if h.Method != MethodHostReadTranscript || idKey(p.RequestID) != id || p.Request.Cursor == nil || *p.Request.Cursor != "c0" || p.Request.MaxMessages != 2 {
+		t.Fatalf("readTranscript call %s", h.Line)
+	}
+	c.send(`{"jsonrpc":"2.0","id":` + string(h.ID) + `,"result":{"kind":"page","cursor":"c2","hasMore":false,"entries":[` +
+		`{"entryId":"e1","parentId":null,"seq":1,"role":"user","message":{"role":"user","content":"hi","timestamp":1}},` +
+		`{"entryId":"e2","parentId":"e1","seq":2,"role":"assistant","message":{"role":"assistant","content":[]}}]}}`)
+	var br core.BootstrapResult
+	if err := json.Unmarshal(c.wait(ch).Result, &br); err != nil || br.ImportedMessages != 2 ||
+		br.Reason != `c2 {"role":"user","content":"hi","timestamp":1}` {
+		t.Fatalf("bootstrap through readTranscript = %+v %v", br, err)
+	}
+}
+
+func TestTimingHook(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	c := startServer(t, Static(newFake()), Options{Timing: func(method string, _ time.Time, d time.Duration, ok bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, fmt.Sprintf("%s:%v", method, ok && d >= 0))
+	}})
+	c.initialize()
+	c.ok(MethodInfo, nil, nil)
+	c.fails(MethodToolsCall, map[string]any{"name": "nope"}, CodeEngineError)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(got, "info:true") || !slices.Contains(got, "tools/call:false") || !slices.Contains(got, "initialize:true") {
+		t.Fatalf("timing saw %v", got)
 	}
 }

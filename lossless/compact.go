@@ -288,7 +288,8 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 		return core.CompactResult{}, err
 	}
 	done() // the store calls below enter on their own
-	ctx = withHostLLM(ctx, p.RuntimeContext) // the "host" summarizer's model (host.go)
+	// The "host" summarizer's model (host.go).
+	ctx = withHostLLM(ctx, p.RuntimeContext)
 	agent, sessionID, sessionKey := e.sessionIdentity(p.AgentID, p.SessionID, p.SessionKey, p.SessionTarget)
 	p.SessionID, p.SessionKey, p.AgentID = sessionID, sessionKey, agent
 	if p.SessionID == "" && p.SessionKey == "" {

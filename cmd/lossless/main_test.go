@@ -473,6 +473,48 @@ not json
 	r = runCLI(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"config":{"noSuchOption":1}}}
 `, nil, "serve", "--stdio", "--store", store2)
 	r.want(t, 0, `"id":1,"error":{"code":-32000`, "noSuchOption")
+
+	// --timing: one JSON line per request, with the time inside the engine;
+	// tools/call runs a model tool bound to the session.
+	timing := filepath.Join(t.TempDir(), "timing.jsonl")
+	r = runCLI(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"config":{"storeDir":`+jsonString(store)+`}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lcm_grep","arguments":{"query":"hi"},"sessionId":"srv","agentId":"main"}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lcm_grep","arguments":{"query":"hi","agentId":"other"},"sessionId":"srv","agentId":"main"}}
+`, nil, "serve", "--stdio", "--timing", timing)
+	r.want(t, 0, `"id":2,"result":{"text":"{\"hits\":[{`, `user: <hi> & é`, `"id":3,"error"`, `reads agent \"main\" only`)
+	b, err := os.ReadFile(timing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"method":"initialize"`) || !strings.Contains(lines[1], `"method":"tools/call"`) ||
+		!strings.Contains(lines[1], `"ok":true`) || !strings.Contains(lines[2], `"ok":false`) {
+		t.Fatalf("timing file:\n%s", b)
+	}
+	var line struct {
+		Method  string
+		StartMs int64
+		Ms      float64
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &line); err != nil || line.StartMs <= 0 || line.Ms < 0 {
+		t.Fatalf("timing line %q: %v", lines[1], err)
+	}
+}
+
+func TestToolsCommand(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, "", nil, "tools", "--json")
+	r.want(t, 0)
+	var defs []struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &defs); err != nil {
+		t.Fatalf("tools --json: %v\n%s", err, r.stdout)
+	}
+	if len(defs) != 3 || defs[0].Name != "lcm_grep" || defs[1].Name != "lcm_describe" || defs[2].Name != "lcm_expand" || !json.Valid(defs[2].Parameters) {
+		t.Fatalf("tools: %s", r.stdout)
+	}
 }
 
 func jsonString(s string) string {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/lossless-engine/contextengine/bridge"
 	"github.com/lossless-engine/contextengine/core"
@@ -15,11 +18,13 @@ import (
 
 func cmdServe() *command {
 	var stdioFlag bool
+	var timingPath string
 	return &command{
 		name: "serve", args: "--stdio",
 		summary: "Serve the engine over newline-delimited JSON-RPC 2.0 on stdin/stdout (used by the OpenClaw plugin).",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.BoolVar(&stdioFlag, "stdio", false, "speak JSON-RPC on stdin/stdout (the only transport)")
+			fs.StringVar(&timingPath, "timing", "", "append one JSON line per request served ({method, startMs, ms, ok}: the time inside the engine) to this file")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
 			if len(args) > 0 {
@@ -31,11 +36,26 @@ func cmdServe() *command {
 			logf := func(format string, a ...any) {
 				fmt.Fprintf(c.io.err, "lossless serve: "+strings.TrimSuffix(format, "\n")+"\n", a...)
 			}
-			err := bridge.Serve(ctx, c.io.in, c.io.out, serveFactory(c), bridge.Options{
+			opts := bridge.Options{
 				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf,
 				// lossless.Engine.AfterTurn stores p.NewMessages() and skips
 				// messages already stored.
-				AfterTurnNewMessagesOnly: true})
+				AfterTurnNewMessagesOnly: true}
+			if timingPath != "" {
+				f, err := os.OpenFile(timingPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+				if err != nil {
+					return fmt.Errorf("serve: timing file: %w", err)
+				}
+				defer f.Close()
+				var mu sync.Mutex
+				opts.Timing = func(method string, start time.Time, d time.Duration, ok bool) {
+					line := fmt.Sprintf("{\"method\":%q,\"startMs\":%d,\"ms\":%.3f,\"ok\":%v}\n", method, start.UnixMilli(), float64(d.Microseconds())/1000, ok)
+					mu.Lock()
+					defer mu.Unlock()
+					_, _ = f.WriteString(line)
+				}
+			}
+			err := bridge.Serve(ctx, c.io.in, c.io.out, serveFactory(c), opts)
 			if errors.Is(err, context.Canceled) {
 				return nil // a signal: a normal shutdown
 			}
