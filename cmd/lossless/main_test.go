@@ -481,7 +481,7 @@ not json
 {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"lcm_grep","arguments":{"query":"hi"},"sessionId":"srv","agentId":"main"}}
 {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"lcm_grep","arguments":{"query":"hi","agentId":"other"},"sessionId":"srv","agentId":"main"}}
 `, nil, "serve", "--stdio", "--timing", timing)
-	r.want(t, 0, `"id":2,"result":{"text":"{\"hits\":[{`, `user: <hi> & é`, `"id":3,"error"`, `reads agent \"main\" only`)
+	r.want(t, 0, `"id":2,"result":{"text":"{\"hits\":[{`, `user: <hi> & é`, `"id":3,"error"`, `tools read agent \"main\" only`)
 	b, err := os.ReadFile(timing)
 	if err != nil {
 		t.Fatal(err)
