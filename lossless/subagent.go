@@ -182,7 +182,7 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 	haveParent := false
 	if p.ParentSessionID != "" || p.ParentSessionKey != "" {
 		parent, err = e.lookup(ctx, parentAgent, p.ParentSessionID, p.ParentSessionKey)
-		if errors.Is(err, core.ErrUnknownSession) && mode == core.ContextModeFork && p.ParentSessionFile != "" && p.ParentSessionID != "" {
+		if errors.Is(err, core.ErrUnknownSession) && mode == core.ContextModeFork && p.ParentSessionFile != "" && !core.IsSessionRef(p.ParentSessionFile) && p.ParentSessionID != "" {
 			// A parent the engine never saw: import its transcript first.
 			if _, ierr := e.importFile(ctx, parentAgent, p.ParentSessionID, p.ParentSessionKey, p.ParentSessionFile); ierr != nil && !errors.Is(ierr, os.ErrNotExist) {
 				return nil, ierr
