@@ -17,13 +17,8 @@ export default {
   description:
     "Keeps every message verbatim in a local store and assembles the model's context from recent messages plus expandable summaries.",
   register(api) {
-    api.registerContextEngine(ENGINE_ID, (ctx) =>
-      createLosslessEngine({
-        pluginConfig: api.pluginConfig,
-        agentDir: ctx?.agentDir,
-        workspaceDir: ctx?.workspaceDir,
-        logger: api.logger,
-      }),
-    );
+    // Starts nothing: register() also runs for read-only discovery. The
+    // engine process starts with the first call that needs it.
+    api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger }));
   },
 };

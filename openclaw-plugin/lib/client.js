@@ -1,8 +1,10 @@
 // A JSON-RPC 2.0 client for `lossless serve --stdio`: one long-lived child
 // process, newline-delimited messages, concurrent requests matched by id,
 // abort signals turned into $/cancelRequest, host callbacks (the server asks
-// for runtimeContext.rewriteTranscriptEntries / llm.complete), and restart
-// after a crash.
+// for runtimeContext.rewriteTranscriptEntries / llm.complete, or a page of
+// the session transcript, on behalf of one request), and restart after a
+// crash. The child does not keep Node's event loop alive while no request
+// is in flight.
 
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -38,10 +40,11 @@ function abortError(signal) {
 }
 
 /**
- * BridgeClient owns one engine process. `request` restarts the process when
- * it died (at most `maxRestarts` times a minute); the calls in flight when
- * it died reject with a BridgeCrashError, and so does the first call after
- * a crash that happened while idle, so that the host sees every failure.
+ * BridgeClient owns one engine process, started by the first request (or
+ * start()). When the process dies, the calls in flight reject with a
+ * BridgeCrashError, the crash is logged, and the process is restarted at
+ * once (at most `maxRestarts` times a minute; past that, by the next
+ * request): a crash while idle costs the next call nothing.
  */
 export class BridgeClient {
   constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, startTimeoutMs = 60_000, logger } = {}) {
@@ -54,16 +57,39 @@ export class BridgeClient {
     this.startTimeoutMs = startTimeoutMs;
     this.logger = logger;
     this.nextId = 1;
-    this.pending = new Map(); // id -> {resolve, reject, method, runtimeContext}
+    this.pending = new Map(); // id -> {resolve, reject, method, callbacks}
     this.hostCalls = new Map(); // server call id -> AbortController
     this.child = null;
     this.starting = null; // promise of the running start()
     this.restartTimes = [];
     this.restarts = 0;
-    this.unreportedCrash = null;
+    this.lastCrash = null; // the last crash's error (diagnostics)
     this.closed = false;
     this.stderrTail = "";
     this.initResult = null;
+  }
+
+  #refd = true;
+  #closing = false;
+
+  /**
+   * Holds Node's event loop open only while the child has work (requests
+   * or host callbacks in flight, or initialize): an idle engine process
+   * must not keep `openclaw agent` (or a test run) from exiting.
+   */
+  #syncRef() {
+    const child = this.child;
+    if (!child) return;
+    const busy = this.pending.size > 0 || this.hostCalls.size > 0 || this.#closing;
+    if (busy === this.#refd) return;
+    this.#refd = busy;
+    for (const h of [child, child.stdin, child.stdout, child.stderr]) {
+      try {
+        busy ? h?.ref?.() : h?.unref?.();
+      } catch {
+        // a closed stream
+      }
+    }
   }
 
   /** The running child's pid, or undefined. */
@@ -91,6 +117,7 @@ export class BridgeClient {
     this.child = child;
     this.initResult = null;
     this.stderrTail = "";
+    this.#refd = true; // a new child holds the event loop until it is idle
     let spawnError = null;
     child.on("error", (err) => {
       spawnError = err;
@@ -146,9 +173,10 @@ export class BridgeClient {
     this.pending.clear();
     for (const p of inFlight) p.reject(err);
     if (this.closed || !wasUp) return;
-    // Surface a crash that no call saw on the next call.
-    if (inFlight.length === 0) this.unreportedCrash = err;
-    this.logger?.error?.(err.message);
+    // A crash while idle is logged, not held against the next call: that
+    // call is served by the restarted process.
+    this.lastCrash = err;
+    this.logger?.error?.(inFlight.length ? err.message : `${err.message} (while idle; restarting)`);
     this.#maybeRestart();
   }
 
@@ -182,6 +210,7 @@ export class BridgeClient {
     this.pending.delete(msg.id);
     if (msg.error) p.reject(new BridgeError(p.method, msg.error));
     else p.resolve(msg.result);
+    this.#syncRef();
   }
 
   #write(child, obj) {
@@ -190,7 +219,7 @@ export class BridgeClient {
     return true;
   }
 
-  #send(child, method, params, { signal, runtimeContext, hostCallbacks } = {}) {
+  #send(child, method, params, { signal, callbacks, hostCallbacks } = {}) {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) {
         reject(abortError(signal));
@@ -203,7 +232,7 @@ export class BridgeClient {
       const cleanup = () => signal?.removeEventListener("abort", onAbort);
       this.pending.set(id, {
         method,
-        runtimeContext,
+        callbacks,
         resolve: (v) => {
           cleanup();
           resolve(v);
@@ -218,6 +247,7 @@ export class BridgeClient {
           if (!this.pending.delete(id)) return;
           this.#write(child, { jsonrpc: "2.0", method: "$/cancelRequest", params: { id } });
           reject(abortError(signal));
+          this.#syncRef();
         };
         signal.addEventListener("abort", onAbort, { once: true });
       }
@@ -226,21 +256,20 @@ export class BridgeClient {
         cleanup();
         reject(new BridgeCrashError("lossless: engine process is not running"));
       }
+      this.#syncRef();
     });
   }
 
   /**
-   * Sends a request and resolves with its result. options.signal aborts it
-   * (the server gets $/cancelRequest); options.runtimeContext is the host's
-   * runtimeContext whose functions the server may call back.
+   * Sends a request (starting the process if needed) and resolves with its
+   * result. options.signal aborts it (the server gets $/cancelRequest);
+   * options.hostCallbacks lists the callbacks offered to the server for
+   * this request (the message's "hostCallbacks" field) and
+   * options.callbacks maps the server's callback methods
+   * ("host/llmComplete", ...) to functions (request, signal) => result.
    */
   async request(method, params, options = {}) {
-    if (this.unreportedCrash) {
-      const err = this.unreportedCrash;
-      this.unreportedCrash = null;
-      if (!this.child && !this.starting) this.start().catch(() => {});
-      throw err;
-    }
+    if (options.signal?.aborted) throw abortError(options.signal);
     await this.start();
     return this.#send(this.child, method, params, options);
   }
@@ -251,31 +280,53 @@ export class BridgeClient {
       return;
     }
     const reply = (body) => this.#write(child, { jsonrpc: "2.0", id: msg.id, ...body });
+    if (msg.id === undefined) return; // an unknown notification
     const owner = this.pending.get(msg.params?.requestId);
-    const rc = owner?.runtimeContext;
+    const fn = owner?.callbacks?.[msg.method];
+    if (typeof fn !== "function") {
+      reply({ error: { code: -32601, message: `host callback ${msg.method} is not available for this request` } });
+      return;
+    }
     const ac = new AbortController();
     this.hostCalls.set(msg.id, ac);
+    this.#syncRef();
     try {
-      let result;
-      if (msg.method === "host/llmComplete" && typeof rc?.llm?.complete === "function") {
-        result = await rc.llm.complete(toLlmCompleteParams(msg.params.request, ac.signal));
-      } else if (msg.method === "host/rewriteTranscriptEntries" && typeof rc?.rewriteTranscriptEntries === "function") {
-        result = await rc.rewriteTranscriptEntries(msg.params.request);
-      } else {
-        reply({ error: { code: -32601, message: `host callback ${msg.method} is not available for this request` } });
-        return;
-      }
+      const result = await fn(msg.params?.request, ac.signal);
       reply({ result: result ?? null });
     } catch (err) {
       reply({ error: { code: -32000, message: String(err?.message ?? err) } });
     } finally {
       this.hostCalls.delete(msg.id);
+      this.#syncRef();
     }
   }
 
-  /** Disposes the engine and ends the process (SIGKILL after timeoutMs). */
+  /**
+   * Ends the process at once without waiting (for process exit, where
+   * nothing asynchronous runs): SIGTERM, which the engine handles as a
+   * graceful shutdown; its stdin closes with this process anyway.
+   */
+  killNow() {
+    this.closed = true;
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  /**
+   * Disposes the engine and ends the process (SIGKILL after timeoutMs). The
+   * client is closed for good.
+   */
   async close({ timeoutMs = 5000 } = {}) {
     if (this.closed) return;
+    // The caller waits for the process to end: hold the event loop meanwhile.
+    this.#closing = true;
+    this.#syncRef();
     const child = this.child;
     if (child && this.initResult) {
       try {

@@ -1,130 +1,161 @@
 // The OpenClaw ContextEngine object that forwards every lifecycle call to
 // the Go engine process.
+//
+// OpenClaw calls the engine factory afresh for every logical turn (and per
+// compaction, subagent, doctor run), and runs register() also for read-only
+// discovery (`openclaw plugins list`). So the factory is cheap and
+// synchronous: its `info` is static (lib/info.js), and the engine process
+// lives at module scope, shared by every engine and tool of this process,
+// started by the first call that needs it. dispose() at the end of a turn
+// leaves it running; it ends with the Node process.
 
-import { BridgeClient } from "./client.js";
+import { BridgeClient, toLlmCompleteParams } from "./client.js";
+import { ENGINE_INFO, ENGINE_METHODS, engineInfo } from "./info.js";
+import { loadTranscriptReader, readParams, transcriptTarget } from "./transcript.js";
+import { toWire } from "./wire.js";
 
-// Clients shared by engines with the same command and config: one process
-// per store (Badger allows one process per directory).
-const pool = new Map(); // key -> {client, refs}
+export { toWire };
 
-const HOST_ONLY = new Set(["abortSignal"]);
+// Clients by command and config: one process per store (Badger admits one
+// process per directory). Module scope: they outlive engines.
+const pool = new Map(); // key -> BridgeClient
+let exitHookInstalled = false;
 
-/**
- * Turns OpenClaw params into the JSON the server expects: drops the abort
- * signal, turns availableTools (a Set) into an array, and removes the
- * runtimeContext functions (listed in hostCallbacks instead).
- */
-export function toWire(params) {
-  if (params == null || typeof params !== "object") return { wire: params ?? null, hostCallbacks: [] };
-  const wire = {};
-  const hostCallbacks = [];
-  for (const [k, v] of Object.entries(params)) {
-    if (HOST_ONLY.has(k) || typeof v === "function") continue;
-    if (k === "availableTools" && v != null && typeof v !== "string" && typeof v[Symbol.iterator] === "function") {
-      wire[k] = [...v];
-    } else if (k === "runtimeContext" && v && typeof v === "object") {
-      const rc = {};
-      for (const [rk, rv] of Object.entries(v)) {
-        if (rk === "rewriteTranscriptEntries") {
-          if (typeof rv === "function") hostCallbacks.push("rewriteTranscriptEntries");
-          continue;
-        }
-        if (rk === "llm") {
-          if (typeof rv?.complete === "function") hostCallbacks.push("llm.complete");
-          continue;
-        }
-        if (typeof rv === "function") continue;
-        rc[rk] = rv;
-      }
-      wire[k] = rc;
-    } else {
-      wire[k] = v;
-    }
-  }
-  return { wire, hostCallbacks };
+function installExitHook() {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // The child holds no reference on the event loop while idle (client.js),
+  // so the process can end; when it does, the child is told to end too.
+  process.once("exit", () => {
+    for (const client of pool.values()) client.killNow();
+  });
 }
 
-function poolKey(o) {
-  return JSON.stringify([o.command, o.args, o.env ?? null, o.initialize]);
-}
+/** The methods whose calls may read the session transcript back. */
+const TRANSCRIPT_METHODS = new Set(["bootstrap", "maintain", "compact"]);
 
 /**
- * Creates a ContextEngine backed by the lossless process.
+ * Resolves the plugin config into the shared client for its command and
+ * engine config, creating it (not starting it) on first use.
  *
- * @param {object} opts
- * @param {object} [opts.pluginConfig] plugins.entries.lossless.config: the
- *   engine's config, plus `bridge` ({command, args, env, maxRestarts}) for
- *   the plugin itself.
- * @param {string} [opts.agentDir] the factory context's agentDir.
- * @param {string} [opts.workspaceDir] the factory context's workspaceDir.
- * @param {object} [opts.logger] api.logger.
+ * @param {object} [pluginConfig] plugins.entries.lossless.config: the
+ *   engine's config, plus `bridge` ({command, args, env, maxRestarts,
+ *   startTimeoutMs}) for the plugin itself.
+ * @param {object} [logger] api.logger.
+ * @returns {BridgeClient}
  */
-export async function createLosslessEngine({ pluginConfig, agentDir, workspaceDir, logger } = {}) {
+export function sharedClient(pluginConfig, logger) {
   const { bridge = {}, ...engineConfig } = pluginConfig ?? {};
   const command = bridge.command ?? process.env.LOSSLESS_BIN ?? "lossless";
   const args = bridge.args ?? ["serve", "--stdio"];
-  const env = bridge.env ? { ...process.env, ...bridge.env } : undefined;
+  // The store and every engine setting come from the config; the factory's
+  // agentDir/workspaceDir are not sent (the engine reads neither when the
+  // server names the store), so every agent of the process shares one child.
   const initialize = { config: engineConfig };
-  if (agentDir) initialize.agentDir = agentDir;
-  if (workspaceDir) initialize.workspaceDir = workspaceDir;
-  const key = poolKey({ command, args, env: bridge.env, initialize });
-  let entry = pool.get(key);
-  if (!entry) {
-    const client = new BridgeClient({
+  const key = JSON.stringify([command, args, bridge.env ?? null, initialize]);
+  let client = pool.get(key);
+  if (!client || client.closed) {
+    client = new BridgeClient({
       command,
       args,
-      env,
+      env: bridge.env ? { ...process.env, ...bridge.env } : undefined,
       initialize,
       maxRestarts: bridge.maxRestarts ?? 5,
       startTimeoutMs: bridge.startTimeoutMs ?? 60_000,
       logger,
     });
-    entry = { client, refs: 0 };
-    pool.set(key, entry);
+    pool.set(key, client);
+    installExitHook();
   }
-  let init;
-  try {
-    init = await entry.client.start();
-  } catch (err) {
-    if (entry.refs === 0) {
-      pool.delete(key);
-      await entry.client.close({ timeoutMs: 1000 }).catch(() => {});
+  return client;
+}
+
+/**
+ * Closes every engine process of this module (disposes the Go engine, then
+ * ends the process). For tests and embedders; OpenClaw needs no call.
+ */
+export async function shutdownEngines() {
+  const clients = [...pool.values()];
+  pool.clear();
+  await Promise.all(clients.map((c) => c.close().catch(() => {})));
+}
+
+const checked = new WeakSet();
+
+/** Warns once per process when the binary's initialize differs from lib/info.js. */
+function checkInit(client, init, logger) {
+  if (checked.has(init)) return;
+  checked.add(init);
+  const missing = ENGINE_METHODS.filter((m) => !(init.methods ?? []).includes(m));
+  if (missing.length) {
+    logger?.warn?.(`lossless: the engine process (${client.command}) lacks ${missing.join(", ")}; those calls will fail. Update the binary.`);
+  }
+  if (JSON.stringify(init.info) !== JSON.stringify(ENGINE_INFO)) {
+    logger?.warn?.(`lossless: the engine process (${client.command}) describes itself differently from this plugin's info; the plugin's is used. Binary and plugin versions may differ.`);
+  }
+}
+
+/**
+ * The host callbacks a call offers, as client options: the runtimeContext
+ * functions, and the transcript read for bootstrap/maintain/compact when
+ * the call names a session and OpenClaw's SDK is loadable.
+ */
+async function callOptions(method, params, logger) {
+  const { wire, hostCallbacks } = toWire(params, method);
+  const rc = params?.runtimeContext;
+  const callbacks = {};
+  if (hostCallbacks.includes("llm.complete")) {
+    callbacks["host/llmComplete"] = (req, signal) => rc.llm.complete(toLlmCompleteParams(req, signal));
+  }
+  if (hostCallbacks.includes("rewriteTranscriptEntries")) {
+    callbacks["host/rewriteTranscriptEntries"] = (req) => rc.rewriteTranscriptEntries(req);
+  }
+  if (TRANSCRIPT_METHODS.has(method)) {
+    const target = transcriptTarget(params);
+    const read = target && (await loadTranscriptReader(logger));
+    if (read) {
+      hostCallbacks.push("readTranscript");
+      callbacks["host/readTranscript"] = (req) => read(readParams(target, req));
     }
-    throw err;
   }
-  entry.refs++;
-  const client = entry.client;
-  const methods = new Set(init.methods ?? []);
+  return { wire, options: { signal: params?.abortSignal, hostCallbacks, callbacks } };
+}
 
-  const call = (method, params) => {
-    const { wire, hostCallbacks } = toWire(params);
-    return client.request(method, wire, {
-      signal: params?.abortSignal,
-      runtimeContext: params?.runtimeContext,
-      hostCallbacks,
-    });
+/**
+ * Creates a ContextEngine backed by the shared lossless process. It returns
+ * at once and starts nothing: the process starts with the first call.
+ *
+ * @param {object} opts
+ * @param {object} [opts.pluginConfig] plugins.entries.lossless.config.
+ * @param {object} [opts.logger] api.logger.
+ */
+export function createLosslessEngine({ pluginConfig, logger } = {}) {
+  const client = sharedClient(pluginConfig, logger);
+
+  const start = async () => {
+    const init = await client.start();
+    checkInit(client, init, logger);
+    return init;
+  };
+  const call = async (method, params) => {
+    if (params?.abortSignal?.aborted) throw params.abortSignal.reason ?? new Error("This operation was aborted");
+    const { wire, options } = await callOptions(method, params, logger);
+    await start();
+    return client.request(method, wire, options);
   };
 
-  let disposed = false;
   const engine = {
-    info: init.info,
-    async ingest(params) {
-      return call("ingest", params);
-    },
-    async assemble(params) {
-      return call("assemble", params);
-    },
-    async compact(params) {
-      return call("compact", params);
-    },
-  };
-  const optional = {
+    info: engineInfo(),
+    ingest: (p) => call("ingest", p),
+    assemble: (p) => call("assemble", p),
+    compact: (p) => call("compact", p),
     bootstrap: (p) => call("bootstrap", p),
     maintain: (p) => call("maintain", p),
     ingestBatch: (p) => call("ingestBatch", p),
     afterTurn: async (p) => {
       // When the engine reads only the turn's new messages, send just those
       // rather than the whole (growing) session view every turn.
+      const init = await start();
       if (init.afterTurnNewMessagesOnly && Array.isArray(p?.messages)) {
         const pre = Math.min(Math.max(p.prePromptMessageCount ?? 0, 0), p.messages.length);
         p = { ...p, messages: p.messages.slice(pre), prePromptMessageCount: 0 };
@@ -147,21 +178,12 @@ export async function createLosslessEngine({ pluginConfig, agentDir, workspaceDi
     onSubagentEnded: async (p) => {
       await call("onSubagentEnded", p);
     },
+    // The end of a logical turn: the shared process stays for the next one.
+    dispose: async () => {},
   };
-  for (const [name, fn] of Object.entries(optional)) {
-    if (methods.has(name)) engine[name] = fn;
+  for (const m of ["bootstrap", "maintain", "ingestBatch", "afterTurn", "commitTurn", "prepareSubagentSpawn", "onSubagentEnded"]) {
+    if (!ENGINE_METHODS.includes(m)) delete engine[m];
   }
-  // dispose releases this engine's share of the process; the last one
-  // disposes the Go engine and ends the process.
-  engine.dispose = async () => {
-    if (disposed) return;
-    disposed = true;
-    entry.refs--;
-    if (entry.refs <= 0 && pool.get(key) === entry) {
-      pool.delete(key);
-      await client.close();
-    }
-  };
   // Diagnostics for tests and troubleshooting (not part of the contract).
   Object.defineProperty(engine, "lossless", {
     enumerable: false,
@@ -172,7 +194,7 @@ export async function createLosslessEngine({ pluginConfig, agentDir, workspaceDi
       get restarts() {
         return client.restarts;
       },
-      methods: [...methods],
+      methods: [...ENGINE_METHODS],
       client,
     },
   });

@@ -1,49 +1,56 @@
 // Protocol tests of the plugin's client against a scripted stand-in server
 // (fixtures/fake-server.mjs): wire conversion, host callbacks, abort →
-// $/cancelRequest, engine errors, crash → error → restart. The end-to-end
-// tests against the real Go binary are in plugin.test.js.
-import { test } from "node:test";
+// $/cancelRequest, engine errors, crash → restart. The end-to-end tests
+// against the real Go binary are in plugin.test.js.
+import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 
 import plugin from "../index.js";
-import { toWire } from "../lib/engine.js";
+import { toWire, shutdownEngines } from "../lib/engine.js";
+import { ENGINE_INFO, ENGINE_METHODS } from "../lib/info.js";
 import { toLlmCompleteParams } from "../lib/client.js";
 
 const fakeServer = fileURLToPath(new URL("../fixtures/fake-server.mjs", import.meta.url));
 
-async function fakeEngine(extra = {}) {
+after(shutdownEngines);
+
+let stores = 0;
+
+// An engine on the fake server, with its own process: the pool shares one
+// process per command and config, so each call names another storeDir.
+function fakeEngine(extra = {}, logger = { info() {}, warn() {}, error() {}, debug() {} }) {
   let factory;
   const api = {
-    pluginConfig: { storeDir: "/nowhere", bridge: { command: process.execPath, args: [fakeServer], ...extra } },
-    logger: { info() {}, warn() {}, error() {}, debug() {} },
+    pluginConfig: { storeDir: `/nowhere/${++stores}`, bridge: { command: process.execPath, args: [fakeServer], ...extra } },
+    logger,
     registerContextEngine(id, f) {
       assert.equal(id, "lossless");
       factory = f;
     },
+    registerTool() {},
   };
   plugin.register(api);
   assert.equal(typeof factory, "function");
   return factory({ agentDir: "/agent", workspaceDir: "/ws" });
 }
 
-test("the engine exposes exactly the methods the server implements", async () => {
-  const engine = await fakeEngine();
-  try {
-    assert.deepEqual(engine.info, { id: "fake", name: "Fake engine", ownsCompaction: true });
-    for (const m of ["ingest", "assemble", "compact", "maintain", "prepareSubagentSpawn", "afterTurn", "dispose"]) {
-      assert.equal(typeof engine[m], "function", m);
-    }
-    for (const m of ["bootstrap", "ingestBatch", "commitTurn", "onSubagentEnded"]) {
-      assert.equal(engine[m], undefined, `${m} must be absent: OpenClaw checks for it`);
-    }
-  } finally {
-    await engine.dispose();
+test("the factory returns at once with the Go engine's info and methods, and starts nothing", async () => {
+  const engine = fakeEngine();
+  assert.equal(typeof engine.then, "undefined", "a plain object, not a promise");
+  assert.deepEqual(engine.info, ENGINE_INFO);
+  engine.info.annotated = true; // the host may annotate its copy
+  assert.equal(ENGINE_INFO.annotated, undefined);
+  for (const m of ["ingest", "assemble", "compact", "dispose", ...ENGINE_METHODS]) {
+    assert.equal(typeof engine[m], "function", m);
   }
+  assert.equal(engine.lossless.pid, undefined, "no process before the first call");
+  await engine.dispose();
+  assert.equal(engine.lossless.pid, undefined, "dispose starts nothing either");
 });
 
 test("params cross the wire as OpenClaw JSON (Set → array, functions and signals out)", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     const ac = new AbortController();
     const res = await engine.ingest({
@@ -53,15 +60,21 @@ test("params cross the wire as OpenClaw JSON (Set → array, functions and signa
       runtimeContext: { cwd: "/w", tokenBudget: 9, llm: { complete: async () => ({ text: "" }) }, rewriteTranscriptEntries: async () => ({}) },
     });
     assert.equal(res.ingested, true);
+    // ingest reads no runtimeContext (core.IngestParams): none is sent.
     assert.deepEqual(res.echo, {
       sessionId: "s",
       message: { role: "user", content: "<b>é</b>", extra: { kept: [1, 2] } },
-      runtimeContext: { cwd: "/w", tokenBudget: 9 },
     });
-    assert.deepEqual(res.hostCallbacks.sort(), ["llm.complete", "rewriteTranscriptEntries"]);
+    assert.deepEqual(res.hostCallbacks, []);
 
-    const asm = await engine.assemble({ sessionId: "s", messages: [], availableTools: new Set(["lcm_grep", "read"]) });
+    const asm = await engine.assemble({
+      sessionId: "s",
+      messages: [],
+      availableTools: new Set(["lcm_grep", "read"]),
+      runtimeContext: { cwd: "/w", tokenBudget: 9, llm: { complete: async () => ({ text: "" }) }, rewriteTranscriptEntries: async () => ({}) },
+    });
     assert.deepEqual(asm.availableTools, ["lcm_grep", "read"]);
+    assert.deepEqual(asm.hostCallbacks.sort(), ["llm.complete", "rewriteTranscriptEntries"]);
   } finally {
     await engine.dispose();
   }
@@ -69,11 +82,12 @@ test("params cross the wire as OpenClaw JSON (Set → array, functions and signa
 
 test("toWire leaves plain params alone", () => {
   assert.deepEqual(toWire({ sessionId: "a", tokenBudget: 5 }), { wire: { sessionId: "a", tokenBudget: 5 }, hostCallbacks: [] });
+  assert.deepEqual(toWire({ sessionId: "a", tokenBudget: 5 }, "assemble"), { wire: { sessionId: "a", tokenBudget: 5 }, hostCallbacks: [] });
   assert.deepEqual(toWire(undefined), { wire: null, hostCallbacks: [] });
 });
 
 test("llm.complete is called back with OpenClaw's shape and its answer reaches the engine", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     let got;
     const res = await engine.assemble({
@@ -108,7 +122,7 @@ test("llm.complete is called back with OpenClaw's shape and its answer reaches t
 });
 
 test("a host callback that throws becomes an engine error", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     await assert.rejects(
       engine.assemble({ sessionId: "s", prompt: "llm", messages: [], runtimeContext: { llm: { complete: async () => { throw new Error("quota"); } } } }),
@@ -122,7 +136,7 @@ test("a host callback that throws becomes an engine error", async () => {
 });
 
 test("the server can cancel a host callback: llm.complete's signal aborts", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     let aborted = false;
     const res = engine.assemble({
@@ -149,7 +163,7 @@ test("the server can cancel a host callback: llm.complete's signal aborts", asyn
 });
 
 test("rewriteTranscriptEntries is called back through maintain", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     let req;
     const res = await engine.maintain({
@@ -170,7 +184,7 @@ test("rewriteTranscriptEntries is called back through maintain", async () => {
 });
 
 test("an abort signal rejects with its reason and sends $/cancelRequest", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     const ac = new AbortController();
     const p = engine.compact({ sessionId: "s", sessionKey: "k", abortSignal: ac.signal, prompt: "x" });
@@ -198,7 +212,7 @@ test("an abort signal rejects with its reason and sends $/cancelRequest", async 
 });
 
 test("engine errors reject with the server's message and code", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     await assert.rejects(engine.compact({ sessionId: "s", sessionKey: "k" }), (err) => {
       assert.match(err.message, /unknown session/);
@@ -211,7 +225,7 @@ test("engine errors reject with the server's message and code", async () => {
 });
 
 test("prepareSubagentSpawn returns a rollback handle only when the engine prepared something", async () => {
-  const engine = await fakeEngine();
+  const engine = fakeEngine();
   try {
     assert.equal(await engine.prepareSubagentSpawn({ parentSessionKey: "p", childSessionKey: "c", contextMode: "isolated" }), undefined);
     const prep = await engine.prepareSubagentSpawn({ parentSessionKey: "p", childSessionKey: "c", contextMode: "fork" });
@@ -224,8 +238,10 @@ test("prepareSubagentSpawn returns a rollback handle only when the engine prepar
 });
 
 test("a crash fails the call in flight, the process restarts, the next call works", async () => {
-  const engine = await fakeEngine();
+  const errors = [];
+  const engine = fakeEngine({}, { info() {}, warn() {}, debug() {}, error: (m) => errors.push(m) });
   try {
+    await engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } });
     const pid = engine.lossless.pid;
     await assert.rejects(engine.assemble({ sessionId: "s", prompt: "crash", messages: [] }), {
       name: "LosslessBridgeCrashError",
@@ -236,19 +252,38 @@ test("a crash fails the call in flight, the process restarts, the next call work
     assert.notEqual(engine.lossless.pid, pid);
     assert.equal(engine.lossless.restarts, 1);
 
-    // Killed while idle: the next call reports it once, then it works again.
-    process.kill(engine.lossless.pid, "SIGKILL");
+    // Killed while idle: the crash is logged and the next call is served by
+    // the restarted process.
+    const idlePid = engine.lossless.pid;
+    errors.length = 0;
+    process.kill(idlePid, "SIGKILL");
     await new Promise((r) => setTimeout(r, 200));
-    await assert.rejects(engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } }), /signal SIGKILL/);
     const ok = await engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } });
     assert.equal(ok.ingested, true);
+    assert.notEqual(engine.lossless.pid, idlePid);
+    assert.equal(engine.lossless.restarts, 2);
+    assert.ok(errors.some((m) => /signal SIGKILL.*while idle/.test(m)), `logged: ${errors}`);
   } finally {
     await engine.dispose();
   }
 });
 
-test("a missing binary makes the factory reject (OpenClaw quarantines it)", async () => {
-  await assert.rejects(fakeEngine({ command: "/nonexistent/lossless-binary" }), /cannot start/);
+test("past maxRestarts a minute the process is not restarted at once, but the next call starts it", async () => {
+  const engine = fakeEngine({ maxRestarts: 0 });
+  await engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } });
+  const pid = engine.lossless.pid;
+  process.kill(pid, "SIGKILL");
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(engine.lossless.pid, undefined, "not restarted");
+  const ok = await engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } });
+  assert.equal(ok.ingested, true);
+  assert.notEqual(engine.lossless.pid, pid);
+});
+
+test("a missing binary makes the first call reject (the factory itself starts nothing)", async () => {
+  const engine = fakeEngine({ command: "/nonexistent/lossless-binary" });
+  await assert.rejects(engine.assemble({ sessionId: "s", messages: [] }), { name: "LosslessBridgeCrashError", message: /cannot start/ });
+  await assert.rejects(engine.bootstrap({ sessionId: "s", sessionKey: "agent:main:main" }), /cannot start/);
 });
 
 test("toLlmCompleteParams keeps extra fields and maps roles", () => {
@@ -258,7 +293,7 @@ test("toLlmCompleteParams keeps extra fields and maps roles", () => {
 
 test("afterTurn sends the whole view, or only the new messages when the engine says it reads only those", async () => {
   const view = [1, 2, 3, 4, 5].map((i) => ({ role: "user", content: `m${i}` }));
-  const full = await fakeEngine();
+  const full = fakeEngine();
   try {
     assert.equal(await full.afterTurn({ sessionId: "s", sessionFile: "/f", messages: view, prePromptMessageCount: 3 }), undefined);
     const got = await full.lossless.client.request("lastAfterTurn", {});
@@ -267,7 +302,7 @@ test("afterTurn sends the whole view, or only the new messages when the engine s
   } finally {
     await full.dispose();
   }
-  const trimmed = await fakeEngine({ args: [fakeServer, "--trim"] });
+  const trimmed = fakeEngine({ args: [fakeServer, "--trim"] });
   try {
     await trimmed.afterTurn({ sessionId: "s", sessionFile: "/f", messages: view, prePromptMessageCount: 3 });
     const got = await trimmed.lossless.client.request("lastAfterTurn", {});
@@ -278,9 +313,7 @@ test("afterTurn sends the whole view, or only the new messages when the engine s
   }
 });
 
-test("a process that never initializes is killed after startTimeoutMs and the factory rejects", async () => {
-  await assert.rejects(
-    fakeEngine({ args: ["-e", "setInterval(() => {}, 1000)"], startTimeoutMs: 300 }),
-    /did not initialize within 300 ms/,
-  );
+test("a process that never initializes is killed after startTimeoutMs and the call rejects", async () => {
+  const engine = fakeEngine({ args: ["-e", "setInterval(() => {}, 1000)"], startTimeoutMs: 300 });
+  await assert.rejects(engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } }), /did not initialize within 300 ms/);
 });
