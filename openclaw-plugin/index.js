@@ -1,15 +1,21 @@
 // OpenClaw plugin entry: registers the "lossless" context engine, which runs
 // the Go engine (`lossless serve --stdio`) as a long-lived child process and
-// forwards every lifecycle call to it over newline-delimited JSON-RPC 2.0.
+// forwards every lifecycle call to it over newline-delimited JSON-RPC 2.0,
+// and the engine's recall tools lcm_grep, lcm_describe and lcm_expand.
 //
 // Select it in openclaw.json with plugins.slots.contextEngine = "lossless";
 // its config is plugins.entries.lossless.config (see openclaw.plugin.json).
+//
+// register() starts nothing: it also runs for read-only discovery
+// (`openclaw plugins list`). The engine process starts with the first
+// engine call or tool call that needs it.
 
 import { createLosslessEngine } from "./lib/engine.js";
+import { registerTools, TOOL_NAMES } from "./lib/tools.js";
 
 export const ENGINE_ID = "lossless";
 
-export { createLosslessEngine };
+export { createLosslessEngine, TOOL_NAMES };
 
 export default {
   id: "lossless",
@@ -17,8 +23,7 @@ export default {
   description:
     "Keeps every message verbatim in a local store and assembles the model's context from recent messages plus expandable summaries.",
   register(api) {
-    // Starts nothing: register() also runs for read-only discovery. The
-    // engine process starts with the first call that needs it.
     api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger }));
+    if (typeof api.registerTool === "function") registerTools(api);
   },
 };

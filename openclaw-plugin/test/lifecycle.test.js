@@ -64,7 +64,7 @@ test("register(), the engine factory and the tool factories spawn no process", {
     console.log(JSON.stringify({ info: engine.info.id, tools: tools.length, children: children() }));
   `;
   const { stdout } = await run(script);
-  assert.deepEqual(JSON.parse(stdout), { info: "lossless", tools: 0, children: [] });
+  assert.deepEqual(JSON.parse(stdout), { info: "lossless", tools: 3, children: [] });
 });
 
 async function exitsWhenIdle(command, args, extraConfig = {}) {

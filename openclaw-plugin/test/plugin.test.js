@@ -186,6 +186,26 @@ test("compaction rotates the transcript: the next turn uses result.sessionId/ses
   assert.match(JSON.stringify(asm.messages[0]), /lcm_summary/);
 });
 
+test("the lcm tools, bound to the session, find and expand the compacted history", { skip }, async () => {
+  assert.deepEqual(Object.keys(tools).sort(), ["lcm_describe", "lcm_expand", "lcm_grep"]);
+  const asm = await engine.assemble({ sessionId, sessionKey, messages: view, tokenBudget: 100000 });
+  const summaryId = /id="([^"]+)"/.exec(JSON.stringify(asm.messages[0]).replaceAll('\\"', '"'))?.[1];
+  assert.ok(summaryId, `a summary id in ${JSON.stringify(asm.messages[0]).slice(0, 300)}`);
+
+  const grep = await tools.lcm_grep.execute("t1", { query: "TODO-3" });
+  assert.equal(grep.content[0].type, "text");
+  assert.match(grep.content[0].text, /TODO-3/);
+
+  const described = await tools.lcm_describe.execute("t2", { id: summaryId });
+  assert.match(described.content[0].text, new RegExp(summaryId));
+
+  const expanded = await tools.lcm_expand.execute("t3", { id: summaryId, maxTokens: 100000 });
+  assert.match(expanded.content[0].text, /question 0: what is in file0\.txt/, "the raw messages behind the summary");
+
+  // An engine error is a thrown Error (OpenClaw's error tool result).
+  await assert.rejects(tools.lcm_expand.execute("t4", { id: "no-such-summary" }), /lcm_expand failed: /);
+});
+
 test(
   "compaction rotates with OpenClaw's own compact params (no sessionFile)",
   {
