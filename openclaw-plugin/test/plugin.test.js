@@ -206,19 +206,27 @@ test("the lcm tools, bound to the session, find and expand the compacted history
   await assert.rejects(tools.lcm_expand.execute("t4", { id: "no-such-summary" }), /lcm_expand failed: /);
 });
 
-test(
-  "compaction rotates with OpenClaw's own compact params (no sessionFile)",
-  {
-    skip,
-    todo: "OpenClaw's compact params carry no sessionFile (only sessionTarget); the engine rotates only when given one — enable when it resolves the file itself",
-  },
-  async () => {
-    const res = await engine.compact({ sessionId, sessionKey, force: true, tokenBudget: 1200, compactionTarget: "budget" });
-    assert.equal(res.compacted, true, JSON.stringify(res));
-    assert.ok(res.result.sessionId && res.result.sessionId !== sessionId, "a successor session id");
-    assert.ok(res.result.sessionFile, "a successor session file");
-  },
-);
+test("compact with OpenClaw's own params (SQLite host) does not rotate: the same sessionTarget, a finite tokensAfter", { skip }, async () => {
+  // OpenClaw 2026.9.6 can make no successor transcript: under it the engine
+  // compacts in its own store and keeps the session.
+  const sessionTarget = { agentId: "main", sessionId, sessionKey, storePath: join(dir, "openclaw-agent.sqlite") };
+  const res = await engine.compact({
+    sessionId,
+    sessionKey,
+    agentId: "main",
+    sessionTarget,
+    sessionFile: sessionKey, // a session key, never a path
+    force: true,
+    tokenBudget: 1200,
+    compactionTarget: "budget",
+    runtimeContext: { transcriptStorage: { kind: "sqlite" }, tokenBudget: 1200 },
+  });
+  assert.equal(res.ok, true, JSON.stringify(res));
+  assert.ok(Number.isFinite(res.result?.tokensAfter), `tokensAfter ${JSON.stringify(res.result)}`);
+  assert.ok(res.result.sessionId === undefined || res.result.sessionId === sessionId, "no successor session id");
+  assert.equal(res.result.sessionFile, undefined, "no successor file");
+  if (res.result.sessionTarget !== undefined) assert.deepEqual(res.result.sessionTarget, sessionTarget);
+});
 
 test("commitTurn with OpenClaw's anchors (string generation) commits once", { skip }, async () => {
   assert.equal(typeof engine.commitTurn, "function");
@@ -262,10 +270,7 @@ test("prepareSubagentSpawn (fork) returns a rollback; onSubagentEnded is accepte
 
 test(
   "bootstrap under OpenClaw (SQLite transcript) imports history read through the relayed SDK",
-  {
-    skip,
-    todo: "Go side: bootstrap's import through host/readTranscript is not in the binary yet (it answers \"no transcript yet\"); remove this todo when it is",
-  },
+  { skip },
   async () => {
   const sqlSessionId = "5f0c2b9a-1d2e-4f3a-8b7c-6d5e4f3a2b1c";
   const sqlKey = "agent:main:explicit:sqlite-import";
