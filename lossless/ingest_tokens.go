@@ -106,6 +106,11 @@ func (f *fastO200k) pieceTokens(p []byte) int {
 	if len(p) == 1 {
 		return 1
 	}
+	if len(p) <= pieceDirectMax {
+		// A short merge costs less than the cache's lock and its churn
+		// (random text such as base64 never repeats a piece).
+		return bpeCountDirect(p, f.ranks)
+	}
 	if n, ok := f.cache.get(p); ok {
 		return n
 	}
@@ -115,10 +120,28 @@ func (f *fastO200k) pieceTokens(p []byte) int {
 }
 
 // bpeCount returns the number of tokens byte-pair merging gives piece
-// (tiktoken's merge: repeatedly merge the adjacent pair of lowest rank).
+// (tiktoken's merge: repeatedly merge the adjacent pair of lowest rank, the
+// leftmost on a tie). Short pieces use the direct quadratic merge, which is
+// fastest there; long ones (a run of base64 or minified code without
+// spaces) a heap of candidate pairs over a linked list, O(n log n), so a
+// 32 MiB run is counted in seconds, not hours.
 func bpeCount(piece []byte, ranks map[string]int) int {
+	if len(piece) > bpeHeapMin {
+		return bpeCountHeap(piece, ranks)
+	}
+	return bpeCountDirect(piece, ranks)
+}
+
+// bpeCountDirect is tiktoken's quadratic merge.
+func bpeCountDirect(piece []byte, ranks map[string]int) int {
 	type part struct{ start, rank int }
-	parts := make([]part, len(piece)+1)
+	var buf [pieceDirectMax * 8]part
+	var parts []part
+	if len(piece) < len(buf) {
+		parts = buf[:len(piece)+1]
+	} else {
+		parts = make([]part, len(piece)+1)
+	}
 	for i := range parts {
 		parts[i] = part{i, math.MaxInt}
 	}
@@ -151,6 +174,121 @@ func bpeCount(piece []byte, ranks map[string]int) int {
 		parts = append(parts[:i+1], parts[i+2:]...)
 	}
 	return len(parts) - 1
+}
+
+// pieceDirectMax is the piece length up to which pieceTokens merges
+// without the cache.
+const pieceDirectMax = 8
+
+// bpeHeapMin is the piece length above which bpeCount uses the heap.
+const bpeHeapMin = 256
+
+// bpeCountHeap is bpeCount in O(n log n): the parts are a doubly linked
+// list of byte ranges; a min-heap holds every adjacent pair that has a rank,
+// ordered by (rank, start), with a version per part so that pairs made
+// stale by a merge are skipped when popped.
+func bpeCountHeap(piece []byte, ranks map[string]int) int {
+	n := len(piece)
+	next := make([]int32, n) // next part's start, n at the end
+	prev := make([]int32, n) // previous part's start, -1 at the start
+	ver := make([]uint32, n) // bumped when the part at i changes or goes
+	for i := 0; i < n; i++ {
+		next[i] = int32(i + 1)
+		prev[i] = int32(i - 1)
+	}
+	h := make(pairHeap, 0, n)
+	push := func(i int) {
+		j := int(next[i])
+		if j >= n {
+			return
+		}
+		k := int(next[j])
+		if r, ok := ranks[string(piece[i:k])]; ok {
+			h = append(h, pairItem{rank: int32(r), start: int32(i), vi: ver[i], vj: ver[j]})
+			h.up(len(h) - 1)
+		}
+	}
+	for i := 0; i < n-1; i++ {
+		push(i)
+	}
+	parts := n
+	for len(h) > 0 {
+		it := h.pop()
+		i := int(it.start)
+		if ver[i] != it.vi {
+			continue
+		}
+		j := int(next[i])
+		if j >= n || ver[j] != it.vj {
+			continue
+		}
+		// Merge j into i.
+		k := next[j]
+		next[i] = k
+		if int(k) < n {
+			prev[k] = int32(i)
+		}
+		ver[i]++
+		ver[j]++
+		parts--
+		if p := prev[i]; p >= 0 {
+			push(int(p)) // its old pair with i is stale (ver[i] moved)
+		}
+		push(i)
+	}
+	return parts
+}
+
+type pairItem struct {
+	rank, start int32
+	vi, vj      uint32
+}
+
+// pairHeap is a min-heap of pairs by (rank, start).
+type pairHeap []pairItem
+
+func (h pairHeap) less(a, b int) bool {
+	if h[a].rank != h[b].rank {
+		return h[a].rank < h[b].rank
+	}
+	return h[a].start < h[b].start
+}
+
+func (h pairHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+}
+
+func (h *pairHeap) pop() pairItem {
+	old := *h
+	top := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	old = old[:last]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(old) {
+			break
+		}
+		m := l
+		if r := l + 1; r < len(old) && old.less(r, l) {
+			m = r
+		}
+		if !old.less(m, i) {
+			break
+		}
+		old[i], old[m] = old[m], old[i]
+		i = m
+	}
+	*h = old
+	return top
 }
 
 // pieceCache caches the token counts of pieces that needed merging.

@@ -1,6 +1,8 @@
 package lossless
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -88,4 +90,58 @@ func utf8Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestBPEHeapMatchesDirect: the O(n log n) merge gives the same count as
+// tiktoken's quadratic one on long pieces of base64, hex, repeated and
+// mixed text (and so the fast counter still matches tiktoken-go there).
+func TestBPEHeapMatchesDirect(t *testing.T) {
+	f := fastCounter(t).(*fastO200k)
+	f.load()
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabets := []string{
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+		"0123456789abcdef", "ab", "a", "thequickbrownfox", "xyzXYZ",
+	}
+	for i := 0; i < 300; i++ {
+		alpha := alphabets[i%len(alphabets)]
+		n := 1 + rng.IntN(3000)
+		b := make([]byte, n)
+		for j := range b {
+			b[j] = alpha[rng.IntN(len(alpha))]
+		}
+		if got, want := bpeCountHeap(b, f.ranks), bpeCountDirect(b, f.ranks); got != want {
+			t.Fatalf("piece %d (%d bytes of %q): heap %d, direct %d", i, n, alpha[:min(len(alpha), 8)], got, want)
+		}
+	}
+	ref := refCounter(t)
+	long := make([]byte, 20000)
+	for j := range long {
+		long[j] = alphabets[0][rng.IntN(64)]
+	}
+	if got, want := f.CountText(string(long)), ref.CountText(string(long)); got != want {
+		t.Fatalf("20K base64 characters: fast %d, tiktoken %d", got, want)
+	}
+}
+
+// BenchmarkCountRun counts runs of base64 without spaces, 25K to 1M
+// characters: the time per character stays flat (linear, not quadratic).
+func BenchmarkCountRun(b *testing.B) {
+	f := fastCounter(b).(*fastO200k)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	for _, n := range []int{25_000, 100_000, 250_000, 1_000_000} {
+		s := make([]byte, n)
+		for j := range s {
+			s[j] = alpha[rng.IntN(len(alpha))]
+		}
+		text := string(s)
+		b.Run(fmt.Sprintf("%dK", n/1000), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				f.CountText(text)
+			}
+		})
+	}
 }
