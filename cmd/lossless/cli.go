@@ -218,8 +218,16 @@ var errNoStore = errors.New("no store")
 // a missing store is then an error rather than a new empty store.
 func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossless.Config)) (*lossless.Engine, error) {
 	if !create {
+		// A command that only reads never makes a store: the directory must
+		// hold one already (Badger's MANIFEST), not be empty or someone
+		// else's.
 		if _, err := os.Stat(c.store); errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s does not exist (import a session first, or pass --store)", errNoStore, c.store)
+		} else if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(filepath.Join(c.store, "MANIFEST")); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: no store here: %s holds no lossless store (import a session first, or pass --store)", errNoStore, c.store)
 		} else if err != nil {
 			return nil, err
 		}

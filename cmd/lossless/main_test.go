@@ -416,6 +416,21 @@ func TestBadInput(t *testing.T) {
 	if _, err := os.Stat(missing); !os.IsNotExist(err) {
 		t.Fatal("a read-only command created the missing store")
 	}
+	// An existing directory that holds no store (empty, or someone
+	// else's files): read-only commands say so and leave it as it was.
+	foreign := t.TempDir()
+	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"stats"}, {"sessions"}, {"grep", "x", "--all"}, {"export", "--session", "x"}} {
+		for _, d := range []string{t.TempDir(), foreign} {
+			runCLI(t, "", nil, append(args, "--store", d)...).want(t, 1, "no store here")
+			ents, _ := os.ReadDir(d)
+			if len(ents) > 1 || (len(ents) == 1 && ents[0].Name() != "notes.txt") {
+				t.Fatalf("%v changed %s: %v", args, d, ents)
+			}
+		}
+	}
 	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0)
 	for _, cmd := range []string{"export", "assemble", "compact"} {
 		runCLI(t, "", nil, cmd, "--store", store, "--session", "no-such-session").want(t, 1, "unknown session")
