@@ -42,6 +42,10 @@ type ImportResult struct {
 	Resumed bool `json:"resumed"`
 }
 
+// ErrNotSessionFile is wrapped by the error of an import of a path that is
+// not a regular file (a directory, a device such as /dev/zero, a pipe).
+var ErrNotSessionFile = errors.New("lossless: not a session file")
+
 // checkpoint is an imported file's progress: F agent path -> JSON.
 type checkpoint struct {
 	SessionID string `json:"sessionId"`
@@ -160,6 +164,12 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	st, err := f.Stat()
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
+	}
+	switch {
+	case st.IsDir():
+		return ImportResult{}, fmt.Errorf("lossless: import: %s is a directory, not a session file: %w", path, ErrNotSessionFile)
+	case !st.Mode().IsRegular():
+		return ImportResult{}, fmt.Errorf("lossless: import: %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrNotSessionFile)
 	}
 	var cp checkpoint
 	hasCP := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, checkKey(agent, path), &cp) }) == nil

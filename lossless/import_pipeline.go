@@ -31,6 +31,10 @@ type importOpts struct {
 	batchBytes int // bytes per batch (a batch holds at least one line)
 }
 
+// importLineMargin is what an import line may hold beyond
+// Config.MaxMessageBytes (the entry around the message, JSON escaping).
+const importLineMargin = 1 << 20
+
 func defaultImportOpts() importOpts {
 	return importOpts{workers: runtime.GOMAXPROCS(0), batchLines: 64, batchBytes: 256 << 10}
 }
@@ -42,6 +46,9 @@ type rawLine struct {
 	index    int   // 0-based index among non-empty lines
 	offset   int64 // byte offset of the line
 	end      int64 // byte offset just past the line's newline
+	// tooLong is the length of a line longer than the reader's bound: its
+	// bytes were skipped, never held (from == to).
+	tooLong int64
 }
 
 // Kinds of parsed lines.
@@ -95,6 +102,9 @@ type lineReader struct {
 	line   int
 	index  int
 	eof    bool
+	// max bounds the bytes of one line held in memory (0: no bound); a
+	// longer line is skipped as it is read and reported (rawLine.tooLong).
+	max int
 }
 
 // next appends the next non-empty line's body to b. It returns false at the
@@ -103,10 +113,18 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 	for !lr.eof {
 		start := len(b.buf)
 		var err error
+		skipped := int64(0) // bytes of a line over the bound, not kept
 		for {
 			var frag []byte
 			frag, err = lr.r.ReadSlice('\n')
-			b.buf = append(b.buf, frag...)
+			if skipped > 0 {
+				skipped += int64(len(frag))
+			} else if lr.max > 0 && len(b.buf)-start+len(frag) > lr.max {
+				skipped = int64(len(b.buf)-start) + int64(len(frag))
+				b.buf = b.buf[:start]
+			} else {
+				b.buf = append(b.buf, frag...)
+			}
 			if err != bufio.ErrBufferFull {
 				break
 			}
@@ -115,6 +133,21 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 		if err != nil && err != io.EOF {
 			b.buf = b.buf[:start]
 			return false, fmt.Errorf("lossless: import: read transcript: %w", err)
+		}
+		if skipped > 0 {
+			off := lr.offset
+			lr.offset += skipped
+			lr.line++
+			if !complete {
+				lr.eof = true // a torn last line: left for the next import
+				lr.offset = off
+				lr.line--
+				return false, nil
+			}
+			b.lines = append(b.lines, rawLine{from: start, to: start, line: lr.line, index: lr.index,
+				offset: off, end: lr.offset, tooLong: skipped})
+			lr.index++
+			return true, nil
 		}
 		raw := b.buf[start:]
 		if len(raw) == 0 {
@@ -175,7 +208,8 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 	go func() {
 		defer wg.Done()
 		defer close(work)
-		lr := &lineReader{r: bufio.NewReaderSize(r, 256<<10), offset: start, line: line, index: index}
+		lr := &lineReader{r: bufio.NewReaderSize(r, 256<<10), offset: start, line: line, index: index,
+			max: e.cfg.MaxMessageBytes + importLineMargin}
 		for seq := 0; ; seq++ {
 			var b *lineBatch
 			select {
@@ -285,6 +319,13 @@ func (e *Engine) parseBatch(b *lineBatch) {
 	b.out = b.out[:len(b.lines)]
 	for i, ln := range b.lines {
 		pl := &b.out[i]
+		if ln.tooLong > 0 {
+			pl.kind = plMalformed
+			pl.lerr = core.LineError{Line: ln.line, Offset: ln.offset, Err: fmt.Errorf(
+				"line of %d bytes is over the %d-byte limit (maxMessageBytes and a margin for the entry): skipped, not read into memory: %w",
+				ln.tooLong, e.cfg.MaxMessageBytes+importLineMargin, core.ErrTooLarge)}
+			continue
+		}
 		body := b.buf[ln.from:ln.to]
 		ent, hdr, err := parseEntryLine(body)
 		switch {

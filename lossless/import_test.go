@@ -3,10 +3,14 @@ package lossless
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
@@ -232,4 +236,107 @@ func TestImportCompactionsAsSummaries(t *testing.T) {
 	if err != nil || r2.Summaries != 0 || r2.Imported != 0 {
 		t.Fatalf("re-import: %+v %v", r2, err)
 	}
+}
+
+// TestImportLongLineSkipped: a line longer than maxMessageBytes plus the
+// margin is reported with its number and skipped, the lines around it
+// imported; a re-import finds nothing new.
+func TestImportLongLineSkipped(t *testing.T) {
+	e := openTest(t, func(c *Config) { c.MaxMessageBytes = 64 << 10 })
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	huge := `{"type":"message","id":"big","message":{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"` +
+		strings.Repeat("Q", 64<<10+importLineMargin+10) + `"}],"timestamp":2}}`
+	writeLines(t, path, [][]byte{
+		[]byte(`{"type":"session","version":4,"id":"sess-long","timestamp":"2026-01-01T00:00:00Z"}`),
+		[]byte(`{"type":"message","id":"a","message":{"role":"user","content":"before","timestamp":1}}`),
+		[]byte(huge),
+		[]byte(`{"type":"message","id":"b","message":{"role":"assistant","content":[{"type":"text","text":"after"}],"timestamp":3}}`),
+	}, false)
+	res, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Imported != 2 || len(res.Malformed) != 1 || res.Malformed[0].Line != 3 || !errors.Is(res.Malformed[0].Err, core.ErrTooLarge) {
+		t.Fatalf("import with a long line: %+v", res)
+	}
+	if !strings.Contains(res.Malformed[0].Err.Error(), "over the") {
+		t.Fatalf("error %q does not say why", res.Malformed[0].Err)
+	}
+	res, err = e.Import(ctx, "", path)
+	if err != nil || res.Imported != 0 {
+		t.Fatalf("re-import: %+v %v", res, err)
+	}
+}
+
+func TestImportRefusesNonRegularFiles(t *testing.T) {
+	e := openTest(t)
+	for _, p := range []string{"/dev/zero", t.TempDir()} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		_, err := e.Import(context.Background(), "", p)
+		if !errors.Is(err, ErrNotSessionFile) {
+			t.Fatalf("import %s: %v, want ErrNotSessionFile", p, err)
+		}
+	}
+}
+
+// BenchmarkImportLongLine imports a file whose one message line is 100 MB
+// (over maxMessageBytes): the line is skipped as it is read, so the peak
+// heap stays near the engine's own, not the line's size.
+func BenchmarkImportLongLine(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "long.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintln(f, `{"type":"session","version":4,"id":"sess-long","timestamp":"2026-01-01T00:00:00Z"}`)
+	fmt.Fprint(f, `{"type":"message","id":"big","message":{"role":"user","content":"`)
+	chunk := bytes.Repeat([]byte("0123456789abcdef"), 1<<16)
+	for n := 0; n < 100<<20; n += len(chunk) {
+		f.Write(chunk)
+	}
+	fmt.Fprintln(f, `","timestamp":1}}`)
+	fmt.Fprintln(f, `{"type":"message","id":"b","message":{"role":"user","content":"after","timestamp":2}}`)
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var peak uint64
+	for b.Loop() {
+		e := openTest(b)
+		runtime.GC()
+		var base runtime.MemStats
+		runtime.ReadMemStats(&base)
+		stop := make(chan struct{})
+		done := make(chan uint64)
+		go func() {
+			var max uint64
+			var ms runtime.MemStats
+			for {
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > max {
+					max = ms.HeapInuse
+				}
+				select {
+				case <-stop:
+					done <- max
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		res, err := e.Import(context.Background(), "", path)
+		close(stop)
+		m := <-done
+		if err != nil || res.Imported != 1 || len(res.Malformed) != 1 {
+			b.Fatalf("import: %+v %v", res, err)
+		}
+		if m > base.HeapInuse && m-base.HeapInuse > peak {
+			peak = m - base.HeapInuse
+		}
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 }
