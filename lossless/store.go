@@ -163,7 +163,10 @@ func badgerOptions(cfg Config) badger.Options {
 		WithCompression(options.ZSTD).
 		WithZSTDCompressionLevel(1).
 		WithValueThreshold(1 << 10).
-		WithDetectConflicts(false)
+		WithDetectConflicts(false).
+		// Every SST block read from disk is checked against its checksum,
+		// so a corrupt block is an error, never a silently short read.
+		WithChecksumVerificationMode(options.OnBlockRead)
 }
 
 func openBadger(cfg Config) (*badger.DB, error) {

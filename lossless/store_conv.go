@@ -486,15 +486,26 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 	}
 	defer done()
 	return e.db.View(func(txn *badger.Txn) error {
+		var rec convRecord
+		if err := getJSON(txn, convKey(conv.id), &rec); err != nil {
+			return fmt.Errorf("lossless: conversation %s: read record: %w", conv.id, err)
+		}
 		prefix := convPrefix(pMsg, conv.id)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
 		defer it.Close()
+		// Sequence numbers run from 1 without a gap; a gap or a short count
+		// is corruption, reported with the missing range, never a short list.
+		want := uint64(1)
 		for it.Rewind(); it.Valid(); it.Next() {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: %w", err)
 			}
 			k := it.Item().Key()
 			seq, _ := getU64(k[9:])
+			if seq != want {
+				return missingErr(conv.id, sessionID, want, seq-1)
+			}
+			want++
 			v, err := it.Item().ValueCopy(nil)
 			if err != nil {
 				return fmt.Errorf("lossless: read message: %w", err)
@@ -511,8 +522,25 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 				return err
 			}
 		}
+		if last := want - 1; int64(last) != rec.Messages || rec.NextSeq != want {
+			hi := rec.NextSeq - 1
+			if hi < want {
+				return fmt.Errorf("lossless: conversation %s (session %s): %d messages read, its record counts %d (next seq %d): %w",
+					conv.id, sessionID, last, rec.Messages, rec.NextSeq, ErrCorrupt)
+			}
+			return missingErr(conv.id, sessionID, want, hi)
+		}
 		return nil
 	})
+}
+
+// ErrCorrupt is wrapped by errors that find the store damaged: a missing
+// range of messages, a record that does not decode. What could be read is
+// never returned as if it were all.
+var ErrCorrupt = errors.New("lossless: store corrupt")
+
+func missingErr(c convID, sessionID string, from, to uint64) error {
+	return fmt.Errorf("lossless: conversation %s (session %s): messages %d-%d are missing: %w", c, sessionID, from, to, ErrCorrupt)
 }
 
 // AgentStats are one agent's totals.

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
@@ -45,7 +44,7 @@ const recordVersion = 1
 const recordZstd = 2
 
 // errBadRecord is wrapped by every decoder of stored records.
-var errBadRecord = errors.New("lossless: corrupt record")
+var errBadRecord = fmt.Errorf("lossless: corrupt record: %w", ErrCorrupt)
 
 // msgRecord is a stored message: M conv seq -> encodeMsg.
 type msgRecord struct {
