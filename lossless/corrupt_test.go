@@ -44,6 +44,12 @@ func TestMessagesReportsMissingRange(t *testing.T) {
 				!strings.Contains(err.Error(), conv.id.String()) {
 				t.Fatalf("lost message %d: err %v after %d messages", lost, err, n)
 			}
+			// Check reports it with --deep (the DAG alone still holds items
+			// for every message: the item of the lost one names it).
+			cr, err := e.Check(ctx, true)
+			if err != nil || len(cr.Problems) == 0 || !strings.Contains(fmt.Sprint(cr.Problems), fmt.Sprintf("messages %d-%d are missing", lost, lost)) {
+				t.Fatalf("deep check after losing message %d: %+v %v", lost, cr, err)
+			}
 			// The store is damaged on purpose: skip the cleanup's invariants.
 			e.Close()
 		})
@@ -152,4 +158,27 @@ func TestCorruptionNeverShortensReads(t *testing.T) {
 		e.Close()
 	}
 	t.Logf("%d spots over %d files: %d reads intact, %d failed with an error, %d silently wrong", spots, len(files), intact, failed, silent)
+}
+
+// TestCheckHealthyStore: Check on a compacted store finds nothing and
+// changes nothing.
+func TestCheckHealthyStore(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 4; c.LeafChunkTokens = 300 })
+	for i := 0; i < 40; i++ {
+		if _, err := e.CommitTurn(ctx, commitParams("s", fmt.Sprintf("k%d", i), i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 600, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	before := countMessages(t, e)
+	cr, err := e.Check(ctx, true)
+	if err != nil || len(cr.Problems) != 0 || cr.Conversations != 1 || cr.Messages != 160 {
+		t.Fatalf("check: %+v %v", cr, err)
+	}
+	if countMessages(t, e) != before {
+		t.Fatal("check changed the store")
+	}
 }

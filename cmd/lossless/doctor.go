@@ -55,6 +55,9 @@ type storeReport struct {
 	Error         string `json:"error,omitempty"`
 	// Recall is the recall index's state (lossless.RecallStatus).
 	Recall *lossless.RecallStatus `json:"recall,omitempty"`
+	// Check is what the store's check read and found (lossless.Check):
+	// the summary DAG of every conversation, and with --deep every record.
+	Check *lossless.CheckResult `json:"check,omitempty"`
 }
 
 func defaultOpenClawConfig() string {
@@ -70,10 +73,12 @@ func defaultOpenClawConfig() string {
 
 func cmdDoctor() *command {
 	var configPath string
+	var deep bool
 	return &command{
 		name: "doctor", args: "",
 		summary: "Check an OpenClaw setup: which engine the contextEngine slot resolves to and why, host requirements, quarantines, the store's format and health. Exits 1 on a problem.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
+			fs.BoolVar(&deep, "deep", false, "also read and verify every stored message record (reads the whole store)")
 			fs.StringVar(&configPath, "config", "", "the openclaw.json (default $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else ~/.openclaw/openclaw.json)")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
@@ -84,7 +89,7 @@ func cmdDoctor() *command {
 			if !explicit {
 				configPath = defaultOpenClawConfig()
 			}
-			rep := runDoctor(ctx, c, configPath, explicit)
+			rep := runDoctor(ctx, c, configPath, explicit, deep)
 			if c.json {
 				if err := printJSON(c.io.out, rep); err != nil {
 					return err
@@ -100,7 +105,7 @@ func cmdDoctor() *command {
 	}
 }
 
-func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit bool) *doctorReport {
+func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep bool) *doctorReport {
 	rep := &doctorReport{Quarantines: []contextengine.QuarantineRecord{}, Problems: []string{}, Warnings: []string{}}
 	problem := func(f string, a ...any) { rep.Problems = append(rep.Problems, fmt.Sprintf(f, a...)) }
 	warn := func(f string, a ...any) { rep.Warnings = append(rep.Warnings, fmt.Sprintf(f, a...)) }
@@ -235,6 +240,15 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit bool)
 				rep.Store.Messages += a.Messages
 			}
 		}
+		// The store's invariants, read only (every record with --deep).
+		if cr, err := eng.Check(ctx, deep); err != nil {
+			problem("store check: %v", err)
+		} else {
+			rep.Store.Check = &cr
+			for _, p := range cr.Problems {
+				problem("conversation %s (agent %s, session %s): %s", p.Conversation, p.Agent, p.SessionID, p.Problem)
+			}
+		}
 		// 7. The recall index (when the config enables recall). A missing or
 		// stale index is rebuilt from the store when the engine opens;
 		// doctor waits for that (bounded) and then reports.
@@ -312,6 +326,13 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	default:
 		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk, %d conversations, %d messages\n",
 			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
+	}
+	if c := s.Check; c != nil {
+		what := "summary DAG of each conversation"
+		if c.Deep {
+			what = "every record and the summary DAG"
+		}
+		fmt.Fprintf(w, "check      %s: %d conversations, %d messages, %d problem(s)\n", what, c.Conversations, c.Messages, len(c.Problems))
 	}
 	if r := s.Recall; r != nil {
 		switch {
