@@ -319,6 +319,15 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	if err != nil {
 		return core.CompactResult{}, err
 	}
+	if !host && p.SessionFile != "" && p.SessionID != "" {
+		// The transcript may hold messages the store does not (an afterTurn
+		// that failed): import what is new first, so that the compaction
+		// covers them and a rotation's successor, checkpointed as fully
+		// imported, hides none of them.
+		if _, ierr := e.importFile(ctx, agent, p.SessionID, p.SessionKey, p.SessionFile); ierr != nil && !errors.Is(ierr, os.ErrNotExist) {
+			return core.CompactResult{}, fmt.Errorf("lossless: compact: import the transcript first: %w", ierr)
+		}
+	}
 	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
 	mode := dag.ModeBudget
 	if p.CompactionTarget == core.CompactionTargetThreshold {

@@ -387,3 +387,42 @@ func verifyRotations(t *testing.T, dir, first string, frozen map[string][32]byte
 		t.Fatal(err)
 	}
 }
+
+// TestRotateImportsFirst: messages in the transcript that the store lacks
+// (their afterTurn failed) are imported before the rotation, so none is
+// hidden behind the successor's checkpoint.
+func TestRotateImportsFirst(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "first.jsonl")
+	info, err := synth.WriteSessionFile(path, 7, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := openTest(t, func(c *Config) { c.RotateBytes = info.Bytes; c.FreshTailMessages = 10 })
+	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: info.ID, SessionFile: path}); err != nil {
+		t.Fatal(err)
+	}
+	// A turn the host wrote whose afterTurn never reached the engine.
+	var lost []core.Message
+	var lines [][]byte
+	for i := 0; i < 3; i++ {
+		m := core.UserText(fmt.Sprintf("turn that failed to ingest %d", i), int64(1_800_000_000_000+i))
+		lost = append(lost, m)
+		lines = append(lines, []byte(fmt.Sprintf(`{"type":"message","id":"lost%d","message":%s}`, i, m.Raw())))
+	}
+	writeLines(t, path, lines, true)
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: info.ID, SessionFile: path, TokenBudget: 30000})
+	if err != nil || res.Result == nil || res.Result.SessionFile == "" {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	stored := map[string]bool{}
+	for _, raw := range storedMessages(t, e, "", info.ID) {
+		stored[string(raw)] = true
+	}
+	for i, m := range lost {
+		if !stored[string(m.Raw())] {
+			t.Fatalf("message %d of the failed turn is not stored after rotation", i)
+		}
+	}
+}
