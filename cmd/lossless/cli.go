@@ -10,11 +10,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 
 	"golang.org/x/term"
 
+	"github.com/lossless-engine/contextengine/bridge"
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
 )
@@ -87,7 +89,7 @@ Commands:
 	}
 	fmt.Fprintf(w, `
 Every command takes --store DIR (default %s),
---json for machine-readable output and --help.
+--json for machine-readable output and --help. lossless --version prints the version.
 Exit codes: 0 ok, 1 runtime error, 2 usage error.
 `, defaultStoreHelp())
 }
@@ -104,6 +106,9 @@ func run(ctx context.Context, args []string, io *stdio) int {
 			return run(ctx, []string{args[1], "--help"}, io)
 		}
 		topUsage(io.out)
+		return exitOK
+	case "-version", "--version", "version":
+		fmt.Fprintf(io.out, "lossless %s (store format %d, protocol %d, %s)\n", lossless.Version, lossless.FormatVersion, bridge.ProtocolVersion, runtime.Version())
 		return exitOK
 	}
 	var cmd *command
@@ -134,11 +139,17 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		fmt.Fprintf(w, "Usage: lossless %s [flags] %s\n\n%s\n\nFlags:\n", cmd.name, cmd.args, cmd.summary)
 		fs.PrintDefaults()
 	}
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(io.out) // asked-for help goes to stdout, once
+		}
+	}
 	pos, err := parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		fs.SetOutput(io.out)
-		fs.Usage()
-		return exitOK
+		return exitOK // the flag package printed the usage
 	}
 	if err != nil {
 		// The flag package already printed the error and the usage.
@@ -152,6 +163,12 @@ func run(ctx context.Context, args []string, io *stdio) int {
 			env.agentSet = true
 		}
 	})
+	switch env.tokenizer {
+	case "", core.EncodingO200k, core.EncodingCL100k, core.CounterChars4:
+	default:
+		fmt.Fprintf(io.err, "lossless %s: unknown --tokenizer %q (want o200k_base, cl100k_base or chars4)\n", cmd.name, env.tokenizer)
+		return exitUsage
+	}
 	if env.store == "" {
 		env.store, err = defaultStore()
 		if err != nil {

@@ -443,8 +443,13 @@ func TestHelp(t *testing.T) {
 	for _, c := range commands() {
 		r := runCLI(t, "", nil, c.name, "--help")
 		r.want(t, 0, "Usage: lossless "+c.name, "-store", "-json")
+		if n := strings.Count(r.stdout+r.stderr, "Usage: lossless "+c.name); n != 1 {
+			t.Fatalf("%s --help printed its usage %d times", c.name, n)
+		}
 	}
 	runCLI(t, "", nil, "help", "export").want(t, 0, "Usage: lossless export")
+	runCLI(t, "", nil, "--version").want(t, 0, "lossless 0.", "store format")
+	runCLI(t, "", nil, "stats", "--tokenizer", "nope").want(t, 2, `unknown --tokenizer "nope"`)
 }
 
 func TestDefaultStore(t *testing.T) {
