@@ -3,10 +3,14 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -471,5 +475,115 @@ func TestCommitTurnStartsCompaction(t *testing.T) {
 	}
 	if tok := itemTokens(items); float64(tok) > 1000 {
 		t.Fatalf("context %d tokens after background compaction, budget 1000", tok)
+	}
+}
+
+// bigResults returns n turns whose tool results are large enough for
+// maintain, and the results' bytes.
+func bigResults(n int) ([]core.Message, [][]byte) {
+	var msgs []core.Message
+	var bigs [][]byte
+	for i := 0; i < n; i++ {
+		ts := int64(1_767_000_000_000 + i*1000)
+		call := fmt.Sprintf("call_%d", i)
+		res := core.ToolResult(call, "read", strings.Repeat(fmt.Sprintf("line %d of a long log\n", i), 300), false, ts+2)
+		bigs = append(bigs, res.Raw())
+		msgs = append(msgs, core.UserText(fmt.Sprintf("read log %d", i), ts), core.AssistantToolCall(call, "read", map[string]any{"path": "x"}, ts+1),
+			res, core.AssistantText("ok", ts+3))
+	}
+	return msgs, bigs
+}
+
+// TestMaintainCrashChild is the child of TestMaintainCrash: it stores a
+// host transcript, runs Maintain, and SIGKILLs itself inside the host's
+// rewrite (the host has the references, the engine never returns), after
+// printing the references' keys.
+func TestMaintainCrashChild(t *testing.T) {
+	dir := os.Getenv("LOSSLESS_MAINTAIN_CRASH_DIR")
+	if dir == "" {
+		t.Skip("child of TestMaintainCrash only")
+	}
+	ctx := context.Background()
+	cfg := testConfig(dir)
+	cfg.SyncWrites = false
+	cfg.FreshTailMessages = 8
+	cfg.MaintainMinTokens = 500
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		fmt.Println("open error:", err)
+		os.Exit(3)
+	}
+	h := &fakeHost{}
+	msgs, _ := bigResults(6)
+	h.add(msgs...)
+	rc := h.sqliteContext()
+	if _, err := e.Bootstrap(ctx, hostBootstrap(rc)); err != nil {
+		fmt.Println("bootstrap error:", err)
+		os.Exit(4)
+	}
+	rc.RewriteTranscriptEntries = func(ctx context.Context, req core.RewriteRequest) (core.RewriteResult, error) {
+		for _, r := range req.Replacements {
+			text := r.Message.Text()
+			key := text[strings.Index(text, LargeRefPrefix):]
+			key = key[:len(LargeRefPrefix)+32]
+			fmt.Println("ref", key)
+		}
+		os.Stdout.Sync()
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	_, _ = e.Maintain(ctx, core.MaintainParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget, SessionFile: hostKey, RuntimeContext: rc})
+	fmt.Println("maintain returned")
+	os.Exit(5)
+}
+
+// TestMaintainCrash: with syncWrites off, a process killed right as the
+// host rewrites its transcript (the originals replaced by references) still
+// has every original: lcm_expand of each reference returns its bytes.
+func TestMaintainCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns a child process")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestMaintainCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LOSSLESS_MAINTAIN_CRASH_DIR="+dir)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child did not die by SIGKILL: %v; output %s", err, out)
+	}
+	var refs []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if r, ok := strings.CutPrefix(l, "ref "); ok {
+			refs = append(refs, r)
+		}
+	}
+	if len(refs) != 4 {
+		t.Fatalf("child printed %d references: %s", len(refs), out)
+	}
+	ctx := context.Background()
+	e, err := Open(ctx, testConfig(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, bigs := bigResults(6)
+	for i, ref := range refs {
+		res, err := e.CallTool(ctx, core.ToolCallParams{Name: ToolExpand, Arguments: json.RawMessage(`{"id":"` + ref + `"}`),
+			SessionKey: hostKey, SessionID: "sess-1", AgentID: "main"})
+		if err != nil {
+			t.Fatalf("lcm_expand %s after the crash: %v", ref, err)
+		}
+		var page struct {
+			Messages []struct {
+				Message json.RawMessage `json:"message"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(res.Text), &page); err != nil || len(page.Messages) != 1 {
+			t.Fatalf("lcm_expand %s: %v %.200s", ref, err, res.Text)
+		}
+		if string(page.Messages[0].Message) != string(bigs[i]) {
+			t.Fatalf("lcm_expand %s does not return the original tool result", ref)
+		}
 	}
 }
