@@ -45,6 +45,11 @@ const FACT = "HELIOTROPE-7";
 // tools, past the 24K window the model server enforces.
 const LONG_TURNS = 10;
 const LONG_CHARS = 10_000;
+/** The engine's synthetic blocks in a text: <lcm_recall>...</lcm_recall>, <lcm_summary id=...>...</lcm_summary>. */
+function engineBlocks(text) {
+  return text.match(/<lcm_recall>[\s\S]*?<\/lcm_recall>|<lcm_summary id=[\s\S]*?<\/lcm_summary>/g) ?? [];
+}
+
 const longMarker = (i) => `LONG-TURN-${String(i).padStart(2, "0")}-MARKER`;
 
 // Prompts, each unique so a turn's requests can be found in the model log.
@@ -268,6 +273,20 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
         }
       }
     }
+    // The engine's blocks in a request are the ones assemble returned, verbatim.
+    const assembled = new Set();
+    for (const c of env.calls("assemble")) for (const m of c.result?.messages ?? []) for (const b of engineBlocks(contentText(m.content))) assembled.add(b);
+    let seen = 0;
+    for (const r of S.requests) {
+      for (const m of r.body?.messages ?? []) {
+        if (m.role === "system") continue;
+        for (const b of engineBlocks(contentText(m.content))) {
+          seen++;
+          if (!assembled.has(b)) problems.push(`request ${r.seq} holds an engine block assemble never returned: ${b.slice(0, 200)}`);
+        }
+      }
+    }
+    if (seen === 0) problems.push("no request held an engine block (<lcm_recall> or <lcm_summary id=...>)");
     // The second turn of the facts session sees the first one.
     const second = requestsForPrompt(fake, P.fact2);
     if (!second.length) problems.push("no model request for the second facts turn");
@@ -359,6 +378,19 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
     assert.ok(toolMsgs.length > 0, "the request after lcm_expand has no tool result");
     assert.ok(/LONG-TURN-\d\d-MARKER|LONG-READ|BIGFILE-MARKER/.test(result), `the lcm_expand result holds no raw message: ${result.slice(0, 800)}`);
     assert.ok(!/error|not found|unknown/i.test(result.slice(0, 200)), `lcm_expand failed: ${result.slice(0, 400)}`);
+  });
+
+  test("i. maintain asks OpenClaw to rewrite the old large tool result, by its transcript entry id", () => {
+    const tr = S.transcripts[K_MAINT];
+    const event = tr.all.find((e) => e.type === "message" && JSON.stringify(e.message).includes(bigMarker));
+    assert.ok(event, "the large tool result is not in OpenClaw's transcript");
+    const rewrites = env.children().flatMap((c) => c.hostCalls).filter((h) => h.method === "host/rewriteTranscriptEntries");
+    const maint = env.calls("maintain").filter((c) => c.params?.sessionKey === K_MAINT);
+    const ids = rewrites.flatMap((h) => (h.params?.request?.replacements ?? h.params?.replacements ?? []).map((x) => x.entryId));
+    assert.ok(
+      ids.includes(event.id),
+      `no rewriteTranscriptEntries request named entry ${event.id} (requested: ${JSON.stringify(ids.slice(0, 5))}; maintain answers: ${JSON.stringify(maint.map((c) => c.result ?? c.error).slice(-2))})`,
+    );
   });
 
   test("i. maintain replaces an old large tool result through rewriteTranscriptEntries; the original stays expandable", () => {
