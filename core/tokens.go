@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -160,6 +161,51 @@ func CountBlock(tc TokenCounter, b Block) int {
 		return ImageTokens
 	}
 	return tc.CountText(b.Text)
+}
+
+// ContextCounter is implemented by token counters that can stop a long
+// count when ctx is done (the fast o200k counter checks it every few
+// thousand pieces, so a cancelled request is not held by a 32 MiB message).
+type ContextCounter interface {
+	CountTextContext(ctx context.Context, s string) (int, error)
+}
+
+// CountMessageContext is CountMessage that stops when ctx is done and
+// returns ctx's error (counters that are not ContextCounters are checked
+// between texts).
+func CountMessageContext(ctx context.Context, tc TokenCounter, m Message) (int, error) {
+	c := &ctxCount{ctx: ctx, tc: tc}
+	c.cc, _ = tc.(ContextCounter)
+	n := CountMessage(c, m)
+	return n, c.err
+}
+
+// ctxCount is a TokenCounter that counts with tc until ctx is done.
+type ctxCount struct {
+	ctx context.Context
+	tc  TokenCounter
+	cc  ContextCounter
+	err error
+}
+
+func (c *ctxCount) Name() string { return c.tc.Name() }
+
+func (c *ctxCount) CountText(s string) int {
+	if c.err != nil {
+		return 0
+	}
+	if err := c.ctx.Err(); err != nil {
+		c.err = err
+		return 0
+	}
+	if c.cc == nil {
+		return c.tc.CountText(s)
+	}
+	n, err := c.cc.CountTextContext(c.ctx, s)
+	if err != nil {
+		c.err = err
+	}
+	return n
 }
 
 // CountMessages sums CountMessage over msgs.

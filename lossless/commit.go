@@ -108,7 +108,10 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	if err != nil {
 		return core.CommitTurnResult{}, err
 	}
-	ps := e.prepare(p.Messages, p.IsHeartbeat)
+	ps, err := e.prepare(ctx, p.Messages, p.IsHeartbeat)
+	if err != nil {
+		return core.CommitTurnResult{}, err
+	}
 	s, err := e.lockConv(ctx, c)
 	if err != nil {
 		return core.CommitTurnResult{}, err

@@ -200,7 +200,10 @@ func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *
 		msgs = append(msgs, en.Message)
 		ids = append(ids, en.EntryID)
 	}
-	ps := e.prepare(msgs, false)
+	ps, err := e.prepare(ctx, msgs, false)
+	if err != nil {
+		return 0, err
+	}
 	n, err := e.ingestInto(ctx, c, ps)
 	if err != nil {
 		return 0, err

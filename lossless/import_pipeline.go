@@ -255,7 +255,7 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 			defer wwg.Done()
 			for b := range work {
 				if b.err == nil {
-					e.parseBatch(b)
+					e.parseBatch(ctx, b)
 				}
 				select {
 				case done <- b:
@@ -312,7 +312,7 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 }
 
 // parseBatch parses every line of b into b.out.
-func (e *Engine) parseBatch(b *lineBatch) {
+func (e *Engine) parseBatch(ctx context.Context, b *lineBatch) {
 	if cap(b.out) < len(b.lines) {
 		b.out = make([]parsedLine, len(b.lines))
 	}
@@ -350,20 +350,24 @@ func (e *Engine) parseBatch(b *lineBatch) {
 			continue
 		}
 		pl.valid = true
-		e.preparePending(&pl.p, ent.Message)
+		e.preparePending(ctx, &pl.p, ent.Message)
 	}
 }
 
 // preparePending hashes and counts one message (the per-message work of
 // prepare and of the import pipeline's workers), with a cheaper hash of
 // JSON that is already compact; flags already set on p are kept.
-func (e *Engine) preparePending(p *pending, m core.Message) {
+func (e *Engine) preparePending(ctx context.Context, p *pending, m core.Message) {
 	p.msg = m
 	p.hash = hashMessageRaw(m.Raw())
 	if n, ok := e.counts.get(p.hash); ok {
 		p.tokens = n
 	} else {
-		p.tokens = core.CountMessage(e.tc, m)
+		n, err := core.CountMessageContext(ctx, e.tc, m)
+		if err != nil {
+			return // ctx is done: the caller sees it and drops p
+		}
+		p.tokens = n
 		e.counts.put(p.hash, p.tokens)
 	}
 	if (m.Role() == core.RoleAssistant && !m.HasVisibleContent()) ||

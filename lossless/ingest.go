@@ -62,7 +62,11 @@ func (e *Engine) ingestCall(ctx context.Context, sessionID, sessionKey string, m
 	if len(msgs) == 0 {
 		return 0, nil
 	}
-	return e.ingestInto(ctx, c, e.prepare(msgs, heartbeat))
+	ps, err := e.prepare(ctx, msgs, heartbeat)
+	if err != nil {
+		return 0, err
+	}
+	return e.ingestInto(ctx, c, ps)
 }
 
 func validateMessages(msgs []core.Message, max int) error {
@@ -103,7 +107,7 @@ type pending struct {
 
 // prepare hashes and counts msgs in parallel across cores (token counting is
 // the costly part of ingest), using the count cache for repeats.
-func (e *Engine) prepare(msgs []core.Message, heartbeat bool) []pending {
+func (e *Engine) prepare(ctx context.Context, msgs []core.Message, heartbeat bool) ([]pending, error) {
 	out := make([]pending, len(msgs))
 	var flags byte
 	if heartbeat {
@@ -111,9 +115,14 @@ func (e *Engine) prepare(msgs []core.Message, heartbeat bool) []pending {
 	}
 	parallelFor(len(msgs), func(i int) {
 		out[i].flags = flags
-		e.preparePending(&out[i], msgs[i])
+		e.preparePending(ctx, &out[i], msgs[i])
 	})
-	return out
+	// Counting stops when ctx is done (a cancelled request is not held by
+	// a huge message); what it left is not used.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("lossless: count tokens: %w", err)
+	}
+	return out, nil
 }
 
 // parallelFor runs fn(0..n-1) across the cores (in line when n < 4).

@@ -160,7 +160,8 @@ func buildStore(b *testing.B, dir string, n int) {
 	var base []pending
 	for _, r := range raws {
 		m, _ := core.ParseMessage(r)
-		base = append(base, e.prepare([]core.Message{m}, false)...)
+		ps, _ := e.prepare(context.Background(), []core.Message{m}, false)
+		base = append(base, ps...)
 	}
 	rec := convRecord{Agent: "main", SessionIDs: []string{"bench"}, NextSeq: 1, NextPos: posStep}
 	wb := e.db.NewWriteBatch()

@@ -1,6 +1,7 @@
 package lossless
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -69,8 +70,24 @@ func (f *fastO200k) Name() string { return core.EncodingO200k }
 
 // CountText returns the number of o200k_base tokens of s.
 func (f *fastO200k) CountText(s string) int {
+	n, _ := f.CountTextContext(context.Background(), s)
+	return n
+}
+
+// pieceMaxRunes caps one piece: a longer run without a break (base64, a
+// minified blob) is counted 64K runes at a time. Counts of such runs may
+// differ from tiktoken's by a token or two at each cut.
+const pieceMaxRunes = 64 << 10
+
+// ctxCheckPieces is how many pieces CountTextContext counts between looks
+// at its context.
+const ctxCheckPieces = 4096
+
+// CountTextContext is CountText that stops when ctx is done
+// (core.ContextCounter), returning ctx's error.
+func (f *fastO200k) CountTextContext(ctx context.Context, s string) (int, error) {
 	if s == "" {
-		return 0
+		return 0, nil
 	}
 	f.load()
 	var buf [512]rune
@@ -84,10 +101,21 @@ func (f *fastO200k) CountText(s string) int {
 	}
 	n := 0
 	var pb []byte
+	pieces := 0
 	for i := 0; i < len(r); {
 		end := matchO200k(r, i)
 		if end <= i { // cannot happen: every rune matches an alternative
 			end = i + 1
+		}
+		if end-i > pieceMaxRunes {
+			// A run longer than any real token sequence is counted in
+			// slices, so no one merge holds the count (and ctx) for long.
+			end = i + pieceMaxRunes
+		}
+		if pieces++; pieces%ctxCheckPieces == 0 || end-i >= 1024 {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
 		}
 		pb = pb[:0]
 		for _, c := range r[i:end] {
@@ -96,7 +124,7 @@ func (f *fastO200k) CountText(s string) int {
 		n += f.pieceTokens(pb)
 		i = end
 	}
-	return n
+	return n, nil
 }
 
 func (f *fastO200k) pieceTokens(p []byte) int {

@@ -1,11 +1,14 @@
 package lossless
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
@@ -143,5 +146,60 @@ func BenchmarkCountRun(b *testing.B) {
 				f.CountText(text)
 			}
 		})
+	}
+}
+
+// base64Run returns n characters of base64 without a space.
+func base64Run(n int, seed uint64) string {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	const alpha = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = alpha[rng.IntN(len(alpha))]
+	}
+	return string(b)
+}
+
+// TestIngestCancelledDuringCount: ingesting a 32 MiB message without
+// spaces (seconds of counting) stops soon after the request is cancelled,
+// with the context's error, and stores nothing. (The bound here is loose
+// for loaded CI machines; the count checks the context every 4,096 pieces
+// and at every long piece.)
+func TestIngestCancelledDuringCount(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts a 32 MiB message")
+	}
+	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k })
+	m := core.ToolResult("c", "read", base64Run(30<<20, 5), false, 1) // under maxMessageBytes (32 MiB) with its JSON
+	ctx, cancel := context.WithCancel(context.Background())
+	var cancelled time.Time
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cancelled = time.Now()
+		cancel()
+	}()
+	_, err := e.Ingest(ctx, core.IngestParams{SessionID: "big", Message: m})
+	after := time.Since(cancelled)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("ingest of a cancelled request: %v", err)
+	}
+	if after > time.Second {
+		t.Fatalf("ingest ended %v after the cancel", after)
+	}
+	t.Logf("ended %v after the cancel", after)
+	if n := countMessages(t, e); n != 0 {
+		t.Fatalf("%d messages stored by a cancelled ingest", n)
+	}
+}
+
+// BenchmarkCount32MiB counts a 32 MiB message without spaces (the issue's
+// target: under 5 s).
+func BenchmarkCount32MiB(b *testing.B) {
+	f := fastCounter(b)
+	s := base64Run(32<<20, 9)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		f.CountText(s)
 	}
 }

@@ -34,7 +34,7 @@ func TestStoreContract(t *testing.T) {
 			if err != nil {
 				return 0, err
 			}
-			ps := e.prepare([]core.Message{m}, false)
+			ps, _ := e.prepare(context.Background(), []core.Message{m}, false)
 			ps[0].tokens = tokens
 			n, err := e.ingestInto(ctx, c, ps)
 			if err != nil {
