@@ -19,18 +19,28 @@ import (
 )
 
 // DefaultMaxLineBytes bounds one incoming line unless Options.MaxLineBytes
-// says otherwise. afterTurn carries the whole session view (images
-// included), so the bound is generous.
-const DefaultMaxLineBytes = 512 << 20
+// says otherwise: a little over the lossless engine's default
+// maxMessageBytes (32 MiB), for the request around the message. A host
+// that sends larger requests (a whole session view per afterTurn) raises it
+// (lossless serve --max-line-bytes).
+const DefaultMaxLineBytes = 40 << 20
+
+// DefaultMaxInFlight bounds the requests served at once unless
+// Options.MaxInFlight says otherwise.
+const DefaultMaxInFlight = 64
 
 // Options tune Serve. The zero value is usable.
 type Options struct {
 	// ServerName and ServerVersion are reported by initialize.
 	ServerName    string
 	ServerVersion string
-	// MaxLineBytes bounds one incoming line; a longer line is discarded and
-	// answered with a parse error. 0 means DefaultMaxLineBytes.
+	// MaxLineBytes bounds one incoming line; a longer line is discarded
+	// (never held whole) and answered with a parse error naming the limit.
+	// 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// MaxInFlight bounds the requests served at once; later ones wait in
+	// arrival order. 0 means DefaultMaxInFlight.
+	MaxInFlight int
 	// Logf, when set, receives diagnostics (malformed lines, write errors).
 	// It must not write to Serve's writer.
 	Logf func(format string, args ...any)
@@ -72,6 +82,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, factory core.Factory, 
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
 	if opts.ServerName == "" {
 		opts.ServerName = "contextengine-bridge"
 	}
@@ -105,6 +118,8 @@ type server struct {
 	mu           sync.Mutex
 	engine       core.Engine
 	inflight     map[string]context.CancelFunc
+	running      int      // requests being served (at most Options.MaxInFlight)
+	queue        []func() // requests waiting for a slot, in arrival order
 	rollbacks    map[string]func(context.Context) error
 	nextRollback uint64
 	pending      map[string]chan Message
@@ -330,9 +345,7 @@ func (s *server) dispatchLine(line []byte) {
 		} else {
 			ctx, cancel = context.WithCancel(s.base)
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		job := func() {
 			defer cancel()
 			// The id is free again before the response is written: a client
 			// may reuse it as soon as it has the response.
@@ -344,7 +357,37 @@ func (s *server) dispatchLine(line []byte) {
 				}
 			}
 			s.respondCtx(ctx, m, release)
-		}()
+		}
+		s.wg.Add(1)
+		s.mu.Lock()
+		if s.running >= s.opts.MaxInFlight {
+			// Beyond the bound a request waits its turn (FIFO); the reader
+			// goes on, so host callback answers still arrive.
+			s.queue = append(s.queue, job)
+			s.mu.Unlock()
+			return
+		}
+		s.running++
+		s.mu.Unlock()
+		go s.work(job)
+	}
+}
+
+// work runs job, then the queued jobs, until the queue is empty.
+func (s *server) work(job func()) {
+	for job != nil {
+		job()
+		s.wg.Done()
+		s.mu.Lock()
+		job = nil
+		if len(s.queue) > 0 {
+			job = s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+		} else {
+			s.running--
+		}
+		s.mu.Unlock()
 	}
 }
 

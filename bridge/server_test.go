@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -805,4 +806,85 @@ func TestTimingHook(t *testing.T) {
 	if !slices.Contains(got, "info:true") || !slices.Contains(got, "tools/call:false") || !slices.Contains(got, "initialize:true") {
 		t.Fatalf("timing saw %v", got)
 	}
+}
+
+// gateEngine's Assemble waits on the host's llm.complete (when offered) or
+// on release, counting the calls running at once.
+type gateEngine struct {
+	minimalEngine
+	release       chan struct{}
+	running, peak atomic.Int32
+}
+
+func (g *gateEngine) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
+	n := g.running.Add(1)
+	defer g.running.Add(-1)
+	for {
+		old := g.peak.Load()
+		if n <= old || g.peak.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	if p.RuntimeContext != nil && p.RuntimeContext.LLMComplete != nil {
+		r, err := p.RuntimeContext.LLMComplete(ctx, core.LLMRequest{System: "s"})
+		return core.AssembleResult{SystemPromptAddition: r.Text}, err
+	}
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return core.AssembleResult{}, ctx.Err()
+	}
+	return core.AssembleResult{SystemPromptAddition: p.Prompt}, nil
+}
+
+// TestMaxInFlight: beyond Options.MaxInFlight requests wait their turn (in
+// order) instead of each getting a goroutine; host callback answers still
+// get through while the slots are full, so nothing deadlocks.
+func TestMaxInFlight(t *testing.T) {
+	g := &gateEngine{release: make(chan struct{})}
+	c := startServer(t, Static(g), Options{MaxInFlight: 2})
+	c.initialize()
+	// Two requests take both slots and wait on the host.
+	_, ch1 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "a"}, CallbackLLMComplete)
+	_, ch2 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "b"}, CallbackLLMComplete)
+	h1, h2 := c.nextHost(), c.nextHost()
+	// Five more queue behind them.
+	var queued []chan rawMsg
+	for i := 0; i < 5; i++ {
+		_, ch := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": fmt.Sprint(i)})
+		queued = append(queued, ch)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := g.running.Load(); n != 2 {
+		t.Fatalf("%d requests running with MaxInFlight 2", n)
+	}
+	// The host answers arrive although no slot is free.
+	c.send(`{"jsonrpc":"2.0","id":` + string(h1.ID) + `,"result":{"text":"one"}}`)
+	c.send(`{"jsonrpc":"2.0","id":` + string(h2.ID) + `,"result":{"text":"two"}}`)
+	for _, ch := range []chan rawMsg{ch1, ch2} {
+		if m := c.wait(ch); m.Error != nil {
+			t.Fatalf("request with a host callback: %s", m.Line)
+		}
+	}
+	close(g.release)
+	for i, ch := range queued {
+		var r core.AssembleResult
+		if err := json.Unmarshal(c.wait(ch).Result, &r); err != nil || r.SystemPromptAddition != fmt.Sprint(i) {
+			t.Fatalf("queued request %d: %+v %v", i, r, err)
+		}
+	}
+	if p := g.peak.Load(); p > 2 {
+		t.Fatalf("%d requests ran at once, bound 2", p)
+	}
+}
+
+func TestLineLimit(t *testing.T) {
+	c := startServer(t, Static(newFake()), Options{MaxLineBytes: 1 << 10})
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"ingest","params":{"sessionId":"s","message":{"role":"user","content":"` + strings.Repeat("x", 4<<10) + `"}}}`)
+	m := c.nextStray()
+	if m.Error == nil || m.Error.Code != CodeParseError || !strings.Contains(m.Error.Message, "longer than 1024 bytes") {
+		t.Fatalf("over-long line answered %s", m.Line)
+	}
+	c.ok(MethodInfo, nil, nil) // the server goes on
 }

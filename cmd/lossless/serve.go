@@ -19,11 +19,14 @@ import (
 func cmdServe() *command {
 	var stdioFlag bool
 	var timingPath string
+	var maxLine, maxInFlight int
 	return &command{
 		name: "serve", args: "--stdio",
 		summary: "Serve the engine over newline-delimited JSON-RPC 2.0 on stdin/stdout (used by the OpenClaw plugin).",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.BoolVar(&stdioFlag, "stdio", false, "speak JSON-RPC on stdin/stdout (the only transport)")
+			fs.IntVar(&maxLine, "max-line-bytes", bridge.DefaultMaxLineBytes, "refuse a request line longer than this (a clear parse error; keep it above maxMessageBytes)")
+			fs.IntVar(&maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "requests served at once; later ones wait in order")
 			fs.StringVar(&timingPath, "timing", "", "append one JSON line per request served ({method, startMs, ms, ok}: the time inside the engine) to this file")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
@@ -40,7 +43,7 @@ func cmdServe() *command {
 				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf,
 				// lossless.Engine.AfterTurn stores p.NewMessages() and skips
 				// messages already stored.
-				AfterTurnNewMessagesOnly: true}
+				AfterTurnNewMessagesOnly: true, MaxLineBytes: maxLine, MaxInFlight: maxInFlight}
 			if timingPath != "" {
 				f, err := os.OpenFile(timingPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				if err != nil {
