@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -305,7 +306,7 @@ func indent(s string) string {
 }
 
 func cmdCompact() *command {
-	var session, summarizer, model, baseURL, instructions string
+	var session, sessionFile, summarizer, model, baseURL, instructions string
 	var budget int
 	var force bool
 	return &command{
@@ -313,6 +314,7 @@ func cmdCompact() *command {
 		summary: "Compact --session: summarise older history so the active context fits --budget.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.StringVar(&session, "session", "", "the session id (required)")
+			fs.StringVar(&sessionFile, "session-file", "", "the session's JSONL transcript: what it holds beyond the store is imported first, and past rotateBytes it is rotated (a successor file beside it; the old one untouched)")
 			fs.IntVar(&budget, "budget", 0, "the token budget to fit (default: the engine's default budget)")
 			fs.BoolVar(&force, "force", false, "compact even below the trigger threshold")
 			fs.StringVar(&summarizer, "summarizer", "extractive", "the summarizer: extractive, openai or anthropic")
@@ -357,7 +359,7 @@ func cmdCompact() *command {
 			bar.set(0, session)
 			res, err := e.Compact(ctx, core.CompactParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
 				AgentID: agent, TokenBudget: budget, Force: force, CompactionTarget: target,
-				CustomInstructions: instructions})
+				CustomInstructions: instructions, SessionFile: sessionFile})
 			bar.done()
 			if err != nil {
 				return err
@@ -382,9 +384,16 @@ func cmdCompact() *command {
 					fmt.Fprintf(c.io.out, ": %d → %d tokens", r.TokensBefore, r.TokensAfter)
 					if r.SessionID != "" && r.SessionID != session {
 						fmt.Fprintf(c.io.out, "; the session continues as %s", r.SessionID)
+						if r.SessionFile != "" {
+							fmt.Fprintf(c.io.out, " in %s", r.SessionFile)
+						}
 					}
 				}
 				fmt.Fprintln(c.io.out)
+				var d lossless.CompactDetails
+				if res.Result != nil && json.Unmarshal(res.Result.Details, &d) == nil && len(d.NewSummaryIDs) > 0 {
+					fmt.Fprintf(c.io.out, "new summaries (lossless describe/expand ID): %s\n", strings.Join(d.NewSummaryIDs, " "))
+				}
 				if res.Result != nil && res.Result.Summary != "" {
 					fmt.Fprintf(c.io.out, "\nsummary:\n%s\n", indent(res.Result.Summary))
 				}

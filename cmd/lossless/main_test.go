@@ -787,3 +787,24 @@ func TestGrep(t *testing.T) {
 	runCLI(t, "", nil, "grep", "--store", store, "--all", "--agent", "bob", "x").want(t, 2, "--all cannot")
 	runCLI(t, "", nil, "grep", "--store", store, "--session", "nope", "x").want(t, 1, "unknown session")
 }
+
+// TestCompactSessionFile: compact --session-file imports what the file
+// holds beyond the store first, and prints the new summaries' ids.
+func TestCompactSessionFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	file := filepath.Join(dir, "s.jsonl")
+	sid := "sess-cf"
+	writeSession(t, file, sid, 20)
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0, "40 imported")
+	// Two more turns in the file that never reached the store.
+	writeSession(t, file, sid, 22)
+	r := runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--session-file", file, "--budget", "300", "--force")
+	r.want(t, 0, "compacted session "+sid, "new summaries (lossless describe/expand ID): ")
+	r = runCLI(t, "", nil, "export", "--store", store, "--session", sid)
+	r.want(t, 0)
+	if n := strings.Count(r.stdout, "\n"); n != 44 {
+		t.Fatalf("export after compact --session-file: %d messages, want 44", n)
+	}
+}
