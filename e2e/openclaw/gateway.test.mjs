@@ -87,7 +87,7 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
         env.engineConfig({ freshTailMessages: 4, leafChunkTokens: 4000, leafTargetTokens: 400, maintainMinTokens: 1000 }),
       );
       fs.writeFileSync(path.join(env.workspace, "big-notes.txt"), bigText);
-      await env.startGateway();
+      S.gatewayPid = (await env.startGateway()).child.pid;
 
       const turn = async (sessionKey, message) => {
         const t = await env.turn({ sessionKey, message });
@@ -103,7 +103,7 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
         const deg = degradationLines(env.gatewayOutput());
         if (deg.length > seen) {
           S.restarts.push({ before: name, lines: deg.slice(seen) });
-          await env.restartGateway();
+          S.gatewayPid = (await env.restartGateway()).child.pid;
         }
         seen = deg.length;
         try {
@@ -376,7 +376,11 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
     const toolMsgs = (next.body.messages ?? []).filter((m) => m.role === "tool");
     const result = toolMsgs.map((m) => contentText(m.content)).join("\n");
     assert.ok(toolMsgs.length > 0, "the request after lcm_expand has no tool result");
-    assert.ok(/LONG-TURN-\d\d-MARKER|LONG-READ|BIGFILE-MARKER/.test(result), `the lcm_expand result holds no raw message: ${result.slice(0, 800)}`);
+    const procs = S.children.map((c) => `pid ${c.wrapperPid} (run by ${c.parentPid}, initialize ${c.calls[0]?.error ? "failed" : "ok"})`);
+    assert.ok(
+      /LONG-TURN-\d\d-MARKER/.test(result),
+      `the lcm_expand result holds no raw message: ${result.slice(0, 800)}\nengine processes: ${procs.join(", ")}; gateway pid ${S.gatewayPid}`,
+    );
     assert.ok(!/error|not found|unknown/i.test(result.slice(0, 200)), `lcm_expand failed: ${result.slice(0, 400)}`);
   });
 

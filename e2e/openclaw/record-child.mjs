@@ -10,7 +10,8 @@
 // byte for byte, where <dir> is $LOSSLESS_E2E_RECORD_DIR/child-<wrapper pid>
 // (one directory per start, so what each engine process saw stays apart).
 // Every start appends one JSON line to $LOSSLESS_E2E_RECORD_DIR/starts.jsonl
-// ({wrapperPid, childPid, dir, argv, time}), every exit one to exits.jsonl,
+// ({wrapperPid, childPid, parentPid, dir, argv, time}; parentPid is the
+// OpenClaw process that ran it), every exit one to exits.jsonl,
 // and the running child's pid is kept in $LOSSLESS_E2E_RECORD_DIR/child.pid,
 // so a test can tell when (and whether) an engine process was started and can
 // kill -9 the real engine process. The wrapper exits with the child's status
@@ -33,7 +34,7 @@ const child = spawn(real, args, { stdio: ["pipe", "pipe", "pipe"] });
 fs.writeFileSync(path.join(root, "child.pid"), String(child.pid ?? ""));
 fs.appendFileSync(
   path.join(root, "starts.jsonl"),
-  JSON.stringify({ wrapperPid: process.pid, childPid: child.pid ?? null, dir, argv: args, time: Date.now() }) + "\n",
+  JSON.stringify({ wrapperPid: process.pid, childPid: child.pid ?? null, parentPid: process.ppid, dir, argv: args, time: Date.now() }) + "\n",
 );
 
 const stdinLog = fs.createWriteStream(path.join(dir, "stdin.jsonl"), { flags: "a" });
