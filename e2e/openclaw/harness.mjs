@@ -90,6 +90,7 @@ export function losslessBin() {
   if (process.env.LOSSLESS_BIN) return path.resolve(process.env.LOSSLESS_BIN);
   if (builtBin) return builtBin;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "lossless-e2e-bin-"));
+  process.once("exit", () => fs.rmSync(dir, { recursive: true, force: true }));
   const out = path.join(dir, "lossless");
   const r = spawnSync("go", ["build", "-o", out, "./cmd/lossless"], { cwd: REPO, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" });
   if (r.status !== 0) throw new Error(`go build ./cmd/lossless failed:\n${r.stdout}${r.stderr}`);
