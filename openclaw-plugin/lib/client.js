@@ -6,6 +6,7 @@
 // crash. The child does not keep Node's event loop alive while no request
 // is in flight.
 
+import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
@@ -233,6 +234,11 @@ export class BridgeClient {
       this.pending.set(id, {
         method,
         callbacks,
+        // The caller's async context: host callbacks run in it. OpenClaw
+        // tracks async work per turn, and the child's stdout handler carries
+        // the context of whichever call started the child (often a finished
+        // turn, whose closed scope refuses new work).
+        runIn: AsyncLocalStorage.snapshot(),
         resolve: (v) => {
           cleanup();
           resolve(v);
@@ -291,7 +297,8 @@ export class BridgeClient {
     this.hostCalls.set(msg.id, ac);
     this.#syncRef();
     try {
-      const result = await fn(msg.params?.request, ac.signal);
+      const call = () => fn(msg.params?.request, ac.signal);
+      const result = await (owner.runIn ? owner.runIn(call) : call());
       reply({ result: result ?? null });
     } catch (err) {
       reply({ error: { code: -32000, message: String(err?.message ?? err) } });

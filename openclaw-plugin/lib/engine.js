@@ -18,12 +18,17 @@ export { toWire };
 
 // Clients by command and config: one process per store (Badger admits one
 // process per directory). Module scope: they outlive engines.
-const pool = new Map(); // key -> BridgeClient
-let exitHookInstalled = false;
+//
+// The pool lives on globalThis, not in this module: OpenClaw may load the
+// plugin's modules more than once in one process (the engine and the tools
+// through different loaders), and two pools would start two processes on one
+// store, the second failing on Badger's directory lock.
+const shared = (globalThis[Symbol.for("lossless.openclaw-plugin")] ??= { pool: new Map(), exitHook: false });
+const pool = shared.pool; // key -> BridgeClient
 
 function installExitHook() {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
+  if (shared.exitHook) return;
+  shared.exitHook = true;
   // The child holds no reference on the event loop while idle (client.js),
   // so the process can end; when it does, the child is told to end too.
   process.once("exit", () => {

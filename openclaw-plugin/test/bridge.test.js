@@ -317,3 +317,41 @@ test("a process that never initializes is killed after startTimeoutMs and the ca
   const engine = fakeEngine({ args: ["-e", "setInterval(() => {}, 1000)"], startTimeoutMs: 300 });
   await assert.rejects(engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } }), /did not initialize within 300 ms/);
 });
+
+test("a host callback runs in the async context of the request it belongs to, not of the call that started the process", async () => {
+  const { AsyncLocalStorage } = await import("node:async_hooks");
+  const als = new AsyncLocalStorage();
+  const engine = fakeEngine();
+  try {
+    // The first call, made in turn 1, starts the process: its stdout
+    // handler carries turn 1's context from then on.
+    await als.run({ turn: 1 }, () => engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } }));
+    let seen;
+    await als.run({ turn: 2 }, () =>
+      engine.assemble({
+        sessionId: "s",
+        prompt: "llm",
+        messages: [],
+        runtimeContext: {
+          llm: {
+            complete: async () => {
+              seen = als.getStore();
+              return { text: "ok" };
+            },
+          },
+        },
+      }),
+    );
+    assert.deepEqual(seen, { turn: 2 });
+  } finally {
+    await engine.dispose();
+  }
+});
+
+test("two copies of the engine module share one process per store", async () => {
+  const a = await import("../lib/engine.js?copy=a");
+  const b = await import("../lib/engine.js?copy=b");
+  assert.notEqual(a.sharedClient, b.sharedClient);
+  const cfg = { storeDir: "/nowhere/shared-copies", bridge: { command: process.execPath, args: [fakeServer] } };
+  assert.equal(a.sharedClient(cfg), b.sharedClient(cfg));
+});
