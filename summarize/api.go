@@ -32,19 +32,26 @@ type Config struct {
 	// APIKeyEnv names the environment variable holding the key (default
 	// OPENAI_API_KEY or ANTHROPIC_API_KEY).
 	APIKeyEnv string `json:"apiKeyEnv,omitempty"`
-	// TimeoutMs bounds one model call (default 60000).
+	// TimeoutMs bounds one HTTP request to the model, each of the SDK's
+	// retries having its own (default 60000); for KindHost, one call of the
+	// host's model.
 	TimeoutMs int `json:"timeoutMs,omitempty"`
-	// MaxRetries is the number of retries after a failed call (default 2; -1 for none).
+	// MaxRetries is the number of retries the provider's SDK makes after a
+	// retryable failure (HTTP 408, 409, 429, 5xx, a connection error),
+	// waiting as the server's Retry-After asks (a wait over 30 s is not
+	// retried) or backing off exponentially (default 2; -1 for none). It does
+	// not apply to KindHost, whose host retries by itself.
 	MaxRetries int `json:"maxRetries,omitempty"`
 	// MaxOutputTokens caps the model's answer (default: the request's target, at least 256).
 	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
-	// MaxCallsPerWindow is the spend guard's limit of model calls per window
-	// for the whole process (default 60; -1 for unlimited).
+	// MaxCallsPerWindow is the spend guard's limit of model requests (the
+	// SDK's retries included) per window for the whole process (default 60;
+	// -1 for unlimited).
 	MaxCallsPerWindow int `json:"maxCallsPerWindow,omitempty"`
 	// WindowMs is the spend guard's window (default 60000).
 	WindowMs int `json:"windowMs,omitempty"`
-	// BreakerFailures is the number of consecutive failures that opens the
-	// circuit breaker (default 5).
+	// BreakerFailures is the number of consecutive failed calls (each after
+	// the SDK's retries) that opens the circuit breaker (default 5).
 	BreakerFailures int `json:"breakerFailures,omitempty"`
 	// BreakerCooldownMs is how long the breaker stays open before a trial
 	// call (default 60000).
@@ -53,8 +60,9 @@ type Config struct {
 
 // FromConfig builds the summarizer cfg describes, counting tokens with tc
 // (core.DefaultCounter when nil). The extractive kind needs no network. The
-// model kinds are wrapped in a Guard (timeout, retries, spend guard shared by
-// the process for these limits, circuit breaker) that falls back to the
+// model kinds retry through their SDK (MaxRetries, TimeoutMs per request)
+// and are wrapped in a Guard (a bound on the whole call, spend guard shared
+// by the process for these limits, circuit breaker) that falls back to the
 // extractive summarizer.
 func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 	if tc == nil {
@@ -69,10 +77,10 @@ func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 		return ext, nil
 	case KindOpenAI:
 		m, err = NewOpenAI(OpenAIConfig{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: cfg.APIKey,
-			APIKeyEnv: cfg.APIKeyEnv, Timeout: timeout, MaxOutputTokens: cfg.MaxOutputTokens})
+			APIKeyEnv: cfg.APIKeyEnv, Timeout: timeout, MaxRetries: cfg.MaxRetries, MaxOutputTokens: cfg.MaxOutputTokens})
 	case KindAnthropic:
 		m, err = NewAnthropic(AnthropicConfig{Model: cfg.Model, BaseURL: cfg.BaseURL, APIKey: cfg.APIKey,
-			APIKeyEnv: cfg.APIKeyEnv, Timeout: timeout, MaxOutputTokens: cfg.MaxOutputTokens})
+			APIKeyEnv: cfg.APIKeyEnv, Timeout: timeout, MaxRetries: cfg.MaxRetries, MaxOutputTokens: cfg.MaxOutputTokens})
 	case KindHost:
 		m = NewHost(timeout, cfg.MaxOutputTokens)
 	default:
@@ -82,8 +90,6 @@ func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 		return nil, err
 	}
 	return NewGuard(m, ext, GuardOptions{
-		Timeout:         timeout,
-		MaxRetries:      cfg.MaxRetries,
 		Spend:           SharedSpendGuard(cfg.MaxCallsPerWindow, time.Duration(cfg.WindowMs)*time.Millisecond),
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerCooldown: time.Duration(cfg.BreakerCooldownMs) * time.Millisecond,

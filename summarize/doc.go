@@ -6,13 +6,17 @@
 //     strictly shorter than its input and within the target.
 //   - Model, a language model behind the official SDKs: OpenAI-compatible
 //     chat completions (NewOpenAI: OpenAI, vLLM, llama.cpp server, Ollama)
-//     or Anthropic Messages (NewAnthropic). Streaming is off; the prompts
-//     (SystemPrompt, UserPrompt) mark the transcript as untrusted data.
-//   - Guard, around every model: per-attempt timeout, bounded retries with
-//     backoff (Retry-After respected), reasoning stripped (StripReasoning),
-//     empty or not-shorter answers rejected, a process-wide SpendGuard and a
-//     circuit Breaker; on failure it falls back to Extractive, so compaction
-//     always converges.
+//     or Anthropic Messages (NewAnthropic), or the host's own model
+//     (NewHost, OpenClaw's llm.complete). Streaming is off; the prompts
+//     (SystemPrompt, UserPrompt) mark the transcript as untrusted data. The
+//     SDKs do the retries (MaxRetries, Retry-After respected, exponential
+//     backoff) and time out each request; the host retries by itself.
+//   - Guard, around every model: one call per request (no retries of its
+//     own) bounded in time, reasoning stripped (StripReasoning), empty or
+//     not-shorter answers rejected, a process-wide SpendGuard charged for
+//     every request the SDK sends and a circuit Breaker counting failed
+//     calls; on failure it falls back to Extractive, so compaction always
+//     converges.
 //
 // FromConfig builds one from Config (plugins.entries.lossless.config.summarizer).
 // Identifiers lists the opaque identifiers of a text, to measure how many a

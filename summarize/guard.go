@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -12,10 +13,6 @@ import (
 
 // Guard defaults.
 const (
-	DefaultTimeout           = 60 * time.Second
-	DefaultMaxRetries        = 2
-	DefaultBaseBackoff       = 500 * time.Millisecond
-	DefaultMaxBackoff        = 30 * time.Second
 	DefaultBreakerFailures   = 5
 	DefaultBreakerCooldown   = 60 * time.Second
 	DefaultMaxCallsPerWindow = 60
@@ -25,31 +22,24 @@ const (
 // ErrBreakerOpen is the reason a Guard skipped its model: the circuit breaker is open.
 var ErrBreakerOpen = errors.New("summarize: circuit breaker open")
 
-// ErrSpendLimit is the reason a Guard skipped its model: the spend guard's
-// call budget for the window is used up.
+// ErrSpendLimit is the reason a Guard skipped its model, or stopped a
+// model's retries: the spend guard's budget for the window is used up.
 var ErrSpendLimit = errors.New("summarize: spend limit reached")
 
 // GuardOptions configures a Guard. Zero fields take the defaults above.
 type GuardOptions struct {
-	// Timeout bounds one attempt (default DefaultTimeout).
+	// Timeout bounds one call of the inner summarizer, its SDK's retries
+	// and their waits included. Default: for a Model, the worst case of its
+	// retry policy ((MaxRetries+1) × its per-request timeout + MaxRetries ×
+	// its longest wait); for any other summarizer, DefaultTimeout.
 	Timeout time.Duration
-	// MaxRetries is the number of retries after a retryable failure
-	// (HTTP 408/409/429/5xx, network errors, timeouts): default
-	// DefaultMaxRetries, negative for none.
-	MaxRetries int
-	// BaseBackoff is the first retry's wait, doubled each retry (default
-	// DefaultBaseBackoff). A 429's Retry-After replaces it.
-	BaseBackoff time.Duration
-	// MaxBackoff caps a wait; a Retry-After beyond it ends the retries
-	// (default DefaultMaxBackoff).
-	MaxBackoff time.Duration
-	// Spend limits model calls; nil means DefaultSpend, shared by the process.
+	// Spend limits model requests; nil means DefaultSpend, shared by the process.
 	Spend *SpendGuard
 	// Breaker is the circuit breaker; nil means a new one from
 	// BreakerFailures and BreakerCooldown.
 	Breaker *Breaker
-	// BreakerFailures opens the breaker after this many consecutive failures
-	// (default DefaultBreakerFailures).
+	// BreakerFailures opens the breaker after this many consecutive failed
+	// calls (default DefaultBreakerFailures).
 	BreakerFailures int
 	// BreakerCooldown is how long the breaker stays open before one trial
 	// call (default DefaultBreakerCooldown).
@@ -57,28 +47,33 @@ type GuardOptions struct {
 	// Counter counts tokens for the "shorter than the input" check (default
 	// core.DefaultCounter()).
 	Counter core.TokenCounter
-	// Sleep waits between retries (default: a timer honouring ctx); tests
-	// replace it.
-	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // GuardStats counts what a Guard did.
 type GuardStats struct {
-	Calls     int // attempts on the inner summarizer
-	Failures  int // failed attempts (errors, timeouts, empty or not-shorter output)
-	Retries   int // attempts after the first one of a request
+	Calls     int // calls of the inner summarizer (one per request that reached it)
+	Retries   int // retries the inner model's SDK made within those calls
+	Failures  int // failed calls (errors after the SDK's retries, timeouts, empty or not-shorter output)
 	Fallbacks int // requests answered by the fallback
 	Skipped   int // requests that never reached the model (breaker open, spend limit)
 }
 
-// Guard wraps a model summarizer with a per-attempt timeout, bounded retries
-// with backoff (Retry-After respected), reasoning stripped from the output,
-// rejection of empty or not-shorter output, a spend guard and a circuit
-// breaker. An answer shorter than the input but over TargetTokens is
-// returned as is: the caller decides whether to escalate (as the compactor
-// does). When the model fails it answers with the fallback summarizer
-// (normally the extractive one), so compaction always converges. It is safe
-// for concurrent use.
+// Guard wraps a model summarizer with a timeout on each call, reasoning
+// stripped from the output, rejection of empty or not-shorter output, a
+// spend guard and a circuit breaker. It makes one call of the inner
+// summarizer per request and never retries it: a Model's SDK retries by
+// itself (with Retry-After respected), and a call that still fails counts
+// as one failure toward the breaker. The spend guard is charged one unit
+// before the call and one more before each of the SDK's retries (the
+// Model's clients report them through the request's context); a retry the
+// spend guard refuses ends the call. A summarizer that is not a Model is
+// charged one unit per call.
+//
+// An answer shorter than the input but over TargetTokens is returned as
+// is: the caller decides whether to escalate (as the compactor does). When
+// the model fails it answers with the fallback summarizer (normally the
+// extractive one), so compaction always converges. It is safe for
+// concurrent use.
 type Guard struct {
 	inner, fallback core.Summarizer
 	opts            GuardOptions
@@ -93,17 +88,9 @@ type Guard struct {
 func NewGuard(inner core.Summarizer, fallback core.Summarizer, opts GuardOptions) *Guard {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
-	}
-	if opts.MaxRetries == 0 {
-		opts.MaxRetries = DefaultMaxRetries
-	} else if opts.MaxRetries < 0 {
-		opts.MaxRetries = 0
-	}
-	if opts.BaseBackoff <= 0 {
-		opts.BaseBackoff = DefaultBaseBackoff
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = DefaultMaxBackoff
+		if m, ok := inner.(*Model); ok {
+			opts.Timeout = m.callBudget()
+		}
 	}
 	if opts.Spend == nil {
 		opts.Spend = DefaultSpend
@@ -114,21 +101,7 @@ func NewGuard(inner core.Summarizer, fallback core.Summarizer, opts GuardOptions
 	if opts.Counter == nil {
 		opts.Counter = core.DefaultCounter()
 	}
-	if opts.Sleep == nil {
-		opts.Sleep = sleepCtx
-	}
 	return &Guard{inner: inner, fallback: fallback, opts: opts}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Name returns the inner summarizer's name.
@@ -174,88 +147,75 @@ func (g *Guard) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 	return out, nil
 }
 
-// tryModel runs the attempts; its error wraps core.ErrSummarizerFailed.
+// tryModel makes the one call of the inner summarizer; its error wraps
+// core.ErrSummarizerFailed.
 func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string, error) {
-	inTokens := -1
-	var last error
-	for attempt := 0; attempt <= g.opts.MaxRetries; attempt++ {
-		if !g.opts.Breaker.Allow() {
-			if last == nil {
-				g.count(func(s *GuardStats) { s.Skipped++ })
-			}
-			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, errors.Join(ErrBreakerOpen, last))
+	if !g.opts.Breaker.Allow() {
+		g.count(func(s *GuardStats) { s.Skipped++ })
+		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, ErrBreakerOpen)
+	}
+	if !g.opts.Spend.Allow() {
+		g.opts.Breaker.Release()
+		g.count(func(s *GuardStats) { s.Skipped++ })
+		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, ErrSpendLimit)
+	}
+	g.count(func(s *GuardStats) { s.Calls++ })
+
+	tctx, cancelTimeout := context.WithTimeout(ctx, g.opts.Timeout)
+	defer cancelTimeout()
+	cctx, cancel := context.WithCancelCause(tctx)
+	defer cancel(nil)
+	var attempts atomic.Int32
+	cctx = withAttemptHook(cctx, func() error {
+		if attempts.Add(1) == 1 {
+			return nil // the first request was charged above
 		}
 		if !g.opts.Spend.Allow() {
-			g.opts.Breaker.Release()
-			if last == nil {
-				g.count(func(s *GuardStats) { s.Skipped++ })
+			cancel(ErrSpendLimit) // so that the SDK stops retrying
+			return ErrSpendLimit
+		}
+		g.count(func(s *GuardStats) { s.Retries++ })
+		return nil
+	})
+
+	out, err := g.inner.Summarize(cctx, req)
+	if err == nil {
+		out = StripReasoning(out)
+		if out == "" {
+			err = errors.New("summarize: guard: empty or reasoning-only answer")
+		} else {
+			inTokens := g.opts.Counter.CountText(req.Text) + g.opts.Counter.CountText(req.PreviousSummary)
+			if n := g.opts.Counter.CountText(out); n >= inTokens {
+				err = fmt.Errorf("summarize: guard: answer of %d tokens is not shorter than the input (%d)", n, inTokens)
 			}
-			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, errors.Join(ErrSpendLimit, last))
-		}
-		g.count(func(s *GuardStats) {
-			s.Calls++
-			if attempt > 0 {
-				s.Retries++
-			}
-		})
-		actx, cancel := context.WithTimeout(ctx, g.opts.Timeout)
-		out, err := g.inner.Summarize(actx, req)
-		cancel()
-		retryable := true
-		if err == nil {
-			out = StripReasoning(out)
-			switch {
-			case out == "":
-				err, retryable = errors.New("summarize: guard: empty or reasoning-only answer"), true
-			default:
-				if inTokens < 0 {
-					inTokens = g.opts.Counter.CountText(req.Text) + g.opts.Counter.CountText(req.PreviousSummary)
-				}
-				if n := g.opts.Counter.CountText(out); n >= inTokens {
-					err = fmt.Errorf("summarize: guard: answer of %d tokens is not shorter than the input (%d)", n, inTokens)
-					retryable = false
-				}
-			}
-		}
-		if err == nil {
-			g.opts.Breaker.Success()
-			return out, nil
-		}
-		if errors.Is(err, ErrNoHostLLM) {
-			// Not the model failing: this call has no host model. No
-			// retry, no breaker count; the fallback answers.
-			g.opts.Breaker.Release()
-			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
-		}
-		g.opts.Breaker.Failure()
-		g.count(func(s *GuardStats) { s.Failures++ })
-		last = err
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
-		}
-		var se *StatusError
-		wait := g.opts.BaseBackoff << attempt
-		if errors.As(err, &se) {
-			retryable = se.Retryable()
-			if se.RetryAfter > 0 {
-				wait = se.RetryAfter
-			}
-		}
-		if !retryable || attempt == g.opts.MaxRetries || wait > g.opts.MaxBackoff {
-			break
-		}
-		if err := g.opts.Sleep(ctx, wait); err != nil {
-			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
 		}
 	}
-	if !errors.Is(last, core.ErrSummarizerFailed) {
-		last = fmt.Errorf("%w: %w", core.ErrSummarizerFailed, last)
+	if err == nil {
+		g.opts.Breaker.Success()
+		return out, nil
 	}
-	return "", last
+	if errors.Is(err, ErrNoHostLLM) || ctx.Err() != nil {
+		// Not the model failing: this call has no host model, or the
+		// caller gave up. No breaker count; the fallback answers the
+		// former, the caller gets its context's error for the latter.
+		g.opts.Breaker.Release()
+		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
+	}
+	if cause := context.Cause(cctx); errors.Is(cause, ErrSpendLimit) {
+		err = fmt.Errorf("summarize: guard: a retry was refused: %w: %w", ErrSpendLimit, err)
+	}
+	g.opts.Breaker.Failure()
+	g.count(func(s *GuardStats) { s.Failures++ })
+	if !errors.Is(err, core.ErrSummarizerFailed) {
+		err = fmt.Errorf("%w: %w", core.ErrSummarizerFailed, err)
+	}
+	return "", err
 }
 
-// SpendGuard limits model calls per sliding time window. One instance is
-// shared by every Guard that uses it: DefaultSpend is the process-wide one.
+// SpendGuard limits model requests per sliding time window: a Guard
+// charges it one unit per call and one per retry of the model's SDK. One
+// instance is shared by every Guard that uses it: DefaultSpend is the
+// process-wide one.
 type SpendGuard struct {
 	mu     sync.Mutex
 	max    int

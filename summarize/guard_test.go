@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,8 +81,8 @@ func TestSpendGuardSharedByGuards(t *testing.T) {
 	spend := NewSpendGuard(3, time.Minute)
 	spend.now = clk.now
 	a, b := working(), working()
-	ga, _ := guardOver(t, a, GuardOptions{Spend: spend})
-	gb, _ := guardOver(t, b, GuardOptions{Spend: spend})
+	ga := guardOver(t, a, GuardOptions{Spend: spend})
+	gb := guardOver(t, b, GuardOptions{Spend: spend})
 	for i := 0; i < 2; i++ {
 		if out, _ := ga.Summarize(context.Background(), guardReq); out != "Goal: migrate" {
 			t.Fatalf("a: %q", out)
@@ -114,7 +115,7 @@ func TestBreakerOpenHalfOpenClose(t *testing.T) {
 	br := NewBreaker(2, time.Minute)
 	br.now = clk.now
 	inner := failing()
-	g, _ := guardOver(t, inner, GuardOptions{Breaker: br, MaxRetries: -1})
+	g := guardOver(t, inner, GuardOptions{Breaker: br})
 	ctx := context.Background()
 	for i := 0; i < 2; i++ {
 		if _, err := g.Summarize(ctx, guardReq); err != nil {
@@ -158,32 +159,106 @@ func TestBreakerOpenHalfOpenClose(t *testing.T) {
 
 func TestGuardFallbackAndErrors(t *testing.T) {
 	// no fallback: the failure is returned
-	g := NewGuard(failing(), nil, GuardOptions{MaxRetries: -1, Spend: NewSpendGuard(-1, 0), Counter: core.Chars4{}})
+	g := NewGuard(failing(), nil, GuardOptions{Spend: NewSpendGuard(-1, 0), Counter: core.Chars4{}})
 	if _, err := g.Summarize(context.Background(), guardReq); !errors.Is(err, core.ErrSummarizerFailed) || !errors.Is(err, errBoom) {
 		t.Fatalf("err = %v", err)
 	}
 	// reasoning stripped from a plain summarizer's answer
 	thinker := &scripted{outs: []string{"<think>x</think> Goal: ok"}, errs: []error{nil}}
-	g2, _ := guardOver(t, thinker, GuardOptions{})
+	g2 := guardOver(t, thinker, GuardOptions{})
 	if out, _ := g2.Summarize(context.Background(), guardReq); out != "Goal: ok" {
 		t.Fatalf("out %q", out)
 	}
 	// a cancelled context is returned, not hidden by the fallback
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	g3, _ := guardOver(t, working(), GuardOptions{})
+	g3 := guardOver(t, working(), GuardOptions{})
 	if _, err := g3.Summarize(ctx, guardReq); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	if g3.Name() != "scripted" {
 		t.Fatalf("name %q", g3.Name())
 	}
-	// generic errors are retried with growing backoff
+	// the Guard never retries: one call per request, one failure
 	inner := failing()
-	g4, waits := guardOver(t, inner, GuardOptions{MaxRetries: 2, BaseBackoff: time.Millisecond})
-	g4.Summarize(context.Background(), guardReq)
-	if inner.count() != 3 || !equalDurations(*waits, []time.Duration{time.Millisecond, 2 * time.Millisecond}) {
-		t.Fatalf("calls %d waits %v", inner.count(), *waits)
+	g4 := guardOver(t, inner, GuardOptions{})
+	if out, err := g4.Summarize(context.Background(), guardReq); err != nil || out == "" {
+		t.Fatalf("fallback: %q %v", out, err)
+	}
+	if st := g4.Stats(); inner.count() != 1 || st.Calls != 1 || st.Failures != 1 || st.Retries != 0 || st.Fallbacks != 1 {
+		t.Fatalf("calls %d stats %+v", inner.count(), st)
+	}
+	// a call the caller cancels does not count toward the breaker
+	br := NewBreaker(1, time.Minute)
+	cctx, ccancel := context.WithCancel(context.Background())
+	canceller := &cancelling{cancel: ccancel}
+	g5 := guardOver(t, canceller, GuardOptions{Breaker: br})
+	if _, err := g5.Summarize(cctx, guardReq); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled during the call: %v", err)
+	}
+	if br.State() != BreakerClosed || g5.Stats().Failures != 0 || g5.Stats().Fallbacks != 0 {
+		t.Fatalf("cancellation counted: %s %+v", br.State(), g5.Stats())
+	}
+}
+
+// cancelling is a summarizer that cancels its caller's context and fails
+// with its error, as an SDK does when the caller gives up mid-call.
+type cancelling struct{ cancel context.CancelFunc }
+
+func (c *cancelling) Name() string { return "cancelling" }
+func (c *cancelling) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
+	c.cancel()
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+func TestGuardTimeoutDefault(t *testing.T) {
+	m, err := NewOpenAI(OpenAIConfig{Model: "m", BaseURL: "http://127.0.0.1:1/v1", Timeout: 10 * time.Second, MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// every attempt timing out and every wait at the cap
+	if g := NewGuard(m, nil, GuardOptions{}); g.opts.Timeout != 3*10*time.Second+2*DefaultMaxRetryDelay {
+		t.Fatalf("guard timeout over a model: %v", g.opts.Timeout)
+	}
+	if g := NewGuard(working(), nil, GuardOptions{}); g.opts.Timeout != DefaultTimeout {
+		t.Fatalf("guard timeout over a plain summarizer: %v", g.opts.Timeout)
+	}
+	if g := NewGuard(NewHost(time.Second, 0), nil, GuardOptions{}); g.opts.Timeout != time.Second {
+		t.Fatalf("guard timeout over the host: %v", g.opts.Timeout)
+	}
+}
+
+func TestGuardOverHost(t *testing.T) {
+	br := NewBreaker(1, time.Minute)
+	g := guardOver(t, NewHost(time.Second, 0), GuardOptions{Breaker: br})
+	want, _ := NewExtractive(counter(t)).Summarize(context.Background(), guardReq)
+	// no host model in the call: the fallback answers, the breaker does not count it
+	out, err := g.Summarize(context.Background(), guardReq)
+	if err != nil || out != want || br.State() != BreakerClosed {
+		t.Fatalf("no host: %q %v %s", out, err, br.State())
+	}
+	// the host's model answers
+	var calls atomic.Int32
+	ok := WithHostLLM(context.Background(), func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		calls.Add(1)
+		return "Goal: migrate", nil
+	})
+	if out, err := g.Summarize(ok, guardReq); err != nil || out != "Goal: migrate" || calls.Load() != 1 {
+		t.Fatalf("host: %q %v %d calls", out, err, calls.Load())
+	}
+	// a failing host model is called once (no retries: the host has its
+	// own), counts once toward the breaker, and the fallback answers
+	calls.Store(0)
+	bad := WithHostLLM(context.Background(), func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		calls.Add(1)
+		return "", errBoom
+	})
+	if out, err := g.Summarize(bad, guardReq); err != nil || out != want || calls.Load() != 1 || br.State() != BreakerOpen {
+		t.Fatalf("failing host: %q %v %d calls, breaker %s", out, err, calls.Load(), br.State())
+	}
+	if st := g.Stats(); st.Calls != 3 || st.Failures != 1 || st.Retries != 0 || st.Fallbacks != 2 {
+		t.Fatalf("stats %+v", st)
 	}
 }
 
@@ -203,9 +278,30 @@ func TestFromConfig(t *testing.T) {
 	if !ok || g.Name() != "openai:qwen3" {
 		t.Fatalf("got %T %s", s, s.Name())
 	}
-	if g.opts.Timeout != 1500*time.Millisecond || g.opts.MaxRetries != 0 || g.opts.Spend != SharedSpendGuard(7, time.Second) ||
-		g.opts.Breaker.threshold != 1 || g.opts.Breaker.cooldown != 5*time.Second {
-		t.Fatalf("options not applied: %+v", g.opts)
+	m := g.inner.(*Model)
+	if m.timeout != 1500*time.Millisecond || m.retries != 0 || g.opts.Timeout != 1500*time.Millisecond ||
+		g.opts.Spend != SharedSpendGuard(7, time.Second) || g.opts.Breaker.threshold != 1 || g.opts.Breaker.cooldown != 5*time.Second {
+		t.Fatalf("options not applied: model %+v guard %+v", m, g.opts)
+	}
+	// defaults: two SDK retries, 60 s per request, the guard bounds the worst case
+	for _, kind := range []string{KindOpenAI, KindAnthropic} {
+		s, err := FromConfig(Config{Kind: kind, Model: "m", BaseURL: "http://127.0.0.1:1"}, tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := s.(*Guard)
+		m := g.inner.(*Model)
+		if m.retries != DefaultMaxRetries || m.timeout != DefaultTimeout || m.retryDelay != DefaultMaxRetryDelay ||
+			g.opts.Timeout != 3*DefaultTimeout+2*DefaultMaxRetryDelay {
+			t.Fatalf("%s defaults: model %+v guard timeout %v", kind, m, g.opts.Timeout)
+		}
+	}
+	host, err := FromConfig(Config{Kind: KindHost, MaxRetries: 5, TimeoutMs: 2000}, tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hm := host.(*Guard).inner.(*Model); hm.retries != 0 || hm.callTimeout != 2*time.Second {
+		t.Fatalf("host: %+v", hm)
 	}
 	// the unreachable server fails fast, the breaker opens, the extractive answers
 	out, err := s.Summarize(context.Background(), guardReq)

@@ -39,9 +39,17 @@ func HostLLMFrom(ctx context.Context) HostLLM {
 var ErrNoHostLLM = errors.New("summarize: the host's model is not offered in this call")
 
 // NewHost returns the KindHost summarizer: prompts as for the model kinds,
-// answered by the HostLLM of the call's context.
+// answered by the HostLLM of the call's context, one call per Summarize
+// bounded by timeout (default DefaultTimeout).
+//
+// It makes no retries, and a Guard around it makes none either: the host's
+// llm.complete runs OpenClaw's own model stack, which retries and fails
+// over by itself, and a second layer of retries would multiply its waits.
+// Config.MaxRetries does not apply to it. The Guard charges one spend unit
+// per call, and a failed call counts once toward its circuit breaker.
 func NewHost(timeout time.Duration, maxOutput int) *Model {
-	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: timeoutOr(timeout)}
+	t := timeoutOr(timeout)
+	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: t, callTimeout: t}
 	m.call = func(ctx context.Context, system, user string, maxTokens int) (string, error) {
 		f := HostLLMFrom(ctx)
 		if f == nil {

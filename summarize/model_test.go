@@ -37,6 +37,7 @@ type fakeProvider struct {
 	calls   atomic.Int32
 	bodies  []map[string]any
 	headers []http.Header
+	times   []time.Time // when each request arrived
 }
 
 func newFakeProvider(t *testing.T, kind string, script ...reply) *fakeProvider {
@@ -60,6 +61,7 @@ func newFakeProvider(t *testing.T, kind string, script ...reply) *fakeProvider {
 		fp.mu.Lock()
 		fp.bodies = append(fp.bodies, body)
 		fp.headers = append(fp.headers, r.Header.Clone())
+		fp.times = append(fp.times, time.Now())
 		rep := fp.script[min(n, len(fp.script)-1)]
 		fp.mu.Unlock()
 		if rep.hang {
@@ -103,19 +105,37 @@ func newFakeProvider(t *testing.T, kind string, script ...reply) *fakeProvider {
 	return fp
 }
 
+// model returns a client of fp with the default retries and a 10 s
+// request timeout.
 func (fp *fakeProvider) model(t *testing.T, kind string) *Model {
+	return fp.modelWith(t, kind, 0, 10*time.Second)
+}
+
+// modelWith returns a client of fp with these MaxRetries and Timeout.
+func (fp *fakeProvider) modelWith(t *testing.T, kind string, retries int, timeout time.Duration) *Model {
 	t.Helper()
 	var m *Model
 	var err error
 	if kind == KindAnthropic {
-		m, err = NewAnthropic(AnthropicConfig{Model: "claude-test", BaseURL: fp.srv.URL, APIKey: "k-test", Timeout: 10 * time.Second})
+		m, err = NewAnthropic(AnthropicConfig{Model: "claude-test", BaseURL: fp.srv.URL, APIKey: "k-test", Timeout: timeout, MaxRetries: retries})
 	} else {
-		m, err = NewOpenAI(OpenAIConfig{Model: "llama-test", BaseURL: fp.srv.URL + "/v1", APIKey: "k-test", Timeout: 10 * time.Second})
+		m, err = NewOpenAI(OpenAIConfig{Model: "llama-test", BaseURL: fp.srv.URL + "/v1", APIKey: "k-test", Timeout: timeout, MaxRetries: retries})
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// requests returns how many requests fp received and the gaps between them.
+func (fp *fakeProvider) requests() (int, []time.Duration) {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	var gaps []time.Duration
+	for i := 1; i < len(fp.times); i++ {
+		gaps = append(gaps, fp.times[i].Sub(fp.times[i-1]))
+	}
+	return len(fp.times), gaps
 }
 
 var modelReq = core.SummarizeRequest{Text: sampleConversation, TargetTokens: 200, Kind: core.SummaryCompaction, Focus: "rollback"}
@@ -210,7 +230,7 @@ func TestModelHTTPErrors(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			fp := newFakeProvider(t, kind, reply{status: 429, header: map[string]string{"Retry-After": "7"},
 				body: `{"error":{"type":"rate_limit_error","message":"slow down"}}`})
-			_, err := fp.model(t, kind).Summarize(context.Background(), modelReq)
+			_, err := fp.modelWith(t, kind, -1, 10*time.Second).Summarize(context.Background(), modelReq)
 			var se *StatusError
 			if !errors.As(err, &se) || se.StatusCode != 429 || se.RetryAfter != 7*time.Second || !se.Retryable() {
 				t.Fatalf("err = %v (%+v)", err, se)
@@ -219,86 +239,122 @@ func TestModelHTTPErrors(t *testing.T) {
 				t.Fatalf("not ErrSummarizerFailed: %v", err)
 			}
 			if fp.calls.Load() != 1 {
-				t.Fatalf("the model retried by itself: %d calls", fp.calls.Load())
+				t.Fatalf("MaxRetries -1 retried: %d requests", fp.calls.Load())
 			}
 		})
 	}
 }
 
-// guardOver returns a Guard around m with a recorded sleep, a private spend
-// guard and breaker, and the extractive fallback.
-func guardOver(t *testing.T, m core.Summarizer, opts GuardOptions) (*Guard, *[]time.Duration) {
-	t.Helper()
-	var waits []time.Duration
-	var mu sync.Mutex
-	opts.Sleep = func(ctx context.Context, d time.Duration) error {
-		mu.Lock()
-		waits = append(waits, d)
-		mu.Unlock()
-		return ctx.Err()
+// TestModelRetriesBySDK: without a Guard, the SDK retries by itself and
+// waits as retry-after-ms asks.
+func TestModelRetriesBySDK(t *testing.T) {
+	for _, kind := range []string{KindOpenAI, KindAnthropic} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fp := newFakeProvider(t, kind, reply{status: 503, header: map[string]string{"Retry-After-Ms": "300"}, body: `{}`},
+				reply{content: "Summary A"})
+			out, err := fp.model(t, kind).Summarize(context.Background(), modelReq)
+			n, gaps := fp.requests()
+			if err != nil || out != "Summary A" || n != 2 {
+				t.Fatalf("out %q err %v, %d requests", out, err, n)
+			}
+			if gaps[0] < 250*time.Millisecond || gaps[0] > 2*time.Second {
+				t.Fatalf("retried after %v, want about 300ms", gaps[0])
+			}
+		})
 	}
+}
+
+// guardOver returns a Guard around m with a private spend guard (unlimited
+// unless opts sets one) and breaker, and the extractive fallback.
+func guardOver(t *testing.T, m core.Summarizer, opts GuardOptions) *Guard {
+	t.Helper()
 	if opts.Spend == nil {
 		opts.Spend = NewSpendGuard(-1, 0)
 	}
 	opts.Counter = counter(t)
-	return NewGuard(m, NewExtractive(opts.Counter), opts), &waits
+	return NewGuard(m, NewExtractive(opts.Counter), opts)
 }
 
+// TestGuardOverProviders runs a Guard over each provider's SDK client
+// against a server speaking its wire format: the SDK does the retries and
+// the waits, the Guard makes one call per request.
 func TestGuardOverProviders(t *testing.T) {
 	ext := NewExtractive(counter(t))
 	want, _ := ext.Summarize(context.Background(), modelReq)
 	tooLong := strings.Repeat(sampleConversation, 2)
+	always500 := reply{status: 500, body: `{"error":{"type":"api_error","message":"boom"}}`}
 	cases := []struct {
 		name      string
 		script    []reply
-		opts      GuardOptions
-		calls     int32
-		waits     []time.Duration
-		fallback  bool
+		retries   int           // the client's MaxRetries (0: the default, 2)
+		timeout   time.Duration // the client's per-request timeout (0: 10 s)
+		requests  map[string]int
+		minGaps   []time.Duration // the SDK waited at least this long before each retry
+		maxGap    time.Duration   // and no longer than this
+		fallback  map[string]bool
 		modelText string
 	}{
-		{"429 then ok respects Retry-After", []reply{{status: 429, header: map[string]string{"Retry-After": "2"}, body: `{}`}, {content: "Summary A"}},
-			GuardOptions{}, 2, []time.Duration{2 * time.Second}, false, "Summary A"},
-		{"500 twice then ok backs off", []reply{{status: 500, body: `{}`}, {status: 502, body: `{}`}, {content: "Summary B"}},
-			GuardOptions{BaseBackoff: 100 * time.Millisecond}, 3, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, false, "Summary B"},
-		{"500 always falls back", []reply{{status: 500, body: `{}`}},
-			GuardOptions{MaxRetries: 2}, 3, nil, true, ""},
-		{"400 is not retried", []reply{{status: 400, body: `{"error":{"message":"bad"}}`}},
-			GuardOptions{}, 1, nil, true, ""},
-		{"Retry-After beyond the cap ends retries", []reply{{status: 429, header: map[string]string{"Retry-After": "3600"}, body: `{}`}},
-			GuardOptions{}, 1, nil, true, ""},
-		{"timeout falls back", []reply{{hang: true}},
-			GuardOptions{Timeout: 150 * time.Millisecond, MaxRetries: -1}, 1, nil, true, ""},
-		{"thinking only falls back", []reply{{content: "<think>hmm</think>"}, {content: "<think>hmm</think>"}},
-			GuardOptions{MaxRetries: 1}, 2, nil, true, ""},
-		{"answer longer than the input falls back", []reply{{content: tooLong}},
-			GuardOptions{}, 1, nil, true, ""},
+		{name: "429 with Retry-After 1 is retried after about 1s",
+			script:   []reply{{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{}`}, {content: "Summary A"}},
+			requests: both(2), minGaps: []time.Duration{900 * time.Millisecond}, maxGap: 3 * time.Second, modelText: "Summary A"},
+		{name: "MaxRetries -1 sends one request", script: []reply{always500}, retries: -1,
+			requests: both(1), fallback: bothTrue()},
+		{name: "500 is retried MaxRetries times with backoff then falls back", script: []reply{always500}, retries: 2,
+			// the SDKs back off 0.5s then 1s, less up to a quarter of jitter
+			requests: both(3), minGaps: []time.Duration{350 * time.Millisecond, 700 * time.Millisecond}, maxGap: 3 * time.Second,
+			fallback: bothTrue()},
+		{name: "400 is not retried", script: []reply{{status: 400, body: `{"error":{"message":"bad"}}`}},
+			requests: both(1), fallback: bothTrue()},
+		{name: "Retry-After beyond the cap ends retries", script: []reply{{status: 429, header: map[string]string{"Retry-After": "3600"}, body: `{}`}},
+			requests: both(1), fallback: bothTrue()},
+		{name: "timeout falls back", script: []reply{{hang: true}}, retries: -1, timeout: 150 * time.Millisecond,
+			requests: both(1), fallback: bothTrue()},
+		// The SDKs differ here: Anthropic's retries an attempt that timed
+		// out, OpenAI's returns its deadline error.
+		{name: "an attempt that timed out", script: []reply{{hang: true}, {content: "Summary C"}}, retries: 1, timeout: 150 * time.Millisecond,
+			requests: map[string]int{KindOpenAI: 1, KindAnthropic: 2}, fallback: map[string]bool{KindOpenAI: true}, modelText: "Summary C"},
+		{name: "thinking only falls back without a retry", script: []reply{{content: "<think>hmm</think>"}},
+			requests: both(1), fallback: bothTrue()},
+		{name: "answer longer than the input falls back", script: []reply{{content: tooLong}},
+			requests: both(1), fallback: bothTrue()},
 	}
 	for _, kind := range []string{KindOpenAI, KindAnthropic} {
 		for _, c := range cases {
 			t.Run(kind+"/"+c.name, func(t *testing.T) {
+				t.Parallel()
 				fp := newFakeProvider(t, kind, c.script...)
-				g, waits := guardOver(t, fp.model(t, kind), c.opts)
+				timeout := c.timeout
+				if timeout == 0 {
+					timeout = 10 * time.Second
+				}
+				g := guardOver(t, fp.modelWith(t, kind, c.retries, timeout), GuardOptions{})
 				start := time.Now()
 				out, err := g.Summarize(context.Background(), modelReq)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if time.Since(start) > 3*time.Second {
+				if time.Since(start) > 5*time.Second {
 					t.Errorf("took %v", time.Since(start))
 				}
-				if got := fp.calls.Load(); got != c.calls {
-					t.Errorf("calls = %d, want %d", got, c.calls)
+				n, gaps := fp.requests()
+				if n != c.requests[kind] {
+					t.Errorf("requests = %d, want %d", n, c.requests[kind])
 				}
-				if c.waits != nil && !equalDurations(*waits, c.waits) {
-					t.Errorf("waits = %v, want %v", *waits, c.waits)
+				for i, min := range c.minGaps {
+					if i < len(gaps) && (gaps[i] < min || gaps[i] > c.maxGap) {
+						t.Errorf("wait before retry %d = %v, want %v..%v", i+1, gaps[i], min, c.maxGap)
+					}
 				}
 				st := g.Stats()
-				if c.fallback {
-					if out != want || st.Fallbacks != 1 {
+				if st.Calls != 1 || st.Retries != n-1 {
+					t.Errorf("one call with %d retries expected: %+v", n-1, st)
+				}
+				if c.fallback[kind] {
+					if out != want || st.Fallbacks != 1 || st.Failures != 1 {
 						t.Errorf("no fallback: out %q stats %+v", out, st)
 					}
-				} else if out != c.modelText || st.Fallbacks != 0 {
+				} else if out != c.modelText || st.Fallbacks != 0 || st.Failures != 0 {
 					t.Errorf("out %q stats %+v", out, st)
 				}
 			})
@@ -306,16 +362,103 @@ func TestGuardOverProviders(t *testing.T) {
 	}
 }
 
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
+func both(n int) map[string]int { return map[string]int{KindOpenAI: n, KindAnthropic: n} }
+func bothTrue() map[string]bool { return map[string]bool{KindOpenAI: true, KindAnthropic: true} }
+
+// fast500 is a 500 whose retry-after-ms makes the SDK's retries quick.
+var fast500 = reply{status: 500, header: map[string]string{"Retry-After-Ms": "5"}, body: `{"error":{"type":"api_error","message":"boom"}}`}
+
+// TestGuardBreakerOverSDKRetries: a call that failed after the SDK's
+// retries counts once toward the breaker, which opens after N such calls.
+func TestGuardBreakerOverSDKRetries(t *testing.T) {
+	for _, kind := range []string{KindOpenAI, KindAnthropic} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fp := newFakeProvider(t, kind, fast500)
+			g := guardOver(t, fp.modelWith(t, kind, 1, 10*time.Second), GuardOptions{BreakerFailures: 2})
+			for i := 0; i < 2; i++ {
+				if out, err := g.Summarize(context.Background(), modelReq); err != nil || out == "" {
+					t.Fatalf("call %d: %q %v", i, out, err)
+				}
+				if i == 0 && g.Breaker().State() != BreakerClosed {
+					t.Fatalf("breaker opened after one call (%d requests)", fp.calls.Load())
+				}
+			}
+			if g.Breaker().State() != BreakerOpen || fp.calls.Load() != 4 {
+				t.Fatalf("after 2 failed calls: breaker %s, %d requests", g.Breaker().State(), fp.calls.Load())
+			}
+			g.Summarize(context.Background(), modelReq)
+			if fp.calls.Load() != 4 {
+				t.Fatalf("open breaker let a request through")
+			}
+			if st := g.Stats(); st.Calls != 2 || st.Retries != 2 || st.Failures != 2 || st.Skipped != 1 || st.Fallbacks != 3 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
+}
+
+// TestGuardSpendCountsSDKRetries: each of the SDK's requests is charged to
+// the spend guard; a retry it refuses ends the call.
+func TestGuardSpendCountsSDKRetries(t *testing.T) {
+	for _, kind := range []string{KindOpenAI, KindAnthropic} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fp := newFakeProvider(t, kind, fast500)
+			spend := NewSpendGuard(3, time.Minute)
+			g := NewGuard(fp.modelWith(t, kind, 5, 10*time.Second), nil, GuardOptions{Spend: spend, Counter: core.Chars4{}})
+			start := time.Now()
+			_, err := g.Summarize(context.Background(), modelReq)
+			if !errors.Is(err, ErrSpendLimit) || !errors.Is(err, core.ErrSummarizerFailed) {
+				t.Fatalf("err = %v, want the spend limit", err)
+			}
+			if time.Since(start) > 3*time.Second {
+				t.Fatalf("the refused retry took %v to end the call", time.Since(start))
+			}
+			if fp.calls.Load() != 3 {
+				t.Fatalf("%d requests within a budget of 3", fp.calls.Load())
+			}
+			if _, err := g.Summarize(context.Background(), modelReq); !errors.Is(err, ErrSpendLimit) || fp.calls.Load() != 3 {
+				t.Fatalf("over budget: %v, %d requests", err, fp.calls.Load())
+			}
+			if st := g.Stats(); st.Calls != 1 || st.Retries != 2 || st.Failures != 1 || st.Skipped != 1 {
+				t.Fatalf("stats %+v", st)
+			}
+		})
 	}
-	return true
+}
+
+// TestGuardCancelDuringSDKWait: cancelling the caller's context while the
+// SDK waits out a Retry-After returns the context's error at once; the
+// fallback does not hide it and the breaker does not count it.
+func TestGuardCancelDuringSDKWait(t *testing.T) {
+	for _, kind := range []string{KindOpenAI, KindAnthropic} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fp := newFakeProvider(t, kind, reply{status: 429, header: map[string]string{"Retry-After": "20"}, body: `{}`})
+			g := guardOver(t, fp.model(t, kind), GuardOptions{BreakerFailures: 1})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() {
+				for fp.calls.Load() == 0 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				time.Sleep(100 * time.Millisecond) // the SDK is now waiting
+				cancel()
+			}()
+			start := time.Now()
+			_, err := g.Summarize(ctx, modelReq)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Fatalf("returned %v after the start, want promptly after the cancel", d)
+			}
+			if fp.calls.Load() != 1 || g.Breaker().State() != BreakerClosed || g.Stats().Fallbacks != 0 {
+				t.Fatalf("%d requests, breaker %s, stats %+v", fp.calls.Load(), g.Breaker().State(), g.Stats())
+			}
+		})
+	}
 }
 
 func TestNewModelConfigErrors(t *testing.T) {
