@@ -112,6 +112,9 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	if err != nil {
 		return core.CommitTurnResult{}, err
 	}
+	if err := e.checkSpace(); err != nil {
+		return core.CommitTurnResult{}, fmt.Errorf("lossless: commit turn: %w", err)
+	}
 	s, err := e.lockConv(ctx, c)
 	if err != nil {
 		return core.CommitTurnResult{}, err

@@ -95,6 +95,13 @@ type Config struct {
 	// process: command, args, env, restarts). It shares the plugin's
 	// config object, so it is accepted here and ignored by the engine.
 	Bridge json.RawMessage `json:"bridge,omitempty"`
+	// ReadOnly opens the store for reading only (commands that only read
+	// use it): Badger maps nothing new and changes nothing, so it opens
+	// and reads even on a full disk; no recall index, retention or sweep
+	// runs, and every write fails. A store Badger must recover first (the
+	// last process died) is refused read-only; Open then says so. Not
+	// settable from JSON.
+	ReadOnly bool `json:"-"`
 }
 
 // RecallConfig is Config.Recall.

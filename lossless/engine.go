@@ -54,6 +54,9 @@ type Engine struct {
 
 	// retention is the automatic retention pass (store_retention.go).
 	retention *retentionLoop
+
+	// space caches the store filesystem's free space (space.go).
+	space spaceState
 }
 
 var (
@@ -75,6 +78,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.ReadOnly {
+		off := false
+		cfg.Recall.Enabled = &off // the index is written as it is read
+	}
 	var tc core.TokenCounter
 	var err error
 	if cfg.Tokenizer == core.EncodingO200k {
@@ -85,8 +92,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
-		return nil, fmt.Errorf("lossless: open: %w", err)
+	if !cfg.ReadOnly {
+		if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
+			return nil, fmt.Errorf("lossless: open: %w", err)
+		}
+		// Badger maps a new memtable as it opens for writing: on a full
+		// disk that is a SIGBUS, so look first (space.go).
+		probe := &Engine{cfg: cfg}
+		if err := probe.checkSpace(); err != nil {
+			return nil, fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
+		}
 	}
 	db, err := openBadger(cfg)
 	if err != nil {
@@ -96,6 +111,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := e.checkFormat(); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if cfg.ReadOnly {
+		return e, nil // nothing below may write
 	}
 	e.recaller()       // open the recall index before any write (recall.go)
 	e.startRetention() // the periodic retention pass, when limits are set

@@ -164,6 +164,9 @@ const (
 // conversation record, so a crash leaves the store consistent: a message is
 // either fully stored or absent.
 func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, error) {
+	if err := e.checkSpace(); err != nil {
+		return 0, err
+	}
 	s, err := e.lockConv(ctx, c)
 	if err != nil {
 		return 0, err

@@ -166,7 +166,8 @@ func badgerOptions(cfg Config) badger.Options {
 		WithDetectConflicts(false).
 		// Every SST block read from disk is checked against its checksum,
 		// so a corrupt block is an error, never a silently short read.
-		WithChecksumVerificationMode(options.OnBlockRead)
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithReadOnly(cfg.ReadOnly)
 }
 
 func openBadger(cfg Config) (*badger.DB, error) {
@@ -180,6 +181,22 @@ func openBadger(cfg Config) (*badger.DB, error) {
 // checkFormat writes the format record of a new store, refuses a newer
 // format or another engine's store, and migrates an older format.
 func (e *Engine) checkFormat() error {
+	if e.cfg.ReadOnly {
+		return e.db.View(func(txn *badger.Txn) error {
+			var m metaRecord
+			if err := getJSON(txn, metaKey, &m); err != nil {
+				return fmt.Errorf("lossless: store %s: read format: %w", e.cfg.StoreDir, err)
+			}
+			if m.Engine != EngineID {
+				return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.cfg.StoreDir, m.Engine, EngineID)
+			}
+			if m.Format > FormatVersion {
+				return fmt.Errorf("lossless: store %s has format %d, this build reads up to %d: %w",
+					e.cfg.StoreDir, m.Format, FormatVersion, core.ErrFormatTooNew)
+			}
+			return nil
+		})
+	}
 	return e.db.Update(func(txn *badger.Txn) error {
 		it, err := txn.Get(metaKey)
 		if errors.Is(err, badger.ErrKeyNotFound) {

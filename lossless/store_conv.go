@@ -240,6 +240,9 @@ func (c *Conversation) Replace(ctx context.Context, old []dag.Item, s dag.Summar
 }
 
 func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summary, item dag.Item) error {
+	if err := c.e.checkSpace(); err != nil {
+		return err
+	}
 	var err error
 	if len(old) == 0 {
 		return fmt.Errorf("lossless: replace: no items to replace")

@@ -268,6 +268,19 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 	return e, nil
 }
 
+// openReader opens the store for a command that only reads: read-only,
+// so that it changes nothing and works on a full disk. A store the last
+// process left without closing cannot be opened read-only (Badger must
+// replay it); it is then opened as usual, which recovers it.
+func openReader(ctx context.Context, c *cmdEnv) (*lossless.Engine, error) {
+	e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) { cfg.ReadOnly = true })
+	if err == nil || errors.Is(err, errNoStore) || errors.Is(err, core.ErrFormatTooNew) ||
+		strings.Contains(err.Error(), "directory lock") {
+		return e, err
+	}
+	return openEngine(ctx, c, false, nil)
+}
+
 // findSession resolves the agent of sessionID: --agent when given,
 // otherwise the agent whose conversation has that session id (any agent).
 // It fails with core.ErrUnknownSession when no conversation has it.

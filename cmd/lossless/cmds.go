@@ -107,7 +107,7 @@ func cmdSessions() *command {
 			if len(args) > 0 {
 				return usagef("sessions takes no arguments")
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, err := openReader(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -163,7 +163,7 @@ func cmdStats() *command {
 			if len(args) > 0 {
 				return usagef("stats takes no arguments")
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, err := openReader(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -428,7 +428,7 @@ func cmdExport() *command {
 			if session == "" {
 				return usagef("--session is required")
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, err := openReader(ctx, c)
 			if err != nil {
 				return err
 			}

@@ -88,7 +88,7 @@ func cmdGrep() *command {
 					return usagef("--until: %v", err)
 				}
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, err := openReader(ctx, c)
 			if err != nil {
 				return err
 			}

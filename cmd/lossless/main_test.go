@@ -808,3 +808,69 @@ func TestCompactSessionFile(t *testing.T) {
 		t.Fatalf("export after compact --session-file: %d messages, want 44", n)
 	}
 }
+
+// TestDiskFull fills a small tmpfs holding the store: a write then fails
+// with a clear error (exit 1, no runtime dump), commands that only read go
+// on working, and once space is freed writes succeed and nothing is lost.
+// It needs root to mount the tmpfs (CI runs as root); elsewhere it skips.
+func TestDiskFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
+	store := filepath.Join(mnt, "store")
+	dir := t.TempDir()
+	file1, file2 := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	writeSession(t, file1, "sess-full-a", 20)
+	writeSession(t, file2, "sess-full-b", 20)
+	runCLI(t, "", nil, "import", "--store", store, file1).want(t, 0, "40 imported")
+
+	// Fill the filesystem to the last byte.
+	filler := filepath.Join(mnt, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
+	for {
+		if _, err := f.Write(chunk); err != nil {
+			break
+		}
+	}
+	f.Close()
+	noDump := func(r result) {
+		t.Helper()
+		for _, bad := range []string{"goroutine ", "SIGBUS", "panic:", "fatal error"} {
+			if strings.Contains(r.stderr, bad) {
+				t.Fatalf("runtime dump on a full disk:\n%s", r.stderr)
+			}
+		}
+	}
+	r := runCLI(t, "", nil, "import", "--store", store, file2)
+	r.want(t, 1, "disk full")
+	noDump(r)
+	for _, args := range [][]string{{"stats"}, {"sessions", "--all"}, {"export", "--session", "sess-full-a"}, {"grep", "question", "--all"}} {
+		r := runCLI(t, "", nil, append(args, "--store", store)...)
+		r.want(t, 0)
+		noDump(r)
+		if args[0] == "export" && strings.Count(r.stdout, "\n") != 40 {
+			t.Fatalf("export on a full disk: %d messages, want 40", strings.Count(r.stdout, "\n"))
+		}
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, "", nil, "import", "--store", store, file2).want(t, 0, "40 imported")
+	for _, s := range []string{"sess-full-a", "sess-full-b"} {
+		r := runCLI(t, "", nil, "export", "--store", store, "--session", s)
+		r.want(t, 0)
+		if n := strings.Count(r.stdout, "\n"); n != 40 {
+			t.Fatalf("%s after space was freed: %d messages, want 40", s, n)
+		}
+	}
+}

@@ -89,7 +89,7 @@ func cmdDescribe() *command {
 			if len(args) != 1 {
 				return usagef("describe needs exactly one summary id")
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, err := openReader(ctx, c)
 			if err != nil {
 				return err
 			}
@@ -148,7 +148,7 @@ func cmdExpand() *command {
 			if maxTokens < 0 {
 				return usagef("--max-tokens must not be negative")
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, err := openReader(ctx, c)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,56 @@
+package lossless
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrDiskFull is wrapped by the error of a write refused because the
+// store's filesystem has less free space than the engine keeps in reserve.
+// Nothing is written; what is stored stays readable, and writes succeed
+// again once space is freed.
+//
+// Badger writes its memtables and value log through memory maps: a write
+// into a mapped page of a full filesystem is a SIGBUS that kills the
+// process, not an error. So the engine looks before it writes: a write
+// needs at least the space Badger may map for the next memtable and value
+// log file (spaceReserve).
+var ErrDiskFull = errors.New("lossless: disk full")
+
+// spaceState caches the filesystem's free space for a second.
+type spaceState struct {
+	mu      sync.Mutex
+	checked time.Time
+	free    uint64
+	err     error
+}
+
+// spaceReserve is the free space a write needs: two memtables, two value
+// log files (Badger maps a new one at twice its size) and a margin.
+func (e *Engine) spaceReserve() uint64 {
+	b := e.cfg.Badger
+	return uint64(2*b.MemTableSize+2*b.ValueLogFileSize) + 16<<20
+}
+
+// checkSpace returns an error wrapping ErrDiskFull when the store's
+// filesystem has less than spaceReserve free (looked up at most once a
+// second; a filesystem whose free space cannot be read is not refused).
+func (e *Engine) checkSpace() error {
+	s := &e.space
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if time.Since(s.checked) > time.Second {
+		s.free, s.err = freeBytes(e.cfg.StoreDir)
+		s.checked = time.Now()
+	}
+	if s.err != nil {
+		return nil
+	}
+	if need := e.spaceReserve(); s.free < need {
+		return fmt.Errorf("%w: %s has %d MiB free, writes need %d MiB (free some space; everything stored stays readable)",
+			ErrDiskFull, e.cfg.StoreDir, s.free>>20, need>>20)
+	}
+	return nil
+}
