@@ -130,6 +130,14 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 		nextMsgs[j.seq] = j.msg
 	}
 	s.asmMsgs, s.asmSums = nextMsgs, nextSums
+	size := int64(0)
+	for _, m := range nextMsgs {
+		size += 2*int64(len(m.Raw())) + 64
+	}
+	for _, m := range nextSums {
+		size += 2*int64(len(m.Raw())) + 64
+	}
+	e.asmTouch(s, size) // bounded by Config.AssembleCacheBytes (asmcache.go)
 	out, used := win.chronological()
 	return out, used, win.scanned, nil
 }

@@ -95,6 +95,10 @@ type Config struct {
 	// process: command, args, env, restarts). It shares the plugin's
 	// config object, so it is accepted here and ignored by the engine.
 	Bridge json.RawMessage `json:"bridge,omitempty"`
+	// AssembleCacheBytes bounds the parsed windows the engine keeps of the
+	// conversations it assembled (each next Assemble reuses its window):
+	// the least recently assembled are forgotten beyond it. Default 64 MiB.
+	AssembleCacheBytes int64 `json:"assembleCacheBytes,omitempty"`
 	// ReadOnly opens the store for reading only (commands that only read
 	// use it): Badger maps nothing new and changes nothing, so it opens
 	// and reads even on a full disk; no recall index, retention or sweep

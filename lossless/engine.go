@@ -57,6 +57,9 @@ type Engine struct {
 
 	// space caches the store filesystem's free space (space.go).
 	space spaceState
+
+	// asmCache bounds the cached assembled windows (asmcache.go).
+	asmCache asmLRU
 }
 
 var (

@@ -351,5 +351,6 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	s.asmMu.Lock()
 	s.asmMsgs, s.asmSums = nil, nil
 	s.asmMu.Unlock()
+	e.asmForget(s)
 	return nil
 }
