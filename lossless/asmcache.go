@@ -27,7 +27,6 @@ type asmEntry struct {
 	size int64
 }
 
-
 // asmTouch records that s's cached window (size bytes) was just used, and
 // evicts the least recently used windows while the total is over the
 // bound. The caller holds s.asmMu; victims whose lock is busy are skipped
