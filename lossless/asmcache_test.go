@@ -3,7 +3,9 @@ package lossless
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"testing"
 	"time"
@@ -101,6 +103,12 @@ func BenchmarkSessionsHeap(b *testing.B) {
 		runtime.GC()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
+		if path := os.Getenv("LOSSLESS_HEAP_PROFILE"); path != "" {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
 		b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
 		b.ReportMetric(float64(e.asmCacheBytes())/(1<<20), "cache-MB")
 		b.ReportMetric(percentile(lat, 0.99), "assemble-p99-ms")
