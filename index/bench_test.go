@@ -132,28 +132,31 @@ func indexRaw(b *testing.B, docs []Doc) time.Duration {
 // into a temporary directory.
 func BenchmarkRecallQuery(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
-		b.Run(fmt.Sprintf("docs=%d", n), func(b *testing.B) {
-			ix := benchIndex(b, n)
-			_, prompts := benchDocs(500)
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu0 := cpuTime()
-			lat := make([]time.Duration, 0, b.N)
-			for i := 0; i < b.N; i++ {
-				p := prompts[i%len(prompts)]
-				t0 := time.Now()
-				if _, err := ix.Recall(ctx, RecallQuery{Agent: fmt.Sprint("agent", i%4), Text: p, K: 10}); err != nil {
-					b.Fatal(err)
+		// gate=0.65: with the relevance gate at the engine's default.
+		for _, gate := range []float64{0, 0.65} {
+			b.Run(fmt.Sprintf("docs=%d/gate=%v", n, gate), func(b *testing.B) {
+				ix := benchIndex(b, n)
+				_, prompts := benchDocs(500)
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				lat := make([]time.Duration, 0, b.N)
+				for i := 0; i < b.N; i++ {
+					p := prompts[i%len(prompts)]
+					t0 := time.Now()
+					if _, err := ix.Recall(ctx, RecallQuery{Agent: fmt.Sprint("agent", i%4), Text: p, K: 10, MinRelevance: gate}); err != nil {
+						b.Fatal(err)
+					}
+					lat = append(lat, time.Since(t0))
 				}
-				lat = append(lat, time.Since(t0))
-			}
-			b.StopTimer()
-			// Process CPU per query: a figure that the machine's load does
-			// not inflate the way wall-clock percentiles are.
-			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-			reportPercentiles(b, lat)
-		})
+				b.StopTimer()
+				// Process CPU per query: a figure that the machine's load does
+				// not inflate the way wall-clock percentiles are.
+				b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				reportPercentiles(b, lat)
+			})
+		}
 	}
 }
 

@@ -98,6 +98,10 @@ type Hit struct {
 	// NeighbourOf is set on turns that Recall added as context of a hit: the
 	// id of that hit.
 	NeighbourOf string
+	// Relevance is what the relevance gate measures (see Relevance); set
+	// by Recall. A neighbour carries the relevance of the hit it was added
+	// for.
+	Relevance Relevance
 
 	hash uint64 // textKey of the text (stored), for de-duplication
 }

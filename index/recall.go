@@ -2,13 +2,11 @@ package index
 
 import (
 	"context"
-
-	"github.com/blevesearch/bleve/v2/search/query"
-	"hash/fnv"
 	"sort"
-	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/search/query"
 )
 
 // RecallQuery asks for the turns of an agent's history that best match a
@@ -38,6 +36,17 @@ type RecallQuery struct {
 	InContextFrom uint64
 	// ExcludeIDs are ids already in the context (e.g. summaries shown).
 	ExcludeIDs map[string]bool
+	// ExcludeTexts are TextKey values of texts already in the context: a
+	// doc with the same text (case, punctuation and spacing folded) is
+	// never recalled, whatever session holds it.
+	ExcludeTexts map[uint64]bool
+	// MinRelevance is the relevance gate (0: none; every hit has its
+	// Relevance set either way). When no hit's Relevance.Value() reaches
+	// it (nor gateContextShare of the best hit already in context), Recall
+	// returns nothing: the prompt has nothing relevant here. Otherwise
+	// hits at gateItemShare of that threshold are kept, and only those at
+	// the threshold bring their neighbours in.
+	MinRelevance float64
 	// Conversations, ExcludeConversation, Since and Until narrow the
 	// search as in Query.
 	Conversations       []string
@@ -57,12 +66,23 @@ var (
 	// neighbourDecay scales a hit's score for a neighbour one turn away (and
 	// again for each further turn).
 	neighbourDecay = 0.7
+	// gateItemShare: once the best hit passes the relevance gate, the
+	// other hits pass at this share of its threshold (tuned with
+	// DefaultRecallMinScore of package lossless on LoCoMo conv-26).
+	gateItemShare = 0.5
+	// gateContextShare: with the gate on, its threshold is at least this
+	// share of the relevance of the best hit already in context (what the
+	// context shows about the prompt is not repeated by far weaker
+	// matches). Chosen, not tuned (LoCoMo's questions come with an empty
+	// context).
+	gateContextShare = 0.5
 )
 
 // Recall returns up to q.K distinct turns ranked for q.Text: hits without
 // those already in context, with near-identical texts collapsed, and the
 // neighbours of the best hits ranked in among them (at a decayed share of
-// the hit's score, NeighbourOf set).
+// the hit's score, NeighbourOf set); with q.MinRelevance, only what passes
+// the relevance gate.
 func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 	if q.K <= 0 {
 		q.K = 10
@@ -107,19 +127,33 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 		}
 		cands = mergeDated(cands, dated, dateBoost)
 	}
-	excluded := func(h *Doc) bool {
-		if q.ExcludeIDs[h.ID] {
+	excluded := func(h *Hit) bool {
+		if q.ExcludeIDs[h.ID] || (h.hash != 0 && q.ExcludeTexts[h.hash]) {
 			return true
 		}
 		return q.CurrentSession != "" && h.Session == q.CurrentSession && h.Seq >= q.InContextFrom
 	}
+	agent := q.Agent
+	if q.AllAgents {
+		agent = ""
+	}
+	if err := ix.relevance(ctx, terms, cands, agent); err != nil {
+		return nil, err
+	}
+	inContext := 0.0 // the best relevance among the hits in context
 	kept := cands[:0]
 	for _, h := range cands {
-		if !excluded(&h.Doc) {
-			kept = append(kept, h)
+		if excluded(&h) {
+			inContext = max(inContext, h.Relevance.Value())
+			continue
 		}
+		kept = append(kept, h)
 	}
 	cands = kept
+	if q.MinRelevance > 0 {
+		q.MinRelevance = max(q.MinRelevance, gateContextShare*inContext)
+		cands = gate(cands, q.MinRelevance)
+	}
 	if q.Neighbours > 0 && len(cands) > 0 {
 		cands, err = ix.addNeighbours(ctx, &q, cands, excluded)
 		if err != nil {
@@ -144,10 +178,30 @@ func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
 	return out, nil
 }
 
+// gate applies the relevance gate of threshold min to the candidates: none
+// when the best is below min (the prompt has nothing relevant here), else
+// those at least gateItemShare of min.
+func gate(cands []Hit, min float64) []Hit {
+	best := 0.0
+	for i := range cands {
+		best = max(best, cands[i].Relevance.Value())
+	}
+	if best < min {
+		return cands[:0]
+	}
+	kept := cands[:0]
+	for _, h := range cands {
+		if h.Relevance.Value() >= min*gateItemShare {
+			kept = append(kept, h)
+		}
+	}
+	return kept
+}
+
 // addNeighbours fetches the turns within q.Neighbours of the best
 // q.NeighbourHits hits and merges them into the ranking with a decayed
 // score (a turn keeps the better of its own and its neighbour score).
-func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit, excluded func(*Doc) bool) ([]Hit, error) {
+func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit, excluded func(*Hit) bool) ([]Hit, error) {
 	type want struct {
 		of    int
 		score float64
@@ -164,7 +218,7 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 	wants := map[pos]want{}
 	for i := 0; i < len(cands) && i < q.NeighbourHits; i++ {
 		h := &cands[i]
-		if h.Kind == KindSummary {
+		if h.Kind == KindSummary || h.Relevance.Value() < q.MinRelevance {
 			continue
 		}
 		f := 1.0
@@ -222,11 +276,12 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 		}
 		for _, g := range got {
 			w, ok := wants[pos{g.Session, g.Seq}]
-			if !ok || excluded(&g.Doc) {
+			if !ok || excluded(&g) {
 				continue
 			}
 			g.Score = w.score
 			g.NeighbourOf = cands[w.of].ID
+			g.Relevance = cands[w.of].Relevance
 			cands = append(cands, g)
 		}
 	}
@@ -266,22 +321,72 @@ func (ix *Index) byPos(ctx context.Context, agent string, allAgents bool, keys [
 	return ix.run(ctx, bq, len(keys))
 }
 
-// textKey hashes a text with case, punctuation and spacing folded, so that
-// near-identical turns collapse.
-// A text without letters or digits hashes to 0, which collapses nothing.
+// TextKey is the key under which Recall collapses near-identical texts
+// (see RecallQuery.ExcludeTexts): a hash of the text's letters and digits,
+// lower-cased (case, punctuation and spacing folded); 0 for a text without
+// any.
+func TextKey(s string) uint64 { return textKey(s) }
+
 func textKey(s string) uint64 {
-	h := fnv.New64a()
-	var buf [4]byte
-	any := false
-	for _, r := range strings.ToLower(s) {
+	var k TextKeyer
+	k.WriteString(s)
+	return k.Sum()
+}
+
+// TextKeyer computes TextKey incrementally: after writing the parts of a
+// text that are separated by anything but a letter or digit (lines,
+// fields), Sum is the TextKey of the text.
+type TextKeyer struct {
+	h   uint64
+	any bool
+}
+
+// FNV-1a, 64 bits.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// Write adds b.
+func (k *TextKeyer) Write(b []byte) { k.WriteString(string(b)) }
+
+// WriteString adds s.
+func (k *TextKeyer) WriteString(s string) {
+	if !k.any && k.h == 0 {
+		k.h = fnvOffset
+	}
+	h := k.h
+	var buf [utf8.UTFMax]byte
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			i++
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if ('a' <= c && c <= 'z') || ('0' <= c && c <= '9') {
+				h = (h ^ uint64(c)) * fnvPrime
+				k.any = true
+			}
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		r = unicode.ToLower(r)
 		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			n := utf8.EncodeRune(buf[:], r)
-			h.Write(buf[:n])
-			any = true
+			for _, b := range buf[:utf8.EncodeRune(buf[:], r)] {
+				h = (h ^ uint64(b)) * fnvPrime
+			}
+			k.any = true
 		}
 	}
-	if !any {
+	k.h = h
+}
+
+// Sum returns the key of what was written.
+func (k *TextKeyer) Sum() uint64 {
+	if !k.any {
 		return 0
 	}
-	return h.Sum64() | 1
+	return k.h | 1
 }

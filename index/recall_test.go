@@ -3,10 +3,13 @@ package index
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -243,5 +246,172 @@ func TestPostingBudget(t *testing.T) {
 	}
 	if hs, err := ix.Recall(ctx, RecallQuery{Agent: "a", Text: "everyday chatter", K: 3}); err != nil || len(hs) != 0 {
 		t.Fatalf("common words only: %v %v", ids(hs), err)
+	}
+}
+
+// gateIndex holds agent a's history (filler turns on many topics, the
+// walrus-9 backups, a weak match on "bucket") and agent b's turn on
+// Zanzibar, for the relevance gate tests.
+func gateIndex(t *testing.T) *Index {
+	t.Helper()
+	ix, _ := openTest(t, Options{})
+	topics := []string{"tomato seedlings", "sourdough starter", "bike chain", "tax estimate", "Lisbon flight",
+		"dentist appointment", "running shoes", "library book", "router firmware", "birthday gift"}
+	for i, topic := range topics {
+		s := fmt.Sprintf("filler-%d", i)
+		ix.Add(msg("a", s, 1, "please help me with the "+topic),
+			msg("a", s, 2, "sure, here are some notes on the "+topic),
+			msg("a", s, 3, "thanks, that settles the "+topic),
+			msg("a", s, 4, "glad to help"))
+	}
+	ix.Add(msg("a", "ops", 1, "where do the walrus-9 backups go?"),
+		msg("a", "ops", 2, "The walrus-9 backups are kept in bucket cold-archive, snapshotted nightly."),
+		msg("a", "ops", 3, "and the restore drill?"),
+		msg("a", "paint", 1, "I spilled a bucket of paint on the porch"),
+		msg("a", "paint", 2, "did it come off?"),
+		msg("a", "paint", 3, "mostly, with a lot of scrubbing"))
+	for i := uint64(1); i <= 12; i++ {
+		ix.Add(msg("b", "travel", i, fmt.Sprintf("please book ferry %d to Zanzibar", i)))
+	}
+	if err := ix.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+// TestRecallRelevance: a hit matching the prompt's specific terms has a
+// high relevance; one matching a common word only, a low one; a prompt term
+// only another agent's history holds counts as absent.
+func TestRecallRelevance(t *testing.T) {
+	ix := gateIndex(t)
+	ctx := context.Background()
+	rel := func(agent, text, id string) Relevance {
+		t.Helper()
+		hs, err := ix.Recall(ctx, RecallQuery{Agent: agent, Text: text, K: 50, Neighbours: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hs {
+			if h.ID == id {
+				return h.Relevance
+			}
+		}
+		t.Fatalf("%s not ranked for %q: %v", id, text, ids(hs))
+		return Relevance{}
+	}
+	if r := rel("a", "walrus-9 backups", "a/ops/2"); r.Coverage < 0.99 || r.Specificity < 1 || r.Value() < 1 {
+		t.Errorf("specific match: %+v", r)
+	}
+	if r := rel("a", "walrus-9 backups bucket", "a/paint/1"); r.Value() >= 0.65 || r.Value() <= 0 {
+		t.Errorf("match on one word of three: %+v (%.2f)", r, r.Value())
+	}
+	if r := rel("a", "thanks, can you help with the weather forecast?", "a/filler-0/3"); r.Coverage > 0.5 || r.Specificity >= 1 || r.Value() >= 0.65 {
+		t.Errorf("common words only: %+v (%.2f)", r, r.Value())
+	}
+	// "zanzibar", common in agent b's history, is absent from a's: it
+	// weighs as a term in one doc there, not as a common one.
+	ra, rb := rel("a", "please zanzibar", "a/filler-0/1"), rel("b", "please zanzibar", "b/travel/1")
+	if ra.Value() >= 0.65 || ra.Coverage > 0.35 || rb.Coverage < 0.99 {
+		t.Errorf("term of another agent: a %+v, b %+v", ra, rb)
+	}
+}
+
+// TestRecallGate: with MinRelevance, a prompt with nothing relevant gets
+// nothing (the same prompt without the gate ranks weak matches); a
+// relevant one gets its hits, weaker ones at half the threshold, and
+// neighbours only of hits at the threshold; a hit in context far stronger
+// than the rest raises it.
+func TestRecallGate(t *testing.T) {
+	ix := gateIndex(t)
+	ctx := context.Background()
+	recall := func(q RecallQuery) []Hit {
+		t.Helper()
+		hs, err := ix.Recall(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+	for _, p := range []string{"thanks, can you help with the weather forecast?", "please zanzibar", "please book a table for two", "what is 9 + 9?"} {
+		if hs := recall(RecallQuery{Agent: "a", Text: p, K: 8}); len(hs) == 0 {
+			t.Errorf("%q: nothing ranked without the gate", p)
+		}
+		if hs := recall(RecallQuery{Agent: "a", Text: p, K: 8, MinRelevance: 0.65}); len(hs) != 0 {
+			t.Errorf("%q: %v past the gate", p, ids(hs))
+		}
+	}
+	hs := recall(RecallQuery{Agent: "a", Text: "walrus-9 backups bucket", K: 8, MinRelevance: 0.65})
+	got := ids(hs)
+	for _, want := range []string{"a/ops/2", "a/ops/1", "a/ops/3", "a/paint/1"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("missing %s: %v", want, got)
+		}
+	}
+	for _, h := range hs {
+		if h.ID == "a/paint/2" || h.ID == "a/paint/3" {
+			t.Errorf("neighbour %s of a weak hit: %v", h.ID, got)
+		}
+		if h.NeighbourOf == "" && h.Relevance.Value() < 0.65*gateItemShare {
+			t.Errorf("%s below the item floor: %.2f", h.ID, h.Relevance.Value())
+		}
+	}
+	// The walrus-9 turns in context: the weak bucket match alone is left.
+	hs = recall(RecallQuery{Agent: "a", Text: "walrus-9 backups bucket", K: 8, CurrentSession: "ops", InContextFrom: 1})
+	if !slices.Contains(ids(hs), "a/paint/1") || slices.Contains(ids(hs), "a/ops/2") {
+		t.Fatalf("without the gate: %v", ids(hs))
+	}
+	if hs := recall(RecallQuery{Agent: "a", Text: "walrus-9 backups bucket", K: 8, CurrentSession: "ops", InContextFrom: 1, MinRelevance: 0.3}); len(hs) != 0 {
+		t.Errorf("a weak match beside a far stronger one in context: %v", ids(hs))
+	}
+	// A text in context is never recalled, whatever session holds it.
+	ex := map[uint64]bool{TextKey("the walrus-9 backups are kept in bucket COLD-ARCHIVE, snapshotted nightly"): true}
+	if hs := recall(RecallQuery{Agent: "a", Text: "walrus-9 backups", K: 8, ExcludeTexts: ex, Neighbours: -1}); slices.Contains(ids(hs), "a/ops/2") || len(hs) == 0 {
+		t.Errorf("ExcludeTexts: %v", ids(hs))
+	}
+}
+
+// textKeyReference is TextKey as first written (the keys stored in indexes
+// built before must not change).
+func textKeyReference(s string) uint64 {
+	h := fnv.New64a()
+	var buf [4]byte
+	any := false
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			n := utf8.EncodeRune(buf[:], r)
+			h.Write(buf[:n])
+			any = true
+		}
+	}
+	if !any {
+		return 0
+	}
+	return h.Sum64() | 1
+}
+
+func TestTextKey(t *testing.T) {
+	texts := []string{"", "   ", "?!", "Hello, World!", "hello world", "HELLO\tworld.", "ÄÖÜ straße İstanbul", "日本語のテキスト 123",
+		"invalid \xff\xfe bytes", "emoji 😀 and ΣΊΣΥΦΟΣ", strings.Repeat("long text ", 1000), "a\u0301 combining"}
+	for _, s := range texts {
+		if got, want := TextKey(s), textKeyReference(s); got != want {
+			t.Errorf("TextKey(%q) = %x, want %x", s, got, want)
+		}
+	}
+	if TextKey("Hello, World!") != TextKey("hello world") || TextKey("?!") != 0 || TextKey("a") == TextKey("b") {
+		t.Error("folding")
+	}
+	// Parts written one by one: the key of the parts joined by separators.
+	var k TextKeyer
+	k.WriteString("tool call ")
+	k.Write([]byte(`{"path":"src/Ä.go"}`))
+	k.WriteString("")
+	k.WriteString("bash")
+	if got, want := k.Sum(), TextKey("tool call\n{\"path\":\"src/Ä.go\"}\nbash"); got != want {
+		t.Errorf("TextKeyer %x, want %x", got, want)
+	}
+	var empty TextKeyer
+	empty.WriteString("--")
+	if empty.Sum() != 0 {
+		t.Error("no letters: not 0")
 	}
 }

@@ -1,0 +1,289 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	bindex "github.com/blevesearch/bleve_index_api"
+)
+
+// Relevance of a recall hit, the input of the relevance gate
+// (RecallQuery.MinRelevance).
+//
+// BM25 scores are not comparable across prompts: a prompt of common words
+// still has a best hit. The gate looks instead at which of the prompt's
+// terms a hit contains, weighted by their IDF (BM25's, ln(1 + (N - df +
+// 0.5) / (df + 0.5)) over the whole index); with m the IDF a hit matches
+// (of the prompt's relMatchTerms rarest terms found in its text, plus
+// ctxBoost times that of the ctxTerms rarest found only in its context,
+// the previous turn):
+//
+//   - Coverage is m over the IDF of the prompt's relTopTerms rarest terms
+//     (all of a short prompt; a long one is measured against its most
+//     specific part). A term absent from the agent's history (from the
+//     whole index, or, within a budget, only in other agents' docs) counts
+//     at the IDF of a term in one doc: a prompt whose most specific words
+//     appear nowhere in the history is not about it. A number of one or
+//     two digits counts for a hit only beside another term it holds.
+//   - Specificity is m over the IDF of a term in one doc: about 1 for one
+//     unique term, below it for matches on words common here.
+//
+// Value is their geometric mean, m / sqrt(prompt IDF × one-doc IDF): a hit
+// must match a good share of what the prompt is about, in words specific
+// to this history ("ok, continue" covers a turn "ok, let's continue"
+// fully, but on common words), and a long prompt needs more matched mass
+// than a short one, though not in proportion to its length. In a history
+// of a few dozen turns no word is common: there, a prompt of the words it
+// has passes. Values are about 1 for a hit on the prompt's subject and
+// below 0.5 for one on a word or two it shares by chance.
+type Relevance struct {
+	Coverage    float64
+	Specificity float64
+}
+
+// Value is the relevance the gate compares with RecallQuery.MinRelevance.
+func (r Relevance) Value() float64 { return math.Sqrt(r.Coverage * r.Specificity) }
+
+// relTopTerms is how many of a prompt's rarest terms its IDF mass is
+// measured on.
+var relTopTerms = 10
+
+// relMatchTerms is how many of a prompt's rarest terms are looked up in
+// the hits.
+var relMatchTerms = 16
+
+// termIDF is BM25's IDF of a term in df of total docs.
+func termIDF(total, df uint64) float64 {
+	if df > total {
+		total = df
+	}
+	return math.Log(1 + (float64(total)-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// relevance sets Relevance on each of hits for the query terms.
+//
+// agent, when set, is the agent whose history is searched: a prompt term
+// the index holds only in other agents' docs counts as absent.
+func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agent string) error {
+	if len(hits) == 0 || len(terms) == 0 {
+		return nil
+	}
+	if len(terms) > 64 {
+		terms = terms[:64]
+	}
+	ix.bmu.RLock()
+	defer ix.bmu.RUnlock()
+	if ix.isClosed() {
+		return ErrClosed
+	}
+	adv, err := ix.bi.Advanced()
+	if err != nil {
+		return fmt.Errorf("index: recall: %w", err)
+	}
+	rd, err := adv.Reader()
+	if err != nil {
+		return fmt.Errorf("index: recall: %w", err)
+	}
+	defer rd.Close()
+	total, err := rd.DocCount()
+	if err != nil {
+		return fmt.Errorf("index: recall: %w", err)
+	}
+	if total == 0 {
+		return nil
+	}
+	idf1 := termIDF(total, 1)
+	// The hits' internal ids, in index order (term readers advance forward).
+	type doc struct {
+		iid bindex.IndexInternalID
+		hit int
+	}
+	docs := make([]doc, 0, len(hits))
+	for i := range hits {
+		iid, err := rd.InternalID(hits[i].ID)
+		if err != nil {
+			return fmt.Errorf("index: recall: %w", err)
+		}
+		if iid != nil {
+			docs = append(docs, doc{append(bindex.IndexInternalID(nil), iid...), i})
+		}
+	}
+	sort.Slice(docs, func(i, j int) bool { return bytes.Compare(docs[i].iid, docs[j].iid) < 0 })
+	// The prompt's terms by document frequency: absent ones weigh as a
+	// term in one doc; the relMatchTerms rarest present ones are looked up
+	// in the hits (the rest of a long prompt is common or weighs little),
+	// in the context field the ctxTerms rarest (as the search does).
+	type term struct {
+		t  string
+		df uint64
+	}
+	present := make([]term, 0, len(terms))
+	idfs := make([]float64, 0, len(terms))
+	for _, t := range terms {
+		df, ok := ix.dfs.get(total, t)
+		if !ok {
+			tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
+			if err != nil {
+				return fmt.Errorf("index: recall: %w", err)
+			}
+			df = tfr.Count()
+			tfr.Close()
+			ix.dfs.put(t, df)
+		}
+		if df == 0 {
+			idfs = append(idfs, idf1)
+		} else {
+			present = append(present, term{t, df})
+		}
+	}
+	sort.SliceStable(present, func(i, j int) bool { return present[i].df < present[j].df })
+	present = present[:min(len(present), relMatchTerms)]
+	text := make([]float64, len(hits)) // matched IDF in the text field
+	cx := make([]float64, len(hits))   // matched IDF in the context field only
+	num := make([]float64, len(hits))  // matched IDF of short numbers
+	inText := make([]bool, len(hits))
+	var check []term // terms no hit holds: is the agent's history without them?
+	for ti, pt := range present {
+		idf := termIDF(total, pt.df)
+		clear(inText)
+		matched := false
+		for _, field := range []string{fText, fCtx} {
+			if field == fCtx && (ctxBoost <= 0 || ti >= ctxTerms) {
+				break
+			}
+			tfr, err := rd.TermFieldReader(ctx, []byte(pt.t), field, false, false, false)
+			if err != nil {
+				return fmt.Errorf("index: recall: %w", err)
+			}
+			var cur bindex.IndexInternalID // where the reader is (nil: not started)
+			for _, d := range docs {
+				if cur == nil || bytes.Compare(cur, d.iid) < 0 {
+					td, err := tfr.Advance(d.iid, nil)
+					if err != nil {
+						tfr.Close()
+						return fmt.Errorf("index: recall: %w", err)
+					}
+					if td == nil {
+						break
+					}
+					cur = append(cur[:0], td.ID...)
+				}
+				if !bytes.Equal(cur, d.iid) {
+					continue
+				}
+				matched = true
+				switch {
+				case field == fText && shortNumber(pt.t):
+					inText[d.hit] = true
+					num[d.hit] += idf
+				case field == fText:
+					inText[d.hit] = true
+					text[d.hit] += idf
+				case !inText[d.hit] && shortNumber(pt.t):
+					num[d.hit] += ctxBoost * idf
+				case !inText[d.hit]:
+					cx[d.hit] += ctxBoost * idf
+				}
+			}
+			tfr.Close()
+		}
+		if matched {
+			idfs = append(idfs, idf)
+		} else {
+			check = append(check, pt)
+		}
+	}
+	// Rarest first, within a budget of posting steps (beyond it, a term
+	// counts as present).
+	budget := 0
+	if agent != "" && relAgentAbsence {
+		budget = presenceSteps
+	}
+	for _, u := range check {
+		if budget > 0 {
+			has, used, err := agentHas(ctx, rd, u.t, agent, budget)
+			if err != nil {
+				return err
+			}
+			budget -= used
+			if !has {
+				u.df = 1
+			}
+		}
+		idfs = append(idfs, termIDF(total, u.df))
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(idfs)))
+	mass := 0.0
+	for _, v := range idfs[:min(len(idfs), relTopTerms)] {
+		mass += v
+	}
+	for i := range hits {
+		m := text[i] + cx[i]
+		if m > 0 {
+			m += num[i] // a short number counts beside a word only
+		}
+		hits[i].Relevance = Relevance{Coverage: min(1, m/mass), Specificity: m / idf1}
+	}
+	return nil
+}
+
+// shortNumber reports whether a term is a number of one or two digits
+// ("2", "17"): found in all kinds of turns, it counts for a hit only beside
+// a word it also holds ("message 2"), never alone (a year or a code is not
+// short).
+func shortNumber(t string) bool {
+	if len(t) > 2 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// relAgentAbsence makes a term the agent's history lacks count as absent
+// (agentHas); presenceSteps bounds the posting steps all its checks of one
+// recall take (beyond, a term counts as present).
+var (
+	relAgentAbsence = true
+	presenceSteps   = 8192
+)
+
+// agentHas reports whether some doc of agent holds term: the term's and
+// the agent's posting lists are intersected until the first common doc, in
+// at most budget steps (then true); used is the steps taken.
+func agentHas(ctx context.Context, rd bindex.IndexReader, term, agent string, budget int) (has bool, used int, err error) {
+	tr, err := rd.TermFieldReader(ctx, []byte(term), fText, false, false, false)
+	if err != nil {
+		return false, 0, fmt.Errorf("index: recall: %w", err)
+	}
+	defer tr.Close()
+	ar, err := rd.TermFieldReader(ctx, []byte(agent), fAgent, false, false, false)
+	if err != nil {
+		return false, 0, fmt.Errorf("index: recall: %w", err)
+	}
+	defer ar.Close()
+	td, err := tr.Next(nil)
+	for ; err == nil && td != nil; used++ {
+		if used == budget {
+			return true, used, nil
+		}
+		var ad *bindex.TermFieldDoc
+		if ad, err = ar.Advance(td.ID, nil); err != nil || ad == nil {
+			break
+		}
+		if bytes.Equal(ad.ID, td.ID) {
+			return true, used + 1, nil
+		}
+		td, err = tr.Advance(ad.ID, nil)
+	}
+	if err != nil {
+		return false, used, fmt.Errorf("index: recall: %w", err)
+	}
+	return false, used, nil
+}
