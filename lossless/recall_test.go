@@ -8,9 +8,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/synth"
 )
 
 func withRecall(c *Config) { on := true; c.Recall.Enabled = &on }
@@ -146,10 +149,15 @@ func TestRecallSkipsWhatIsInContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	shown := map[string]bool{}
-	for _, m := range res.Messages[:len(res.Messages)-1] {
-		shown[m.Text()] = true
+	for _, m := range res.Messages {
+		if !IsRecallMessage(m) {
+			shown[m.Text()] = true
+		}
 	}
-	items, err := e.Recall(ctx, p, 50)
+	// Every turn holds both words: no hit is specific enough for the
+	// relevance gate, and the ranking before it is checked.
+	ungated := RecallOptions{K: 50, MinScore: -1}
+	items, err := e.RecallWith(ctx, p, ungated)
 	if err != nil || len(items) == 0 {
 		t.Fatalf("recall %v %v", items, err)
 	}
@@ -171,7 +179,7 @@ func TestRecallSkipsWhatIsInContext(t *testing.T) {
 	if _, err := e.Assemble(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if items, _ := e.Recall(ctx, p, 50); len(items) != 0 {
+	if items, _ := e.RecallWith(ctx, p, ungated); len(items) != 0 {
 		t.Errorf("recalled %d items already in context", len(items))
 	}
 }
@@ -238,7 +246,9 @@ func TestRecallAgentIsolation(t *testing.T) {
 		key := "agent:" + me + ":fresh"
 		for _, prompt := range []string{"shared secret launch code", "marker " + other, "topic 3", "marker-" + other + "-1-3"} {
 			p := core.AssembleParams{SessionID: me + "-fresh", SessionKey: key, TokenBudget: 100000, Prompt: prompt}
-			items, err := e.Recall(ctx, p, 100)
+			// The ranking before the relevance gate (the shared words are
+			// in every turn: none passes it).
+			items, err := e.RecallWith(ctx, p, RecallOptions{K: 100, MinScore: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -485,5 +495,441 @@ func TestCloseDuringRebuild(t *testing.T) {
 	items, err := e.Recall(ctx, core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", Prompt: "where is the spare key?"}, 3)
 	if err != nil || len(items) == 0 || items[0].Seq != 334 {
 		t.Fatalf("recall after interrupted rebuilds: %+v %v", items, err)
+	}
+}
+
+// gateFixture stores an agent's history for the relevance gate tests: a
+// trivia session whose replies share common words with the prompts below
+// (as when a model echoes the host's context block), filler sessions on
+// other topics, and the current session, which holds the HELIOTROPE-2
+// message in its assembled window.
+func gateFixture(t *testing.T, e *Engine) core.AssembleParams {
+	t.Helper()
+	ctx := context.Background()
+	ingestTurns(t, e, "trivia", "agent:main:trivia",
+		"What is the capital of France?",
+		"Big message received. The capital of France is Paris.",
+		"Tell me a short joke about compilers.",
+		"Message 2 of the session: why did the compiler break up with the linker? Too many unresolved references.")
+	topics := []string{"tomato seedlings need warmth", "sourdough starter feeding schedule", "bike chain lubrication",
+		"quarterly tax estimate", "flight to Lisbon in May", "dentist appointment moved", "new running shoes",
+		"library book overdue", "router firmware update", "birthday gift for Ana"}
+	for i, topic := range topics {
+		ingestTurns(t, e, fmt.Sprintf("filler-%d", i), fmt.Sprintf("agent:main:filler-%d", i),
+			"Can you help me with the "+topic+"?", "Sure, here are a few notes on the "+topic+".",
+			"Thanks, that settles the "+topic+".", "Glad to help.")
+	}
+	ingestTurns(t, e, "cur", "agent:main:cur",
+		"Big message 1: the deploy runbook lives in ops/runbook.md, codename HELIOTROPE-1.",
+		"Noted, HELIOTROPE-1 is the runbook's codename.")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return core.AssembleParams{SessionID: "cur", SessionKey: "agent:main:cur", TokenBudget: 20000,
+		Prompt: "Big message 2: the staging cluster's codename is HELIOTROPE-2, keep it in mind."}
+}
+
+// TestRecallGateRefusesUnrelated: a prompt whose subject is in the
+// assembled window only gets no recall block, although the ranking before
+// the gate holds trivia turns that share words with it (the issue's
+// "capital of France" and "joke about compilers" recalled for a HELIOTROPE-2
+// prompt); a prompt on trivia gets the trivia.
+func TestRecallGateRefusesUnrelated(t *testing.T) {
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	p := gateFixture(t, e)
+	res, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rm := recallMessage(res); rm != "" {
+		t.Fatalf("unrelated recall block:\n%s", rm)
+	}
+	trivia, err := e.Conversation(ctx, "main", "trivia")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ungated, err := e.RecallWith(ctx, p, RecallOptions{MinScore: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak := 0
+	for _, it := range ungated {
+		if it.Conversation == trivia.ID() {
+			weak++
+			if it.Relevance >= DefaultRecallMinScore {
+				t.Errorf("trivia item %s passes the gate: relevance %.2f", it.ID, it.Relevance)
+			}
+		}
+	}
+	if weak == 0 {
+		t.Fatalf("the fixture is too easy: no trivia turn ranked before the gate: %+v", ungated)
+	}
+	if items, err := e.Recall(ctx, p, 0); err != nil || len(items) != 0 {
+		t.Fatalf("Recall past the gate: %+v %v", items, err)
+	}
+	// A prompt about what the window shows: the trivia turns sharing its
+	// common words are far weaker matches than the window's.
+	q := p
+	q.Prompt = "Which codename did big message 1 give?"
+	res, err = e.Assemble(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rm := recallMessage(res); rm != "" {
+		t.Fatalf("recall block for a prompt about the window:\n%s", rm)
+	}
+	// A clearly relevant prompt passes, from another session.
+	p.Prompt = "What was that joke about the compiler and the linker?"
+	res, err = e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := recallMessage(res)
+	if !strings.Contains(rm, "unresolved references") {
+		t.Fatalf("relevant item not recalled:\n%s", rm)
+	}
+	if strings.Contains(rm, "tomato") || strings.Contains(rm, "HELIOTROPE") {
+		t.Errorf("recalled more than the joke:\n%s", rm)
+	}
+	items, err := e.Recall(ctx, p, 0)
+	if err != nil || len(items) == 0 || items[0].Relevance < DefaultRecallMinScore {
+		t.Fatalf("items %+v %v", items, err)
+	}
+}
+
+// TestRecallNeverWhatIsInWindow: nothing the assembled window shows is
+// recalled: neither the session's own messages in it, nor the same text
+// held by another conversation (a forked prefix, a history imported twice,
+// messages a host passes through); a relevant message outside it is.
+func TestRecallNeverWhatIsInWindow(t *testing.T) {
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	p := gateFixture(t, e)
+	window := "Big message 1: the deploy runbook lives in ops/runbook.md, codename HELIOTROPE-1."
+	ingestTurns(t, e, "copy", "agent:main:copy", window,
+		"The HELIOTROPE-1 runbook moved to ops/runbook-v2.md on Tuesday.")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Prompt = "Where does the HELIOTROPE-1 deploy runbook live now?"
+	check := func(res core.AssembleResult) {
+		t.Helper()
+		rm := recallMessage(res)
+		if !strings.Contains(rm, "runbook-v2.md") {
+			t.Fatalf("the relevant turn outside the window is not recalled:\n%s", rm)
+		}
+		if strings.Contains(rm, "lives in ops/runbook.md") {
+			t.Fatalf("recalled a turn the window shows:\n%s", rm)
+		}
+	}
+	res, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Messages[0].Text() != window {
+		t.Fatalf("window %v", rawsOf(res.Messages))
+	}
+	check(res)
+	// Recall without a window (RecallWith) ranks the copy: in Assemble,
+	// the window's text is what leaves it out.
+	items, err := e.RecallWith(ctx, p, RecallOptions{K: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := false
+	for _, it := range items {
+		c, _ := parseConvID(it.Conversation)
+		if m, err := (&Conversation{e: e, id: c}).Message(ctx, it.Seq); err == nil && m.Text() == window {
+			copied = true
+		}
+	}
+	if !copied {
+		t.Fatalf("the fixture is too easy: the copy does not rank: %+v", items)
+	}
+	// A session the engine does not know: the host's messages pass through
+	// and are the window.
+	host := []core.Message{core.UserText(window, 1_700_000_500_000)}
+	res, err = e.Assemble(ctx, core.AssembleParams{SessionID: "unknown", SessionKey: "agent:main:unknown", TokenBudget: 20000,
+		Prompt: p.Prompt, Messages: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(res)
+}
+
+// TestRecallMessageTimestamp: the recall message carries the newest
+// timestamp of the window it follows (never 0, which hosts render as
+// 1970); with an empty window, the current time, kept when the host hands
+// the message back.
+func TestRecallMessageTimestamp(t *testing.T) {
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	p := gateFixture(t, e)
+	p.Prompt = "What was that joke about the compiler and the linker?"
+	res, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(res.Messages)
+	if recallMessage(res) == "" {
+		t.Fatal("no recall message")
+	}
+	newest := int64(0)
+	for _, m := range res.Messages[:n-1] {
+		newest = max(newest, m.Timestamp())
+	}
+	if ts := res.Messages[n-1].Timestamp(); ts == 0 || ts != newest {
+		t.Fatalf("recall timestamp %d, window's newest %d", ts, newest)
+	}
+	// Nothing in the window: now.
+	before := time.Now().UnixMilli()
+	q := core.AssembleParams{SessionID: "brand-new", SessionKey: "agent:main:brand-new", TokenBudget: 20000, Prompt: p.Prompt}
+	res, err = e.Assemble(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 || !IsRecallMessage(res.Messages[0]) {
+		t.Fatalf("messages %v", res.Messages)
+	}
+	ts := res.Messages[0].Timestamp()
+	if ts < before || ts > time.Now().UnixMilli() {
+		t.Fatalf("recall timestamp %d, not now (%d)", ts, before)
+	}
+	// Handed back (the host assembling again before the next model call):
+	// the same message, byte for byte.
+	time.Sleep(2 * time.Millisecond)
+	q.Messages = res.Messages
+	again, err := e.Assemble(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Messages) != 1 || string(again.Messages[0].Raw()) != string(res.Messages[0].Raw()) {
+		t.Fatalf("second assemble:\n%s\nfirst:\n%s", rawsOf(again.Messages), rawsOf(res.Messages))
+	}
+}
+
+func countRecallMessages(msgs []core.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if IsRecallMessage(m) || strings.Contains(m.Text(), "<lcm_recall>") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRecallIdempotentOverItsOutput: the host assembles again with the
+// previous output as messages (OpenClaw does before every model call of a
+// turn); there is still exactly one recall block, and the output is the
+// same bytes. Also when the session is unknown (its messages pass
+// through), and when a host stored the recall message in the transcript
+// (it is neither shown twice nor indexed).
+func TestRecallIdempotentOverItsOutput(t *testing.T) {
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	p := gateFixture(t, e)
+	p.Prompt = "What was that joke about the compiler and the linker?"
+	unknown := core.AssembleParams{SessionID: "unknown", SessionKey: "agent:main:unknown", TokenBudget: 20000, Prompt: p.Prompt,
+		Messages: []core.Message{core.UserText("hello there", 1_700_000_900_000), core.AssistantText("Hi! How can I help?", 1_700_000_901_000)}}
+	for name, p := range map[string]core.AssembleParams{"known": p, "unknown": unknown} {
+		first, err := e.Assemble(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if countRecallMessages(first.Messages) != 1 {
+			t.Fatalf("%s: first assemble has %d recall blocks", name, countRecallMessages(first.Messages))
+		}
+		prev := first
+		for i := 0; i < 3; i++ {
+			q := p
+			q.Messages = prev.Messages
+			next, err := e.Assemble(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := countRecallMessages(next.Messages); n != 1 {
+				t.Fatalf("%s: assemble %d over its own output: %d recall blocks\n%s", name, i+2, n, rawsOf(next.Messages))
+			}
+			if strings.Join(rawsOf(next.Messages), "\n") != strings.Join(rawsOf(first.Messages), "\n") || next.EstimatedTokens != first.EstimatedTokens {
+				t.Fatalf("%s: assemble %d differs from the first:\n%s\nfirst:\n%s", name, i+2, rawsOf(next.Messages), rawsOf(first.Messages))
+			}
+			prev = next
+		}
+	}
+	// A host that stores the recall message as a turn of the session.
+	first, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := first.Messages[len(first.Messages)-1]
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "cur", SessionKey: "agent:main:cur",
+		Messages: []core.Message{rm, core.AssistantText("Too many unresolved references!", rm.Timestamp()+1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countRecallMessages(res.Messages); n != 1 {
+		t.Fatalf("stored recall message: %d recall blocks\n%s", n, rawsOf(res.Messages))
+	}
+	hs, err := e.recaller().ix.Search(ctx, index.Query{Agent: "main", Text: "Recalled by the context engine", K: 10})
+	if err != nil || len(hs) != 0 {
+		t.Fatalf("the stored recall message is indexed: %+v %v", hs, err)
+	}
+}
+
+func TestIsRecallMessage(t *testing.T) {
+	e := openTest(t, withRecall)
+	m, n := e.renderRecall(context.Background(), nil, "", false, 1000, 1)
+	if n != 0 || !m.IsZero() {
+		t.Fatal("rendered an empty recall")
+	}
+	gateFixture(t, e)
+	items, err := e.RecallWith(context.Background(), core.AssembleParams{SessionKey: "agent:main:x", Prompt: "joke about compilers"}, RecallOptions{MinScore: -1})
+	if err != nil || len(items) == 0 {
+		t.Fatal(items, err)
+	}
+	m, _ = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000)
+	text := m.Text()
+	for name, c := range map[string]struct {
+		m    core.Message
+		want bool
+	}{
+		"rendered":        {m, true},
+		"string content":  {core.MustParseMessage(fmt.Sprintf(`{"role":"user","content":%q}`, text)), true},
+		"host stamp":      {core.UserText("[Mon 2026-11-30 10:00 UTC] "+text, 1), true},
+		"trailing spaces": {core.UserText(text+"\n", 1), true},
+		"assistant":       {core.AssistantText(text, 1), false},
+		"quoted":          {core.UserText("what does <lcm_recall> mean in "+text, 1), false},
+		"unclosed":        {core.UserText(strings.TrimSuffix(text, "</lcm_recall>"), 1), false},
+		"plain":           {core.UserText("hello", 1), false},
+	} {
+		if got := IsRecallMessage(c.m); got != c.want {
+			t.Errorf("%s: IsRecallMessage = %v", name, got)
+		}
+	}
+}
+
+func TestRecallMinScoreDefaults(t *testing.T) {
+	for v, want := range map[float64]float64{0: DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
+		if got := recallMinScore(v); got != want {
+			t.Errorf("recallMinScore(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestMessageTextKey: the window's keys are the keys the index stores.
+func TestMessageTextKey(t *testing.T) {
+	msgs := []core.Message{
+		core.UserText("Hello, World!", 1),
+		core.MustParseMessage(`{"role":"user","content":"plain string content, ÄÖÜ","timestamp":1}`),
+		core.AssistantToolCall("c1", "read_file", map[string]any{"path": "src/main.go", "lines": []int{1, 20}}, 2),
+		core.ToolResult("c1", "read_file", "package main\n\nfunc main() {}", false, 3),
+		core.MustParseMessage(`{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"one"},{"type":"text","text":"two"},{"type":"toolCall","id":"x","name":"bash","arguments":{"cmd":"ls -la"}}],"timestamp":4}`),
+		core.MustParseMessage(`{"role":"bashExecution","command":"go test ./...","output":"ok  pkg 0.1s","exitCode":0,"timestamp":5}`),
+		core.MustParseMessage(`{"role":"compactionSummary","summary":"Earlier: we fixed the router.","tokensBefore":100,"timestamp":6}`),
+		core.UserText(strings.Repeat("a long pasted log line 1234 ", 4000), 7),
+		core.UserText("?!", 8),
+	}
+	for _, raw := range synth.Messages(3, 400) {
+		m, err := core.ParseMessage(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	for i, m := range msgs {
+		if got, want := messageTextKey(m), index.TextKey(indexedText(m)); got != want {
+			t.Fatalf("message %d (%s): key %x, want %x", i, m.Role(), got, want)
+		}
+	}
+}
+
+// TestRecallSmallHistory: the end-to-end test's flow on a history of a few
+// turns, where every word is rare: a fact said in one session is recalled
+// in another, an unrelated prompt gets no block, and a prompt about the
+// fact in the session that holds it does not get the fact back.
+func TestRecallSmallHistory(t *testing.T) {
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	fact := "Please remember this for later: the launch codename is HELIOTROPE-7 and the backup site is in Tromsø."
+	ingestTurns(t, e, "facts", "agent:main:facts", fact, "Noted (reply 1).",
+		"Thanks. Also note that the quarterly budget review happens on Thursdays.", "Noted (reply 2).")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	assemble := func(key, prompt string) string {
+		t.Helper()
+		res, err := e.Assemble(ctx, core.AssembleParams{SessionID: key, SessionKey: "agent:main:" + key, TokenBudget: 20000, Prompt: prompt,
+			Messages: []core.Message{core.UserText(prompt, 1_700_000_100_000)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recallMessage(res)
+	}
+	q := "Which launch codename did we agree on earlier? I think it started with HELIOTROPE."
+	if rm := assemble("recall", q); !strings.Contains(rm, "HELIOTROPE-7") {
+		t.Fatalf("the fact is not recalled:\n%s", rm)
+	}
+	ingestTurns(t, e, "recall", "agent:main:recall", q, "Noted (reply 3).")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// (A prompt of the few words such a history has, "thanks, noted", still
+	// passes: in six turns, no word is common.)
+	for _, p := range []string{"Describe a sunset over the ocean in one short sentence.", "What is 2 + 2?", "Write a haiku about autumn rain."} {
+		if rm := assemble("recall", p); rm != "" {
+			t.Errorf("%q: recall block:\n%s", p, rm)
+		}
+	}
+	if rm := assemble("facts", "Remind me of the HELIOTROPE launch codename, please."); strings.Contains(rm, "Tromsø") {
+		t.Errorf("the fact in the window recalled again:\n%s", rm)
+	}
+}
+
+func TestRenderedSummaryID(t *testing.T) {
+	m := RenderSummary(dag.Summary{ID: `sum_"odd"\id`, Kind: dag.KindLeaf, Text: "x", Earliest: 1, Latest: 2})
+	if id, ok := renderedSummaryID(m); !ok || id != `sum_"odd"\id` {
+		t.Fatalf("id %q %v", id, ok)
+	}
+	for _, m := range []core.Message{core.UserText("hello", 1), core.AssistantText(`<lcm_summary id="a">`, 1), core.UserText(`<lcm_summary id=oops`, 1)} {
+		if id, ok := renderedSummaryID(m); ok {
+			t.Errorf("%s: id %q", m.Raw(), id)
+		}
+	}
+}
+
+// TestWindowTextKeysCache: the keys of a window are the same from the
+// cache, follow a changed window, and the cache holds a bounded number of
+// conversations.
+func TestWindowTextKeysCache(t *testing.T) {
+	e := openTest(t, withRecall)
+	r := e.recaller()
+	w := []core.Message{core.UserText("alpha beta", 1), core.AssistantText("Gamma!", 2)}
+	want := map[uint64]bool{messageTextKey(w[0]): true, messageTextKey(w[1]): true}
+	var c convID
+	for i := 0; i < 2; i++ {
+		if got := r.windowTextKeys(c, true, w); len(got) != 2 || !got[messageTextKey(w[0])] || !got[messageTextKey(w[1])] {
+			t.Fatalf("pass %d: %v, want %v", i, got, want)
+		}
+	}
+	w2 := []core.Message{w[1], core.UserText("delta", 3)}
+	if got := r.windowTextKeys(c, true, w2); len(got) != 2 || got[messageTextKey(w[0])] || !got[messageTextKey(w2[1])] {
+		t.Fatalf("changed window: %v", got)
+	}
+	for i := 0; i < windowKeyConvs+40; i++ {
+		var ci convID
+		ci[0], ci[1] = byte(i), byte(i>>8)
+		r.windowTextKeys(ci, true, w)
+	}
+	n := 0
+	r.winKeys.Range(func(any, any) bool { n++; return true })
+	if n > windowKeyConvs || int(r.winKeyCount.Load()) != n {
+		t.Fatalf("%d conversations cached (count %d), bound %d", n, r.winKeyCount.Load(), windowKeyConvs)
 	}
 }
