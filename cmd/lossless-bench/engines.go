@@ -110,15 +110,22 @@ func legacyTarget(tokenizer string) bench.Target {
 	}
 }
 
-// recallFunc runs the LoCoMo recall measurement of internal/locomo.
-func recallFunc(ctx context.Context, path string, ks []int, rep *bench.RecallReport) error {
-	r, err := locomo.RunRecall(ctx, locomo.RecallConfig{Path: path, Ks: ks})
-	if err != nil {
-		return err
+// recallFunc runs the LoCoMo recall measurement of internal/locomo, the
+// relevance gate at threshold minScore (0: the engine's default).
+func recallFunc(minScore float64) bench.RecallFunc {
+	return func(ctx context.Context, path string, ks []int, rep *bench.RecallReport) error {
+		r, err := locomo.RunRecall(ctx, locomo.RecallConfig{Path: path, Ks: ks, MinScore: minScore})
+		if err != nil {
+			return err
+		}
+		rep.RecallAt, rep.PerCategory, rep.Questions = r.RecallAt, r.PerCategory, r.Questions
+		rep.QueryP50Ms, rep.QueryP99Ms, rep.Turns, rep.Path = r.QueryP50Ms, r.QueryP99Ms, r.Turns, r.Path
+		if r.Gate != nil {
+			g := bench.RecallGate(*r.Gate)
+			rep.RecallGate = &g
+		}
+		return nil
 	}
-	rep.RecallAt, rep.PerCategory, rep.Questions = r.RecallAt, r.PerCategory, r.Questions
-	rep.QueryP50Ms, rep.QueryP99Ms, rep.Turns, rep.Path = r.QueryP50Ms, r.QueryP99Ms, r.Turns, r.Path
-	return nil
 }
 
 // identifiers is summarize.Identifiers.

@@ -12,8 +12,10 @@
 // batched, bootstrap import, against raw Badger WriteBatch and raw Bleve
 // batches), assemble (p50/p99 at several history sizes, against legacy),
 // compact (wall time, rounds, tokens before/after, identifier retention,
-// against legacy), recall (LoCoMo recall@k), lossless (import, compact,
-// rotate, expand, compare byte for byte) and footprint (heap, RSS, disk).
+// against legacy), recall (LoCoMo recall@k, and what the relevance gate
+// lets recall inject: recall@8, blocks without an evidence turn, unrelated
+// prompts given a block), lossless (import, compact, rotate, expand,
+// compare byte for byte) and footprint (heap, RSS, disk).
 //
 // Flags:
 //
@@ -24,6 +26,7 @@
 //	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture)
 //	--budget N              token budget (default 128000)
 //	--k 5,10,25,50          recall cut-offs
+//	--recall-min-score X    relevance gate threshold of the recall suite (0: the engine's default)
 //	--seed N                synthetic transcript seed (default 1)
 //	--tokenizer NAME        o200k_base (default), cl100k_base or chars4
 //	--engine-recall=false   run the engine without its Bleve recall index
@@ -131,6 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	budget := fs.Int("budget", 128000, "token budget")
 	messages := fs.String("messages", strconv.Itoa(defaultMessages), "synthetic transcript length in messages")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
+	minScore := fs.Float64("recall-min-score", 0, "relevance gate threshold of the recall suite's gated figures (0: the engine's default; negative: no gate)")
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of both engines: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate)")
 	fs.Usage = func() {
@@ -158,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return 2
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(*tokenizer), Recall: recallFunc, Identifiers: identifiers}
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(*tokenizer), Recall: recallFunc(*minScore), Identifiers: identifiers}
 	var err error
 	cfg.Note = fmt.Sprintf("tokenizer %s, engine recall %v", *tokenizer, *recall)
 	if cfg.Messages, err = parseCount(*messages); err != nil {

@@ -85,6 +85,19 @@ func TestCommandAllSuites(t *testing.T) {
 			t.Errorf("recall@%s = %v", k, v)
 		}
 	}
+	// The relevance gate's figures sit beside recall_at.
+	for _, key := range []string{"injected_recall_at_8", "block_share", "no_evidence_share", "unrelated_block_share",
+		"unrelated_generic_block_share", "unrelated_cross_block_share"} {
+		if v := num("recall", key); v < 0 || v > 100 {
+			t.Errorf("recall.%s = %v", key, v)
+		}
+	}
+	if v := num("recall", "unrelated_prompts"); v <= 0 {
+		t.Errorf("recall.unrelated_prompts = %v", v)
+	}
+	if !strings.Contains(stdout.String(), "relevance gate (min score") {
+		t.Error("the table has no relevance gate line")
+	}
 	if v := num("lossless", "lost_or_altered"); v != 0 {
 		t.Errorf("lossless.lost_or_altered = %v", v)
 	}

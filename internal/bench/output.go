@@ -150,6 +150,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.QueryP50Ms > 0 {
 			fmt.Fprintf(&b, "query p50 %s ms, p99 %s ms over %d turns (%s)\n", ms(r.QueryP50Ms), ms(r.QueryP99Ms), r.Turns, r.Path)
 		}
+		if g := r.RecallGate; g != nil {
+			fmt.Fprintf(&b, "relevance gate (min score %.2f): injected recall@8 %.1f (before the gate %.1f); a block for %.1f%% of questions, %.1f%% of those blocks without an evidence turn (%.1f%% before the gate); unrelated prompts given a block %.1f%% (generic %.1f%%, other conversations' questions %.1f%%; %d prompts)\n",
+				g.MinScore, g.InjectedRecallAt8, g.UngatedRecallAt8, g.BlockShare, g.NoEvidenceShare, g.UngatedNoEvidenceShare,
+				g.UnrelatedBlockShare, g.UnrelatedGenericBlockShare, g.UnrelatedCrossBlockShare, g.UnrelatedPrompts)
+		}
 	}
 	tw.Flush()
 	if r := rep.Lossless; r != nil {

@@ -189,6 +189,27 @@ type RecallReport struct {
 	Path  string  `json:"path,omitempty"`
 	WallS float64 `json:"wall_s"`
 	Error string  `json:"error,omitempty"`
+	// RecallGate, when the recall path has a relevance gate, holds what it
+	// injects (its keys sit beside recall_at).
+	*RecallGate
+}
+
+// RecallGate measures recall's relevance gate (percent; the fields of
+// internal/locomo.GateReport): recall@8 of what is actually injected,
+// the share of questions given a block, of those blocks that hold no
+// evidence turn (and before the gate), and of unrelated prompts given a
+// block.
+type RecallGate struct {
+	MinScore                   float64 `json:"min_score"`
+	InjectedRecallAt8          float64 `json:"injected_recall_at_8"`
+	UngatedRecallAt8           float64 `json:"ungated_recall_at_8"`
+	BlockShare                 float64 `json:"block_share"`
+	NoEvidenceShare            float64 `json:"no_evidence_share"`
+	UngatedNoEvidenceShare     float64 `json:"ungated_no_evidence_share"`
+	UnrelatedBlockShare        float64 `json:"unrelated_block_share"`
+	UnrelatedGenericBlockShare float64 `json:"unrelated_generic_block_share"`
+	UnrelatedCrossBlockShare   float64 `json:"unrelated_cross_block_share"`
+	UnrelatedPrompts           int     `json:"unrelated_prompts"`
 }
 
 // LosslessReport is the lossless suite: import, compact, rotate, expand,

@@ -52,6 +52,18 @@ type Retriever interface {
 	Close() error
 }
 
+// GatedRetriever is a Retriever whose recall has a relevance gate: RecallGated
+// returns what recall injects for prompt (the dia ids of the items that
+// pass the gate, at most k; none when nothing is relevant).
+type GatedRetriever interface {
+	Retriever
+	RecallGated(ctx context.Context, agent, prompt string, k int) ([]string, error)
+}
+
+// InjectK is the number of items recall injects (lossless.DefaultRecallK):
+// the gated figures are measured at it.
+const InjectK = lossless.DefaultRecallK
+
 // RecallConfig configures RunRecall.
 type RecallConfig struct {
 	// Path is the LoCoMo JSON file (or set Data).
@@ -80,6 +92,9 @@ type RecallConfig struct {
 	IndexOnly bool
 	// Progress, when set, gets a line of progress now and then.
 	Progress func(msg string)
+	// MinScore is the relevance gate's threshold for the gated figures (0:
+	// lossless.DefaultRecallMinScore; negative: no gate).
+	MinScore float64
 }
 
 // RecallReport is the result of RunRecall; the benchmark command writes it
@@ -103,6 +118,40 @@ type RecallReport struct {
 	IndexDocsPerSec float64 `json:"index_docs_per_s"`
 	// Path says which recall path was measured.
 	Path string `json:"path"`
+	// Gate holds the figures of the relevance gate (nil when the retriever
+	// has none).
+	Gate *GateReport `json:"gate,omitempty"`
+}
+
+// GateReport measures recall's relevance gate: what is actually injected
+// (the items that pass it, at most InjectK), on the questions and on
+// prompts that have nothing to recall. Percentages.
+type GateReport struct {
+	// MinScore is the gate's threshold (0: no gate).
+	MinScore float64 `json:"min_score"`
+	// InjectedRecallAt8 is recall@8 of the injected items (an empty block
+	// counts 0), to compare with UngatedRecallAt8, recall@8 before the
+	// gate.
+	InjectedRecallAt8 float64 `json:"injected_recall_at_8"`
+	UngatedRecallAt8  float64 `json:"ungated_recall_at_8"`
+	// BlockShare is the share of questions that get a recall block.
+	BlockShare float64 `json:"block_share"`
+	// NoEvidenceShare is the share of the questions given a block whose
+	// injected items hold no evidence turn.
+	NoEvidenceShare float64 `json:"no_evidence_share"`
+	// UngatedNoEvidenceShare is the same for the top InjectK before the
+	// gate (every question gets a block then).
+	UngatedNoEvidenceShare float64 `json:"ungated_no_evidence_share"`
+	// UnrelatedBlockShare is the share of unrelated prompts given a block:
+	// GenericPrompts asked of every conversation, and the questions of the
+	// other conversations asked of each (the speakers and events they ask
+	// about are not in its history).
+	UnrelatedBlockShare float64 `json:"unrelated_block_share"`
+	// UnrelatedGenericBlockShare and UnrelatedCrossBlockShare split it.
+	UnrelatedGenericBlockShare float64 `json:"unrelated_generic_block_share"`
+	UnrelatedCrossBlockShare   float64 `json:"unrelated_cross_block_share"`
+	// UnrelatedPrompts is the number of unrelated prompts asked.
+	UnrelatedPrompts int `json:"unrelated_prompts"`
 }
 
 // TurnText renders a turn as the benchmark ingests it.
@@ -171,10 +220,23 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	switch {
 	case newR != nil:
 	case cfg.IndexOnly:
-		nb := cfg.Neighbours
-		newR = func(dir string) (Retriever, error) { return NewIndexRetriever(dir, nb) }
+		nb, ms := cfg.Neighbours, cfg.MinScore
+		newR = func(dir string) (Retriever, error) {
+			r, err := NewIndexRetriever(dir, nb)
+			if r != nil {
+				r.MinScore = ms
+			}
+			return r, err
+		}
 	default:
-		newR = func(dir string) (Retriever, error) { return NewEngineRetriever(ctx, dir) }
+		ms := cfg.MinScore
+		newR = func(dir string) (Retriever, error) {
+			r, err := NewEngineRetriever(ctx, dir)
+			if r != nil {
+				r.MinScore = ms
+			}
+			return r, err
+		}
 	}
 	r, err := newR(dir)
 	if err != nil {
@@ -214,6 +276,12 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	counts := map[int]int{}
 	total := make([]float64, len(ks))
 	var lat []time.Duration
+	gr, gated := r.(GatedRetriever)
+	var g gateCounts
+	askK := maxK
+	if gated {
+		askK = max(askK, InjectK, 8)
+	}
 	for ci := range convs {
 		c := &convs[ci]
 		agent := agentOf(c, ci)
@@ -222,7 +290,7 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 				continue
 			}
 			t0 := time.Now()
-			ids, err := r.Recall(ctx, agent, q.Question, maxK)
+			ids, err := r.Recall(ctx, agent, q.Question, askK)
 			lat = append(lat, time.Since(t0))
 			if err != nil {
 				return rep, fmt.Errorf("locomo: recall: %w", err)
@@ -238,10 +306,23 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 				total[i] += v
 				sums[q.Category][i] += v
 			}
+			if gated {
+				inj, err := gr.RecallGated(ctx, agent, q.Question, InjectK)
+				if err != nil {
+					return rep, fmt.Errorf("locomo: recall: %w", err)
+				}
+				g.question(distinct(ids), distinct(inj), q.Evidence)
+			}
 		}
 	}
 	if rep.Questions == 0 {
 		return rep, errors.New("locomo: no question with evidence")
+	}
+	if gated {
+		if err := g.unrelated(ctx, gr, convs); err != nil {
+			return rep, err
+		}
+		rep.Gate = g.report(cfg.MinScore)
 	}
 	rep.RecallAt = map[string]float64{}
 	for i, k := range ks {
@@ -261,6 +342,99 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	rep.QueryP50Ms = ms(lat[len(lat)/2])
 	rep.QueryP99Ms = ms(lat[min(len(lat)-1, len(lat)*99/100)])
 	return rep, nil
+}
+
+// gateCounts accumulates the figures of GateReport.
+type gateCounts struct {
+	questions, blocks, noEvidence, ungatedNoEvidence int
+	injected, ungated                                float64
+	generic, genericBlocks, cross, crossBlocks       int
+}
+
+func hasAny(ids, evidence []string) bool { return RecallAtK(ids, evidence, len(ids)) > 0 }
+
+func (g *gateCounts) question(ranked, injected, evidence []string) {
+	g.questions++
+	g.injected += RecallAtK(injected, evidence, 8)
+	g.ungated += RecallAtK(ranked, evidence, 8)
+	if len(injected) > 0 {
+		g.blocks++
+		if !hasAny(injected, evidence) {
+			g.noEvidence++
+		}
+	}
+	if !hasAny(ranked[:min(len(ranked), InjectK)], evidence) {
+		g.ungatedNoEvidence++
+	}
+}
+
+// unrelated asks each conversation's history the GenericPrompts and the
+// other conversations' questions, and counts those given a block.
+func (g *gateCounts) unrelated(ctx context.Context, r GatedRetriever, convs []Conversation) error {
+	ask := func(agent, prompt string) (bool, error) {
+		ids, err := r.RecallGated(ctx, agent, prompt, InjectK)
+		if err != nil {
+			return false, fmt.Errorf("locomo: recall: %w", err)
+		}
+		return len(ids) > 0, nil
+	}
+	for ci := range convs {
+		agent := agentOf(&convs[ci], ci)
+		for _, p := range GenericPrompts {
+			b, err := ask(agent, p)
+			if err != nil {
+				return err
+			}
+			g.generic++
+			if b {
+				g.genericBlocks++
+			}
+		}
+		for cj := range convs {
+			if cj == ci {
+				continue
+			}
+			for _, q := range convs[cj].QA {
+				if len(q.Evidence) == 0 {
+					continue
+				}
+				b, err := ask(agent, q.Question)
+				if err != nil {
+					return err
+				}
+				g.cross++
+				if b {
+					g.crossBlocks++
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func pct(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return round1(100 * float64(n) / float64(of))
+}
+
+func (g *gateCounts) report(minScore float64) *GateReport {
+	if minScore == 0 {
+		minScore = lossless.DefaultRecallMinScore
+	}
+	return &GateReport{
+		MinScore:                   max(minScore, 0),
+		InjectedRecallAt8:          round1(100 * g.injected / float64(max(g.questions, 1))),
+		UngatedRecallAt8:           round1(100 * g.ungated / float64(max(g.questions, 1))),
+		BlockShare:                 pct(g.blocks, g.questions),
+		NoEvidenceShare:            pct(g.noEvidence, g.blocks),
+		UngatedNoEvidenceShare:     pct(g.ungatedNoEvidence, g.questions),
+		UnrelatedBlockShare:        pct(g.genericBlocks+g.crossBlocks, g.generic+g.cross),
+		UnrelatedGenericBlockShare: pct(g.genericBlocks, g.generic),
+		UnrelatedCrossBlockShare:   pct(g.crossBlocks, g.cross),
+		UnrelatedPrompts:           g.generic + g.cross,
+	}
 }
 
 func agentOf(c *Conversation, i int) string {
@@ -313,6 +487,10 @@ func RecallAtK(ranked, evidence []string, k int) float64 {
 // is an index.Doc (id "<agent>/<dia id>"), and Recall is index.Recall, the
 // function assemble's recall calls.
 type IndexRetriever struct {
+	// MinScore is the relevance gate of RecallGated (0:
+	// lossless.DefaultRecallMinScore; negative: none).
+	MinScore float64
+
 	ix         *index.Index
 	neighbours int
 	seq        map[string]uint64
@@ -356,6 +534,23 @@ func (r *IndexRetriever) Recall(ctx context.Context, agent, prompt string, k int
 	return out, nil
 }
 
+// RecallGated implements GatedRetriever.
+func (r *IndexRetriever) RecallGated(ctx context.Context, agent, prompt string, k int) ([]string, error) {
+	ms := r.MinScore
+	if ms == 0 {
+		ms = lossless.DefaultRecallMinScore
+	}
+	hits, err := r.ix.Recall(ctx, index.RecallQuery{Agent: agent, Text: prompt, K: k, Neighbours: r.neighbours, MinRelevance: max(ms, 0)})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = strings.TrimPrefix(h.ID, agent+"/")
+	}
+	return out, nil
+}
+
 // Close implements Retriever.
 func (r *IndexRetriever) Close() error { return r.ix.Close() }
 
@@ -366,6 +561,11 @@ func (r *IndexRetriever) Close() error { return r.ix.Close() }
 // lossless.Engine.Recall — the method Assemble's recall calls to rank what
 // it renders — as the prompt of a fresh session of the agent.
 type EngineRetriever struct {
+	// MinScore is the relevance gate of RecallGated (0: the engine's
+	// configured one; negative: none). Recall measures the ranking before
+	// the gate.
+	MinScore float64
+
 	e    *lossless.Engine
 	dias map[string]string // recall item id → dia id
 	q    int
@@ -421,12 +621,21 @@ func (r *EngineRetriever) IngestSession(ctx context.Context, agent, session stri
 // Ready implements Retriever.
 func (r *EngineRetriever) Ready(ctx context.Context) error { return r.e.WaitRecallIndex(ctx) }
 
-// Recall implements Retriever.
+// Recall implements Retriever: the ranking before the relevance gate.
 func (r *EngineRetriever) Recall(ctx context.Context, agent, prompt string, k int) ([]string, error) {
+	return r.recall(ctx, agent, prompt, lossless.RecallOptions{K: k, MinScore: -1})
+}
+
+// RecallGated implements GatedRetriever: what assemble injects.
+func (r *EngineRetriever) RecallGated(ctx context.Context, agent, prompt string, k int) ([]string, error) {
+	return r.recall(ctx, agent, prompt, lossless.RecallOptions{K: k, MinScore: r.MinScore})
+}
+
+func (r *EngineRetriever) recall(ctx context.Context, agent, prompt string, o lossless.RecallOptions) ([]string, error) {
 	r.q++
 	sid := "question-" + strconv.Itoa(r.q)
-	items, err := r.e.Recall(ctx, core.AssembleParams{SessionID: sid, SessionKey: "agent:" + agent + ":" + sid,
-		Prompt: prompt, Messages: []core.Message{core.UserText(prompt, 0)}}, k)
+	items, err := r.e.RecallWith(ctx, core.AssembleParams{SessionID: sid, SessionKey: "agent:" + agent + ":" + sid,
+		Prompt: prompt, Messages: []core.Message{core.UserText(prompt, 0)}}, o)
 	if err != nil {
 		return nil, err
 	}
