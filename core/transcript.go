@@ -467,9 +467,11 @@ func encodeLine(buf *bytes.Buffer, v any) error {
 }
 
 // WriteTranscriptFile writes a new transcript atomically: the lines go to a
-// temporary file in the same directory, which is synced and renamed over
-// path. An existing file at path is refused with fs.ErrExist, so a rotation
-// never overwrites history.
+// temporary file in the same directory, which is synced and then hard-linked
+// to path (link, not rename: a file that appeared at path meanwhile makes the
+// link fail instead of being replaced), and the directory is synced. An
+// existing file at path is refused with fs.ErrExist, so a rotation never
+// overwrites history.
 func WriteTranscriptFile(path string, values ...any) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("core: write transcript %s: %w", path, os.ErrExist)

@@ -24,9 +24,11 @@ const (
 
 // Engine is the lossless context engine: every message stored verbatim in
 // Badger, an active context of raw messages and summaries, and Assemble
-// reading only the budgeted suffix. It implements core.Engine,
-// core.Bootstrapper, core.BatchIngester, core.AfterTurner and io.Closer. It
-// is safe for concurrent use; work on one conversation never blocks another.
+// reading only the budgeted suffix. It implements core.Engine and the
+// optional core.Bootstrapper, core.Maintainer, core.BatchIngester,
+// core.AfterTurner, core.TurnCommitter, core.SubagentSpawner,
+// core.SubagentEndListener and core.ToolCaller, and io.Closer. It is safe
+// for concurrent use.
 type Engine struct {
 	cfg Config
 	db  *badger.DB
