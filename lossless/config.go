@@ -123,6 +123,12 @@ type RecallConfig struct {
 	K int `json:"k,omitempty"`
 	// CrossAgent lets recall search other agents' history. Default false.
 	CrossAgent bool `json:"crossAgent,omitempty"`
+	// MinScore is recall's relevance gate: a block is injected only when
+	// its best hit's relevance (index.Relevance: the share of the prompt's
+	// specific words it holds, about 1 for a hit on the prompt's subject)
+	// reaches it; other items need half of it. Default 0.65
+	// (DefaultRecallMinScore); negative turns the gate off.
+	MinScore float64 `json:"minScore,omitempty"`
 }
 
 // RecallEnabled reports whether cross-session recall is on: true unless

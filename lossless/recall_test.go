@@ -933,3 +933,18 @@ func TestWindowTextKeysCache(t *testing.T) {
 		t.Fatalf("%d conversations cached (count %d), bound %d", n, r.winKeyCount.Load(), windowKeyConvs)
 	}
 }
+
+// TestRecallMinScoreConfig: recall.minScore in the config moves the gate;
+// a negative value turns it off, and the unrelated trivia comes back.
+func TestRecallMinScoreConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"recall":{"minScore":-1}}`))
+	if err != nil || cfg.Recall.MinScore != -1 {
+		t.Fatalf("recall.minScore not parsed: %+v %v", cfg.Recall, err)
+	}
+	e := openTest(t, withRecall, func(c *Config) { c.Recall.MinScore = -1 })
+	p := gateFixture(t, e)
+	items, err := e.Recall(context.Background(), p, 0)
+	if err != nil || len(items) == 0 {
+		t.Fatalf("with the gate off, nothing recalled: %+v %v", items, err)
+	}
+}
