@@ -75,7 +75,7 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
-	e.state(c).lastBudget.Store(int64(budget))
+	e.state(c).noteBudget(budget)
 	msgs, used, n, err := e.assembleConv(ctx, c, budget-addTokens)
 	if err != nil {
 		return core.AssembleResult{}, err

@@ -300,7 +300,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	// compacts in its own store and returns the session unchanged.
 	host := core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext)
 	conv, err := e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
-	if errors.Is(err, core.ErrUnknownSession) && host && p.SessionID != "" && p.RuntimeContext.ReadTranscript != nil {
+	if errors.Is(err, core.ErrUnknownSession) && host && p.SessionID != "" && p.RuntimeContext != nil && p.RuntimeContext.ReadTranscript != nil {
 		if _, berr := e.bootstrapHost(ctx, core.BootstrapParams{SessionID: p.SessionID, SessionKey: p.SessionKey,
 			RuntimeContext: p.RuntimeContext}, agent, p.SessionID, p.SessionKey); berr != nil {
 			return core.CompactResult{}, berr
@@ -319,6 +319,10 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	if err != nil {
 		return core.CompactResult{}, err
 	}
+	// A conversation read through the host is the host's, whatever this
+	// call's sessionFile looks like (transcriptStorage is not sent on every
+	// call).
+	host = host || e.hostKept(agent, conv.id)
 	if !host && p.SessionFile != "" && p.SessionID != "" {
 		// The transcript may hold messages the store does not (an afterTurn
 		// that failed): import what is new first, so that the compaction
@@ -452,7 +456,9 @@ func (e *Engine) afterTurnCompact(p core.AfterTurnParams) {
 // against: the conversation's last Assemble budget (the host's own figure),
 // else the runtime context's tokenBudget, else Config.DefaultTokenBudget.
 func (e *Engine) turnBudget(c convID, rc *core.RuntimeContext) int {
-	if b := e.state(c).lastBudget.Load(); b > 0 {
+	s := e.state(c)
+	s.budgetOpen.Store(false) // the turn is committed: the next assemble starts a new one
+	if b := s.lastBudget.Load(); b > 0 {
 		return int(b)
 	}
 	return e.budgetFor(0, rc)

@@ -55,8 +55,10 @@ type hostCheckpoint struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Entries is the number of entries mapped (the next entry's index).
 	Entries uint64 `json:"entries"`
-	// Messages counts the messages this engine stored from the reads.
+	// Imported counts the messages this engine stored from the reads,
+	// Skipped the entries it could not store (reported when read).
 	Imported int `json:"imported"`
+	Skipped  int `json:"skipped,omitempty"`
 }
 
 func hostCheckKey(agent string, c convID) []byte { return checkKey(agent, "host:"+c.String()) }
@@ -132,6 +134,17 @@ func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core
 			req.Cursor = &cur
 		}
 		page, err := read(ctx, req)
+		if err != nil && cp.Cursor != "" && ctx.Err() == nil && resets < maxHostResets {
+			// A cursor the host no longer takes (rewritten transcript, a
+			// fence it crossed): start over once, storing nothing twice.
+			slog.Info("lossless: host transcript read failed at the cursor; reading from the start", "conversation", c.String(), "err", err)
+			resets++
+			if derr := e.dropHostMap(ctx, agent, c); derr != nil {
+				return res, derr
+			}
+			cp = hostCheckpoint{Conv: c.String()}
+			continue
+		}
 		if err != nil {
 			return res, fmt.Errorf("lossless: read host transcript: %w", err)
 		}
@@ -165,7 +178,10 @@ func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core
 		res.Imported += n
 		res.Entries += len(page.Entries)
 		next := page.CursorString()
-		if !page.HasMore || next == "" || (next == cp.Cursor && len(page.Entries) == 0) {
+		if page.HasMore && next == cp.Cursor {
+			return res, fmt.Errorf("lossless: read host transcript: the host says there is more but its cursor did not move (%q)", next)
+		}
+		if !page.HasMore || next == "" {
 			if next != "" {
 				cp.Cursor = next
 				if err := e.saveHostCheckpoint(agent, c, cp); err != nil {
@@ -189,16 +205,22 @@ func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *
 	}
 	msgs := make([]core.Message, 0, len(page.Entries))
 	ids := make([]string, 0, len(page.Entries))
-	for i, en := range page.Entries {
-		if en.Message.IsZero() {
-			return 0, fmt.Errorf("lossless: read host transcript: entry %d (%s) has no message: %w", i, en.EntryID, core.ErrInvalidMessage)
-		}
-		if len(en.Message.Raw()) > e.cfg.MaxMessageBytes {
-			return 0, fmt.Errorf("lossless: read host transcript: entry %s: %d bytes over the %d-byte limit: %w",
-				en.EntryID, len(en.Message.Raw()), e.cfg.MaxMessageBytes, core.ErrTooLarge)
+	for _, en := range page.Entries {
+		// An entry the engine cannot store (no message, over
+		// maxMessageBytes) is reported and skipped, as a file import skips
+		// a bad line: it must not stop every later read of the session.
+		// It is not mapped, so maintain never names it (the host's suffix
+		// guard then refuses a rewrite spanning it: nothing is lost).
+		if err := validateMessage(en.Message, e.cfg.MaxMessageBytes); err != nil {
+			slog.Warn("lossless: host transcript entry skipped", "conversation", c.String(), "entry", en.EntryID, "err", err)
+			cp.Skipped++
+			continue
 		}
 		msgs = append(msgs, en.Message)
 		ids = append(ids, en.EntryID)
+	}
+	if len(msgs) == 0 {
+		return 0, nil
 	}
 	ps, err := e.prepare(ctx, msgs, false)
 	if err != nil {
@@ -319,7 +341,14 @@ func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agen
 	}
 	r, err := e.syncHost(ctx, agent, c, p.RuntimeContext.ReadTranscript)
 	if err != nil {
-		return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", err)
+		if ctx.Err() != nil || errors.Is(err, core.ErrClosed) || errors.Is(err, ErrDiskFull) {
+			return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", err)
+		}
+		// The host's read failed: the turn goes on with what is stored (a
+		// throw here would quarantine the engine); the next bootstrap
+		// tries again.
+		slog.Warn("lossless: bootstrap could not read the host transcript", "conversation", c.String(), "err", err)
+		return core.BootstrapResult{Reason: "host transcript not read: " + err.Error()}, nil
 	}
 	switch {
 	case r.Missing:
@@ -476,8 +505,9 @@ func withHostLLM(ctx context.Context, rc *core.RuntimeContext) context.Context {
 // compacts the conversation when its context is over contextThreshold of
 // the last assembled budget. A failure is logged, never fails Maintain.
 func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
-	if !e.hostSummarizer() || p.RuntimeContext == nil || p.RuntimeContext.LLMComplete == nil {
-		return
+	if !e.hostSummarizer() || p.RuntimeContext == nil || p.RuntimeContext.LLMComplete == nil ||
+		p.Reason == core.MaintainReasonBootstrap {
+		return // not before the user's model call: after the turn only
 	}
 	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
 	conv, err := e.ConversationFor(ctx, agent, sessionID, sessionKey)
@@ -493,4 +523,14 @@ func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
 		!errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
 		slog.Warn("lossless: compaction in maintain failed", "conversation", conv.ID(), "err", err)
 	}
+}
+
+// hostKept reports whether conversation c was read through the host (it
+// has a host checkpoint): its transcript is the host's, never a file.
+func (e *Engine) hostKept(agent string, c convID) bool {
+	err := e.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(hostCheckKey(agent, c))
+		return err
+	})
+	return err == nil
 }

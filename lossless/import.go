@@ -156,6 +156,10 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	mu.Lock()
 	defer mu.Unlock()
 
+	// Look before opening: opening a named pipe blocks until a writer comes.
+	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+		return ImportResult{}, fmt.Errorf("lossless: import: %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrNotSessionFile)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)

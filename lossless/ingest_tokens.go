@@ -102,12 +102,19 @@ func (f *fastO200k) CountTextContext(ctx context.Context, s string) (int, error)
 	n := 0
 	var pb []byte
 	pieces := 0
+	runEnd := 0 // the end of a long run being counted slice by slice
 	for i := 0; i < len(r); {
-		end := matchO200k(r, i)
+		var end int
+		if i < runEnd {
+			end = runEnd // the rest of a cut run: not scanned again
+		} else {
+			end = matchO200k(r, i)
+		}
 		if end <= i { // cannot happen: every rune matches an alternative
 			end = i + 1
 		}
 		if end-i > pieceMaxRunes {
+			runEnd = end
 			// A run longer than any real token sequence is counted in
 			// slices, so no one merge holds the count (and ctx) for long.
 			end = i + pieceMaxRunes

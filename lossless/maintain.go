@@ -69,7 +69,7 @@ func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	if err != nil {
 		return core.MaintainResult{}, err
 	}
-	if host {
+	if host || e.hostKept(agent, c) {
 		return e.maintainHost(ctx, p, agent, c) // host.go
 	}
 	t, err := core.ReadTranscript(p.SessionFile)

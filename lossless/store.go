@@ -278,10 +278,16 @@ type convState struct {
 	asmMsgs map[uint64]core.Message
 	asmSums map[string]core.Message
 
-	// lastBudget is the token budget of the conversation's last Assemble:
-	// the host's own figure (net of its reserve, system prompt and prompt),
-	// which the compaction decision after a committed turn measures against.
+	// lastBudget is the largest token budget of the assembles of the
+	// conversation's latest turn: the host's own figure (net of its
+	// reserve, system prompt and prompt), which the compaction decision
+	// after a committed turn measures against. OpenClaw assembles again
+	// before each model call of a tool loop with budgets net of the turn's
+	// pending messages; those messages are then committed, so the first
+	// (largest) budget is the one to measure them against. budgetOpen is
+	// true while the turn runs (set by assemble, cleared by the commit).
 	lastBudget atomic.Int64
+	budgetOpen atomic.Bool
 }
 
 func (e *Engine) state(c convID) *convState {
@@ -339,4 +345,20 @@ func (c *countCache) put(h msgHash, n int) {
 	}
 	c.m[h] = n
 	c.mu.Unlock()
+}
+
+// noteBudget records an assemble's budget: the first of a turn replaces
+// the last turn's, later ones raise it.
+func (s *convState) noteBudget(budget int) {
+	b := int64(budget)
+	if s.budgetOpen.CompareAndSwap(false, true) {
+		s.lastBudget.Store(b)
+		return
+	}
+	for {
+		old := s.lastBudget.Load()
+		if b <= old || s.lastBudget.CompareAndSwap(old, b) {
+			return
+		}
+	}
 }

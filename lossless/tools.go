@@ -400,6 +400,11 @@ func sessionFrom(ctx context.Context, agent, id, key *string) error {
 		if s.AgentID != "" && *agent != "" && *agent != s.AgentID {
 			return fmt.Errorf("%w: this session's tools read agent %q only, not %q", ErrBadToolArgs, s.AgentID, *agent)
 		}
+		// A session key names its agent ("agent:<id>:…"), which would win
+		// over the bound one: refuse another agent's key too.
+		if a := AgentFromSessionKey(*key); s.AgentID != "" && a != "" && a != s.AgentID {
+			return fmt.Errorf("%w: this session's tools read agent %q only, not %q (session key %q)", ErrBadToolArgs, s.AgentID, a, *key)
+		}
 		if *id == "" && *key == "" {
 			*id, *key = s.SessionID, s.SessionKey
 		}

@@ -252,3 +252,32 @@ func TestToolResultsNotHTMLEscaped(t *testing.T) {
 		t.Fatalf("got %s, want %s", out, want)
 	}
 }
+
+// TestToolsBoundToTheirAgent: a tool call bound to agent main cannot read
+// another agent's history by naming it, nor by a session key of that agent.
+func TestToolsBoundToTheirAgent(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "x", SessionKey: "agent:secret:main",
+		Messages: []core.Message{core.UserText("the vault code is 7781", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	bound := core.ToolCallParams{AgentID: "main", SessionKey: "agent:main:main", SessionID: "m"}
+	for _, args := range []string{
+		`{"query":"vault","scope":"agent","agentId":"secret"}`,
+		`{"query":"vault","scope":"agent","sessionKey":"agent:secret:main"}`,
+	} {
+		p := bound
+		p.Name, p.Arguments = ToolGrep, json.RawMessage(args)
+		res, err := e.CallTool(ctx, p)
+		if err == nil || strings.Contains(res.Text, "7781") {
+			t.Fatalf("lcm_grep %s from agent main: %q %v", args, res.Text, err)
+		}
+	}
+	// Its own agent's sessions stay reachable.
+	p := core.ToolCallParams{Name: ToolGrep, AgentID: "secret", SessionKey: "agent:secret:main", SessionID: "x",
+		Arguments: json.RawMessage(`{"query":"vault"}`)}
+	if res, err := e.CallTool(ctx, p); err != nil || !strings.Contains(res.Text, "7781") {
+		t.Fatalf("lcm_grep in its own agent: %q %v", res.Text, err)
+	}
+}
