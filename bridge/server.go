@@ -166,8 +166,7 @@ loop:
 			break loop
 		case lr := <-lines:
 			if lr.tooLong {
-				s.logf("bridge: discarded a line longer than %d bytes", s.opts.MaxLineBytes)
-				s.writeError(nil, &Error{Code: CodeParseError, Message: fmt.Sprintf("parse error: line longer than %d bytes", s.opts.MaxLineBytes)})
+				s.tooLong(lr.line)
 			} else if len(bytes.TrimSpace(lr.line)) > 0 {
 				s.dispatchLine(lr.line)
 			}
@@ -211,7 +210,10 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 		frag, err := br.ReadSlice('\n')
 		if !tooLong {
 			if len(buf)+len(frag) > max+1 { // +1: the newline
-				tooLong, buf = true, nil
+				// Keep only the head (where "id" and "method" are), to
+				// answer the request or fail the host call it belongs to.
+				buf = append(buf, frag...)
+				tooLong, buf = true, bytes.Clone(buf[:min(len(buf), lineHeadBytes)])
 			} else {
 				buf = append(buf, frag...)
 			}
@@ -220,7 +222,7 @@ func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) 
 			continue
 		}
 		if tooLong {
-			return nil, true, err
+			return buf, true, err
 		}
 		buf = bytes.TrimRight(buf, "\r\n")
 		return buf, false, err
@@ -285,6 +287,73 @@ func (s *server) writeError(id json.RawMessage, e *Error) {
 	b.Write(body)
 	b.WriteByte('}')
 	s.write(b.Bytes())
+}
+
+// lineHeadBytes is how much of an over-long line is kept to find its id.
+const lineHeadBytes = 4 << 10
+
+// tooLong answers a line over MaxLineBytes, of which head is the start: a
+// request is answered with an error under its id (the caller would wait
+// forever for a null id), the answer to a host callback fails that
+// callback; anything else gets a parse error with a null id.
+func (s *server) tooLong(head []byte) {
+	s.logf("bridge: discarded a line longer than %d bytes", s.opts.MaxLineBytes)
+	msg := fmt.Sprintf("line longer than %d bytes (lossless serve --max-line-bytes; messages over maxMessageBytes are refused anyway)", s.opts.MaxLineBytes)
+	id, method := lineHead(head)
+	switch {
+	case id != nil && method != "":
+		s.writeError(id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + msg})
+	case id != nil:
+		s.mu.Lock()
+		ch, ok := s.pending[idKey(id)]
+		delete(s.pending, idKey(id))
+		s.mu.Unlock()
+		if ok {
+			ch <- Message{ID: id, Error: &Error{Code: CodeInvalidRequest, Message: "the host's answer was a " + msg}}
+			return
+		}
+		fallthrough
+	default:
+		s.writeError(nil, &Error{Code: CodeParseError, Message: "parse error: " + msg})
+	}
+}
+
+// lineHead reads the "id" and "method" of a JSON-RPC object from the start
+// of its line, as far as they come before its params, result or error.
+func lineHead(head []byte) (id json.RawMessage, method string) {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, ""
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return id, method
+		}
+		key, _ := t.(string)
+		switch key {
+		case "id":
+			var raw json.RawMessage
+			if dec.Decode(&raw) != nil {
+				return id, method
+			}
+			if s := string(raw); s != "null" && (s[0] == '"' || s[0] == '-' || (s[0] >= '0' && s[0] <= '9')) {
+				id = raw
+			}
+		case "method":
+			if dec.Decode(&method) != nil {
+				return id, method
+			}
+		case "jsonrpc":
+			var v any
+			if dec.Decode(&v) != nil {
+				return id, method
+			}
+		default:
+			return id, method // params, result, error: the rest is cut
+		}
+	}
+	return id, method
 }
 
 func (s *server) dispatchLine(line []byte) {

@@ -512,8 +512,14 @@ func TestLongLine(t *testing.T) {
 	c := startServer(t, Static(newFake()), Options{MaxLineBytes: 200})
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"info","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`)
 	m := c.nextStray()
-	if m.Error == nil || m.Error.Code != CodeParseError || !strings.Contains(m.Error.Message, "longer than 200") {
+	if m.Error == nil || m.Error.Code != CodeInvalidRequest || string(m.ID) != "1" || !strings.Contains(m.Error.Message, "longer than 200") {
 		t.Fatalf("long line: %s", m.Line)
+	}
+	// Without an id to answer: a parse error with a null id.
+	c.send(`{"jsonrpc":"2.0","params":{"pad":"` + strings.Repeat("x", 100000) + `"}}`)
+	m = c.nextStray()
+	if m.Error == nil || m.Error.Code != CodeParseError || string(m.ID) != "null" && m.ID != nil {
+		t.Fatalf("long line without id: %s", m.Line)
 	}
 	c.initialize()
 	c.ok(MethodInfo, nil, nil)
@@ -882,9 +888,18 @@ func TestLineLimit(t *testing.T) {
 	c := startServer(t, Static(newFake()), Options{MaxLineBytes: 1 << 10})
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"ingest","params":{"sessionId":"s","message":{"role":"user","content":"` + strings.Repeat("x", 4<<10) + `"}}}`)
+	// The request is answered under its id (a caller waiting on it would
+	// otherwise wait forever).
 	m := c.nextStray()
-	if m.Error == nil || m.Error.Code != CodeParseError || !strings.Contains(m.Error.Message, "longer than 1024 bytes") {
+	if m.Error == nil || string(m.ID) != "9" || !strings.Contains(m.Error.Message, "longer than 1024 bytes") {
 		t.Fatalf("over-long line answered %s", m.Line)
 	}
 	c.ok(MethodInfo, nil, nil) // the server goes on
+	// An over-long answer to a host callback fails that callback.
+	_, ch := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "llm"}, CallbackLLMComplete)
+	h := c.nextHost()
+	c.send(`{"jsonrpc":"2.0","id":` + string(h.ID) + `,"result":{"text":"` + strings.Repeat("y", 4<<10) + `"}}`)
+	if m := c.wait(ch); m.Error == nil || !strings.Contains(m.Error.Message, "longer than 1024 bytes") {
+		t.Fatalf("request whose host answer was too long: %s", m.Line)
+	}
 }
