@@ -172,6 +172,12 @@ func badgerOptions(cfg Config) badger.Options {
 
 func openBadger(cfg Config) (*badger.DB, error) {
 	db, err := badger.Open(badgerOptions(cfg))
+	if err != nil && !cfg.ReadOnly && strings.Contains(err.Error(), "Create a new file") {
+		// A process killed as Badger created a memtable file leaves it
+		// empty, and the first open fails on it (and truncates it); the
+		// second succeeds (Badger issue #2207).
+		db, err = badger.Open(badgerOptions(cfg))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
 	}

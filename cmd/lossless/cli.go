@@ -274,11 +274,13 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 // replay it); it is then opened as usual, which recovers it.
 func openReader(ctx context.Context, c *cmdEnv) (*lossless.Engine, error) {
 	e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) { cfg.ReadOnly = true })
-	if err == nil || errors.Is(err, errNoStore) || errors.Is(err, core.ErrFormatTooNew) ||
-		strings.Contains(err.Error(), "directory lock") {
-		return e, err
+	if err != nil && strings.Contains(err.Error(), "Log truncate required") {
+		// Badger must repair the log the last process left (it died
+		// mid-write) before anything can read it: only then is the store
+		// opened for writing.
+		return openEngine(ctx, c, false, nil)
 	}
-	return openEngine(ctx, c, false, nil)
+	return e, err
 }
 
 // findSession resolves the agent of sessionID: --agent when given,
