@@ -437,36 +437,18 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 	if len(reps) == 0 {
 		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
 	}
-	if err := e.writeAliases(ctx, c, aliases); err != nil {
-		return core.MaintainResult{}, err
-	}
-	// The originals must survive a power loss before the host drops them.
-	if err := e.db.Sync(); err != nil {
-		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
-	}
 	suffix := make([]string, 0, len(entries)-first)
 	for _, en := range entries[first:] {
 		if en.id != "" {
 			suffix = append(suffix, en.id)
 		}
 	}
-	res, err := rc.RewriteTranscriptEntries(ctx, core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: suffix})
-	if err != nil {
-		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
-	}
-	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
-	if res.Changed {
+	out, err := e.requestRewrite(ctx, rc, c, aliases, core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: suffix})
+	if err == nil && out.Changed {
 		// The host re-appended the suffix with new ids: read again next time.
-		if err := e.dropHostMap(ctx, agent, c); err != nil {
-			return out, err
-		}
-	} else {
-		out.Reason = "the host rewrote nothing"
-		if res.Reason != "" {
-			out.Reason += ": " + res.Reason
-		}
+		err = e.dropHostMap(ctx, agent, c)
 	}
-	return out, nil
+	return out, err
 }
 
 // hostSummarizer reports whether compactions summarize with the host's

@@ -86,17 +86,23 @@ func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	if len(reps) == 0 {
 		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
 	}
-	// Aliases first: once the host rewrote the entries, a re-read of the
-	// transcript must find the references already stored.
+	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: rewriteSuffix(t.ActiveBranch(), reps)}
+	return e.requestRewrite(ctx, p.RuntimeContext, c, aliases, req)
+}
+
+// requestRewrite makes the originals behind req's references safe, then
+// asks the host to rewrite: the aliases first (once the host rewrote the
+// entries, a re-read of the transcript must find the references already
+// stored), then a sync (the originals must survive a power loss before the
+// host drops them). It reports what the host did.
+func (e *Engine) requestRewrite(ctx context.Context, rc *core.RuntimeContext, c convID, aliases []alias, req core.RewriteRequest) (core.MaintainResult, error) {
 	if err := e.writeAliases(ctx, c, aliases); err != nil {
 		return core.MaintainResult{}, err
 	}
-	// The originals must survive a power loss before the host drops them.
 	if err := e.db.Sync(); err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
 	}
-	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: rewriteSuffix(t.ActiveBranch(), reps)}
-	res, err := p.RuntimeContext.RewriteTranscriptEntries(ctx, req)
+	res, err := rc.RewriteTranscriptEntries(ctx, req)
 	if err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
 	}
