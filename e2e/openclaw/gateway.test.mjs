@@ -8,6 +8,7 @@
 // CPU on 2 cores (the CLI loads and checks the whole runtime each time);
 // through a warm gateway a turn is ~5 s. local.test.mjs covers --local.
 
+import { isDeepStrictEqual } from "node:util";
 import { describe, before, after, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -72,7 +73,9 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
   let fake;
   const S = { errors: [], restarts: [], summaryRequestSeq: null, expandId: null, killedAt: null, killedPid: null };
   const bigMarker = `BIGFILE-MARKER-${process.pid}`;
-  const bigText = `${bigMarker} start.\n${filler(12_000, 99, 100)}\n${bigMarker} end.\n`;
+  // Under the read tool's output limit (about 11.9 KB on 2026.9.6), so the
+  // tool result OpenClaw stores holds the whole file.
+  const bigText = `${bigMarker} start.\n${filler(9_000, 99, 100)}\n${bigMarker} end.\n`;
 
   before(
     async () => {
@@ -414,7 +417,14 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
     const original = tr.all.find((e) => e.type === "message" && JSON.stringify(e.message).includes(bigMarker));
     assert.ok(JSON.stringify(rewritten).length < JSON.stringify(original?.message ?? bigText).length / 2, "the transcript did not shrink");
     const exp = env.exportSession(tr.sessionId);
-    assert.ok(exp.lines.some((l) => l.includes(bigMarker) && l.includes(`${bigMarker} end.`)), "lossless export lost the original tool result");
+    // The engine keeps the tool result exactly as OpenClaw stored it before
+    // the rewrite (JSON-equal), which is the whole file here.
+    assert.ok(original, "the original tool result is not among OpenClaw's transcript events");
+    assert.ok(
+      exp.messages.some((m) => isDeepStrictEqual(m, original.message)),
+      "lossless export does not hold the original tool result as OpenClaw stored it",
+    );
+    assert.ok(exp.lines.some((l) => l.includes(`${bigMarker} end.`)), "the stored original is not the whole file");
     const id = /lcm-large:[A-Za-z0-9_\-:.]+/.exec(JSON.stringify(rewritten))[0];
     const ex = env.lossless(["expand", id, "--session", tr.sessionId]);
     assert.equal(ex.code, 0, ex.stderr);
