@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -99,39 +101,109 @@ func (f *fastO200k) CountTextContext(ctx context.Context, s string) (int, error)
 	} else {
 		r = []rune(s)
 	}
+	if len(r) >= parallelCountRunes && runtime.GOMAXPROCS(0) > 1 {
+		return f.countParallel(ctx, r)
+	}
 	n := 0
 	var pb []byte
 	pieces := 0
 	runEnd := 0 // the end of a long run being counted slice by slice
 	for i := 0; i < len(r); {
-		var end int
-		if i < runEnd {
-			end = runEnd // the rest of a cut run: not scanned again
-		} else {
-			end = matchO200k(r, i)
-		}
-		if end <= i { // cannot happen: every rune matches an alternative
-			end = i + 1
-		}
-		if end-i > pieceMaxRunes {
-			runEnd = end
-			// A run longer than any real token sequence is counted in
-			// slices, so no one merge holds the count (and ctx) for long.
-			end = i + pieceMaxRunes
-		}
+		end := nextPiece(r, i, &runEnd)
 		if pieces++; pieces%ctxCheckPieces == 0 || end-i >= 1024 {
 			if err := ctx.Err(); err != nil {
 				return n, err
 			}
 		}
-		pb = pb[:0]
-		for _, c := range r[i:end] {
-			pb = utf8.AppendRune(pb, c)
-		}
-		n += f.pieceTokens(pb)
+		n += f.spanTokens(r[i:end], &pb)
 		i = end
 	}
 	return n, nil
+}
+
+// nextPiece returns the end of the piece of r that starts at i. A run
+// longer than pieceMaxRunes (a run without a break: base64, a minified
+// blob) is cut into slices, so no one merge holds the count (and ctx) for
+// long; *runEnd remembers the run's end, so it is not scanned again.
+func nextPiece(r []rune, i int, runEnd *int) int {
+	var end int
+	if i < *runEnd {
+		end = *runEnd // the rest of a cut run
+	} else {
+		end = matchO200k(r, i)
+	}
+	if end <= i { // cannot happen: every rune matches an alternative
+		end = i + 1
+	}
+	if end-i > pieceMaxRunes {
+		*runEnd = end
+		end = i + pieceMaxRunes
+	}
+	return end
+}
+
+// spanTokens counts one piece given as runes (pb is scratch space).
+func (f *fastO200k) spanTokens(piece []rune, pb *[]byte) int {
+	b := (*pb)[:0]
+	for _, c := range piece {
+		b = utf8.AppendRune(b, c)
+	}
+	*pb = b
+	return f.pieceTokens(b)
+}
+
+// parallelCountRunes is the text length from which CountTextContext
+// merges pieces on every core: one goroutine finds the pieces (the cheap
+// part), the others count them.
+const parallelCountRunes = 1 << 20
+
+// countParallel is CountTextContext for a long text: pieces are found in
+// order and counted in batches across the cores (a piece's count does not
+// depend on its neighbours, so the sum is the same).
+func (f *fastO200k) countParallel(ctx context.Context, r []rune) (int, error) {
+	type span struct{ i, end int }
+	const batchPieces = 4096
+	batches := make(chan []span, 4)
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var pb []byte
+			for b := range batches {
+				n := 0
+				for _, sp := range b {
+					n += f.spanTokens(r[sp.i:sp.end], &pb)
+				}
+				total.Add(int64(n))
+			}
+		}()
+	}
+	var err error
+	batch := make([]span, 0, batchPieces)
+	runEnd := 0
+	for i := 0; i < len(r); {
+		end := nextPiece(r, i, &runEnd)
+		batch = append(batch, span{i, end})
+		i = end
+		if len(batch) == batchPieces || end-batch[0].i >= pieceMaxRunes {
+			if err = ctx.Err(); err != nil {
+				break
+			}
+			batches <- batch
+			batch = make([]span, 0, batchPieces)
+		}
+	}
+	if err == nil && len(batch) > 0 {
+		batches <- batch
+	}
+	close(batches)
+	wg.Wait()
+	if err != nil {
+		return int(total.Load()), err
+	}
+	return int(total.Load()), ctx.Err()
 }
 
 func (f *fastO200k) pieceTokens(p []byte) int {

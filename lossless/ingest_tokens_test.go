@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -201,5 +202,30 @@ func BenchmarkCount32MiB(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		f.CountText(s)
+	}
+}
+
+// TestParallelCountMatchesSequential: a text long enough to be counted
+// across the cores gives the same count as counted on one (mixed prose,
+// code, CJK and a run of base64 longer than a cut).
+func TestParallelCountMatchesSequential(t *testing.T) {
+	f := fastCounter(t)
+	var sb strings.Builder
+	for sb.Len() < 3<<20 {
+		sb.WriteString("The quick brown fox jumps over the lazy dog, don't it? 12345 ")
+		sb.WriteString("func main() { fmt.Println(\"hi\") }\n日本語のテキストです。")
+		sb.WriteString(base64Run(70_000, uint64(sb.Len())))
+		sb.WriteString("\n\n")
+	}
+	s := sb.String()
+	par := f.CountText(s)
+	old := runtime.GOMAXPROCS(1)
+	seq := f.CountText(s)
+	runtime.GOMAXPROCS(old)
+	if old > 1 && par != seq {
+		t.Fatalf("parallel count %d, sequential %d", par, seq)
+	}
+	if par == 0 {
+		t.Fatal("no tokens counted")
 	}
 }
