@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -57,9 +58,13 @@ type checkpoint struct {
 	// HeadHash and TailHash are SHA-256 of the first line and of the bytes
 	// from the last entry's start to Offset: a file rewritten before Offset
 	// is detected and imported again (without duplicates).
-	HeadHash  string `json:"headHash"`
-	TailStart int64  `json:"tailStart"`
-	TailHash  string `json:"tailHash"`
+	HeadHash string `json:"headHash"`
+	// PrefixHash is SHA-256 of the bytes [0, Offset): any change to the
+	// imported part, of the same length or not, is detected (checkpoints
+	// written before it have none and are checked as before).
+	PrefixHash string `json:"prefixHash,omitempty"`
+	TailStart  int64  `json:"tailStart"`
+	TailHash   string `json:"tailHash"`
 }
 
 // importBatch is the number of message entries counted and stored at once.
@@ -180,7 +185,10 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	res := ImportResult{}
 	start := int64(0)
 	line, index := 0, 0
-	if hasCP && e.checkpointValid(f, st, cp) {
+	prefix := sha256.New() // over [0, hashedTo): the checkpoint's PrefixHash
+	hashedTo := int64(0)
+	if hasCP && e.checkpointValid(f, st, cp, prefix) {
+		hashedTo = cp.Offset
 		if cp.Offset == st.Size() {
 			res.SessionID = cp.SessionID
 			res.Resumed = true
@@ -237,8 +245,15 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 		if err != nil {
 			return err
 		}
+		if offset > hashedTo {
+			if _, err := io.Copy(prefix, io.NewSectionReader(f, hashedTo, offset-hashedTo)); err != nil {
+				return fmt.Errorf("lossless: import: %w", err)
+			}
+			hashedTo = offset
+		}
 		ncp := checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: offset, Line: line,
-			Index: index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash}
+			Index: index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash,
+			PrefixHash: hex.EncodeToString(prefix.Sum(nil))}
 		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
 			return err
 		}
@@ -299,17 +314,29 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 }
 
 // checkpointValid reports whether the file still holds, byte for byte, the
-// part imported before (same first line, same last entry), so that only
-// the rest must be read.
-func (e *Engine) checkpointValid(f *os.File, st os.FileInfo, cp checkpoint) bool {
+// part imported before (same first line, same last entry, and the same
+// bytes throughout: an edit in the middle, even of the same length, is a
+// change), so that only the rest must be read. prefix is left holding the
+// hash of [0, cp.Offset) (reset when the checkpoint is not valid).
+func (e *Engine) checkpointValid(f *os.File, st os.FileInfo, cp checkpoint, prefix hash.Hash) bool {
 	if st.Size() < cp.Offset || cp.Offset <= 0 {
 		return false
 	}
 	if hashFirstLine(f) != cp.HeadHash {
 		return false
 	}
-	h, err := hashRange(f, cp.TailStart, cp.Offset)
-	return err == nil && h == cp.TailHash
+	if h, err := hashRange(f, cp.TailStart, cp.Offset); err != nil || h != cp.TailHash {
+		return false
+	}
+	if _, err := io.Copy(prefix, io.NewSectionReader(f, 0, cp.Offset)); err != nil {
+		prefix.Reset()
+		return false
+	}
+	if cp.PrefixHash != "" && hex.EncodeToString(prefix.Sum(nil)) != cp.PrefixHash {
+		prefix.Reset()
+		return false
+	}
+	return true
 }
 
 func hashFirstLine(f *os.File) string {

@@ -340,3 +340,37 @@ func BenchmarkImportLongLine(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 }
+
+// TestImportDetectsSameLengthEdit: an edit in the middle of an imported
+// file that keeps its length (and its first line and last entry) is
+// detected: the file is read again and the edited message stored.
+func TestImportDetectsSameLengthEdit(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "edit.jsonl")
+	lines := [][]byte{[]byte(`{"type":"session","version":4,"id":"sess-edit","timestamp":"2026-01-01T00:00:00Z"}`)}
+	for i := 0; i < 40; i++ {
+		lines = append(lines, []byte(fmt.Sprintf(`{"type":"message","id":"m%02d","message":{"role":"user","content":"note %02d: the answer is 42","timestamp":%d}}`, i, i, i+1)))
+	}
+	writeLines(t, path, lines, false)
+	if res, err := e.Import(ctx, "", path); err != nil || res.Imported != 40 {
+		t.Fatalf("first import: %+v %v", res, err)
+	}
+	if res, err := e.Import(ctx, "", path); err != nil || res.Imported != 0 || !res.Resumed {
+		t.Fatalf("unchanged file: %+v %v", res, err)
+	}
+	// Line 21 (message 19): "42" becomes "43", same length.
+	lines[20] = bytes.Replace(lines[20], []byte("is 42"), []byte("is 43"), 1)
+	writeLines(t, path, lines, false)
+	res, err := e.Import(ctx, "", path)
+	if err != nil || res.Resumed || res.Imported != 1 {
+		t.Fatalf("after a same-length edit of line 21: %+v %v (want the file read again, 1 message stored)", res, err)
+	}
+	found := false
+	for _, raw := range storedMessages(t, e, "", "sess-edit") {
+		found = found || bytes.Contains(raw, []byte("note 19: the answer is 43"))
+	}
+	if !found {
+		t.Fatal("the edited message is not stored")
+	}
+}
