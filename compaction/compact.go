@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/ident"
 )
 
 // Details is what Compact reports in CompactResult.Result.Details and writes
@@ -477,7 +478,7 @@ var reConstraint = regexp.MustCompile(`(?i)\b(always|never|don't|do not|dont|mus
 // deterministically (goal, constraints, errors, next request, files,
 // identifiers), the split turn's prefix summary and the focus text, capped
 // at MaxSummaryChars.
-func buildSummary(o Options, prev, narrative, turn string, hist, prefix []core.Message, ids []Identifier, focus string) (string, FileOps) {
+func buildSummary(o Options, prev, narrative, turn string, hist, prefix []core.Message, ids []ident.Identifier, focus string) (string, FileOps) {
 	s := Summary{Sections: map[string][]string{}}
 	prevS, prevFree, _ := ParseSummary(prev)
 	all := append(append([]core.Message(nil), hist...), prefix...)
@@ -548,9 +549,9 @@ func buildSummary(o Options, prev, narrative, turn string, hist, prefix []core.M
 	return s.capTo(o.MaxSummaryChars, &missing), s.Files
 }
 
-var kindRank = map[string]int{IDUUID: 0, IDURL: 1, IDPath: 2, IDHost: 3, IDHash: 4}
+var kindRank = map[ident.Kind]int{ident.UUID: 0, ident.URL: 1, ident.Path: 2, ident.Host: 3, ident.Hash: 4}
 
-func missingIdentifiers(ids []Identifier, prev Summary, have string) []string {
+func missingIdentifiers(ids []ident.Identifier, prev Summary, have string) []string {
 	// Identifiers of the previous summary's identifier line stay listed.
 	var prevIDs []string
 	for _, l := range prev.Sections[SecCritical] {

@@ -38,7 +38,7 @@
 // Context, then <read-files> and <modified-files> blocks built from the tool
 // calls (read/edit/write tool names and their path arguments). Opaque
 // identifiers of the summarised messages (UUIDs, URLs, paths and file names,
-// hashes, IPs, host:port; Identifiers) that the text does not already
+// hashes, IPs, host names and host:port; Identifiers, over package ident) that the text does not already
 // contain are listed verbatim in Critical Context. The /compact focus text
 // (customInstructions) is passed to the summarizer as Focus and written in
 // the Goal section as additional focus. The summary is capped at

@@ -11,33 +11,35 @@ import (
 
 	"github.com/lossless-engine/contextengine/compaction"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/ident"
 )
 
 func TestIdentifiers(t *testing.T) {
 	text := "see https://example.com/a/b?x=1, order 0b7e4f3c-5d2a-4e8f-9c1b-2a3d4e5f6a7b at 10.0.3.7:8080 " +
 		"and db.internal:5432; commit a1b2c3d; edit /srv/app/main.go, ./cmd/run.sh, pkg/util.go and go.mod. " +
-		"Not ids: and/or, 1/2, 2024, deadbeef (no digit), the end."
-	got := map[string]string{}
+		"Not ids: and/or, 1/2, 2024, deadbeef (no digit), parseJSON, the end."
+	got := map[string]ident.Kind{}
 	for _, id := range compaction.Identifiers(text) {
 		got[id.Value] = id.Kind
 	}
-	want := map[string]string{
-		"https://example.com/a/b?x=1":          compaction.IDURL,
-		"0b7e4f3c-5d2a-4e8f-9c1b-2a3d4e5f6a7b": compaction.IDUUID,
-		"10.0.3.7:8080":                        compaction.IDHost,
-		"db.internal:5432":                     compaction.IDHost,
-		"a1b2c3d":                              compaction.IDHash,
-		"/srv/app/main.go":                     compaction.IDPath,
-		"./cmd/run.sh":                         compaction.IDPath,
-		"pkg/util.go":                          compaction.IDPath,
-		"go.mod":                               compaction.IDPath,
+	want := map[string]ident.Kind{
+		"https://example.com/a/b?x=1":          ident.URL,
+		"0b7e4f3c-5d2a-4e8f-9c1b-2a3d4e5f6a7b": ident.UUID,
+		"10.0.3.7:8080":                        ident.Host,
+		"db.internal:5432":                     ident.Host,
+		"a1b2c3d":                              ident.Hash,
+		"/srv/app/main.go":                     ident.Path,
+		"./cmd/run.sh":                         ident.Path,
+		"pkg/util.go":                          ident.Path,
+		"go.mod":                               ident.Path,
 	}
 	for v, k := range want {
 		if got[v] != k {
 			t.Errorf("%q: kind %q, want %q", v, got[v], k)
 		}
 	}
-	for _, v := range []string{"and/or", "1/2", "2024", "deadbeef"} {
+	// Code names are ident.Name: the summary's identifier list leaves them out.
+	for _, v := range []string{"and/or", "1/2", "2024", "deadbeef", "parseJSON"} {
 		if _, ok := got[v]; ok {
 			t.Errorf("%q taken for an identifier", v)
 		}

@@ -1,7 +1,6 @@
 package index
 
 import (
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -11,6 +10,8 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	bleveunicode "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
 	"github.com/blevesearch/bleve/v2/registry"
+
+	"github.com/lossless-engine/contextengine/ident"
 )
 
 // Names under which the index's analysis components are registered with
@@ -22,8 +23,9 @@ const (
 	// stemming.
 	AnalyzerChat = "lossless_chat"
 	// TokenizerChat is the tokenizer of AnalyzerChat: bleve's Unicode
-	// tokenizer plus one extra token for every whole identifier (a path,
-	// URL, UUID, dotted or dashed name) that the word segmentation splits.
+	// tokenizer plus one extra token for every whole identifier (package
+	// ident: a path, URL, UUID, host, qualified or snake_case name) that the
+	// word segmentation splits.
 	TokenizerChat = "lossless_chat_tokenizer"
 	// FilterIdentParts is the token filter that adds the parts of a
 	// snake_case, camelCase or dotted token next to the whole token.
@@ -58,15 +60,16 @@ func chatAnalyzerConstructor(_ map[string]interface{}, cache *registry.Cache) (a
 }
 
 // chatTokenizer runs bleve's Unicode tokenizer and adds, before the first
-// word of each whitespace-separated chunk that the segmentation split into
-// several words, the chunk itself (trimmed of surrounding punctuation) when it
-// looks like an identifier: "src/index/index.go", "550e8400-e29b-41d4",
-// "user@example.com", "https://x.org/a?b=c".
+// word of each identifier that the segmentation split into several words,
+// the identifier itself, as package ident finds it: "src/index/index.go",
+// "550e8400-e29b-41d4-a716-446655440000", "user@example.com",
+// "https://x.org/a?b=c". (Dashed words and non-ASCII chunks are not
+// identifiers: they are indexed by their words only.)
 type chatTokenizer struct {
 	base analysis.Tokenizer
 }
 
-// maxIdentLen caps whole-identifier tokens (longer chunks are left to their
+// maxIdentLen caps whole-identifier tokens (longer ones are left to their
 // parts).
 const maxIdentLen = 200
 
@@ -77,25 +80,9 @@ func (t chatTokenizer) Tokenize(input []byte) analysis.TokenStream {
 	}
 	var out analysis.TokenStream
 	bi := 0 // next base token to copy
-	i := 0
-	for i < len(input) {
-		// skip spaces
-		r, sz := utf8.DecodeRune(input[i:])
-		if unicode.IsSpace(r) {
-			i += sz
-			continue
-		}
-		start := i
-		for i < len(input) {
-			r, sz = utf8.DecodeRune(input[i:])
-			if unicode.IsSpace(r) {
-				break
-			}
-			i += sz
-		}
-		s, e := trimIdent(input, start, i)
-		if e-s < 3 || e-s > maxIdentLen || !identChunk(input[s:e]) {
-			continue
+	ident.Scan(string(input), func(s, e int, _ ident.Kind) {
+		if e-s > maxIdentLen {
+			return
 		}
 		// base tokens inside [s,e)
 		first := -1
@@ -109,7 +96,7 @@ func (t chatTokenizer) Tokenize(input []byte) analysis.TokenStream {
 			}
 		}
 		if n < 2 {
-			continue
+			return
 		}
 		if out == nil {
 			out = make(analysis.TokenStream, 0, len(base)+8)
@@ -123,54 +110,11 @@ func (t chatTokenizer) Tokenize(input []byte) analysis.TokenStream {
 			Type:     analysis.AlphaNumeric,
 		})
 		bi = first
-	}
+	})
 	if out == nil {
 		return base
 	}
 	return append(out, base[bi:]...)
-}
-
-// trimIdent trims punctuation that commonly wraps an identifier in prose.
-func trimIdent(b []byte, s, e int) (int, int) {
-	for s < e {
-		switch b[s] {
-		case '(', '[', '{', '<', '"', '\'', '`', ',', ';', ':', '!', '?', '*', '.':
-			s++
-			continue
-		}
-		break
-	}
-	for e > s {
-		switch b[e-1] {
-		case ')', ']', '}', '>', '"', '\'', '`', ',', ';', ':', '!', '?', '*', '.':
-			e--
-			continue
-		}
-		break
-	}
-	return s, e
-}
-
-// identChunk reports whether b is made of letters, digits and identifier
-// punctuation only, with at least one letter or digit and no CJK.
-func identChunk(b []byte) bool {
-	alnum := false
-	for _, r := range string(b) {
-		switch {
-		case r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'):
-			alnum = true
-		case r == '_' || r == '-' || r == '.' || r == '/' || r == ':' || r == '@' || r == '#' || r == '~' || r == '=' || r == '+' || r == '%' || r == '?' || r == '&' || r == '\\':
-		case r >= utf8.RuneSelf && unicode.IsLetter(r) && !isCJK(r):
-			alnum = true
-		default:
-			return false
-		}
-	}
-	return alnum
-}
-
-func isCJK(r rune) bool {
-	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
 }
 
 // identPartsFilter adds, after a token such as "parse_json", "parseJSON",

@@ -55,16 +55,6 @@ func BenchmarkExtractive(b *testing.B) {
 	}
 }
 
-// BenchmarkIdentifiers measures the identifier scanner on 100K tokens.
-func BenchmarkIdentifiers(b *testing.B) {
-	text := benchInput(b, core.Chars4{}, 100_000)
-	b.SetBytes(int64(len(text)))
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		Identifiers(text)
-	}
-}
-
 // BenchmarkExtractiveCounted is BenchmarkExtractive with o200k when the
 // caller passes the input's token count (SummarizeCounted, as the lossless
 // engine can): only the output is counted.

@@ -19,6 +19,6 @@
 //     converges.
 //
 // FromConfig builds one from Config (plugins.entries.lossless.config.summarizer).
-// Identifiers lists the opaque identifiers of a text, to measure how many a
-// summary keeps.
+// The identifiers it keeps are those of package ident, the project's one
+// identifier extractor.
 package summarize

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/ident"
 )
 
 // Extractive is the embedded summarizer: deterministic, no network. It picks
@@ -204,7 +205,9 @@ func (p *plan) collect() {
 	// identifiers by frequency, then first appearance
 	count := map[string]int{}
 	var order []string
-	scanIdentifiers(p.req.Text, func(id string) {
+	text := p.req.Text
+	ident.Scan(text, func(start, end int, _ ident.Kind) {
+		id := text[start:end]
 		if _, marker := roleWords[strings.ToLower(id)]; marker {
 			return // a rendered role marker, not content
 		}
@@ -458,7 +461,7 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 		}
 	})
 	ids := 0
-	scanIdentifiers(s, func(string) { ids++ })
+	ident.Scan(s, func(int, int, ident.Kind) { ids++ })
 	digits := strings.IndexAny(s, "0123456789") >= 0
 	if strings.Contains(s, "✅") {
 		flags |= fDone
@@ -730,4 +733,16 @@ func trimLabel(s, label string) string {
 		}
 	}
 	return s
+}
+
+func isLetter(b byte) bool { return b|0x20 >= 'a' && b|0x20 <= 'z' }
+func isDigit(b byte) bool  { return b >= '0' && b <= '9' }
+func isUpper(b byte) bool  { return b >= 'A' && b <= 'Z' }
+
+func setOf(words string) map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, w := range strings.Fields(words) {
+		m[w] = struct{}{}
+	}
+	return m
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/ident"
 )
 
 const sampleConversation = `user: We need to migrate the session store in /srv/app/store/session.go to Badger. Never delete the old files in /var/lib/app/sessions until the import is verified.
@@ -99,7 +100,7 @@ func TestExtractiveKeepsIdentifiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
-	for _, id := range Identifiers(sampleConversation) {
+	for _, id := range ident.Values(sampleConversation) {
 		if id != "toolResult" && id != "bashExecution" { // rendered role markers
 			ids = append(ids, id)
 		}
@@ -314,7 +315,7 @@ func TestExtractivePropertiesPiMono(t *testing.T) {
 		req := core.SummarizeRequest{Text: txt[start:end], TargetTokens: 200 + r.Intn(3000), Kind: []string{core.SummaryLeaf, core.SummaryCompaction}[i%2]}
 		checkProperties(t, tc, e, req)
 		out, _ := e.Summarize(context.Background(), req)
-		for _, id := range Identifiers(req.Text) {
+		for _, id := range ident.Values(req.Text) {
 			ids++
 			if strings.Contains(out, id) {
 				kept++

@@ -1,23 +1,54 @@
-package summarize
+package ident
 
 import "strings"
 
-// Identifiers returns the opaque identifiers found in text, in order of first
-// appearance, without duplicates: URLs, UUIDs, hex hashes of 7 or more
-// characters (with at least one digit and one letter), file paths and file
-// names with a known extension, IPv4 addresses, host names, host:port pairs,
-// e-mail-like and name@version tokens, qualified names (core.Truncate,
-// a.b.c), snake_case and camelCase names. It never returns a string that is
-// not a substring of text. The scan is linear and allocation-light.
-func Identifiers(text string) []string {
-	var out []string
+// Kind is the kind of an identifier.
+type Kind string
+
+// The kinds Scan reports.
+const (
+	UUID Kind = "uuid" // 8-4-4-4-12 hex UUIDs
+	URL  Kind = "url"  // scheme://… (http, https, ws, ftp, file, git+ssh, …)
+	Path Kind = "path" // file paths, file names with a known extension, dotfiles
+	Hash Kind = "hash" // hex strings of 7 or more characters with a digit and a letter
+	Host Kind = "host" // IPv4 addresses (with a port or not), host names, host:port
+	Name Kind = "name" // qualified, snake_case and camelCase names, name@version, e-mail
+)
+
+// Identifier is one identifier found in a text.
+type Identifier struct {
+	Kind  Kind   `json:"kind"`
+	Value string `json:"value"`
+}
+
+// All returns the distinct identifiers of text in order of first
+// appearance.
+func All(text string) []Identifier {
+	var out []Identifier
 	seen := map[string]struct{}{}
-	scanIdentifiers(text, func(id string) {
-		if _, ok := seen[id]; ok {
+	Scan(text, func(start, end int, kind Kind) {
+		v := text[start:end]
+		if _, ok := seen[v]; ok {
 			return
 		}
-		seen[id] = struct{}{}
-		out = append(out, id)
+		seen[v] = struct{}{}
+		out = append(out, Identifier{Kind: kind, Value: v})
+	})
+	return out
+}
+
+// Values returns the distinct identifiers of text, as strings, in order of
+// first appearance.
+func Values(text string) []string {
+	var out []string
+	seen := map[string]struct{}{}
+	Scan(text, func(start, end int, _ Kind) {
+		v := text[start:end]
+		if _, ok := seen[v]; ok {
+			return
+		}
+		seen[v] = struct{}{}
+		out = append(out, v)
 	})
 	return out
 }
@@ -31,9 +62,13 @@ func isDelim(b byte) bool {
 	return false
 }
 
-// scanIdentifiers calls fn with every identifier of text, in order (with
-// repeats).
-func scanIdentifiers(text string, fn func(string)) {
+// Scan calls fn with the byte offsets and the kind of every identifier of
+// text, in order, with repeats: text[start:end] is the identifier. Words
+// are separated by white space, quotes, brackets, ',', ';', '|' and '*'; a
+// backslash ends a word (escapes, regexps) except in a Windows path
+// (C:\dir\file); a word is split at '=' (key=value) unless it is a URL;
+// sentence punctuation around a word is trimmed.
+func Scan(text string, fn func(start, end int, kind Kind)) {
 	i := 0
 	for i < len(text) {
 		for i < len(text) && isDelim(text[i]) {
@@ -41,8 +76,6 @@ func scanIdentifiers(text string, fn func(string)) {
 		}
 		j := i
 		for j < len(text) && !isDelim(text[j]) {
-			// A backslash ends a word (escapes, regexps) except in a
-			// Windows path (C:\dir\file).
 			if text[j] == '\\' && !(j-i >= 2 && text[i+1] == ':' && isLetter(text[i])) {
 				break
 			}
@@ -52,53 +85,60 @@ func scanIdentifiers(text string, fn func(string)) {
 			j++ // skip a lone backslash
 		}
 		if j > i {
-			scanWord(text[i:j], fn)
+			scanWord(text, i, j, fn)
 		}
 		i = j
 	}
 }
 
-// trimWord removes sentence punctuation around a word.
-func trimWord(w string) string {
-	for len(w) > 0 {
-		switch w[len(w)-1] {
+// trimWord returns the bounds of text[s:e] without the sentence punctuation
+// around it.
+func trimWord(text string, s, e int) (int, int) {
+	for e > s {
+		switch text[e-1] {
 		case '.', ':', '!', '?', '=':
-			w = w[:len(w)-1]
+			e--
 			continue
 		}
 		break
 	}
-	for len(w) > 0 && (w[0] == ':' || w[0] == '=' || w[0] == '$') {
-		w = w[1:]
+	for s < e && (text[s] == ':' || text[s] == '=' || text[s] == '$') {
+		s++
 	}
-	return w
+	return s, e
 }
 
-func scanWord(w string, fn func(string)) {
+// scanWord reports the identifiers of the word text[s:e].
+func scanWord(text string, s, e int, fn func(int, int, Kind)) {
+	w := text[s:e]
 	if k := strings.Index(w, "://"); k > 0 {
 		j := k
 		for j > 0 && isSchemeByte(w[j-1]) {
 			j--
 		}
 		if j < k && isLetter(w[j]) {
-			u := trimWord(w[j:])
-			if len(u) > k-j+3 {
-				fn(u)
+			us, ue := trimWord(text, s+j, e)
+			if ue-us > k-j+3 {
+				fn(us, ue, URL)
 				return
 			}
 		}
 	}
-	for len(w) > 0 {
-		k := strings.IndexByte(w, '=')
-		part := w
+	for s < e {
+		k := strings.IndexByte(text[s:e], '=')
+		pe := e
 		if k >= 0 {
-			part, w = w[:k], w[k+1:]
-		} else {
-			w = ""
+			pe = s + k
 		}
-		if p := trimWord(part); isIdentifier(p) {
-			fn(p)
+		if ps, pe2 := trimWord(text, s, pe); ps < pe2 {
+			if kind := classify(text[ps:pe2]); kind != "" {
+				fn(ps, pe2, kind)
+			}
 		}
+		if k < 0 {
+			break
+		}
+		s = pe + 1
 	}
 }
 
@@ -115,11 +155,12 @@ func isIdentByte(b byte) bool {
 	return isLetter(b) || isDigit(b) || b == '_'
 }
 
-// isIdentifier classifies one trimmed word.
-func isIdentifier(p string) bool {
+// classify returns the kind of one trimmed word, or "" when it is not an
+// identifier.
+func classify(p string) Kind {
 	n := len(p)
 	if n < 3 || n > 2048 {
-		return false
+		return ""
 	}
 	var letters, digits, slashes, dots, unders, colons, ats, hexOnly int
 	hexOnly = 1
@@ -151,32 +192,40 @@ func isIdentifier(p string) bool {
 		case b == '-' || b == '~' || b == '+' || b == '%' || b == '#' || b == '&' || b == '?':
 			hexOnly = 0
 		default:
-			return false // non-ASCII or other punctuation
+			return "" // non-ASCII or other punctuation
 		}
 	}
 	if letters == 0 {
-		return isIPv4Port(p)
+		return when(isIPv4Port(p), Host)
 	}
 	if n == 36 && isUUID(p) {
-		return true
+		return UUID
 	}
 	if slashes > 0 {
-		return isPath(p, slashes)
+		return when(isPath(p, slashes), Path)
 	}
 	if ats > 0 {
 		k := strings.IndexByte(p, '@')
-		return ats == 1 && k > 0 && k < n-1 && (strings.IndexByte(p[k+1:], '.') >= 0 || isDigit(p[k+1]))
+		return when(ats == 1 && k > 0 && k < n-1 && (strings.IndexByte(p[k+1:], '.') >= 0 || isDigit(p[k+1])), Name)
 	}
 	if colons > 0 {
-		return colons == 1 && isHostPort(p)
+		return when(colons == 1 && isHostPort(p), Host)
 	}
 	if dots > 0 {
-		return isDotted(p)
+		return dotted(p)
 	}
 	if hexOnly == 1 && n >= 7 && digits > 0 {
-		return true
+		return Hash
 	}
-	return isSnakeOrCamel(p, unders)
+	return when(isSnakeOrCamel(p, unders), Name)
+}
+
+// when returns k if ok, else "".
+func when(ok bool, k Kind) Kind {
+	if ok {
+		return k
+	}
+	return ""
 }
 
 func isUUID(p string) bool {
@@ -301,52 +350,57 @@ func isHost(h string) bool {
 	return ok
 }
 
-func isDotted(p string) bool {
+// dotted classifies a word with dots: a dotfile or a file name (Path), a
+// host name (Host), a qualified name (Name).
+func dotted(p string) Kind {
 	if p[0] == '.' {
 		// a dotfile: .gitignore, .env
 		rest := p[1:]
 		if len(rest) < 2 || strings.IndexByte(rest, '.') >= 0 && !hasKnownExt(rest) {
-			return false
+			return ""
 		}
 		for i := 0; i < len(rest); i++ {
 			if !(isLower(rest[i]) || isDigit(rest[i]) || rest[i] == '-' || rest[i] == '_' || rest[i] == '.') {
-				return false
+				return ""
 			}
 		}
-		return true
+		return Path
 	}
-	if hasKnownExt(p) || isHost(p) {
-		return true
+	if hasKnownExt(p) {
+		return Path
+	}
+	if isHost(p) {
+		return Host
 	}
 	// a qualified name: core.Truncate, a.b.c, obj.someField
 	parts := strings.Split(p, ".")
 	for _, s := range parts {
 		if len(s) == 0 || isDigit(s[0]) {
-			return false
+			return ""
 		}
 		for i := 0; i < len(s); i++ {
 			if !isIdentByte(s[i]) {
-				return false
+				return ""
 			}
 		}
 	}
 	if len(parts) == 2 && isLower(parts[0][0]) && isUpper(parts[1][0]) && len(parts[0]) >= 2 {
-		return true
+		return Name
 	}
 	if len(parts) >= 3 {
 		for _, s := range parts {
 			if len(s) < 2 {
-				return false
+				return ""
 			}
 		}
-		return true
+		return Name
 	}
 	for _, s := range parts {
 		if isSnakeOrCamel(s, strings.Count(s, "_")) {
-			return true
+			return Name
 		}
 	}
-	return false
+	return ""
 }
 
 // isSnakeOrCamel reports snake_case (an underscore between alphanumerics)
