@@ -17,8 +17,10 @@ import (
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
-// DefaultKs are the k of recall@k reported by default (as in the LoCoMo paper).
-var DefaultKs = []int{5, 10, 25, 50}
+// DefaultKs are the k of recall@k reported by default: the LoCoMo paper's
+// 5, 10, 25 and 50, and 8, the number of items assemble's recall renders
+// (InjectK), i.e. what reaches the model.
+var DefaultKs = []int{5, 8, 10, 25, 50}
 
 // TurnDoc is one turn as the benchmark ingests it.
 type TurnDoc struct {
@@ -29,8 +31,9 @@ type TurnDoc struct {
 	// Role is "user" for the conversation's first speaker, "assistant" for
 	// the other.
 	Role string
-	// Text is the message text: the speaker's name, what was said, and the
-	// caption of a shared image.
+	// Text is the message text: the speaker's name (unless
+	// RecallConfig.NoSpeaker), what was said, and the caption of a shared
+	// image.
 	Text string
 	// Timestamp is the session date plus the turn's index in seconds (ms).
 	Timestamp int64
@@ -95,6 +98,11 @@ type RecallConfig struct {
 	// MinScore is the relevance gate's threshold for the gated figures (0:
 	// lossless.DefaultRecallMinScore; negative: no gate).
 	MinScore float64
+	// NoSpeaker ingests each turn without the "Speaker: " prefix
+	// (TurnBody instead of TurnText): real chat messages carry no name, and
+	// the prefix lets a question naming a speaker match every turn of that
+	// speaker.
+	NoSpeaker bool
 }
 
 // RecallReport is the result of RunRecall; the benchmark command writes it
@@ -118,6 +126,8 @@ type RecallReport struct {
 	IndexDocsPerSec float64 `json:"index_docs_per_s"`
 	// Path says which recall path was measured.
 	Path string `json:"path"`
+	// NoSpeaker says the turns were ingested without the speaker's name.
+	NoSpeaker bool `json:"no_speaker,omitempty"`
 	// Gate holds the figures of the relevance gate (nil when the retriever
 	// has none).
 	Gate *GateReport `json:"gate,omitempty"`
@@ -154,17 +164,30 @@ type GateReport struct {
 	UnrelatedPrompts int `json:"unrelated_prompts"`
 }
 
-// TurnText renders a turn as the benchmark ingests it.
+// TurnText renders a turn as the benchmark ingests it by default: the
+// speaker's name, then TurnBody.
 func TurnText(t Turn) string {
-	s := t.Speaker + ": " + t.Text
-	if t.BlipCaption != "" {
-		s += " [shared an image: " + t.BlipCaption + "]"
-	}
-	return s
+	return t.Speaker + ": " + TurnBody(t)
 }
 
-// SessionDocs returns the turns of one session as ingested.
+// TurnBody renders a turn without the speaker's name (RecallConfig.NoSpeaker):
+// what was said, and the caption of a shared image.
+func TurnBody(t Turn) string {
+	if t.BlipCaption != "" {
+		return t.Text + " [shared an image: " + t.BlipCaption + "]"
+	}
+	return t.Text
+}
+
+// SessionDocs returns the turns of one session as ingested by default (with
+// the speaker's name, TurnText).
 func SessionDocs(c *Conversation, s *Session) []TurnDoc {
+	return sessionDocs(c, s, false)
+}
+
+// sessionDocs returns the turns of one session as ingested, without the
+// speaker's name when noSpeaker.
+func sessionDocs(c *Conversation, s *Session, noSpeaker bool) []TurnDoc {
 	base := s.Time.UnixMilli()
 	if s.Time.IsZero() {
 		base = int64(s.Num) * 86_400_000
@@ -175,7 +198,11 @@ func SessionDocs(c *Conversation, s *Session) []TurnDoc {
 		if t.Speaker == c.SpeakerA {
 			role = "user"
 		}
-		out[i] = TurnDoc{DiaID: t.DiaID, Speaker: t.Speaker, Role: role, Text: TurnText(t), Timestamp: base + int64(i)*1000}
+		text := TurnText(t)
+		if noSpeaker {
+			text = TurnBody(t)
+		}
+		out[i] = TurnDoc{DiaID: t.DiaID, Speaker: t.Speaker, Role: role, Text: text, Timestamp: base + int64(i)*1000}
 	}
 	return out
 }
@@ -244,6 +271,7 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	}
 	defer r.Close()
 	rep.Path = fmt.Sprintf("%T", r)
+	rep.NoSpeaker = cfg.NoSpeaker
 
 	start := time.Now()
 	for ci := range convs {
@@ -251,7 +279,7 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 		agent := agentOf(c, ci)
 		for si := range c.Sessions {
 			s := &c.Sessions[si]
-			docs := SessionDocs(c, s)
+			docs := sessionDocs(c, s, cfg.NoSpeaker)
 			rep.Turns += len(docs)
 			if err := r.IngestSession(ctx, agent, agent+"/session_"+strconv.Itoa(s.Num), docs); err != nil {
 				return rep, fmt.Errorf("locomo: ingest: %w", err)

@@ -46,6 +46,16 @@ func TestRecallLoCoMo(t *testing.T) {
 	if n != rep.Questions {
 		t.Errorf("per-category questions sum to %d, not %d", n, rep.Questions)
 	}
+	// The same without the speaker's name on each turn (real messages have
+	// none): reported, not held to the targets.
+	ns, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir(), NoSpeaker: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("without the speaker prefix: recall@k %v", ns.RecallAt)
+	if ns.Questions != rep.Questions || len(ns.RecallAt) != len(DefaultKs) || !ns.NoSpeaker {
+		t.Errorf("no-speaker run: %d questions, recall@k %v", ns.Questions, ns.RecallAt)
+	}
 }
 
 // TestRecallSynthetic runs the whole suite on a generated fixture (no
@@ -87,13 +97,18 @@ func TestRecallSynthetic(t *testing.T) {
 // fakeRetriever answers from a fixed function, to check the arithmetic.
 type fakeRetriever struct {
 	turns  map[string][]string // agent → dia ids ingested, in order
+	texts  map[string]string   // "agent/dia id" → text ingested
 	answer func(agent, prompt string, turns []string) []string
 	ready  bool
 }
 
 func (f *fakeRetriever) IngestSession(_ context.Context, agent, _ string, turns []TurnDoc) error {
+	if f.texts == nil {
+		f.texts = map[string]string{}
+	}
 	for _, t := range turns {
 		f.turns[agent] = append(f.turns[agent], t.DiaID)
+		f.texts[agent+"/"+t.DiaID] = t.Text
 	}
 	return nil
 }
@@ -136,6 +151,53 @@ func TestRunRecallArithmetic(t *testing.T) {
 	}
 	if _, err := RunRecall(context.Background(), RecallConfig{Data: convs, Ks: []int{0}}); err == nil {
 		t.Error("k=0 accepted")
+	}
+}
+
+// TestRecallNoSpeaker: with NoSpeaker the retriever is fed each turn's own
+// text (and caption), without the "Speaker: " prefix it gets by default.
+func TestRecallNoSpeaker(t *testing.T) {
+	convs, err := Parse(bytes.NewReader(synth.LoCoMo(3, synth.LoCoMoOptions{Conversations: 2, Sessions: 3, Turns: 6})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A caption, to check it is kept without the prefix.
+	convs[0].Sessions[0].Turns[1].BlipCaption = "a photo of a red kayak"
+	for _, noSpeaker := range []bool{false, true} {
+		fake := &fakeRetriever{turns: map[string][]string{}, answer: func(_, _ string, turns []string) []string { return turns }}
+		rep, err := RunRecall(context.Background(), RecallConfig{Data: convs, Ks: []int{5}, NoSpeaker: noSpeaker,
+			NewRetriever: func(string) (Retriever, error) { return fake, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.NoSpeaker != noSpeaker {
+			t.Errorf("report NoSpeaker %v, want %v", rep.NoSpeaker, noSpeaker)
+		}
+		n := 0
+		for ci := range convs {
+			c := &convs[ci]
+			for _, s := range c.Sessions {
+				for _, turn := range s.Turns {
+					n++
+					got := fake.texts[agentOf(c, ci)+"/"+turn.DiaID]
+					want := turn.Text
+					if turn.BlipCaption != "" {
+						want += " [shared an image: " + turn.BlipCaption + "]"
+					}
+					if !noSpeaker {
+						want = turn.Speaker + ": " + want
+					} else if strings.HasPrefix(got, turn.Speaker+":") {
+						t.Errorf("no-speaker run fed %q with the speaker's prefix", got)
+					}
+					if got != want {
+						t.Errorf("noSpeaker %v: %s fed %q, want %q", noSpeaker, turn.DiaID, got, want)
+					}
+				}
+			}
+		}
+		if n == 0 || len(fake.texts) != n {
+			t.Fatalf("fed %d texts for %d turns", len(fake.texts), n)
+		}
 	}
 }
 
@@ -219,6 +281,9 @@ func TestTurnText(t *testing.T) {
 	s := TurnText(Turn{Speaker: "Ann", Text: "look!", BlipCaption: "a photo of a cat"})
 	if !strings.HasPrefix(s, "Ann: look!") || !strings.Contains(s, "a photo of a cat") {
 		t.Fatal(s)
+	}
+	if b := TurnBody(Turn{Speaker: "Ann", Text: "look!", BlipCaption: "a photo of a cat"}); b != "look! [shared an image: a photo of a cat]" {
+		t.Fatal(b)
 	}
 }
 
