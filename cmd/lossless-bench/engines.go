@@ -96,10 +96,13 @@ func expandAll(ctx context.Context, e core.Engine, sessions []string) ([][]byte,
 }
 
 // legacyTarget is the legacy engine (built-in compaction over the session
-// file, extractive summarizer), counting tokens with tokenizer.
+// file, extractive summarizer), counting tokens with tokenizer: chars4 (as
+// OpenClaw's legacy engine estimates) for the main baseline row, an exact
+// counter for the second.
 func legacyTarget(tokenizer string) bench.Target {
 	return bench.Target{
-		Name: legacy.ID,
+		Name:    legacy.ID,
+		Counter: tokenizer,
 		Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
 			tc, err := core.NewCounter(tokenizer)
 			if err != nil {
@@ -110,8 +113,19 @@ func legacyTarget(tokenizer string) bench.Target {
 	}
 }
 
-// recallFunc runs the LoCoMo recall measurement of internal/locomo, the
-// relevance gate at threshold minScore (0: the engine's default).
+// exactCounter is the counter of the exact legacy row: the engines'
+// tokenizer, or o200k_base when that is the chars/4 estimate.
+func exactCounter(tokenizer string) string {
+	if tokenizer == core.CounterChars4 {
+		return core.EncodingO200k
+	}
+	return tokenizer
+}
+
+// recallFunc runs the LoCoMo recall measurement of internal/locomo twice:
+// with the speaker's name on each turn (the usual figures) and without it
+// (RecallAtNoSpeaker, GateNoSpeaker), the relevance gate at threshold
+// minScore (0: the engine's default).
 func recallFunc(minScore float64) bench.RecallFunc {
 	return func(ctx context.Context, path string, ks []int, rep *bench.RecallReport) error {
 		r, err := locomo.RunRecall(ctx, locomo.RecallConfig{Path: path, Ks: ks, MinScore: minScore})
@@ -120,10 +134,12 @@ func recallFunc(minScore float64) bench.RecallFunc {
 		}
 		rep.RecallAt, rep.PerCategory, rep.Questions = r.RecallAt, r.PerCategory, r.Questions
 		rep.QueryP50Ms, rep.QueryP99Ms, rep.Turns, rep.Path = r.QueryP50Ms, r.QueryP99Ms, r.Turns, r.Path
-		if r.Gate != nil {
-			g := bench.RecallGate(*r.Gate)
-			rep.RecallGate = &g
+		rep.GateReport = r.Gate
+		ns, err := locomo.RunRecall(ctx, locomo.RecallConfig{Path: path, Ks: ks, MinScore: minScore, NoSpeaker: true})
+		if err != nil {
+			return fmt.Errorf("without the speaker prefix: %w", err)
 		}
+		rep.RecallAtNoSpeaker, rep.GateNoSpeaker = ns.RecallAt, ns.Gate
 		return nil
 	}
 }

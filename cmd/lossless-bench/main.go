@@ -12,9 +12,10 @@
 // batched, bootstrap import, against raw Badger WriteBatch and raw Bleve
 // batches), assemble (p50/p99 at several history sizes, against legacy),
 // compact (wall time, rounds, tokens before/after, identifier retention,
-// against legacy), recall (LoCoMo recall@k, and what the relevance gate
-// lets recall inject: recall@8, blocks without an evidence turn, unrelated
-// prompts given a block), lossless (import, compact, rotate, expand,
+// against legacy), recall (LoCoMo recall@k, with and without the speaker's
+// name on each turn, and what the relevance gate lets recall inject:
+// recall@8, blocks without an evidence turn, unrelated prompts given a
+// block), lossless (import, compact, rotate, expand,
 // compare byte for byte) and footprint (heap, RSS, disk).
 //
 // Flags:
@@ -25,10 +26,13 @@
 //	--transcripts FILE...   real session files to import and compact as well
 //	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture)
 //	--budget N              token budget (default 128000)
-//	--k 5,10,25,50          recall cut-offs
+//	--k 5,8,10,25,50        recall cut-offs (8: the items assemble's recall renders)
 //	--recall-min-score X    relevance gate threshold of the recall suite (0: the engine's default)
 //	--seed N                synthetic transcript seed (default 1)
-//	--tokenizer NAME        o200k_base (default), cl100k_base or chars4
+//	--tokenizer NAME        o200k_base (default), cl100k_base or chars4: the engine's
+//	                        counter (the legacy baseline counts with chars4, as OpenClaw's
+//	                        legacy engine does, and with this one, or o200k_base, in a second row)
+//	--legacy-exact=false    skip the legacy row with the exact counter
 //	--engine-recall=false   run the engine without its Bleve recall index
 //	--json FILE             write the figures as JSON
 //	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
@@ -126,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	fs.Var(&sizes, "sizes", "assemble history sizes in messages, comma-separated (e.g. 10K,100K,1M)")
 	fs.Var(&suites, "suite", "suites to run (repeatable or comma-separated): "+strings.Join(bench.Suites, ", "))
 	fs.Var(&transcripts, "transcripts", "real session JSONL files to import and compact (repeatable or comma-separated; extra arguments are added too)")
-	fs.Var(&ks, "k", "recall cut-offs, comma-separated (default 5,10,25,50)")
+	fs.Var(&ks, "k", "recall cut-offs, comma-separated (default 5,8,10,25,50)")
 	locomoPath := fs.String("locomo", "", "LoCoMo JSON file for the recall suite (default: a small built-in synthetic fixture)")
 	jsonPath := fs.String("json", "", "write the figures as JSON to `FILE`")
 	plotPath := fs.String("plot", "", "write an SVG chart to `FILE.svg`")
@@ -136,7 +140,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
 	minScore := fs.Float64("recall-min-score", 0, "relevance gate threshold of the recall suite's gated figures (0: the engine's default; negative: no gate)")
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
-	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of both engines: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate)")
+	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of the engine and of the exact legacy row: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate; the exact row then counts with o200k_base)")
+	legacyExact := fs.Bool("legacy-exact", true, "also run the legacy baselines with the exact counter, a second row beside the chars/4 one (slow: legacy re-counts the whole history on every assemble)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
 		fs.PrintDefaults()
@@ -162,9 +167,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return 2
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(*tokenizer), Recall: recallFunc(*minScore), Identifiers: identifiers}
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers}
+	if *legacyExact {
+		cfg.LegacyExact = legacyTarget(exactCounter(*tokenizer))
+	}
 	var err error
-	cfg.Note = fmt.Sprintf("tokenizer %s, engine recall %v", *tokenizer, *recall)
+	cfg.Note = fmt.Sprintf("tokenizer %s, engine recall %v; legacy counts with chars4 as OpenClaw's does", *tokenizer, *recall)
+	if *legacyExact {
+		cfg.Note += fmt.Sprintf(" (and with %s in a second row)", exactCounter(*tokenizer))
+	}
 	if cfg.Messages, err = parseCount(*messages); err != nil {
 		return usage(fmt.Errorf("--messages: %w", err))
 	}

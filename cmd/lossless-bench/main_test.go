@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
+	"github.com/lossless-engine/contextengine/internal/synth"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
@@ -28,8 +30,10 @@ func TestCommandAllSuites(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	// chars4 counts tokens ~50x faster than tiktoken under -race; the
 	// tiktoken path is covered by TestCommandRealTranscripts.
+	// The legacy row with the exact counter is covered by
+	// TestCommandLegacyRows.
 	code := run(context.Background(), []string{"--messages", "250", "--sizes", "100,250", "--budget", "12000", "--tokenizer", "chars4",
-		"--json", jsonPath, "--plot", svgPath, "--gobench"}, &stdout, &stderr, false, nil, tiny(t))
+		"--legacy-exact=false", "--json", jsonPath, "--plot", svgPath, "--gobench"}, &stdout, &stderr, false, nil, tiny(t))
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
 		t.Fatalf("exit code %d", code)
@@ -76,14 +80,34 @@ func TestCommandAllSuites(t *testing.T) {
 	if b, a := num("compact", "tokens_before"), num("compact", "tokens_after"); b <= 12000 || a <= 0 || a > 12000 {
 		t.Errorf("compact tokens %v -> %v, want from over to under the 12000 budget", b, a)
 	}
-	rec, _ := doc["recall"]["recall_at"].(map[string]any)
-	if len(rec) != 4 {
-		t.Errorf("recall.recall_at = %v, want 4 cut-offs", rec)
-	}
-	for k, v := range rec {
-		if f, _ := v.(float64); f < 0 || f > 100 {
-			t.Errorf("recall@%s = %v", k, v)
+	// recall@k at the default cut-offs (8: what assemble renders), with and
+	// without the speaker's name on each turn.
+	for _, key := range []string{"recall_at", "recall_at_no_speaker"} {
+		rec, _ := doc["recall"][key].(map[string]any)
+		if len(rec) != 5 {
+			t.Errorf("recall.%s = %v, want 5 cut-offs", key, rec)
 		}
+		for _, k := range []string{"5", "8", "10", "25", "50"} {
+			if f, ok := rec[k].(float64); !ok || f < 0 || f > 100 {
+				t.Errorf("recall.%s[%s] = %v", key, k, rec[k])
+			}
+		}
+	}
+	if g, _ := doc["recall"]["gate_no_speaker"].(map[string]any); g["injected_recall_at_8"] == nil || g["unrelated_block_share"] == nil {
+		t.Errorf("recall.gate_no_speaker = %v", g)
+	}
+	if !strings.Contains(stdout.String(), "without the speaker prefix") {
+		t.Error("the table has no row without the speaker prefix")
+	}
+	// The legacy baseline counts with chars4 (the exact row is off here).
+	if c := doc["assemble"]["legacy_counter"]; c != "chars4" {
+		t.Errorf("assemble.legacy_counter = %v, want chars4", c)
+	}
+	if l, _ := doc["compact"]["legacy"].(map[string]any); l["counter"] != "chars4" || l["wall_s"] == nil {
+		t.Errorf("compact.legacy = %v, want a compaction counted with chars4", l)
+	}
+	if doc["compact"]["legacy_exact"] != nil || doc["assemble"]["legacy_exact_p99_ms"] != nil {
+		t.Errorf("--legacy-exact=false: exact rows %v %v", doc["compact"]["legacy_exact"], doc["assemble"]["legacy_exact_p99_ms"])
 	}
 	// The relevance gate's figures sit beside recall_at.
 	for _, key := range []string{"injected_recall_at_8", "block_share", "no_evidence_share", "unrelated_block_share",
@@ -113,6 +137,81 @@ func TestCommandAllSuites(t *testing.T) {
 	svg, err := os.ReadFile(svgPath)
 	if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) {
 		t.Fatalf("plot: %v %.40q", err, svg)
+	}
+}
+
+// TestCommandLegacyRows: the main legacy row counts the history with
+// OpenClaw's chars/4 estimate, the second with the exact counter (in the
+// assemble and the compact suite), and --legacy-exact=false leaves the
+// second out.
+func TestCommandLegacyRows(t *testing.T) {
+	const n = 120
+	g := synth.New(1) // the assemble suite's history: seed 1, in order
+	history := make([]core.Message, n)
+	for i := range history {
+		m, err := core.ParseMessage(g.Next())
+		if err != nil {
+			t.Fatal(err)
+		}
+		history[i] = m
+	}
+	o200k, err := core.NewCounter(core.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantChars4, wantExact := core.EstimateChars4(history), core.CountMessages(o200k, history)
+	if wantChars4 == wantExact {
+		t.Fatalf("chars4 and o200k agree (%d): the test cannot tell them apart", wantChars4)
+	}
+	for _, exact := range []bool{true, false} {
+		jsonPath := filepath.Join(t.TempDir(), "out.json")
+		args := []string{"--suite", "assemble", "--messages", "120", "--sizes", "120", "--budget", "12000", "--json", jsonPath}
+		if exact {
+			args = append(args, "--suite", "compact")
+		} else {
+			args = append(args, "--legacy-exact=false")
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr, false, nil, tiny(t)); code != 0 {
+			t.Fatalf("exit code %d: %s%s", code, stdout.String(), stderr.String())
+		}
+		raw, err := os.ReadFile(jsonPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Assemble bench.AssembleReport
+			Compact  *bench.CompactReport
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatal(err)
+		}
+		a := doc.Assemble
+		if a.LegacyCounter != core.CounterChars4 || a.LegacyTokens["120"] != wantChars4 || a.LegacyP99Ms["120"] <= 0 {
+			t.Errorf("legacy row: counter %q, tokens %d (want chars4, %d), p99 %v", a.LegacyCounter, a.LegacyTokens["120"], wantChars4, a.LegacyP99Ms)
+		}
+		if !strings.Contains(stdout.String(), "legacy, chars4") {
+			t.Errorf("the table names no chars4 legacy row:\n%s", stdout.String())
+		}
+		if !exact {
+			if a.LegacyExactCounter != "" || len(a.LegacyExactP99Ms) != 0 {
+				t.Errorf("--legacy-exact=false: exact row %q %v", a.LegacyExactCounter, a.LegacyExactP99Ms)
+			}
+			continue
+		}
+		if a.LegacyExactCounter != core.EncodingO200k || a.LegacyExactTokens["120"] != wantExact || a.LegacyExactP99Ms["120"] <= 0 {
+			t.Errorf("exact row: counter %q, tokens %d (want o200k_base, %d), p99 %v", a.LegacyExactCounter, a.LegacyExactTokens["120"], wantExact, a.LegacyExactP99Ms)
+		}
+		if !strings.Contains(stdout.String(), "legacy, o200k_base") {
+			t.Errorf("the table names no o200k_base legacy row:\n%s", stdout.String())
+		}
+		c := doc.Compact
+		if c == nil || c.Legacy == nil || c.LegacyExact == nil {
+			t.Fatalf("compact: %+v, want both legacy rows", c)
+		}
+		if c.Legacy.Counter != core.CounterChars4 || c.Legacy.TokensBefore != wantChars4 || c.LegacyExact.Counter != core.EncodingO200k || c.LegacyExact.TokensBefore != wantExact {
+			t.Errorf("compact legacy rows %+v and %+v: want tokens before %d (chars4) and %d (o200k_base)", *c.Legacy, *c.LegacyExact, wantChars4, wantExact)
+		}
 	}
 }
 

@@ -59,17 +59,17 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	if fp != nil {
 		fp.HeapMBOpen, fp.RSSMBOpen = heapMB(), rssMB()
 	}
-	var legacy core.Engine
-	if timed && cfg.Legacy.Open != nil {
-		ld, err := r.dir("assemble-legacy")
+	var legacies []legacyAssemble
+	if timed {
+		legacies, err = r.openLegacyAssemble(ctx, rep)
+		defer func() {
+			for _, l := range legacies {
+				closeEngine(l.e)
+			}
+		}()
 		if err != nil {
 			return err
 		}
-		if legacy, err = cfg.Legacy.Open(ctx, ld, cfg.Budget); err != nil {
-			return fmt.Errorf("open legacy: %w", err)
-		}
-		defer closeEngine(legacy)
-		rep.LegacyP50Ms, rep.LegacyP99Ms, rep.LegacySamples = map[string]float64{}, map[string]float64{}, map[string]int{}
 	}
 	const session = "assemble"
 	g := synth.New(cfg.Seed)
@@ -103,7 +103,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 			if err := ingestBatched(ctx, e, session, sessionKey(session), chunk, p); err != nil {
 				return fmt.Errorf("build: %w", err)
 			}
-			if legacy != nil && size <= cfg.LegacyMaxSize {
+			if len(legacies) > 0 && size <= cfg.LegacyMaxSize {
 				history = append(history, chunk...)
 			}
 			have += n
@@ -130,19 +130,21 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 		if res.EstimatedTokens > cfg.Budget {
 			errs = append(errs, fmt.Errorf("assemble at %d: estimated %d tokens, over the budget %d", size, res.EstimatedTokens, cfg.Budget))
 		}
-		if legacy != nil && size <= cfg.LegacyMaxSize {
+		if size <= cfg.LegacyMaxSize {
 			lp := params
 			lp.Messages = history
-			// Legacy counts every message on every call: one run at least,
-			// more while under 3 seconds.
-			runs := max(3, cfg.AssembleRuns/5)
-			p.Step(fmt.Sprintf("assemble: legacy, up to %d runs at %d messages", runs, size), runs)
-			lat, _, err := timeAssemble(ctx, legacy, lp, 1, runs, 3*time.Second, false, p)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("legacy assemble at %d: %w", size, err))
-			} else {
-				rep.LegacyP50Ms[key], rep.LegacyP99Ms[key] = percentile(lat, 50), percentile(lat, 99)
-				rep.LegacySamples[key] = len(lat)
+			for _, l := range legacies {
+				// Legacy counts every message on every call: with an exact
+				// counter it is slow, so one run at least, more (up to
+				// AssembleRuns) while under 3 seconds.
+				p.Step(fmt.Sprintf("assemble: %s, up to %d runs at %d messages", l.name, cfg.AssembleRuns, size), cfg.AssembleRuns)
+				lat, res, err := timeAssemble(ctx, l.e, lp, 1, cfg.AssembleRuns, 3*time.Second, true, p)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s assemble at %d: %w", l.name, size, err))
+					continue
+				}
+				l.row.p50[key], l.row.p99[key] = percentile(lat, 50), percentile(lat, 99)
+				l.row.samples[key], l.row.tokens[key] = len(lat), res.EstimatedTokens
 			}
 		}
 	}

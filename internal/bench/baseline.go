@@ -109,3 +109,54 @@ func rawBleve(ctx context.Context, dir string, msgs []core.Message, p Progress) 
 	}
 	return newRate(len(msgs), bytes, time.Since(start).Seconds(), totalAlloc()-alloc), nil
 }
+
+// legacyAssemble is one legacy baseline of the assemble suite: the open
+// engine and the report's maps it fills.
+type legacyAssemble struct {
+	name string
+	e    core.Engine
+	row  legacyRow
+}
+
+// legacyRow points at one legacy row's maps in an AssembleReport.
+type legacyRow struct {
+	p50, p99        map[string]float64
+	samples, tokens map[string]int
+}
+
+// openLegacyAssemble opens the legacy baselines of the assemble suite:
+// Config.Legacy (OpenClaw's chars/4 estimate, the main row) and
+// Config.LegacyExact (an exact counter, the second row), those with an
+// Open, and makes their maps in rep. It returns what it opened even on
+// error, for the caller to close.
+func (r *runner) openLegacyAssemble(ctx context.Context, rep *AssembleReport) ([]legacyAssemble, error) {
+	var out []legacyAssemble
+	for _, l := range []struct {
+		name    string
+		t       Target
+		counter *string
+		p50     *map[string]float64
+		p99     *map[string]float64
+		samples *map[string]int
+		tokens  *map[string]int
+	}{
+		{"legacy", r.cfg.Legacy, &rep.LegacyCounter, &rep.LegacyP50Ms, &rep.LegacyP99Ms, &rep.LegacySamples, &rep.LegacyTokens},
+		{"legacy-exact", r.cfg.LegacyExact, &rep.LegacyExactCounter, &rep.LegacyExactP50Ms, &rep.LegacyExactP99Ms, &rep.LegacyExactSamples, &rep.LegacyExactTokens},
+	} {
+		if l.t.Open == nil {
+			continue
+		}
+		d, err := r.dir("assemble-" + l.name)
+		if err != nil {
+			return out, err
+		}
+		e, err := l.t.Open(ctx, d, r.cfg.Budget)
+		if err != nil {
+			return out, fmt.Errorf("open %s: %w", l.name, err)
+		}
+		*l.counter = l.t.Counter
+		*l.p50, *l.p99, *l.samples, *l.tokens = map[string]float64{}, map[string]float64{}, map[string]int{}, map[string]int{}
+		out = append(out, legacyAssemble{name: l.name, e: e, row: legacyRow{*l.p50, *l.p99, *l.samples, *l.tokens}})
+	}
+	return out, nil
+}

@@ -49,6 +49,9 @@ var ErrUnsupported = errors.New("bench: operation not supported by the engine")
 type Target struct {
 	// Name labels the engine in the output ("lossless").
 	Name string
+	// Counter names the token counter the engine counts with ("chars4",
+	// "o200k_base"), a label in the output; may be empty.
+	Counter string
 	// Open opens a fresh engine storing its data under dir (an empty
 	// directory) with a default token budget of budget.
 	Open func(ctx context.Context, dir string, budget int) (core.Engine, error)
@@ -104,7 +107,8 @@ type Config struct {
 	Sizes []int
 	// Budget is the token budget (default 128000).
 	Budget int
-	// K are the recall cut-offs (default 5, 10, 25, 50).
+	// K are the recall cut-offs (default 5, 8, 10, 25, 50: 8 is what
+	// assemble's recall renders).
 	K []int
 	// AssembleRuns is the number of timed assembles per size (default 50).
 	AssembleRuns int
@@ -126,8 +130,13 @@ type Config struct {
 
 	// Engine is the engine under test (required).
 	Engine Target
-	// Legacy is the baseline engine; nil Open skips the legacy baselines.
+	// Legacy is the baseline engine, counting as OpenClaw's legacy engine
+	// does (its chars/4 estimate); nil Open skips the legacy baselines.
 	Legacy Target
+	// LegacyExact is the same baseline with an exact token counter, a
+	// second row (legacy then re-counts the history with tiktoken on every
+	// assemble); nil Open skips it.
+	LegacyExact Target
 	// Recall runs the recall suite; nil records ErrUnsupported.
 	Recall RecallFunc
 	// Identifiers extracts identifiers for the compact suite's retention
@@ -157,7 +166,7 @@ func (c Config) withDefaults() Config {
 		c.Budget = 128000
 	}
 	if len(c.K) == 0 {
-		c.K = []int{5, 10, 25, 50}
+		c.K = []int{5, 8, 10, 25, 50}
 	}
 	if c.AssembleRuns <= 0 {
 		c.AssembleRuns = 50

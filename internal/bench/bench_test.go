@@ -12,12 +12,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
 )
 
 func tinyConfig(t *testing.T) Config {
 	return Config{
 		Messages: 300, Sizes: []int{100, 300}, Budget: 8000, AssembleRuns: 5, OneByOne: 100,
-		TempDir: t.TempDir(), Engine: fakeTarget(nil), Legacy: fakeLegacyTarget(),
+		TempDir: t.TempDir(), Engine: fakeTarget(nil), Legacy: fakeLegacyTarget(core.Chars4{}), LegacyExact: fakeLegacyTarget(wordCounter{}),
 		Recall: wordRecall, Identifiers: idents,
 	}
 }
@@ -71,8 +73,31 @@ func TestRunAllSuites(t *testing.T) {
 	if v := num("assemble", "p99_ratio_largest_smallest"); v <= 0 {
 		t.Errorf("p99 ratio = %v", v)
 	}
-	if len(rep.Assemble.LegacyP99Ms) != 2 {
-		t.Errorf("legacy assemble at %d sizes, want 2", len(rep.Assemble.LegacyP99Ms))
+	// The legacy baseline: the chars/4 row and the exact row, each at both
+	// sizes, labelled with its counter, passed the whole history.
+	if c := doc["assemble"]["legacy_counter"]; c != core.CounterChars4 {
+		t.Errorf("assemble.legacy_counter = %v, want chars4", c)
+	}
+	if c := doc["assemble"]["legacy_exact_counter"]; c != "words" {
+		t.Errorf("assemble.legacy_exact_counter = %v, want the exact row's counter", c)
+	}
+	history, _, err := synthMessages(1, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []struct {
+		prefix string
+		tc     core.TokenCounter
+	}{{"legacy_", core.Chars4{}}, {"legacy_exact_", wordCounter{}}} {
+		for _, key := range []string{"p50_ms", "p99_ms", "samples", "tokens"} {
+			m := obj("assemble", row.prefix+key)
+			if len(m) != 2 || m["100"] == nil || m["300"] == nil {
+				t.Errorf("assemble.%s%s = %v, want sizes 100 and 300", row.prefix, key, m)
+			}
+		}
+		if got, want := obj("assemble", row.prefix+"tokens")["300"], float64(core.CountMessages(row.tc, history)); got != want {
+			t.Errorf("assemble.%stokens[300] = %v, want %v (the whole history counted with %s)", row.prefix, got, want, row.tc.Name())
+		}
 	}
 	if v := num("compact", "wall_s"); v <= 0 {
 		t.Errorf("compact.wall_s = %v", v)
@@ -84,12 +109,23 @@ func TestRunAllSuites(t *testing.T) {
 	if rep.Compact.Rounds < 2 || rep.Compact.Identifiers == 0 {
 		t.Errorf("compact rounds %d, identifiers %d", rep.Compact.Rounds, rep.Compact.Identifiers)
 	}
-	if l := rep.Compact.Legacy; l == nil || l.Error != "" || l.TokensAfter >= l.TokensBefore || l.IdentifierRetentionPct <= 0 {
-		t.Errorf("legacy compaction %+v", l)
+	for _, l := range []*LegacyCompact{rep.Compact.Legacy, rep.Compact.LegacyExact} {
+		if l == nil || l.Error != "" || l.TokensAfter >= l.TokensBefore || l.IdentifierRetentionPct <= 0 {
+			t.Errorf("legacy compaction %+v", l)
+		}
 	}
-	for k, v := range obj("recall", "recall_at") {
-		if f, _ := v.(float64); f < 0 || f > 100 {
-			t.Errorf("recall@%s = %v", k, v)
+	if c := obj("compact", "legacy")["counter"]; c != core.CounterChars4 {
+		t.Errorf("compact.legacy.counter = %v, want chars4", c)
+	}
+	if c := obj("compact", "legacy_exact")["counter"]; c != "words" {
+		t.Errorf("compact.legacy_exact.counter = %v, want words", c)
+	}
+	for _, key := range []string{"recall_at", "recall_at_no_speaker"} {
+		m := obj("recall", key)
+		for _, k := range []string{"5", "8", "10", "25", "50"} {
+			if f, ok := m[k].(float64); !ok || f < 0 || f > 100 {
+				t.Errorf("recall.%s[%s] = %v", key, k, m[k])
+			}
 		}
 	}
 	if rep.Recall.Questions == 0 || rep.Recall.RecallAt["50"] < rep.Recall.RecallAt["5"] {
@@ -301,8 +337,8 @@ func checkOutputs(t *testing.T, rep *Report) {
 	if err := WriteTable(&table, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"INGEST", "raw Badger WriteBatch", "ASSEMBLE", "p99 at the largest size", "COMPACT", "legacy",
-		"RECALL", "LOSSLESS", "0 lost or altered", "FOOTPRINT"} {
+	for _, want := range []string{"INGEST", "raw Badger WriteBatch", "ASSEMBLE", "p99 at the largest size", "COMPACT", "legacy, chars4", "legacy, words",
+		"RECALL", "@8", "without the speaker prefix", "LOSSLESS", "0 lost or altered", "FOOTPRINT"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -322,7 +358,8 @@ func checkOutputs(t *testing.T, rep *Report) {
 		names[strings.SplitN(line, "-", 2)[0]] = true
 	}
 	for _, n := range []string{"BenchmarkIngest/batched", "BenchmarkAssemble/size=300", "BenchmarkAssembleLegacy/size=100",
-		"BenchmarkCompact", "BenchmarkRecall/k=5", "BenchmarkLossless", "BenchmarkFootprint"} {
+		"BenchmarkAssembleLegacyExact/size=100", "BenchmarkCompact", "BenchmarkCompactLegacy", "BenchmarkCompactLegacyExact",
+		"BenchmarkRecall/k=8", "BenchmarkRecallNoSpeaker/k=8", "BenchmarkLossless", "BenchmarkFootprint"} {
 		if !names[n] {
 			t.Errorf("no %s line in\n%s", n, gb.String())
 		}
@@ -345,8 +382,8 @@ func checkOutputs(t *testing.T, rep *Report) {
 			polylines++
 		}
 	}
-	if polylines != 5 { // engine p50/p99, legacy p50/p99, recall
-		t.Fatalf("%d lines in the chart, want 5", polylines)
+	if polylines != 7 { // engine p50/p99, legacy p50/p99, exact legacy p50, recall with and without the speaker prefix
+		t.Fatalf("%d lines in the chart, want 7", polylines)
 	}
 }
 

@@ -149,9 +149,15 @@ func (r *runner) compact(ctx context.Context, rep *CompactReport) error {
 	}
 
 	if cfg.Legacy.Open != nil {
-		rep.Legacy = r.legacyCompact(ctx, msgs)
+		rep.Legacy = r.legacyCompact(ctx, msgs, cfg.Legacy, "legacy")
 		if rep.Legacy.Error != "" {
 			errs = append(errs, fmt.Errorf("legacy: %s", rep.Legacy.Error))
+		}
+	}
+	if cfg.LegacyExact.Open != nil {
+		rep.LegacyExact = r.legacyCompact(ctx, msgs, cfg.LegacyExact, "legacy-exact")
+		if rep.LegacyExact.Error != "" {
+			errs = append(errs, fmt.Errorf("legacy-exact: %s", rep.LegacyExact.Error))
 		}
 	}
 
@@ -178,11 +184,12 @@ func (r *runner) compact(ctx context.Context, rep *CompactReport) error {
 }
 
 // legacyCompact compacts a session file of the same messages with the
-// legacy engine, up to three rounds as overflow recovery does.
-func (r *runner) legacyCompact(ctx context.Context, msgs []core.Message) *LegacyCompact {
+// legacy engine t (named name in the output), up to three rounds as
+// overflow recovery does.
+func (r *runner) legacyCompact(ctx context.Context, msgs []core.Message, t Target, name string) *LegacyCompact {
 	cfg := r.cfg
-	out := &LegacyCompact{}
-	d, err := r.dir("compact-legacy")
+	out := &LegacyCompact{Counter: t.Counter}
+	d, err := r.dir("compact-" + name)
 	if err != nil {
 		out.Error = err.Error()
 		return out
@@ -193,13 +200,13 @@ func (r *runner) legacyCompact(ctx context.Context, msgs []core.Message) *Legacy
 		out.Error = err.Error()
 		return out
 	}
-	e, err := cfg.Legacy.Open(ctx, d, cfg.Budget)
+	e, err := t.Open(ctx, d, cfg.Budget)
 	if err != nil {
 		out.Error = "open: " + err.Error()
 		return out
 	}
 	defer closeEngine(e)
-	cfg.Progress.Step("compact: legacy", 3)
+	cfg.Progress.Step("compact: "+name, 3)
 	o, err := compactToBudget(ctx, e, info.ID, sessionKey(info.ID), file, cfg.Budget, 3, cfg.Progress)
 	out.WallS, out.Rounds, out.TokensBefore, out.TokensAfter = o.wall, o.rounds, o.before, o.after
 	if err != nil {

@@ -199,12 +199,16 @@ func fakeTarget(mod func(*fakeEngine)) Target {
 	}
 }
 
-// fakeLegacy passes the host's messages through and compacts a session
-// file by appending a compaction entry that keeps the last 20 entries.
-type fakeLegacy struct{ fakeEngine }
+// fakeLegacy passes the host's messages through, counted with tc, and
+// compacts a session file by appending a compaction entry that keeps the
+// last 20 entries.
+type fakeLegacy struct {
+	fakeEngine
+	tc core.TokenCounter
+}
 
 func (l *fakeLegacy) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
-	return core.AssembleResult{Messages: p.Messages, EstimatedTokens: core.EstimateChars4(p.Messages)}, nil
+	return core.AssembleResult{Messages: p.Messages, EstimatedTokens: core.CountMessages(l.tc, p.Messages)}, nil
 }
 
 func (l *fakeLegacy) Compact(ctx context.Context, p core.CompactParams) (core.CompactResult, error) {
@@ -213,7 +217,7 @@ func (l *fakeLegacy) Compact(ctx context.Context, p core.CompactParams) (core.Co
 		return core.CompactResult{}, err
 	}
 	w := tr.Window()
-	before := core.EstimateChars4(w.Messages())
+	before := core.CountMessages(l.tc, w.Messages())
 	if len(w.Entries) <= 20 {
 		return core.CompactResult{OK: true, Reason: "nothing to compact"}, nil
 	}
@@ -227,16 +231,24 @@ func (l *fakeLegacy) Compact(ctx context.Context, p core.CompactParams) (core.Co
 		return core.CompactResult{}, err
 	}
 	tr, _ = core.ReadTranscript(p.SessionFile)
-	after := core.EstimateChars4(tr.Window().Messages())
+	after := core.CountMessages(l.tc, tr.Window().Messages())
 	return core.CompactResult{OK: true, Compacted: after < before,
 		Result: &core.CompactOutcome{TokensBefore: before, TokensAfter: after}}, nil
 }
 
-func fakeLegacyTarget() Target {
-	return Target{Name: "legacy", Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
-		return &fakeLegacy{*newFake()}, nil
+// fakeLegacyTarget is fakeLegacy counting with tc.
+func fakeLegacyTarget(tc core.TokenCounter) Target {
+	return Target{Name: "legacy", Counter: tc.Name(), Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
+		return &fakeLegacy{*newFake(), tc}, nil
 	}}
 }
+
+// wordCounter counts words: the fake "exact" counter of the second legacy
+// row (different from chars4, and fast).
+type wordCounter struct{}
+
+func (wordCounter) Name() string           { return "words" }
+func (wordCounter) CountText(s string) int { return len(strings.Fields(s)) }
 
 // wordRecall is a naive recall path for tests: it ranks the turns of a
 // LoCoMo file by the number of words shared with the question.
@@ -316,9 +328,11 @@ func wordRecall(ctx context.Context, path string, ks []int, rep *RecallReport) e
 			}
 		}
 	}
-	rep.RecallAt = map[string]float64{}
+	rep.RecallAt, rep.RecallAtNoSpeaker = map[string]float64{}, map[string]float64{}
 	for _, k := range ks {
 		rep.RecallAt[fmt.Sprint(k)] = 100 * sums[k] / float64(max(rep.Questions, 1))
+		// The fixture's texts carry no speaker prefix: the same ranking.
+		rep.RecallAtNoSpeaker[fmt.Sprint(k)] = rep.RecallAt[fmt.Sprint(k)]
 	}
 	return nil
 }

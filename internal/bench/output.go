@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/lossless-engine/contextengine/internal/locomo"
 )
 
 // WriteJSON writes the report as indented JSON.
@@ -62,6 +64,14 @@ func ms(v float64) string {
 	}
 }
 
+// legacyLabel names a legacy row by its counter ("legacy, chars4").
+func legacyLabel(name, counter string) string {
+	if counter == "" {
+		return name
+	}
+	return name + ", " + counter
+}
+
 // WriteTable writes the report as tables a person can read.
 func WriteTable(w io.Writer, rep *Report) error {
 	var b strings.Builder
@@ -109,26 +119,35 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	if r := rep.Assemble; r != nil && len(r.P99Ms) > 0 {
 		section(fmt.Sprintf("ASSEMBLE  budget %d tokens, at least %d timed runs per size", r.Budget, r.Runs))
-		fmt.Fprintln(tw, "history (msgs)\tp50 ms\tp99 ms\truns\ttokens\tmsgs out\tlegacy p50 ms\tlegacy p99 ms\tlegacy runs\t")
+		fmt.Fprintln(tw, "history (msgs)\tp50 ms\tp99 ms\truns\ttokens\tmsgs out\t")
 		for _, k := range sortedKeys(r.P99Ms) {
-			lp50, lp99, lruns := "-", "-", "-"
-			if v, ok := r.LegacyP50Ms[k]; ok {
-				lp50, lp99, lruns = ms(v), ms(r.LegacyP99Ms[k]), strconv.Itoa(r.LegacySamples[k])
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t\n", k, ms(r.P50Ms[k]), ms(r.P99Ms[k]), r.Samples[k], r.Tokens[k], r.Messages[k], lp50, lp99, lruns)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t\n", k, ms(r.P50Ms[k]), ms(r.P99Ms[k]), r.Samples[k], r.Tokens[k], r.Messages[k])
 		}
 		tw.Flush()
 		fmt.Fprintf(&b, "p99 at the largest size / p99 at the smallest: %.2f (1.00 = flat in history size)\n", r.P99RatioLargestSmallest)
+		if len(r.LegacyP99Ms)+len(r.LegacyExactP99Ms) > 0 {
+			fmt.Fprintf(&b, "legacy baseline (passed the whole history, which it counts on every call):\n")
+			fmt.Fprintln(tw, "\thistory (msgs)\tp50 ms\tp99 ms\truns\ttokens\t")
+			legacyRows := func(name, counter string, p50, p99 map[string]float64, runs, tokens map[string]int) {
+				for _, k := range sortedKeys(p99) {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t\n", legacyLabel(name, counter), k, ms(p50[k]), ms(p99[k]), runs[k], tokens[k])
+				}
+			}
+			legacyRows("legacy", r.LegacyCounter, r.LegacyP50Ms, r.LegacyP99Ms, r.LegacySamples, r.LegacyTokens)
+			legacyRows("legacy", r.LegacyExactCounter, r.LegacyExactP50Ms, r.LegacyExactP99Ms, r.LegacyExactSamples, r.LegacyExactTokens)
+		}
 	}
 	if r := rep.Compact; r != nil {
 		section(fmt.Sprintf("COMPACT  %d synthetic messages to a %d-token budget", r.Messages, r.Budget))
 		fmt.Fprintln(tw, "\twall s\tcalls (rounds)\tcontext tokens before\tafter\tidentifiers kept\t")
 		fmt.Fprintf(tw, "engine\t%.2f\t%d (%d)\t%d\t%d\t%.1f%% of %d\t\n", r.WallS, r.Rounds, r.InternalRounds, r.TokensBefore, r.TokensAfter, r.IdentifierRetentionPct, r.Identifiers)
-		if l := r.Legacy; l != nil {
-			if l.Error != "" {
-				fmt.Fprintf(tw, "legacy\terror\t\t\t\t\t\n")
-			} else {
-				fmt.Fprintf(tw, "legacy\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n", l.WallS, l.Rounds, l.TokensBefore, l.TokensAfter, l.IdentifierRetentionPct)
+		for _, l := range []*LegacyCompact{r.Legacy, r.LegacyExact} {
+			switch {
+			case l == nil:
+			case l.Error != "":
+				fmt.Fprintf(tw, "%s\terror\t\t\t\t\t\n", legacyLabel("legacy", l.Counter))
+			default:
+				fmt.Fprintf(tw, "%s\t%.2f\t%d\t%d\t%d\t%.1f%%\t\n", legacyLabel("legacy", l.Counter), l.WallS, l.Rounds, l.TokensBefore, l.TokensAfter, l.IdentifierRetentionPct)
 			}
 		}
 		for _, t := range r.Transcripts {
@@ -145,15 +164,32 @@ func WriteTable(w io.Writer, rep *Report) error {
 		}
 		if len(keys) > 0 {
 			fmt.Fprintf(tw, "\t%s\nrecall %%\t%s\n", hdr.String(), row.String())
+			if len(r.RecallAtNoSpeaker) > 0 {
+				row.Reset()
+				for _, k := range keys {
+					if v, ok := r.RecallAtNoSpeaker[k]; ok {
+						row.WriteString(fmt.Sprintf("%.1f\t", v))
+					} else {
+						row.WriteString("-\t")
+					}
+				}
+				fmt.Fprintf(tw, "without the speaker prefix %%\t%s\n", row.String())
+			}
 		}
 		tw.Flush()
 		if r.QueryP50Ms > 0 {
 			fmt.Fprintf(&b, "query p50 %s ms, p99 %s ms over %d turns (%s)\n", ms(r.QueryP50Ms), ms(r.QueryP99Ms), r.Turns, r.Path)
 		}
-		if g := r.RecallGate; g != nil {
-			fmt.Fprintf(&b, "relevance gate (min score %.2f): injected recall@8 %.1f (before the gate %.1f); a block for %.1f%% of questions, %.1f%% of those blocks without an evidence turn (%.1f%% before the gate); unrelated prompts given a block %.1f%% (generic %.1f%%, other conversations' questions %.1f%%; %d prompts)\n",
-				g.MinScore, g.InjectedRecallAt8, g.UngatedRecallAt8, g.BlockShare, g.NoEvidenceShare, g.UngatedNoEvidenceShare,
+		gate := func(title string, g *locomo.GateReport) {
+			fmt.Fprintf(&b, "%s (min score %.2f): injected recall@8 %.1f (before the gate %.1f); a block for %.1f%% of questions, %.1f%% of those blocks without an evidence turn (%.1f%% before the gate); unrelated prompts given a block %.1f%% (generic %.1f%%, other conversations' questions %.1f%%; %d prompts)\n",
+				title, g.MinScore, g.InjectedRecallAt8, g.UngatedRecallAt8, g.BlockShare, g.NoEvidenceShare, g.UngatedNoEvidenceShare,
 				g.UnrelatedBlockShare, g.UnrelatedGenericBlockShare, g.UnrelatedCrossBlockShare, g.UnrelatedPrompts)
+		}
+		if r.GateReport != nil {
+			gate("relevance gate", r.GateReport)
+		}
+		if r.GateNoSpeaker != nil {
+			gate("relevance gate without the speaker prefix", r.GateNoSpeaker)
 		}
 	}
 	tw.Flush()
@@ -218,18 +254,29 @@ func WriteGoBench(w io.Writer, rep *Report) error {
 		for _, k := range sortedKeys(r.LegacyP99Ms) {
 			line("AssembleLegacy/size="+k, r.LegacySamples[k], fmt.Sprintf("%.0f", r.LegacyP50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.LegacyP99Ms[k]*1e6), "p99-ns/op")
 		}
+		for _, k := range sortedKeys(r.LegacyExactP99Ms) {
+			line("AssembleLegacyExact/size="+k, r.LegacyExactSamples[k], fmt.Sprintf("%.0f", r.LegacyExactP50Ms[k]*1e6), "ns/op", fmt.Sprintf("%.0f", r.LegacyExactP99Ms[k]*1e6), "p99-ns/op")
+		}
 	}
 	if r := rep.Compact; r != nil && r.Rounds > 0 {
 		line("Compact", 1, fmt.Sprintf("%.0f", r.WallS*1e9), "ns/op", r.Rounds, "rounds", r.TokensBefore, "tokens-before", r.TokensAfter, "tokens-after",
 			fmt.Sprintf("%.1f", r.IdentifierRetentionPct), "ident-kept-%")
-		if l := r.Legacy; l != nil && l.Error == "" {
-			line("CompactLegacy", 1, fmt.Sprintf("%.0f", l.WallS*1e9), "ns/op", l.Rounds, "rounds", l.TokensBefore, "tokens-before", l.TokensAfter, "tokens-after",
-				fmt.Sprintf("%.1f", l.IdentifierRetentionPct), "ident-kept-%")
+		for _, c := range []struct {
+			name string
+			l    *LegacyCompact
+		}{{"CompactLegacy", r.Legacy}, {"CompactLegacyExact", r.LegacyExact}} {
+			if l := c.l; l != nil && l.Error == "" {
+				line(c.name, 1, fmt.Sprintf("%.0f", l.WallS*1e9), "ns/op", l.Rounds, "rounds", l.TokensBefore, "tokens-before", l.TokensAfter, "tokens-after",
+					fmt.Sprintf("%.1f", l.IdentifierRetentionPct), "ident-kept-%")
+			}
 		}
 	}
 	if r := rep.Recall; r != nil && len(r.RecallAt) > 0 {
 		for _, k := range sortedKeys(r.RecallAt) {
 			line("Recall/k="+k, max(r.Questions, 1), fmt.Sprintf("%.0f", r.WallS*1e9/float64(max(r.Questions, 1))), "ns/op", fmt.Sprintf("%.2f", r.RecallAt[k]), "recall-%")
+		}
+		for _, k := range sortedKeys(r.RecallAtNoSpeaker) {
+			line("RecallNoSpeaker/k="+k, max(r.Questions, 1), fmt.Sprintf("%.0f", r.WallS*1e9/float64(max(r.Questions, 1))), "ns/op", fmt.Sprintf("%.2f", r.RecallAtNoSpeaker[k]), "recall-%")
 		}
 	}
 	if r := rep.Lossless; r != nil && r.Error == "" {

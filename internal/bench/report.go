@@ -1,5 +1,7 @@
 package bench
 
+import "github.com/lossless-engine/contextengine/internal/locomo"
+
 // Report holds every figure of a run; it encodes to the JSON written by
 // lossless-bench --json, with one key per suite that ran.
 type Report struct {
@@ -111,12 +113,25 @@ type AssembleReport struct {
 	// P99RatioLargestSmallest is p99 at the largest size / p99 at the
 	// smallest: 1 means flat in history size.
 	P99RatioLargestSmallest float64 `json:"p99_ratio_largest_smallest"`
-	// Legacy's assemble on the same histories (sizes up to LegacyMaxSize).
-	LegacyP50Ms map[string]float64 `json:"legacy_p50_ms,omitempty"`
-	LegacyP99Ms map[string]float64 `json:"legacy_p99_ms,omitempty"`
+	// Legacy's assemble on the same histories (sizes up to LegacyMaxSize),
+	// counting with LegacyCounter (OpenClaw's chars/4 estimate, as OpenClaw
+	// runs it).
+	LegacyCounter string             `json:"legacy_counter,omitempty"`
+	LegacyP50Ms   map[string]float64 `json:"legacy_p50_ms,omitempty"`
+	LegacyP99Ms   map[string]float64 `json:"legacy_p99_ms,omitempty"`
 	// LegacySamples is the number of timed legacy assembles at each size
-	// (few: legacy counts the whole history on every call).
+	// (few when the counter is slow: legacy counts the whole history on
+	// every call).
 	LegacySamples map[string]int `json:"legacy_samples,omitempty"`
+	// LegacyTokens is legacy's estimatedTokens at each size (the whole
+	// history counted with LegacyCounter).
+	LegacyTokens map[string]int `json:"legacy_tokens,omitempty"`
+	// The same with the exact counter LegacyExactCounter (Config.LegacyExact).
+	LegacyExactCounter string             `json:"legacy_exact_counter,omitempty"`
+	LegacyExactP50Ms   map[string]float64 `json:"legacy_exact_p50_ms,omitempty"`
+	LegacyExactP99Ms   map[string]float64 `json:"legacy_exact_p99_ms,omitempty"`
+	LegacyExactSamples map[string]int     `json:"legacy_exact_samples,omitempty"`
+	LegacyExactTokens  map[string]int     `json:"legacy_exact_tokens,omitempty"`
 	// BuildMsgsPerS is the ingest rate while building the histories.
 	BuildMsgsPerS float64 `json:"build_msgs_per_s"`
 	Note          string  `json:"note,omitempty"`
@@ -148,15 +163,20 @@ type CompactReport struct {
 	// the assembled context.
 	Identifiers            int     `json:"identifiers"`
 	IdentifierRetentionPct float64 `json:"identifier_retention_pct"`
-	// Legacy is the legacy engine's compaction of the same transcript.
-	Legacy *LegacyCompact `json:"legacy,omitempty"`
+	// Legacy is the legacy engine's compaction of the same transcript
+	// (Config.Legacy), LegacyExact the same with the exact counter
+	// (Config.LegacyExact).
+	Legacy      *LegacyCompact `json:"legacy,omitempty"`
+	LegacyExact *LegacyCompact `json:"legacy_exact,omitempty"`
 	// Transcripts are the compactions of the real transcripts given.
 	Transcripts []TranscriptCompact `json:"transcripts,omitempty"`
 	Error       string              `json:"error,omitempty"`
 }
 
-// LegacyCompact is one legacy compaction.
+// LegacyCompact is one legacy compaction; its tokens are counted with
+// Counter.
 type LegacyCompact struct {
+	Counter                string  `json:"counter,omitempty"`
 	WallS                  float64 `json:"wall_s"`
 	Rounds                 int     `json:"rounds"`
 	TokensBefore           int     `json:"tokens_before"`
@@ -189,27 +209,14 @@ type RecallReport struct {
 	Path  string  `json:"path,omitempty"`
 	WallS float64 `json:"wall_s"`
 	Error string  `json:"error,omitempty"`
-	// RecallGate, when the recall path has a relevance gate, holds what it
+	// GateReport, when the recall path has a relevance gate, holds what it
 	// injects (its keys sit beside recall_at).
-	*RecallGate
-}
-
-// RecallGate measures recall's relevance gate (percent; the fields of
-// internal/locomo.GateReport): recall@8 of what is actually injected,
-// the share of questions given a block, of those blocks that hold no
-// evidence turn (and before the gate), and of unrelated prompts given a
-// block.
-type RecallGate struct {
-	MinScore                   float64 `json:"min_score"`
-	InjectedRecallAt8          float64 `json:"injected_recall_at_8"`
-	UngatedRecallAt8           float64 `json:"ungated_recall_at_8"`
-	BlockShare                 float64 `json:"block_share"`
-	NoEvidenceShare            float64 `json:"no_evidence_share"`
-	UngatedNoEvidenceShare     float64 `json:"ungated_no_evidence_share"`
-	UnrelatedBlockShare        float64 `json:"unrelated_block_share"`
-	UnrelatedGenericBlockShare float64 `json:"unrelated_generic_block_share"`
-	UnrelatedCrossBlockShare   float64 `json:"unrelated_cross_block_share"`
-	UnrelatedPrompts           int     `json:"unrelated_prompts"`
+	*locomo.GateReport
+	// RecallAtNoSpeaker is RecallAt with the turns ingested without the
+	// speaker's name (real messages have none), GateNoSpeaker the gate's
+	// figures then.
+	RecallAtNoSpeaker map[string]float64 `json:"recall_at_no_speaker,omitempty"`
+	GateNoSpeaker     *locomo.GateReport `json:"gate_no_speaker,omitempty"`
 }
 
 // LosslessReport is the lossless suite: import, compact, rotate, expand,

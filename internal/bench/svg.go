@@ -47,8 +47,9 @@ func WriteSVG(w io.Writer, rep *Report) error {
 		}
 		add("engine p50", "#1f77b4", a.P50Ms)
 		add("engine p99", "#0b3c73", a.P99Ms)
-		add("legacy p50", "#ff7f0e", a.LegacyP50Ms)
-		add("legacy p99", "#a64b00", a.LegacyP99Ms)
+		add(legacyLabel("legacy", a.LegacyCounter)+" p50", "#ff7f0e", a.LegacyP50Ms)
+		add(legacyLabel("legacy", a.LegacyCounter)+" p99", "#a64b00", a.LegacyP99Ms)
+		add(legacyLabel("legacy", a.LegacyExactCounter)+" p50", "#d62728", a.LegacyExactP50Ms)
 		charts = append(charts, c)
 	}
 	if r := rep.Recall; r != nil && len(r.RecallAt) > 0 {
@@ -60,6 +61,15 @@ func WriteSVG(w io.Writer, rep *Report) error {
 			s.ys = append(s.ys, r.RecallAt[k])
 		}
 		c.series = append(c.series, s)
+		if len(r.RecallAtNoSpeaker) > 0 {
+			s := series{name: "without the speaker prefix", color: "#9467bd"}
+			for _, k := range sortedKeys(r.RecallAtNoSpeaker) {
+				x, _ := strconv.Atoi(k)
+				s.xs = append(s.xs, float64(x))
+				s.ys = append(s.ys, r.RecallAtNoSpeaker[k])
+			}
+			c.series = append(c.series, s)
+		}
 		charts = append(charts, c)
 	}
 	var b strings.Builder
