@@ -137,10 +137,13 @@ func (c Config) RecallEnabled() bool { return c.Recall.Enabled == nil || *c.Reca
 
 // RetentionConfig is Config.Retention. Zero values mean no limit.
 type RetentionConfig struct {
-	// MaxAgeDays deletes conversations not updated for this many days.
+	// MaxAgeDays deletes conversations whose last message is older than
+	// this many days, by the message's own timestamp (an imported history
+	// ages from when it took place, not from its import), or by the
+	// conversation's last write when that message has none.
 	MaxAgeDays int `json:"maxAgeDays,omitempty"`
-	// MaxBytesPerAgent deletes an agent's oldest conversations while its
-	// stored bytes exceed this.
+	// MaxBytesPerAgent deletes an agent's conversations with the oldest
+	// last message (as MaxAgeDays) while its stored bytes exceed this.
 	MaxBytesPerAgent int64 `json:"maxBytesPerAgent,omitempty"`
 	// IntervalMinutes is how often the open engine applies these limits on
 	// its own when one is set: first a minute after Open, then every

@@ -23,6 +23,21 @@ import (
 // number of batches in flight is bounded (a free list), so memory stays
 // constant in the file's size, and a batch's buffer is reused once written.
 
+// importProgressKey is the context key of WithImportProgress.
+type importProgressKey struct{}
+
+// WithImportProgress returns a copy of ctx under which Import and Bootstrap
+// report their progress through a file: fn is called with the file offset
+// up to which the file has been read and stored, after every batch the
+// import stores (at most a few hundred KiB apart), from the goroutine that
+// stores them, so it must return quickly. A resumed import starts at its
+// checkpoint's offset; a file already imported calls fn not at all. The
+// CLI's import progress bar is drawn from it (cmd/lossless), in bytes, so
+// that a single large file moves the bar too.
+func WithImportProgress(ctx context.Context, fn func(offset int64)) context.Context {
+	return context.WithValue(ctx, importProgressKey{}, fn)
+}
+
 // importOpts sizes the pipeline (tests use small batches and several
 // workers to exercise reordering on small files).
 type importOpts struct {
@@ -273,6 +288,7 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 	}()
 
 	// Writer: reorder by sequence number (at most inFlight batches wait).
+	progress, _ := ctx.Value(importProgressKey{}).(func(int64))
 	pending := make(map[int]*lineBatch, inFlight)
 	next := 0
 	for {
@@ -302,6 +318,9 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 			}
 			if err := write(b); err != nil {
 				return err
+			}
+			if progress != nil {
+				progress(b.endOffset)
 			}
 			if b.last {
 				return nil

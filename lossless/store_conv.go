@@ -432,8 +432,60 @@ type SessionInfo struct {
 	Summaries  int64    `json:"summaries"`
 	Bytes      int64    `json:"bytes"`
 	Tokens     int64    `json:"tokens"`
-	Created    int64    `json:"created"`
-	Updated    int64    `json:"updated"`
+	// Created and Updated are when the store created and last wrote the
+	// conversation (Unix ms): for an imported history, the import's time.
+	Created int64 `json:"created"`
+	Updated int64 `json:"updated"`
+	// FirstMessage and LastMessage are the times (Unix ms) of the first and
+	// the last stored message, from the messages' own timestamps (0 when
+	// neither carries one): when the conversation took place.
+	FirstMessage int64 `json:"firstMessage,omitempty"`
+	LastMessage  int64 `json:"lastMessage,omitempty"`
+}
+
+// messageTimes returns the timestamps (Unix ms) of the first and the last
+// stored message of c (sequence numbers 1 and rec.Messages), the earlier
+// first; a message without a timestamp counts as the other one, and 0, 0
+// means neither has one.
+func messageTimes(txn *badger.Txn, c convID, rec convRecord) (first, last int64, err error) {
+	if rec.Messages <= 0 {
+		return 0, 0, nil
+	}
+	at := func(seq uint64) (int64, error) {
+		kv, err := txn.Get(msgKey(c, seq))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return 0, nil // a missing record: Check reports it
+		}
+		if err != nil {
+			return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
+		}
+		var ts int64
+		err = kv.Value(func(v []byte) error {
+			if r, err := decodeMsgHeader(v); err == nil {
+				ts = r.Timestamp
+			} // a record that does not decode has no time: Check reports it
+			return nil
+		})
+		if err != nil {
+			return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
+		}
+		return ts, nil
+	}
+	if first, err = at(1); err != nil {
+		return 0, 0, err
+	}
+	if last, err = at(uint64(rec.Messages)); err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case first == 0:
+		first = last
+	case last == 0:
+		last = first
+	case last < first:
+		first, last = last, first
+	}
+	return first, last, nil
 }
 
 // Sessions lists the stored conversations of agent ("" = all agents),
@@ -460,9 +512,16 @@ func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, err
 			if agent != "" && rec.Agent != agent {
 				continue
 			}
+			var c convID
+			copy(c[:], k[1:])
+			first, last, err := messageTimes(txn, c, rec)
+			if err != nil {
+				return err
+			}
 			out = append(out, SessionInfo{Agent: rec.Agent, ID: hex.EncodeToString(k[1:]),
 				SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
-				Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated})
+				Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
+				FirstMessage: first, LastMessage: last})
 		}
 		return nil
 	})

@@ -37,9 +37,13 @@ var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, 'T'}
 
 // Retain applies Config.Retention (both limits are off by default) and
 // removes orphaned conversations:
-//   - age: conversations not updated for more than retention.maxAgeDays;
-//   - size: an agent's least recently updated conversations while the
-//     agent's stored bytes exceed retention.maxBytesPerAgent;
+//   - age: conversations whose last message is older than
+//     retention.maxAgeDays, by the message's own timestamp (an imported
+//     history ages from when it took place, not from its import); by the
+//     conversation's last write when that message has no timestamp or an
+//     implausible one (before 2000, or a day after the write);
+//   - size: an agent's conversations with the oldest last message (same
+//     time) while the agent's stored bytes exceed retention.maxBytesPerAgent;
 //   - orphan: conversations no session id or key maps to any more, and
 //     empty conversations (no message) older than a day.
 //
@@ -68,6 +72,9 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 	type conv struct {
 		id  convID
 		rec convRecord
+		// last is the time of the last message (messageTimes), else
+		// rec.Updated.
+		last int64
 	}
 	var convs []conv
 	mapped := map[convID]bool{}
@@ -79,6 +86,16 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 			copy(c.id[:], it.Item().Key()[1:])
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &c.rec) }); err != nil {
 				return fmt.Errorf("%w: conversation: %v", errBadRecord, err)
+			}
+			_, last, err := messageTimes(txn, c.id, c.rec)
+			if err != nil {
+				return err
+			}
+			c.last = last
+			if c.last < plausibleSince || c.last > c.rec.Updated+24*3600*1000 {
+				// No timestamp, or one no message of this store can have
+				// (seconds taken for milliseconds, a clock far ahead).
+				c.last = c.rec.Updated
 			}
 			convs = append(convs, c)
 		}
@@ -126,7 +143,7 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 			err = del(c, "orphan")
 		case c.rec.Messages == 0 && nowMs-c.rec.Created > 24*3600*1000:
 			err = del(c, "orphan")
-		case maxAge > 0 && nowMs-c.rec.Updated > maxAge:
+		case maxAge > 0 && nowMs-c.last > maxAge:
 			err = del(c, "age")
 		default:
 			kept = append(kept, c)
@@ -151,7 +168,7 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 			for _, c := range cs {
 				total += c.rec.Bytes
 			}
-			sort.Slice(cs, func(i, j int) bool { return cs[i].rec.Updated < cs[j].rec.Updated })
+			sort.Slice(cs, func(i, j int) bool { return cs[i].last < cs[j].last })
 			// Never delete the agent's most recent conversation.
 			for i := 0; total > limit && i < len(cs)-1; i++ {
 				if err := del(cs[i], "size"); err != nil {
@@ -163,6 +180,11 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 	}
 	return res, nil
 }
+
+// plausibleSince (2000-01-01, Unix ms) is the earliest message timestamp
+// retention believes: an earlier one (seconds sent as milliseconds, a test's
+// small number) ages the conversation by its last write instead.
+const plausibleSince = 946_684_800_000
 
 // retainBeforeDelete, when set (tests), runs between a retention decision and
 // the deletion.

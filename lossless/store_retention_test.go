@@ -31,8 +31,10 @@ func TestRetention(t *testing.T) {
 	ingest("big1", 4)
 	ingest("big2", 4)
 	ingest("recent", 1)
-	// Nothing is old yet; the agent is over its byte cap.
-	res, err := e.Retain(ctx, time.Time{})
+	// Nothing is old yet at the messages' time (turn's timestamps: age is
+	// by message time); the agent is over its byte cap.
+	then := time.UnixMilli(1_700_000_000_000)
+	res, err := e.Retain(ctx, then)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestRetention(t *testing.T) {
 		}
 	}
 	// A month and a bit later everything is old.
-	res, err = e.Retain(ctx, time.Now().Add(31*24*time.Hour))
+	res, err = e.Retain(ctx, then.Add(31*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

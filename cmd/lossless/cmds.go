@@ -24,7 +24,9 @@ func cmdImport() *command {
 			if len(files) == 0 {
 				return usagef("import needs at least one session file")
 			}
-			for _, f := range files {
+			sizes := make([]int64, len(files))
+			var totalBytes int64
+			for i, f := range files {
 				st, err := os.Stat(f)
 				if err != nil {
 					return fmt.Errorf("%s: %w", f, err)
@@ -32,6 +34,8 @@ func cmdImport() *command {
 				if st.IsDir() {
 					return fmt.Errorf("%s is a directory, not a session file", f)
 				}
+				sizes[i] = st.Size()
+				totalBytes += st.Size()
 			}
 			e, err := openEngine(ctx, c, true, nil)
 			if err != nil {
@@ -50,10 +54,14 @@ func cmdImport() *command {
 			}
 			var results []fileResult
 			var total lossless.ImportResult
-			bar := newProgress(c.io, "importing", int64(len(files)))
+			// The bar counts bytes, so one large file moves it too.
+			bar := newProgress(c.io, "importing", totalBytes)
+			bar.bytes = true
+			var base int64 // bytes of the files before this one
 			for i, f := range files {
-				bar.set(int64(i), f)
-				res, err := e.Import(ctx, c.agent, f)
+				bar.set(base, f)
+				fctx := lossless.WithImportProgress(ctx, func(off int64) { bar.set(base+min(off, sizes[i]), f) })
+				res, err := e.Import(fctx, c.agent, f)
 				if err != nil {
 					bar.done()
 					return fmt.Errorf("import %s: %w", f, err)
@@ -68,6 +76,7 @@ func cmdImport() *command {
 				total.Summaries += res.Summaries
 				total.Bytes += res.Bytes
 				total.Malformed = append(total.Malformed, res.Malformed...)
+				base += sizes[i]
 			}
 			bar.done()
 			if c.json {
@@ -99,7 +108,7 @@ func cmdSessions() *command {
 	var all bool
 	return &command{
 		name: "sessions", args: "",
-		summary: "List the stored conversations (of --agent, or every agent with --all).",
+		summary: "List the stored conversations (of --agent, or every agent with --all), with the times of their first and last messages.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.BoolVar(&all, "all", false, "list every agent's conversations")
 		},
@@ -131,7 +140,9 @@ func cmdSessions() *command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AGENT\tSESSION\tMESSAGES\tSUMMARIES\tTOKENS\tBYTES\tUPDATED")
+			// FIRST and LAST are the messages' own times (when the
+			// conversation took place), not when they were stored.
+			fmt.Fprintln(tw, "AGENT\tSESSION\tMESSAGES\tSUMMARIES\tTOKENS\tBYTES\tFIRST\tLAST")
 			for _, in := range infos {
 				sid := in.ID
 				if n := len(in.SessionIDs); n > 0 {
@@ -140,8 +151,8 @@ func cmdSessions() *command {
 						sid += fmt.Sprintf(" (+%d earlier)", n-1)
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", in.Agent, sid, in.Messages, in.Summaries,
-					in.Tokens, humanBytes(in.Bytes), fmtMillis(in.Updated))
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", in.Agent, sid, in.Messages, in.Summaries,
+					in.Tokens, humanBytes(in.Bytes), fmtMillis(in.FirstMessage), fmtMillis(in.LastMessage))
 			}
 			return tw.Flush()
 		},

@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
+	"strings"
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
@@ -53,11 +53,47 @@ type storeReport struct {
 	Conversations int64  `json:"conversations,omitempty"`
 	Messages      int64  `json:"messages,omitempty"`
 	Error         string `json:"error,omitempty"`
-	// Recall is the recall index's state (lossless.RecallStatus).
-	Recall *lossless.RecallStatus `json:"recall,omitempty"`
+	// Recall is what doctor can tell of the recall index without opening
+	// it (opening it may rebuild it, which writes).
+	Recall *recallReport `json:"recall,omitempty"`
 	// Check is what the store's check read and found (lossless.Check):
 	// the summary DAG of every conversation, and with --deep every record.
 	Check *lossless.CheckResult `json:"check,omitempty"`
+}
+
+// recallReport is the recall index as doctor sees it: the config's switch
+// and the index directory. Doctor does not open the index: the engine checks
+// its format and generation, and rebuilds it when needed, when it opens the
+// store for writing.
+type recallReport struct {
+	Enabled   bool   `json:"enabled"`
+	Dir       string `json:"dir"`
+	Exists    bool   `json:"exists"`
+	DiskBytes int64  `json:"diskBytes,omitempty"`
+}
+
+// errNeedsRepair marks a store that cannot be opened read-only because the
+// last process left it without closing (Badger must replay its log first).
+var errNeedsRepair = errors.New("the store needs Badger's log repair")
+
+// openReadOnly opens the store at storeDir with the engine config raw
+// (plugins.entries.lossless.config) for reading only: doctor writes
+// nothing, rebuilds no index and starts no retention pass.
+func openReadOnly(ctx context.Context, raw []byte, storeDir string) (*lossless.Engine, error) {
+	if _, err := os.Stat(storeDir); err != nil {
+		return nil, fmt.Errorf("store %s: %w", storeDir, err)
+	}
+	cfg, err := lossless.ParseConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	cfg.StoreDir = storeDir
+	cfg.ReadOnly = true
+	e, err := lossless.Open(ctx, cfg)
+	if err != nil && strings.Contains(err.Error(), "Log truncate required") {
+		return nil, fmt.Errorf("%w: %v", errNeedsRepair, err)
+	}
+	return e, err
 }
 
 func defaultOpenClawConfig() string {
@@ -76,7 +112,7 @@ func cmdDoctor() *command {
 	var deep bool
 	return &command{
 		name: "doctor", args: "",
-		summary: "Check an OpenClaw setup: which engine the contextEngine slot resolves to and why, host requirements, quarantines, the store's format and health. Exits 1 on a problem.",
+		summary: "Check an OpenClaw setup: which engine the contextEngine slot resolves to and why, host requirements, quarantines, the store's format and health. Reads only: it changes nothing in the store (no index rebuild, no retention). Exits 1 on a problem.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.BoolVar(&deep, "deep", false, "also read and verify every stored message record (reads the whole store)")
 			fs.StringVar(&configPath, "config", "", "the openclaw.json (default $OPENCLAW_CONFIG_PATH, else $OPENCLAW_STATE_DIR/openclaw.json, else ~/.openclaw/openclaw.json)")
@@ -158,20 +194,18 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 
 	// 4. Resolve the slot as the host would, with the engine registered as
 	// the plugin registers it; failures become quarantine records. The store
-	// is opened only when it exists (doctor never creates one).
+	// is opened only when it exists (doctor never creates one), and read
+	// only (doctor changes nothing in it).
 	reg := contextengine.NewRegistry()
 	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	storeDir := rep.Store.Dir
+	repair := false // the store needs Badger's log repair: nothing in it is checked
 	factory := func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
-		if _, err := os.Stat(storeDir); err != nil {
-			return nil, fmt.Errorf("store %s: %w", storeDir, err)
+		e, err := openReadOnly(ctx, opts.Config, storeDir)
+		if errors.Is(err, errNeedsRepair) {
+			repair = true
 		}
-		raw, err := withDefaults(opts.Config, map[string]any{"storeDir": storeDir}, false, "")
-		if err != nil {
-			return nil, err
-		}
-		opts.Config = raw
-		return lossless.Factory(ctx, opts)
+		return e, err
 	}
 	_ = reg.Register(lossless.EngineID, factory, pluginOwner)
 	var eng *lossless.Engine
@@ -184,27 +218,35 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			rep.Engine = g.Info().ID
 			eng, _ = g.Engine().(*lossless.Engine)
 		}
-		rep.Quarantines = append(rep.Quarantines, reg.Quarantines()...)
+		if !repair {
+			rep.Quarantines = append(rep.Quarantines, reg.Quarantines()...)
+		}
 		for _, q := range rep.Quarantines {
 			problem("engine %q (owner %q) quarantined at %s: %s", q.EngineID, q.Owner, q.Operation, q.Reason)
 		}
 	} else {
 		rep.Engine = rep.Resolution.EngineID
 	}
-	if eng == nil && rep.Store.Exists {
+	if eng == nil && rep.Store.Exists && !repair {
 		// Open the store directly for its checks.
-		e, err := lossless.Factory(ctx, core.FactoryOptions{Config: mustDefaults(engCfg, storeDir)})
+		e, err := openReadOnly(ctx, engCfg, storeDir)
 		if err != nil {
 			rep.Store.Error = err.Error()
-			if errors.Is(err, core.ErrFormatTooNew) {
+			if errors.Is(err, errNeedsRepair) {
+				repair = true
+				rep.Store.Error = ""
+			} else if errors.Is(err, core.ErrFormatTooNew) {
 				problem("store %s was written by a newer format than this build (%d): %v", storeDir, lossless.FormatVersion, err)
 			} else {
 				problem("store %s cannot be opened: %v", storeDir, err)
 			}
 		} else {
-			defer e.(*lossless.Engine).Close()
-			eng = e.(*lossless.Engine)
+			defer e.Close()
+			eng = e
 		}
+	}
+	if repair {
+		warn("store %s was left open by a process that stopped: Badger replays its log the next time the engine opens it for writing (OpenClaw, `lossless serve`, `import`); doctor reads only, so it checked nothing in the store", storeDir)
 	}
 
 	// 5. Host requirements of the engine, on each known host.
@@ -249,46 +291,49 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 				problem("conversation %s (agent %s, session %s): %s", p.Conversation, p.Agent, p.SessionID, p.Problem)
 			}
 		}
-		// 7. The recall index (when the config enables recall). A missing or
-		// stale index is rebuilt from the store when the engine opens;
-		// doctor waits for that (bounded) and then reports.
-		rs := eng.RecallStatus()
-		if rs.Enabled && rs.Rebuilding {
-			warn("the recall index was missing or out of date; doctor rebuilt it from the store")
-			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-			if err := eng.WaitRecallIndex(wctx); err != nil {
-				problem("recall index: rebuild did not finish: %v", err)
-			}
-			cancel()
-			rs = eng.RecallStatus()
+	}
+	// 7. The recall index, seen from outside: opening it may rebuild it
+	// (a missing or stale index is rebuilt from the store when the engine
+	// opens for writing), which doctor does not do.
+	if pc, err := lossless.ParseConfig(engCfg); err == nil && rep.Store.Exists {
+		rr := &recallReport{Enabled: pc.RecallEnabled(), Dir: filepath.Join(storeDir, "index")}
+		if st, err := os.Stat(rr.Dir); err == nil && st.IsDir() {
+			rr.Exists = true
+			rr.DiskBytes = dirBytes(rr.Dir)
+		} else if rr.Enabled && eng != nil {
+			warn("the recall index does not exist yet: the engine builds it from the store when it next opens for writing (recall is unavailable until it is done)")
 		}
-		rep.Store.Recall = &rs
-		switch {
-		case rs.Error != "":
-			problem("recall index: %s", rs.Error)
-		case rs.Rebuilding:
-			warn("the recall index is still being rebuilt (%d documents so far)", rs.Rebuilt)
-		case rs.Lag > 0:
-			warn("the recall index lags %d documents behind the store", rs.Lag)
-		}
+		rep.Store.Recall = rr
 	}
 	return rep
 }
 
-func mustDefaults(raw []byte, storeDir string) []byte {
-	out, err := withDefaults(raw, map[string]any{"storeDir": storeDir}, false, "")
-	if err != nil {
-		out, _ = encodeJSON(map[string]any{"storeDir": storeDir})
-	}
-	return out
+// dirBytes is the size of the files under dir (0 when it cannot be read).
+func dirBytes(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 func printDoctor(w io.Writer, r *doctorReport) {
-	mark := func(ok bool) string {
-		if ok {
+	// A host check fails as a problem only on the embedded runtime (the
+	// host OpenClaw runs the engine in); another host that cannot run an
+	// operation is "n/a", so FAIL lines always come with problems.
+	mark := func(h hostCheck) string {
+		switch {
+		case h.OK:
 			return "ok  "
+		case h.Host == contextengine.EmbeddedRuntime.Label:
+			return "FAIL"
 		}
-		return "FAIL"
+		return "n/a "
 	}
 	fmt.Fprintf(w, "config     %s", r.Config.Path)
 	switch {
@@ -314,7 +359,7 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			q.FailedAt.UTC().Format("2006-01-02 15:04:05Z"), q.Reason)
 	}
 	for _, h := range r.HostChecks {
-		fmt.Fprintf(w, "host       %s %-16s %-20s %s\n", mark(h.OK), h.Operation, h.Host, h.Error)
+		fmt.Fprintf(w, "host       %s %-16s %-20s %s\n", mark(h), h.Operation, h.Host, h.Error)
 	}
 	s := r.Store
 	fmt.Fprintf(w, "store      %s (from %s)", s.Dir, s.Source)
@@ -338,12 +383,10 @@ func printDoctor(w io.Writer, r *doctorReport) {
 		switch {
 		case !r.Enabled:
 			fmt.Fprintln(w, "recall     off (plugins.entries.lossless.config.recall.enabled)")
-		case r.Error != "":
-			fmt.Fprintf(w, "recall     index error: %s\n", r.Error)
-		case r.Rebuilding:
-			fmt.Fprintf(w, "recall     index rebuilding (%d documents so far)\n", r.Rebuilt)
+		case !r.Exists:
+			fmt.Fprintf(w, "recall     no index yet at %s (built when the engine opens for writing)\n", r.Dir)
 		default:
-			fmt.Fprintf(w, "recall     index healthy (lag %d)\n", r.Lag)
+			fmt.Fprintf(w, "recall     index at %s, %s (not opened: the engine checks it when it opens for writing)\n", r.Dir, humanBytes(r.DiskBytes))
 		}
 	}
 	for _, x := range r.Warnings {

@@ -594,12 +594,12 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("doctor on the plugin's config: store %q (want %q), %d messages, problems %v", rep.Store.Dir, store, rep.Store.Messages, rep.Problems)
 	}
 
-	// With recall on, doctor reports the index (built from the store here:
-	// it did not exist yet, so it is rebuilt while doctor runs).
+	// With recall on, doctor reports the index the import built, without
+	// opening it (TestDoctorReadOnly: doctor changes nothing).
 	recall := write("recall.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"config":{"storeDir":`+jsonString(store)+`,"recall":{"enabled":true}}}}}}`)
 	r = runCLI(t, "", nil, "doctor", "--config", recall, "--json")
-	r.want(t, 0, `"enabled": true`)
-	runCLI(t, "", nil, "doctor", "--config", recall).want(t, 0, "recall     index healthy")
+	r.want(t, 0, `"enabled": true`, `"exists": true`)
+	runCLI(t, "", nil, "doctor", "--config", recall).want(t, 0, "recall     index at ")
 
 	disabled := write("disabled.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"enabled":false}}}}`)
 	runCLI(t, "", nil, "doctor", "--config", disabled, "--store", store).want(t, 0, "engine     legacy (entry-disabled)")

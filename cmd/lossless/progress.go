@@ -15,6 +15,7 @@ type progress struct {
 	w     io.Writer
 	label string
 	total int64
+	bytes bool // the units are bytes (drawn as sizes)
 	mu    sync.Mutex
 	cur   int64
 	note  string
@@ -65,12 +66,13 @@ func (p *progress) draw() {
 		return
 	}
 	const width = 30
-	filled := 0
-	if total > 0 {
-		filled = int(cur * width / total)
-	}
+	filled := int(min(cur, total) * width / total)
 	bar := strings.Repeat("=", filled) + strings.Repeat(" ", width-filled)
-	fmt.Fprintf(p.w, "\r%s [%s] %d/%d %s %s\x1b[K", p.label, bar, cur, total,
+	count := fmt.Sprintf("%d/%d", cur, total)
+	if p.bytes {
+		count = humanBytes(cur) + "/" + humanBytes(total)
+	}
+	fmt.Fprintf(p.w, "\r%s [%s] %s %s %s\x1b[K", p.label, bar, count,
 		time.Since(p.start).Round(time.Second), filepath.Base(note))
 }
 

@@ -29,6 +29,14 @@ func TestProgressDraw(t *testing.T) {
 		!strings.Contains(got, "2/4") || !strings.Contains(got, "s1.jsonl") || strings.Contains(got, "/some/dir") {
 		t.Fatalf("bar %q", got)
 	}
+	// In bytes (import): one file of 4 MiB half read.
+	w.Reset()
+	b := &progress{w: &w, label: "importing", total: 4 << 20, bytes: true, start: time.Now()}
+	b.set(2<<20, "/d/big.jsonl")
+	b.draw()
+	if got := w.String(); !strings.Contains(got, strings.Repeat("=", 15)+strings.Repeat(" ", 15)) || !strings.Contains(got, "2.0 MiB/4.0 MiB") {
+		t.Fatalf("byte bar %q", got)
+	}
 	w.Reset()
 	s := &progress{w: &w, label: "compacting", start: time.Now()}
 	s.set(0, "sess-1")

@@ -119,7 +119,8 @@ func cmdDescribe() *command {
 				fmt.Fprintf(w, "position  under %s\n", strings.Join(d.Ancestors, " > "))
 			}
 			if len(d.Messages) > 0 {
-				fmt.Fprintf(w, "sources   messages %d..%d (%d)\n", d.Messages[0], d.Messages[len(d.Messages)-1], len(d.Messages))
+				// Conversation message numbers, from 1, as expand prints them.
+				fmt.Fprintf(w, "sources   conversation messages %s (%d)\n", seqRange(d.Messages[0], d.Messages[len(d.Messages)-1]), len(d.Messages))
 			}
 			for _, ch := range d.Children {
 				fmt.Fprintf(w, "child     %s (%s, depth %d, %d messages)\n", ch.ID, ch.Kind, ch.Depth, ch.DescendantCount)
@@ -128,6 +129,14 @@ func cmdDescribe() *command {
 			return nil
 		},
 	}
+}
+
+// seqRange formats the numbers a..b ("7" when they are equal).
+func seqRange(a, b uint64) string {
+	if a == b {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprintf("%d-%d", a, b)
 }
 
 func cmdExpand() *command {
@@ -181,7 +190,14 @@ func cmdExpand() *command {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(c.io.err, "messages %d-%d of %d (%d tokens)", page.Offset, page.Offset+len(page.Messages), page.Total, page.Tokens)
+			// Counted from 1, as describe counts: the page's place among the
+			// summary's messages, then their conversation message numbers.
+			if n := len(page.Messages); n > 0 {
+				fmt.Fprintf(c.io.err, "messages %s of %d (conversation messages %s, %d tokens)", seqRange(uint64(page.Offset+1), uint64(page.Offset+n)),
+					page.Total, seqRange(page.Messages[0].Seq, page.Messages[n-1].Seq), page.Tokens)
+			} else {
+				fmt.Fprintf(c.io.err, "no messages after %d of %d", page.Offset, page.Total)
+			}
 			if page.NextCursor != "" {
 				fmt.Fprintf(c.io.err, "; more: --cursor %s", page.NextCursor)
 			}
