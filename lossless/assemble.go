@@ -91,8 +91,7 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 // are used. n is the number of items the conversation has visited (0: the
 // conversation has no items).
 func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, error) {
-	s := e.state(c)
-	s.asmMu.Lock()
+	s := e.lockWindow(c)
 	defer s.asmMu.Unlock()
 	prevMsgs, prevSums := s.asmMsgs, s.asmSums
 	nextMsgs := make(map[uint64]core.Message, len(prevMsgs)+8)

@@ -95,9 +95,13 @@ type Config struct {
 	// process: command, args, env, restarts). It shares the plugin's
 	// config object, so it is accepted here and ignored by the engine.
 	Bridge json.RawMessage `json:"bridge,omitempty"`
-	// AssembleCacheBytes bounds the parsed windows the engine keeps of the
-	// conversations it assembled (each next Assemble reuses its window):
-	// the least recently assembled are forgotten beyond it. Default 64 MiB.
+	// AssembleCacheBytes bounds the memory the engine keeps per
+	// conversation: the parsed window of its last Assemble (which the next
+	// Assemble reuses, the bulk of it), its record, the session names
+	// resolved to it and its display name. Beyond it the least recently
+	// used conversations are forgotten (their next use reads them from the
+	// store again), so memory stays flat however many sessions are served.
+	// Default 64 MiB (DefaultAssembleCacheBytes).
 	AssembleCacheBytes int64 `json:"assembleCacheBytes,omitempty"`
 	// ReadOnly opens the store for reading only (commands that only read
 	// use it): Badger maps nothing new and changes nothing, so it opens

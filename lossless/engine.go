@@ -38,18 +38,18 @@ type Engine struct {
 	life   sync.RWMutex
 	closed atomic.Bool
 
-	// convMu guards convs, the per-conversation state (lock + counters).
+	// convMu guards convs, the per-conversation state (lock, record,
+	// window), and lru, their order and cost: a cache bounded by
+	// Config.AssembleCacheBytes (asmcache.go).
 	convMu sync.Mutex
 	convs  map[convID]*convState
+	lru    stateLRU
 
 	// metaMu serialises creation of conversations and the import checkpoints.
 	metaMu sync.Mutex
 
 	// cache of token counts by content hash (bounded).
 	counts *countCache
-
-	// resolved caches conversation resolution: agent/session/key -> convID.
-	resolved sync.Map
 
 	// importMus serialises imports of one file: agent/path -> *sync.Mutex.
 	importMus sync.Map
@@ -59,9 +59,6 @@ type Engine struct {
 
 	// space caches the store filesystem's free space (space.go).
 	space spaceState
-
-	// asmCache bounds the cached assembled windows (asmcache.go).
-	asmCache asmLRU
 }
 
 var (

@@ -340,8 +340,8 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 		kname = "k:" + sessionKey
 	}
 	cacheKey := agent + "\x00" + sname + "\x00" + kname
-	if v, ok := e.resolved.Load(cacheKey); ok {
-		return v.(convID), nil
+	if c, ok := e.resolvedGet(cacheKey); ok {
+		return c, nil
 	}
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
@@ -398,15 +398,14 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 			return convID{}, err
 		}
 	}
-	e.resolved.Store(cacheKey, c)
+	e.resolvedPut(cacheKey, c) // with c's state, bounded (asmcache.go)
 	return c, nil
 }
 
 // addSessionID records sessionID on conversation c's record, under the
 // conversation's lock so that it does not race with ingest.
 func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
-	s := e.state(c)
-	s.mu.Lock()
+	s := e.lockLive(c)
 	defer s.mu.Unlock()
 	return e.db.Update(func(txn *badger.Txn) error {
 		var rec convRecord
@@ -426,6 +425,7 @@ func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 			return err
 		}
 		s.rec, s.loaded = rec, true
+		e.noteRecord(s)
 		return nil
 	})
 }

@@ -75,8 +75,6 @@ type recaller struct {
 	rebuildDone atomic.Int64
 	rebuildErr  error
 
-	names sync.Map // convID -> session display name
-
 	winKeys     sync.Map // convID -> *windowKeys
 	winKeyCount atomic.Int64
 }
@@ -716,8 +714,7 @@ func (e *Engine) recall(ctx context.Context, p core.AssembleParams, o RecallOpti
 // what the window shows of other conversations, or of messages the host
 // passed through, is excluded by text, see recall.)
 func (e *Engine) inContext(c convID) (uint64, map[string]bool) {
-	s := e.state(c)
-	s.asmMu.Lock()
+	s := e.lockWindow(c)
 	defer s.asmMu.Unlock()
 	from := uint64(1<<63 - 1)
 	for seq := range s.asmMsgs {
@@ -1009,11 +1006,8 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 // sessionName names a conversation for the model: its sessionKey, else its
 // latest session id.
 func (e *Engine) sessionName(txn *badger.Txn, c convID) string {
-	r := e.recaller()
-	if r != nil {
-		if v, ok := r.names.Load(c); ok {
-			return v.(string)
-		}
+	if name, ok := e.cachedName(c); ok {
+		return name
 	}
 	var rec convRecord
 	if err := getJSON(txn, convKey(c), &rec); err != nil {
@@ -1026,9 +1020,7 @@ func (e *Engine) sessionName(txn *badger.Txn, c convID) string {
 	if name == "" {
 		name = c.String()
 	}
-	if r != nil {
-		r.names.Store(c, name)
-	}
+	e.cacheName(c, name) // with c's state, bounded (asmcache.go)
 	return name
 }
 

@@ -1,6 +1,7 @@
 package lossless
 
 import (
+	"container/list"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -269,13 +270,18 @@ func getJSON(txn *badger.Txn, key []byte, v any) error {
 }
 
 // convState is the in-memory state of one conversation: its lock (held by
-// every write to it) and its record.
+// every write to it) and its record. It lives in a cache bounded in bytes
+// and may be evicted when idle (asmcache.go): lock it only through
+// lockLive, lockConv or lockWindow.
 type convState struct {
 	mu  sync.Mutex
 	id  convID
 	rec convRecord
 	// loaded is true once rec was read from the store.
 	loaded bool
+	// dead is set when the state was evicted (with mu and asmMu held): a
+	// goroutine that locked it looks the conversation up again.
+	dead bool
 
 	// asmMu guards the parsed messages and rendered summaries of the last
 	// assembled context, reused by the next Assemble (most of a context is
@@ -294,24 +300,23 @@ type convState struct {
 	// true while the turn runs (set by assemble, cleared by the commit).
 	lastBudget atomic.Int64
 	budgetOpen atomic.Bool
-}
 
-func (e *Engine) state(c convID) *convState {
-	e.convMu.Lock()
-	defer e.convMu.Unlock()
-	s, ok := e.convs[c]
-	if !ok {
-		s = &convState{id: c}
-		e.convs[c] = s
-	}
-	return s
+	// The cache's bookkeeping, guarded by Engine.convMu (asmcache.go):
+	// the state's element in the LRU list, its estimated cost in bytes and
+	// the parts of it from the window and the record, the resolution keys
+	// cached to it, and its display name (sessionName).
+	el       *list.Element
+	cost     int64
+	winBytes int64
+	recBytes int64
+	keys     []string
+	name     string
 }
 
 // lockConv locks conversation c and loads its record. The caller unlocks
 // s.mu.
 func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
-	s := e.state(c)
-	s.mu.Lock()
+	s := e.lockLive(c)
 	if !s.loaded {
 		err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, convKey(c), &s.rec) })
 		if err != nil {
@@ -319,6 +324,7 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 			return nil, err
 		}
 		s.loaded = true
+		e.noteRecord(s)
 	}
 	if err := ctx.Err(); err != nil {
 		s.mu.Unlock()

@@ -273,8 +273,7 @@ var errConvGone = errors.New("lossless: conversation already deleted")
 // conversation was written to since (an acknowledged ingest), nothing is
 // deleted and errConvChanged is returned.
 func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64) error {
-	s := e.state(c)
-	s.mu.Lock()
+	s := e.lockLive(c)
 	defer s.mu.Unlock()
 	var now convRecord
 	err := e.db.View(func(txn *badger.Txn) error {
@@ -362,14 +361,10 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	}
 	e.forgetIndexedConversation(now)
 	// Forget cached state: resolution entries and the conversation state.
-	e.resolved.Range(func(k, v any) bool {
-		if v.(convID) == c {
-			e.resolved.Delete(k)
-		}
-		return true
-	})
+	e.forgetResolved(c)
 	s.loaded = false
 	s.rec = convRecord{}
+	e.noteRecord(s)
 	s.asmMu.Lock()
 	s.asmMsgs, s.asmSums = nil, nil
 	s.asmMu.Unlock()

@@ -85,7 +85,7 @@ func TestRetention(t *testing.T) {
 		_ = txn.Delete(nameKey("a", "s:old"))
 		return txn.Delete(nameKey("a", "k:agent:a:old"))
 	})
-	e.resolved.Range(func(k, _ any) bool { e.resolved.Delete(k); return true })
+	e.forgetResolved(c)
 	res, err = e.Retain(ctx, time.Time{})
 	if err != nil || len(res.Deleted) != 1 || res.Deleted[0].Reason != "orphan" || res.Deleted[0].ID != c.String() {
 		t.Fatalf("orphan: %+v %v", res, err)
