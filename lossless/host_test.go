@@ -432,9 +432,27 @@ func TestCompactWithHostSummarizer(t *testing.T) {
 	if calls == 0 || !strings.Contains(res.Result.Summary, "HOST-SUMMARY") {
 		t.Fatalf("%d host calls; summary %q", calls, res.Result.Summary)
 	}
-	// Without the host's model (a background run) the extractive fallback
-	// answers, and nothing fails.
-	e.SetSummarizer(nil)
+	// Without the host's model (no llm.complete in the runtime context) the
+	// extractive fallback answers, and nothing fails.
+	for i := 40; i < 60; i++ {
+		p := commitParams("sess-1", fmt.Sprintf("adv-%d", i), i)
+		p.SessionKey, p.SessionTarget = hostKey, hostTarget
+		if _, err := e.CommitTurn(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := calls
+	res, err = e.Compact(ctx, core.CompactParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
+		SessionFile: hostKey, TokenBudget: 800, Force: true,
+		RuntimeContext: &core.RuntimeContext{Values: rc.Values}})
+	if err != nil || !res.OK || !res.Compacted {
+		t.Fatalf("compact without the host's model: %+v %v", res, err)
+	}
+	// (The new summary may condense the earlier host summaries, so their
+	// text can appear in it; the fallback's own sections must.)
+	if calls != before || !strings.Contains(res.Result.Summary, "Goal:") {
+		t.Fatalf("without the host's model: %d more host calls; summary %q", calls-before, res.Result.Summary)
+	}
 }
 
 func TestCommitTurnStartsCompaction(t *testing.T) {

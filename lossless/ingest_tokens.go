@@ -3,6 +3,7 @@ package lossless
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
 	"runtime"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
+	"github.com/pkoukk/tiktoken-go-loader/assets"
 
 	"github.com/lossless-engine/contextengine/core"
 )
@@ -45,16 +47,34 @@ var fastInst = &fastO200k{}
 // are loaded on first use, not at Open, so that opening a store stays
 // light.
 func newFastO200k() (core.TokenCounter, error) {
-	// The embedded asset must exist: check it once here, cheaply.
-	if _, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("does-not-exist"); err == nil {
-		return nil, fmt.Errorf("lossless: offline BPE loader misbehaves")
+	// The ranks are loaded on first use: check here, cheaply, that the
+	// asset they are loaded from is in the binary.
+	if err := checkBPEAsset(assets.Assets, o200kAsset); err != nil {
+		return nil, err
 	}
 	return fastInst, nil
 }
 
+// o200kAsset is the name of the o200k_base ranks in the offline loader's
+// embedded assets.
+const o200kAsset = "o200k_base.tiktoken"
+
+// checkBPEAsset reports an error unless fsys holds a non-empty file name
+// (it stats the file; it does not read it).
+func checkBPEAsset(fsys fs.FS, name string) error {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return fmt.Errorf("lossless: the embedded BPE ranks %s are missing from the build: %w", name, err)
+	}
+	if st.IsDir() || st.Size() == 0 {
+		return fmt.Errorf("lossless: the embedded BPE ranks %s are empty", name)
+	}
+	return nil
+}
+
 func (f *fastO200k) load() {
 	f.once.Do(func() {
-		ranks, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe("o200k_base.tiktoken")
+		ranks, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(o200kAsset)
 		if err != nil {
 			// The ranks are compiled into the binary: a failure is a build
 			// defect, as for core.DefaultCounter.
