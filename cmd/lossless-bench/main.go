@@ -16,13 +16,16 @@
 // name on each turn, and what the relevance gate lets recall inject:
 // recall@8, blocks without an evidence turn, unrelated prompts given a
 // block), lossless (import, compact, rotate, expand,
-// compare byte for byte) and footprint (heap, RSS, disk).
+// compare byte for byte) and footprint (heap, its peak during the bulk
+// load, RSS, disk). Only when named: sessions (one engine serving
+// --sessions conversations: heap at the end, assemble p99).
 //
 // Flags:
 //
 //	--sizes 10K,100K,1M     assemble history sizes (default 1K,5K,20K with no flag;
 //	                        the full run is --sizes 10K,100K,1M)
 //	--messages N            synthetic transcript length (default 5000)
+//	--sessions N            conversations of the sessions suite (default 10K)
 //	--transcripts FILE...   real session files to import and compact as well
 //	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture)
 //	--budget N              token budget (default 128000)
@@ -128,7 +131,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	fs.SetOutput(stderr)
 	var sizes, suites, transcripts, ks listFlag
 	fs.Var(&sizes, "sizes", "assemble history sizes in messages, comma-separated (e.g. 10K,100K,1M)")
-	fs.Var(&suites, "suite", "suites to run (repeatable or comma-separated): "+strings.Join(bench.Suites, ", "))
+	fs.Var(&suites, "suite", "suites to run (repeatable or comma-separated): "+strings.Join(bench.Suites, ", ")+"; only when named: "+strings.Join(bench.ExtraSuites, ", "))
 	fs.Var(&transcripts, "transcripts", "real session JSONL files to import and compact (repeatable or comma-separated; extra arguments are added too)")
 	fs.Var(&ks, "k", "recall cut-offs, comma-separated (default 5,8,10,25,50)")
 	locomoPath := fs.String("locomo", "", "LoCoMo JSON file for the recall suite (default: a small built-in synthetic fixture)")
@@ -138,6 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	budget := fs.Int("budget", 128000, "token budget")
 	messages := fs.String("messages", strconv.Itoa(defaultMessages), "synthetic transcript length in messages")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
+	sessions := fs.String("sessions", strconv.Itoa(bench.DefaultSessions), "conversations the sessions suite serves")
 	minScore := fs.Float64("recall-min-score", 0, "relevance gate threshold of the recall suite's gated figures (0: the engine's default; negative: no gate)")
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of the engine and of the exact legacy row: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate; the exact row then counts with o200k_base)")
@@ -178,6 +182,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	}
 	if cfg.Messages, err = parseCount(*messages); err != nil {
 		return usage(fmt.Errorf("--messages: %w", err))
+	}
+	if cfg.Sessions, err = parseCount(*sessions); err != nil {
+		return usage(fmt.Errorf("--sessions: %w", err))
 	}
 	if len(sizes) == 0 {
 		cfg.Sizes, cfg.LegacyMaxSize = defaultSizes, defaultLegacyMax

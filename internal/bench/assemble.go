@@ -50,6 +50,8 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	if fp != nil {
 		heapMB() // collect first, so the baseline is comparable
 		fp.RSSBaseline = rssMB()
+		stop := startHeapSampler() // the peak of the whole build
+		defer func() { fp.HeapPeakMB = stop() }()
 	}
 	e, err := cfg.Engine.Open(ctx, d, cfg.Budget)
 	if err != nil {

@@ -30,10 +30,15 @@ const (
 	SuiteRecall    = "recall"
 	SuiteLossless  = "lossless"
 	SuiteFootprint = "footprint"
+	SuiteSessions  = "sessions"
 )
 
 // Suites lists every suite in run order.
 var Suites = []string{SuiteIngest, SuiteAssemble, SuiteCompact, SuiteRecall, SuiteLossless, SuiteFootprint}
+
+// ExtraSuites run only when named (not in the default run): sessions
+// serves Config.Sessions conversations and takes minutes.
+var ExtraSuites = []string{SuiteSessions}
 
 // ErrUnknownSuite is returned by Config.Validate for a suite name not in
 // Suites.
@@ -117,6 +122,9 @@ type Config struct {
 	// LegacyMaxSize is the largest history the legacy assemble baseline is
 	// measured at: legacy needs the whole history in memory (default 200000).
 	LegacyMaxSize int
+	// Sessions is the conversations the sessions suite serves (default
+	// DefaultSessions).
+	Sessions int
 	// Transcripts are real session files to import and compact as well.
 	Transcripts []string
 	// LoCoMo is a LoCoMo-format file for the recall suite; empty means the
@@ -177,6 +185,9 @@ func (c Config) withDefaults() Config {
 	if c.LegacyMaxSize <= 0 {
 		c.LegacyMaxSize = 200000
 	}
+	if c.Sessions <= 0 {
+		c.Sessions = DefaultSessions
+	}
 	if c.TempDir == "" {
 		c.TempDir = os.TempDir()
 	}
@@ -189,7 +200,7 @@ func (c Config) withDefaults() Config {
 // Validate reports a configuration Run cannot use.
 func (c Config) Validate() error {
 	for _, s := range c.Suites {
-		if !slices.Contains(Suites, s) {
+		if !slices.Contains(Suites, s) && !slices.Contains(ExtraSuites, s) {
 			return fmt.Errorf("%w %q (want one of %s)", ErrUnknownSuite, s, strings.Join(Suites, ", "))
 		}
 	}
@@ -227,7 +238,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Meta: newMeta(cfg)}
 	start := time.Now()
 	has := func(s string) bool { return slices.Contains(cfg.Suites, s) }
-	for _, s := range Suites {
+	for _, s := range slices.Concat(Suites, ExtraSuites) {
 		if !has(s) {
 			continue
 		}
@@ -265,6 +276,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Lossless = &LosslessReport{LostOrAltered: -1}
 			err = r.lossless(ctx, rep.Lossless)
 			rep.Lossless.Error = errString(err)
+		case SuiteSessions:
+			rep.Sessions = &SessionsReport{}
+			err = r.sessions(ctx, rep.Sessions)
+			rep.Sessions.Error = errString(err)
 		case SuiteFootprint:
 			if rep.Footprint == nil { // not measured during assemble
 				rep.Footprint = &FootprintReport{}

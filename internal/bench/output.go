@@ -199,12 +199,14 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	if r := rep.Footprint; r != nil {
 		fmt.Fprintf(&b, "\nFOOTPRINT  after open: heap %.1f MB, RSS %.1f MB (%.1f MB before open)\n", r.HeapMBOpen, r.RSSMBOpen, r.RSSBaseline)
+		fmt.Fprintf(&b, "           live heap peak %.1f MB (the history's bulk load)\n", r.HeapPeakMB)
 		fmt.Fprintf(&b, "           at %d messages: heap %.1f MB, RSS %.1f MB (%.1f MB without mapped files); disk %.1f MB for %.1f MB of raw JSON (%.2fx)\n",
 			r.AtMessages, r.HeapMB, r.RSSMB, r.RSSAnonMB, float64(r.DiskBytes)/1e6, float64(r.RawJSON)/1e6, r.DiskRatio)
 	}
+	writeSessions(&b, rep.Sessions)
 	if len(m.SuiteWallS) > 0 {
 		b.WriteString("\nsuite wall time:")
-		for _, s := range Suites {
+		for _, s := range slices.Concat(Suites, ExtraSuites) {
 			if v, ok := m.SuiteWallS[s]; ok {
 				fmt.Fprintf(&b, " %s %.1fs", s, v)
 			}
@@ -283,7 +285,11 @@ func WriteGoBench(w io.Writer, rep *Report) error {
 		line("Lossless", r.Messages, fmt.Sprintf("%.0f", r.WallS*1e9/float64(max(r.Messages, 1))), "ns/op", r.LostOrAltered, "lost-or-altered")
 	}
 	if r := rep.Footprint; r != nil && r.AtMessages > 0 {
-		line("Footprint", r.AtMessages, fmt.Sprintf("%.2f", r.RSSMB), "rss-MB", fmt.Sprintf("%.2f", r.HeapMB), "heap-MB", fmt.Sprintf("%.3f", r.DiskRatio), "disk/raw")
+		line("Footprint", r.AtMessages, fmt.Sprintf("%.2f", r.RSSMB), "rss-MB", fmt.Sprintf("%.2f", r.HeapMB), "heap-MB", fmt.Sprintf("%.3f", r.DiskRatio), "disk/raw",
+			fmt.Sprintf("%.2f", r.HeapPeakMB), "heap-peak-MB")
+	}
+	if r := rep.Sessions; r != nil && r.Assembles > 0 {
+		line("Sessions", r.Conversations, goBenchSessions(r)...)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -12,6 +12,7 @@ type Report struct {
 	Recall    *RecallReport    `json:"recall,omitempty"`
 	Lossless  *LosslessReport  `json:"lossless,omitempty"`
 	Footprint *FootprintReport `json:"footprint,omitempty"`
+	Sessions  *SessionsReport  `json:"sessions,omitempty"`
 	// Errors lists the suites that failed, as "suite: error".
 	Errors []string `json:"errors,omitempty"`
 }
@@ -238,6 +239,12 @@ type FootprintReport struct {
 	HeapMBOpen float64 `json:"heap_mb_open"`
 	RSSMBOpen  float64 `json:"rss_mb_open"`
 	HeapMB     float64 `json:"heap_mb"`
+	// HeapPeakMB is the largest live heap of the suite (as each collection
+	// found it, sampled every 50 ms): the bulk load of the history, with
+	// Badger's compactions. Run alone (--suite footprint) it is the
+	// engine's; beside the assemble suite it also holds the benchmark's
+	// own data (the legacy baseline's copy of the history).
+	HeapPeakMB float64 `json:"heap_peak_mb"`
 	RSSMB      float64 `json:"rss_mb"`
 	// RSSAnonMB is the anonymous part of RSSMB (without mapped files).
 	RSSAnonMB   float64 `json:"rss_anon_mb"`
