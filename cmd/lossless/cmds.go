@@ -473,10 +473,10 @@ func cmdRetain() *command {
 	var dryRun bool
 	return &command{
 		name: "retain", args: "",
-		summary: "Delete conversations (of every agent) over --max-age-days (not updated since) or over --max-bytes-per-agent (oldest first), and orphans; --dry-run lists them only.",
+		summary: "Delete conversations (of every agent) whose last message is over --max-age-days old (by its own timestamp) or over --max-bytes-per-agent (oldest last message first), and orphans; --dry-run lists them only.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
-			fs.IntVar(&maxAgeDays, "max-age-days", 0, "delete conversations not updated for this many days (0: no age limit)")
-			fs.Int64Var(&maxBytes, "max-bytes-per-agent", 0, "delete an agent's least recently updated conversations while its stored bytes exceed this (0: no size limit; its most recent conversation is always kept)")
+			fs.IntVar(&maxAgeDays, "max-age-days", 0, "delete conversations whose last message is older than this many days, by the message's timestamp (else the last write) (0: no age limit)")
+			fs.Int64Var(&maxBytes, "max-bytes-per-agent", 0, "delete an agent's conversations with the oldest last message while its stored bytes exceed this (0: no size limit; its most recent conversation is always kept)")
 			fs.BoolVar(&dryRun, "dry-run", false, "list what would be deleted, delete nothing")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
