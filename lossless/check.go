@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 )
@@ -56,9 +58,15 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 			continue
 		}
 		conv := &Conversation{e: e, id: c, Agent: in.Agent}
-		seqs := make([]uint64, in.Messages)
-		for i := range seqs {
-			seqs[i] = uint64(i + 1)
+		var seqs []uint64 // in transcript order (reconcile.go)
+		err := e.db.View(func(txn *badger.Txn) error {
+			var err error
+			seqs, err = orderedSeqs(txn, c, in.Messages)
+			return err
+		})
+		if err != nil {
+			report(err)
+			continue
 		}
 		if err := dag.Check(ctx, conv, seqs); err != nil {
 			if errors.Is(err, context.Canceled) {

@@ -38,6 +38,10 @@
 //	'S' conv summaryId                -> summary (dag.Summary JSON)
 //	'E' conv fileTag(8) 'x' index(8)  -> seq(8)   transcript entry index -> message
 //	'E' conv fileTag(8) 'i' entryId   -> index(8) transcript entry id -> index
+//	'E' conv fileTag(8) 'o' index(8)  -> seq(8)   the previous read's map of a rewritten
+//	                                     file, kept until its reconciliation ends
+//	'O' conv seq(8)                   -> pos(8)   order position of a message a
+//	                                     reconciliation moved (reconcile.go)
 //	'F' agent 0x00 path               -> import checkpoint (JSON)
 //	'T' conv advancementKey           -> committed turn (commitTurn idempotency)
 //	'G' sub                           -> subagent record (mode, parent, TTL, state)

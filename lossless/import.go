@@ -65,6 +65,11 @@ type checkpoint struct {
 	PrefixHash string `json:"prefixHash,omitempty"`
 	TailStart  int64  `json:"tailStart"`
 	TailHash   string `json:"tailHash"`
+	// Reconcile is set while a read from the start into a conversation that
+	// held messages before is not reconciled yet (reconcile.go): the first
+	// sequence number the read may have appended. Such a checkpoint is not
+	// trusted; the next import reads the file again.
+	Reconcile uint64 `json:"reconcile,omitempty"`
 }
 
 // importBatch is the number of message entries counted and stored at once.
@@ -216,6 +221,8 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	var parseErrs []core.LineError
 	lastTail := cp.TailStart
 	var ch importChunk
+	var rs *reconcileState // set when the read must be reconciled (reconcile.go)
+	var last checkpoint
 	nmsg := 0
 	flush := func(offset int64, line, index int) error {
 		if err := ctx.Err(); err != nil {
@@ -235,9 +242,20 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 			conv = &Conversation{e: e, id: c, Agent: agent}
 			tag = fileTag(sessionID)
 			res.SessionID = sessionID
+			if !res.Resumed {
+				var err error
+				if rs, err = e.maybeReconcile(ctx, c, tag, cp.Reconcile); err != nil {
+					return err
+				}
+			}
 		}
 		if err := e.storeChunk(ctx, conv, tag, &ch, &res); err != nil {
 			return err
+		}
+		if rs != nil {
+			for i := range ch.ps {
+				rs.order = append(rs.order, ch.ps[i].seq)
+			}
 		}
 		ch.reset()
 		nmsg = 0
@@ -254,6 +272,10 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 		ncp := checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: offset, Line: line,
 			Index: index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash,
 			PrefixHash: hex.EncodeToString(prefix.Sum(nil))}
+		if rs != nil {
+			ncp.Reconcile = rs.from
+		}
+		last = ncp
 		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
 			return err
 		}
@@ -308,6 +330,15 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	if err := e.runImportPipeline(ctx, f, start, line, index, o, write); err != nil {
 		return res, err
 	}
+	if rs != nil {
+		if err := e.reconcile(ctx, conv.id, tag, rs, last.Index); err != nil {
+			return res, err
+		}
+		last.Reconcile = 0
+		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), last) }); err != nil {
+			return res, err
+		}
+	}
 	res.Malformed = append(parseErrs, res.Malformed...)
 	sort.Slice(res.Malformed, func(i, j int) bool { return res.Malformed[i].Line < res.Malformed[j].Line })
 	return res, nil
@@ -319,7 +350,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 // change), so that only the rest must be read. prefix is left holding the
 // hash of [0, cp.Offset) (reset when the checkpoint is not valid).
 func (e *Engine) checkpointValid(f *os.File, st os.FileInfo, cp checkpoint, prefix hash.Hash) bool {
-	if st.Size() < cp.Offset || cp.Offset <= 0 {
+	if st.Size() < cp.Offset || cp.Offset <= 0 || cp.Reconcile != 0 {
 		return false
 	}
 	if hashFirstLine(f) != cp.HeadHash {
@@ -447,7 +478,7 @@ func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [
 		return false, nil
 	}
 	firstKept := ent.Index
-	seqEnd := ^uint64(0)
+	posEnd := ^uint64(0)
 	err := e.db.View(func(txn *badger.Txn) error {
 		switch {
 		case ent.FirstKeptEntryID != "":
@@ -470,7 +501,11 @@ func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [
 				return fmt.Errorf("lossless: read entry map: %w", err)
 			}
 			if x, ok := getU64(v); ok {
-				seqEnd = x
+				// The first kept message's place in the conversation (a
+				// reconciled transcript may have moved it: reconcile.go).
+				if posEnd, err = orderPos(txn, conv.id, x); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -488,7 +523,7 @@ func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [
 			run = run[:0]
 			continue
 		}
-		if it.Ref.Seq >= seqEnd {
+		if it.Pos >= posEnd {
 			break
 		}
 		run = append(run, it)

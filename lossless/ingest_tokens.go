@@ -192,6 +192,9 @@ func (f *fastO200k) countParallel(ctx context.Context, r []rune) (int, error) {
 			defer wg.Done()
 			var pb []byte
 			for b := range batches {
+				if ctx.Err() != nil {
+					continue // cancelled: drain without counting
+				}
 				n := 0
 				for _, sp := range b {
 					n += f.spanTokens(r[sp.i:sp.end], &pb)

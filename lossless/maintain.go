@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -99,7 +102,7 @@ func (e *Engine) requestRewrite(ctx context.Context, rc *core.RuntimeContext, c 
 	if err := e.writeAliases(ctx, c, aliases); err != nil {
 		return core.MaintainResult{}, err
 	}
-	if err := e.db.Sync(); err != nil {
+	if err := e.syncAll(); err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
 	}
 	res, err := rc.RewriteTranscriptEntries(ctx, req)
@@ -239,4 +242,42 @@ func (e *Engine) writeAliases(ctx context.Context, c convID, aliases []alias) er
 		}
 		return nil
 	})
+}
+
+// syncAll makes everything written so far durable. Badger's DB.Sync syncs
+// the value log and the active memtable's write-ahead log only; a memtable
+// that filled up and waits to be flushed keeps its (memory-mapped) log
+// unsynced until the flush, so every *.mem and *.vlog file of the store is
+// fsynced as well (fsync on any descriptor of a file writes back its dirty
+// pages, those written through a mapping included).
+func (e *Engine) syncAll() error {
+	if err := e.db.Sync(); err != nil {
+		return err
+	}
+	if e.cfg.StoreDir == "" {
+		return nil
+	}
+	ents, err := os.ReadDir(e.cfg.StoreDir)
+	if err != nil {
+		return err
+	}
+	for _, ent := range ents {
+		name := ent.Name()
+		if !ent.Type().IsRegular() || (!strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog")) {
+			continue
+		}
+		f, err := os.Open(filepath.Join(e.cfg.StoreDir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // flushed and removed meanwhile: its data is in a synced table
+		}
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", name, err)
+		}
+	}
+	return nil
 }
