@@ -20,6 +20,7 @@ const (
 	CodeMethodNotFound       = -32601 // unknown method, or an optional method the engine lacks
 	CodeInvalidParams        = -32602 // params do not decode into the method's type
 	CodeInternalError        = -32603 // the engine panicked
+	CodeServerBusy           = -32001 // too many requests waiting (Options.MaxQueued): retry later
 	CodeServerNotInitialized = -32002 // a method before initialize
 	CodeRequestCancelled     = -32800 // the request was cancelled ($/cancelRequest)
 	CodeEngineError          = -32000 // the engine returned an error

@@ -29,6 +29,10 @@ const DefaultMaxLineBytes = 40 << 20
 // Options.MaxInFlight says otherwise.
 const DefaultMaxInFlight = 64
 
+// DefaultMaxQueued bounds the requests waiting for a slot unless
+// Options.MaxQueued says otherwise.
+const DefaultMaxQueued = 1024
+
 // Options tune Serve. The zero value is usable.
 type Options struct {
 	// ServerName and ServerVersion are reported by initialize.
@@ -41,6 +45,11 @@ type Options struct {
 	// MaxInFlight bounds the requests served at once; later ones wait in
 	// arrival order. 0 means DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxQueued bounds the requests waiting for a slot. A request beyond it
+	// is answered at once with CodeServerBusy (the client may retry); a
+	// notification beyond it (it has no answer) is dropped and logged.
+	// 0 means DefaultMaxQueued.
+	MaxQueued int
 	// Logf, when set, receives diagnostics (malformed lines, write errors).
 	// It must not write to Serve's writer.
 	Logf func(format string, args ...any)
@@ -85,6 +94,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, factory core.Factory, 
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
 	}
+	if opts.MaxQueued <= 0 {
+		opts.MaxQueued = DefaultMaxQueued
+	}
 	if opts.ServerName == "" {
 		opts.ServerName = "contextengine-bridge"
 	}
@@ -119,7 +131,7 @@ type server struct {
 	engine       core.Engine
 	inflight     map[string]context.CancelFunc
 	running      int      // requests being served (at most Options.MaxInFlight)
-	queue        []func() // requests waiting for a slot, in arrival order
+	queue        []queued // requests waiting for a slot, in arrival order
 	rollbacks    map[string]func(context.Context) error
 	nextRollback uint64
 	pending      map[string]chan Message
@@ -382,11 +394,28 @@ func (s *server) dispatchLine(line []byte) {
 			}
 			return
 		}
+		key := idKey(p.ID)
 		s.mu.Lock()
-		cancel := s.inflight[idKey(p.ID)]
+		cancel := s.inflight[key]
+		// A request still waiting for a slot is answered now, not when a
+		// slot frees up.
+		var dropped *queued
+		for i := range s.queue {
+			if s.queue[i].key == key {
+				q := s.queue[i]
+				dropped = &q
+				s.queue = append(s.queue[:i], s.queue[i+1:]...)
+				delete(s.inflight, key)
+				break
+			}
+		}
 		s.mu.Unlock()
 		if cancel != nil {
 			cancel()
+		}
+		if dropped != nil {
+			s.writeError(dropped.id, &Error{Code: CodeRequestCancelled, Message: "request cancelled before it started"})
+			s.wg.Done()
 		}
 		if m.IsRequest() {
 			s.writeResult(m.ID, nil)
@@ -427,19 +456,43 @@ func (s *server) dispatchLine(line []byte) {
 			}
 			s.respondCtx(ctx, m, release)
 		}
-		s.wg.Add(1)
 		s.mu.Lock()
 		if s.running >= s.opts.MaxInFlight {
+			if len(s.queue) >= s.opts.MaxQueued {
+				// Full: refuse now rather than hold the request in memory.
+				if key != "" {
+					delete(s.inflight, key)
+				}
+				s.mu.Unlock()
+				cancel()
+				if m.IsRequest() {
+					s.writeError(m.ID, &Error{Code: CodeServerBusy,
+						Message: fmt.Sprintf("server busy: %d requests running and %d waiting (the limits); retry later", s.opts.MaxInFlight, s.opts.MaxQueued)})
+				} else {
+					s.logf("bridge: notification %s dropped: %d requests running and %d waiting", m.Method, s.opts.MaxInFlight, s.opts.MaxQueued)
+				}
+				return
+			}
 			// Beyond the bound a request waits its turn (FIFO); the reader
 			// goes on, so host callback answers still arrive.
-			s.queue = append(s.queue, job)
+			s.wg.Add(1)
+			s.queue = append(s.queue, queued{key: key, id: m.ID, job: job})
 			s.mu.Unlock()
 			return
 		}
+		s.wg.Add(1)
 		s.running++
 		s.mu.Unlock()
 		go s.work(job)
 	}
+}
+
+// queued is a request waiting for a slot: its id (key is its inflight key,
+// "" for a notification) and the job that serves it.
+type queued struct {
+	key string
+	id  json.RawMessage
+	job func()
 }
 
 // work runs job, then the queued jobs, until the queue is empty.
@@ -450,8 +503,8 @@ func (s *server) work(job func()) {
 		s.mu.Lock()
 		job = nil
 		if len(s.queue) > 0 {
-			job = s.queue[0]
-			s.queue[0] = nil
+			job = s.queue[0].job
+			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
 		} else {
 			s.running--

@@ -884,6 +884,45 @@ func TestMaxInFlight(t *testing.T) {
 	}
 }
 
+// TestQueueBoundAndQueuedCancel: beyond Options.MaxQueued a request is
+// refused at once with CodeServerBusy (not held in memory), and a request
+// cancelled while it waits for a slot is answered at once, before any slot
+// frees up; the others are served as before.
+func TestQueueBoundAndQueuedCancel(t *testing.T) {
+	g := &gateEngine{release: make(chan struct{})}
+	c := startServer(t, Static(g), Options{MaxInFlight: 1, MaxQueued: 2})
+	c.initialize()
+	// The only slot waits on the host (and keeps waiting until the end).
+	_, ch1 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "a"}, CallbackLLMComplete)
+	h1 := c.nextHost()
+	id2, ch2 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "q2"})
+	_, ch3 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "q3"})
+	_, ch4 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "q4"})
+	if m := c.wait(ch4); m.Error == nil || m.Error.Code != CodeServerBusy {
+		t.Fatalf("third queued request with MaxQueued 2: %s, want code %d", m.Line, CodeServerBusy)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":` + id2 + `}}`)
+	if m := c.wait(ch2); m.Error == nil || m.Error.Code != CodeRequestCancelled {
+		t.Fatalf("queued request cancelled: %s, want code %d", m.Line, CodeRequestCancelled)
+	}
+	// The freed queue place takes a new request.
+	_, ch5 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "q5"})
+	c.send(`{"jsonrpc":"2.0","id":` + string(h1.ID) + `,"result":{"text":"one"}}`)
+	if m := c.wait(ch1); m.Error != nil {
+		t.Fatalf("running request: %s", m.Line)
+	}
+	close(g.release)
+	for i, ch := range []chan rawMsg{ch3, ch5} {
+		var r core.AssembleResult
+		if err := json.Unmarshal(c.wait(ch).Result, &r); err != nil || r.SystemPromptAddition != []string{"q3", "q5"}[i] {
+			t.Fatalf("queued request %d: %+v %v", i, r, err)
+		}
+	}
+	if n := g.peak.Load(); n != 1 {
+		t.Fatalf("%d requests ran at once, bound 1", n)
+	}
+}
+
 func TestLineLimit(t *testing.T) {
 	c := startServer(t, Static(newFake()), Options{MaxLineBytes: 1 << 10})
 	c.initialize()

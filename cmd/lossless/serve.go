@@ -19,7 +19,7 @@ import (
 func cmdServe() *command {
 	var stdioFlag bool
 	var timingPath string
-	var maxLine, maxInFlight int
+	var maxLine, maxInFlight, maxQueued int
 	return &command{
 		name: "serve", args: "--stdio",
 		summary: "Serve the engine over newline-delimited JSON-RPC 2.0 on stdin/stdout (used by the OpenClaw plugin).",
@@ -27,6 +27,7 @@ func cmdServe() *command {
 			fs.BoolVar(&stdioFlag, "stdio", false, "speak JSON-RPC on stdin/stdout (the only transport)")
 			fs.IntVar(&maxLine, "max-line-bytes", bridge.DefaultMaxLineBytes, "refuse a request line longer than this (a clear parse error; keep it above maxMessageBytes)")
 			fs.IntVar(&maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "requests served at once; later ones wait in order")
+			fs.IntVar(&maxQueued, "max-queued", bridge.DefaultMaxQueued, "requests waiting for a slot; beyond it a request is refused at once (server busy, retry)")
 			fs.StringVar(&timingPath, "timing", "", "append one JSON line per request served ({method, startMs, ms, ok}: the time inside the engine) to this file")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
@@ -43,7 +44,7 @@ func cmdServe() *command {
 				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf,
 				// lossless.Engine.AfterTurn stores p.NewMessages() and skips
 				// messages already stored.
-				AfterTurnNewMessagesOnly: true, MaxLineBytes: maxLine, MaxInFlight: maxInFlight}
+				AfterTurnNewMessagesOnly: true, MaxLineBytes: maxLine, MaxInFlight: maxInFlight, MaxQueued: maxQueued}
 			if timingPath != "" {
 				f, err := os.OpenFile(timingPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				if err != nil {
