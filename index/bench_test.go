@@ -190,9 +190,9 @@ func benchIndex(b *testing.B, n int) *Index {
 	if ix.NeedsRebuild() {
 		docs, _ := benchDocs(n)
 		ix.SetGeneration(gen)
-		if err := ix.Rebuild(context.Background(), func(yield func(Doc) bool) error {
+		if err := ix.Rebuild(context.Background(), func(_ context.Context, _ []byte, yield func(Doc, []byte) bool) error {
 			for _, d := range docs {
-				if !yield(d) {
+				if !yield(d, nil) {
 					break
 				}
 			}

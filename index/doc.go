@@ -11,8 +11,19 @@
 // NeedsRebuild; the engine then calls Rebuild with the store as source,
 // which reports progress and ends with a force merge (Compact). The
 // generation is written in the same Bleve batch as the docs added before
-// SetGeneration, so a crash never leaves a generation that claims docs the
-// index lacks. An index written by a newer FormatVersion is refused.
+// SetGeneration (or with them, AddGeneration), so a crash never leaves a
+// generation that claims docs the index lacks. An index written by a newer
+// FormatVersion is refused.
+//
+// # Rebuilding aside
+//
+// Rebuild builds the new index in a second directory while the old one
+// keeps serving searches (with what it holds) and indexing added docs,
+// which go to both; the new one is swapped in under a short lock at the
+// end. Searches never wait for a rebuild. Each rebuild batch is saved with
+// the position of its last doc in the source: a rebuild stopped by Close
+// (or a crash, if the store gained nothing the new index lacks) resumes
+// from there at the next Open instead of starting over.
 //
 // # Indexing off the ingest path
 //

@@ -50,6 +50,12 @@ const (
 var (
 	keyFormat = []byte("lossless_format")
 	keyGen    = []byte("lossless_generation")
+	// keyAsideGen and keyCursor are kept by an index being rebuilt aside
+	// (rebuild.go): the generation of the last mark indexed into it, and
+	// the rebuild's progress (docs read from the source, then the position
+	// of the last one).
+	keyAsideGen = []byte("lossless_aside_generation")
+	keyCursor   = []byte("lossless_rebuild_cursor")
 	// keyPersist is written by persist: a batch to wait for, changing nothing.
 	keyPersist = []byte("lossless_persist")
 )
@@ -132,6 +138,10 @@ type Options struct {
 	// message from the store, the source of truth), which keeps the index
 	// small and searches cheap.
 	StoreText bool
+	// BeforeBatch, when set, is called by the indexing goroutine before it
+	// indexes each batch of queued docs, outside every lock of the index
+	// (tests use it to hold indexing and so fill the queue).
+	BeforeBatch func()
 }
 
 func (o *Options) fill() {
@@ -153,21 +163,33 @@ func (o *Options) fill() {
 // kept beside the store and rebuildable from it. Docs are added to a queue
 // and indexed in batches by a background goroutine. All methods are safe
 // for concurrent use.
+//
+// On disk, dir holds the live Bleve index in one of two slots ("bleve",
+// "bleve.next"), named by the file "current" (missing: "bleve"). Rebuild
+// builds a new index in the other slot while the live one keeps serving,
+// then swaps them under a short lock (rebuild.go).
 type Index struct {
 	dir  string
 	opts Options
 
 	chat analysis.Analyzer
 
-	bmu sync.RWMutex // guards bi against a swap by Rebuild
-	bi  bleve.Index
+	// bmu guards bi, live, aside and appliedGen: searches and the worker's
+	// batches take it shared, a swap (Rebuild's last step) and Close
+	// exclusively.
+	bmu   sync.RWMutex
+	bi    bleve.Index
+	live  string // slot of bi
+	aside *asideIndex
+	// appliedGen is the generation of the last mark the worker applied
+	// (Options.Generation before any).
+	appliedGen uint64
 
 	mu           sync.Mutex
 	queue        []item
 	queueBytes   int    // text bytes of the docs in queue
 	enq, done    uint64 // docs enqueued / applied
 	enqI, doneI  uint64 // items (docs and generation marks) enqueued / applied
-	marks        int    // generation marks enqueued, not yet applied
 	progress     chan struct{}
 	wake         chan struct{}
 	wantGen      uint64
@@ -175,7 +197,10 @@ type Index struct {
 	closed       bool
 	needsRebuild bool
 	reason       string
-	prev         map[string]string // session → previous text (worker only)
+	rebuilding   bool               // a Rebuild call is running
+	stopRebuild  context.CancelFunc // stops it (Close)
+	rebuildEnded chan struct{}      // closed when it returns
+	prev         turnMemory         // worker only
 	dfs          dfCache
 
 	wg sync.WaitGroup
@@ -201,23 +226,46 @@ func Open(dir string, opts Options) (*Index, error) {
 	}
 	setBM25B(opts.BM25B)
 	ix := &Index{
-		dir:      dir,
-		opts:     opts,
-		progress: make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-		wantGen:  opts.Generation,
-		prev:     make(map[string]string),
+		dir:        dir,
+		opts:       opts,
+		progress:   make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+		wantGen:    opts.Generation,
+		appliedGen: opts.Generation,
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: open: %w", err)
 	}
+	live, err := readCurrent(dir)
+	corrupt := ""
+	if errors.Is(err, errBadCurrent) {
+		// Neither slot can be trusted: start from an empty index.
+		corrupt = "corrupt: " + err.Error()
+		for _, name := range []string{currentFile, slotA, slotB} {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return nil, fmt.Errorf("index: open: %w", err)
+			}
+		}
+		live, err = slotA, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ix.live = live
 	if err := ix.openBleve(); err != nil {
 		return nil, err
+	}
+	if corrupt != "" && ix.needsRebuild {
+		ix.reason = corrupt
 	}
 	ix.chat = ix.bi.Mapping().AnalyzerNamed(AnalyzerChat)
 	if ix.chat == nil {
 		ix.bi.Close()
 		return nil, errors.New("index: open: chat analyzer missing from mapping")
+	}
+	if err := ix.openAside(); err != nil {
+		ix.bi.Close()
+		return nil, err
 	}
 	ix.wg.Add(1)
 	go ix.worker()
@@ -232,7 +280,7 @@ func setBM25B(b float64) {
 	bm25Once.Unlock()
 }
 
-func (ix *Index) path() string { return filepath.Join(ix.dir, "bleve") }
+func (ix *Index) path() string { return filepath.Join(ix.dir, ix.live) }
 
 // openBleve opens or creates the bleve index and decides NeedsRebuild.
 func (ix *Index) openBleve() error {
@@ -448,8 +496,23 @@ func (ix *Index) Add(docs ...Doc) {
 	if len(docs) == 0 {
 		return
 	}
+	ix.enqueue(docs, 0, false)
+}
+
+// AddGeneration is Add followed by a generation mark, atomically in queue
+// order: the generation moves by delta (negative: back, never below 0)
+// from the one last set, and is recorded with these docs once they are
+// indexed (see SetGeneration). The caller keeps no count and holds no lock
+// of its own while Add waits for room in the queue.
+func (ix *Index) AddGeneration(delta int64, docs ...Doc) {
+	ix.enqueue(docs, delta, true)
+}
+
+// enqueue waits for room, then queues docs and, when mark, a generation
+// mark moved by delta, under one hold of mu.
+func (ix *Index) enqueue(docs []Doc, delta int64, mark bool) {
 	ix.mu.Lock()
-	for !ix.closed && ix.err == nil && (len(ix.queue) > ix.opts.MaxLag || ix.queueBytes > ix.opts.MaxLagBytes) {
+	for len(docs) > 0 && !ix.closed && ix.err == nil && (len(ix.queue) > ix.opts.MaxLag || ix.queueBytes > ix.opts.MaxLagBytes) {
 		ch := ix.progress
 		ix.mu.Unlock()
 		<-ch
@@ -465,6 +528,16 @@ func (ix *Index) Add(docs ...Doc) {
 	}
 	ix.enq += uint64(len(docs))
 	ix.enqI += uint64(len(docs))
+	if mark {
+		switch {
+		case delta >= 0:
+			ix.wantGen += uint64(delta)
+		default:
+			ix.wantGen -= min(uint64(-delta), ix.wantGen)
+		}
+		ix.queue = append(ix.queue, item{gen: ix.wantGen, isMark: true})
+		ix.enqI++
+	}
 	ix.mu.Unlock()
 	ix.signal()
 }
@@ -540,9 +613,17 @@ func (ix *Index) SetGeneration(gen uint64) {
 	ix.wantGen = gen
 	ix.queue = append(ix.queue, item{gen: gen, isMark: true})
 	ix.enqI++
-	ix.marks++
 	ix.mu.Unlock()
 	ix.signal()
+}
+
+// Generation returns the generation last set (SetGeneration, or
+// Options.Generation moved by every AddGeneration since): what the index
+// records once everything added so far is indexed.
+func (ix *Index) Generation() uint64 {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.wantGen
 }
 
 func (ix *Index) signal() {
@@ -616,6 +697,9 @@ func (ix *Index) worker() {
 		}
 		ix.mu.Unlock()
 
+		if ix.opts.BeforeBatch != nil {
+			ix.opts.BeforeBatch()
+		}
 		err := ix.apply(items)
 		ndocs := 0
 		for i := range items {
@@ -626,7 +710,6 @@ func (ix *Index) worker() {
 		ix.mu.Lock()
 		ix.done += uint64(ndocs)
 		ix.doneI += uint64(len(items))
-		ix.marks -= len(items) - ndocs
 		if err != nil && ix.err == nil {
 			ix.err = err
 		}
@@ -636,11 +719,15 @@ func (ix *Index) worker() {
 	}
 }
 
-// apply indexes one batch of items. A generation mark is not recorded
-// while the index needs a rebuild: the index lacks the store's older docs
-// (a rebuild that failed or was cancelled by Close, or one not started
-// yet), and recording the generation would make the next Open take it for
-// complete.
+// apply indexes one batch of items into the live index and, while a
+// rebuild builds one aside, into that one too (docs the worker indexes
+// after the rebuild's source was read are in the rebuilt index). A
+// generation mark is not recorded in the live index while it needs a
+// rebuild: it lacks the store's older docs (a rebuild that failed or was
+// cancelled by Close, or one not started yet), and recording the
+// generation would make the next Open take it for complete. In the aside
+// index it is recorded under keyAsideGen, which says which generation a
+// resumed rebuild may continue from.
 func (ix *Index) apply(items []item) error {
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
@@ -648,49 +735,85 @@ func (ix *Index) apply(items []item) error {
 	incomplete := ix.needsRebuild
 	ix.mu.Unlock()
 	b := ix.bi.NewBatch()
+	a := ix.aside
+	var ab *bleve.Batch
+	if a != nil && a.err == nil {
+		ab = a.bi.NewBatch()
+	}
 	for i := range items {
 		it := &items[i]
-		if it.isMark {
+		switch {
+		case it.isMark:
 			if !incomplete {
 				b.SetInternal(keyGen, genBytes(it.gen))
 			}
-			continue
-		}
-		if it.isDel {
+			if ab != nil {
+				ab.SetInternal(keyAsideGen, genBytes(it.gen))
+			}
+			ix.appliedGen = it.gen
+		case it.isDel:
 			b.Delete(it.doc.ID)
-			continue
-		}
-		if err := b.IndexAdvanced(ix.document(&it.doc)); err != nil {
-			return fmt.Errorf("index: batch: %w", err)
+			if ab != nil {
+				ab.Delete(it.doc.ID)
+				a.deleted[it.doc.ID] = struct{}{}
+			}
+		default:
+			cx := ix.prev.context(&it.doc)
+			if err := b.IndexAdvanced(ix.document(&it.doc, cx)); err != nil {
+				return fmt.Errorf("index: batch: %w", err)
+			}
+			if ab != nil {
+				if err := ab.IndexAdvanced(ix.document(&it.doc, cx)); err != nil {
+					return fmt.Errorf("index: batch: %w", err)
+				}
+				delete(a.deleted, it.doc.ID)
+			}
 		}
 	}
 	if err := ix.bi.Batch(b); err != nil {
 		return fmt.Errorf("index: batch: %w", err)
 	}
+	if ab != nil {
+		if err := a.bi.Batch(ab); err != nil {
+			a.err = fmt.Errorf("index: batch into the rebuilt index: %w", err)
+		}
+	}
 	return nil
 }
 
-// document builds the bleve document of d; the previous turn of the same
-// session (in Add order) is indexed as context. Called by one goroutine at
-// a time (the worker, or Rebuild while the worker is parked).
-func (ix *Index) document(d *Doc) *document.Document {
+// turnMemory remembers the last turn of each session, indexed as the
+// context of the next (see Doc.Context).
+type turnMemory struct{ m map[string]string }
+
+// context returns the context indexed with d (d.Context, else the
+// remembered previous turn of its session) and remembers d's text.
+func (t *turnMemory) context(d *Doc) string {
+	key := d.Agent + "\x00" + d.Session
+	cx := d.Context
+	if cx == "" {
+		cx = t.m[key]
+	}
+	if d.Kind != KindSummary {
+		if t.m == nil || len(t.m) >= maxPrevSessions {
+			t.m = make(map[string]string) // bounded memory; only context is lost
+		}
+		t.m[key] = clip(d.Text, maxCtxBytes)
+	}
+	return cx
+}
+
+// document builds the bleve document of d, with cx indexed as its context
+// (turnMemory.context). A document is indexed into one bleve index only:
+// Batch analyzes it in place.
+func (ix *Index) document(d *Doc, cx string) *document.Document {
 	doc := document.NewDocument(d.ID)
 	textOpts := bindex.IndexField
 	if ix.opts.StoreText {
 		textOpts |= bindex.StoreField
 	}
 	doc.AddField(document.NewTextFieldCustom(fText, nil, []byte(d.Text), textOpts, ix.chat))
-	key := d.Agent + "\x00" + d.Session
-	if d.Context != "" {
-		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(d.Context), bindex.IndexField, ix.chat))
-	} else if p := ix.prev[key]; p != "" {
-		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(p), bindex.IndexField, ix.chat))
-	}
-	if d.Kind != KindSummary {
-		if len(ix.prev) >= maxPrevSessions {
-			ix.prev = make(map[string]string) // bounded memory; only context is lost
-		}
-		ix.prev[key] = clip(d.Text, maxCtxBytes)
+	if cx != "" {
+		doc.AddField(document.NewTextFieldCustom(fCtx, nil, []byte(cx), bindex.IndexField, ix.chat))
 	}
 	kw := bindex.IndexField
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fAgent, nil, []byte(d.Agent), kw))
@@ -771,109 +894,6 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// Rebuild replaces the index with one built from source (the store: it
-// yields every message and summary, sessions in Seq order), reporting the
-// number of docs indexed so far to progress (may be nil) after each batch.
-// Docs added while it runs are indexed as well. On success the generation
-// last passed to SetGeneration (or Options.Generation) is recorded and
-// NeedsRebuild reports false.
-func (ix *Index) Rebuild(ctx context.Context, source func(yield func(Doc) bool) error, progress func(done int)) error {
-	if err := ix.Flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
-		// a sticky worker error is what a rebuild repairs; go on
-		if ctx.Err() != nil {
-			return err
-		}
-	}
-	ix.mu.Lock()
-	if ix.closed {
-		ix.mu.Unlock()
-		return ErrClosed
-	}
-	ix.needsRebuild, ix.reason = true, "rebuilding"
-	ix.mu.Unlock()
-
-	// Park the worker (it takes bmu.RLock per batch) and swap in an empty index.
-	ix.bmu.Lock()
-	ix.bi.Close()
-	if err := os.RemoveAll(ix.path()); err != nil {
-		ix.bmu.Unlock()
-		return fmt.Errorf("index: rebuild: %w", err)
-	}
-	bi, err := newBleve(ix.path())
-	if err != nil {
-		ix.bmu.Unlock()
-		return fmt.Errorf("index: rebuild: %w", err)
-	}
-	ix.bi = bi
-	ix.prev = make(map[string]string)
-	b := bi.NewBatch()
-	b.SetInternal(keyFormat, []byte(strconv.Itoa(FormatVersion)))
-	if err := bi.Batch(b); err != nil {
-		ix.bmu.Unlock()
-		return fmt.Errorf("index: rebuild: %w", err)
-	}
-	b.Reset()
-	n := 0
-	var ferr error
-	flush := func() bool {
-		if ferr = bi.Batch(b); ferr != nil {
-			ferr = fmt.Errorf("index: rebuild: %w", ferr)
-			return false
-		}
-		b.Reset()
-		if progress != nil {
-			progress(n)
-		}
-		return true
-	}
-	serr := source(func(d Doc) bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		if err := b.IndexAdvanced(ix.document(&d)); err != nil {
-			ferr = fmt.Errorf("index: rebuild: %w", err)
-			return false
-		}
-		n++
-		if b.Size() >= ix.opts.BatchSize {
-			return flush()
-		}
-		return true
-	})
-	if serr == nil && ferr == nil && ctx.Err() == nil {
-		// Complete: the generation is recorded here, unless a mark is still
-		// queued (docs added while the rebuild ran): the worker records it
-		// with those docs, once this returns.
-		ix.mu.Lock()
-		gen, queued := ix.wantGen, ix.marks > 0
-		ix.mu.Unlock()
-		if !queued {
-			b.SetInternal(keyGen, genBytes(gen))
-		}
-		if flush() {
-			ix.mu.Lock()
-			ix.needsRebuild, ix.reason = false, ""
-			ix.err = nil
-			ix.mu.Unlock()
-		}
-	}
-	ix.bmu.Unlock()
-	switch {
-	case serr != nil:
-		return fmt.Errorf("index: rebuild: source: %w", serr)
-	case ferr != nil:
-		return ferr
-	case ctx.Err() != nil:
-		return fmt.Errorf("index: rebuild: %w", ctx.Err())
-	}
-	// One segment after a bulk build: fewer term lookups per query. The
-	// index is complete already: a merge cut short by ctx is no failure.
-	if err := ix.Compact(ctx); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
-}
-
 // Compact merges the index's segments into one (scorch force merge), which
 // makes queries cheaper; Rebuild does it at the end. It blocks until done.
 func (ix *Index) Compact(ctx context.Context) error {
@@ -882,7 +902,12 @@ func (ix *Index) Compact(ctx context.Context) error {
 	if ix.isClosed() {
 		return ErrClosed
 	}
-	adv, err := ix.bi.Advanced()
+	return forceMerge(ctx, ix.bi)
+}
+
+// forceMerge merges bi's segments into one.
+func forceMerge(ctx context.Context, bi bleve.Index) error {
+	adv, err := bi.Advanced()
 	if err != nil {
 		return fmt.Errorf("index: compact: %w", err)
 	}
@@ -925,21 +950,36 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.closed = true
+	stop, ended := ix.stopRebuild, ix.rebuildEnded
 	ix.mu.Unlock()
+	if stop != nil {
+		// A running rebuild stops, saving its progress (it resumes at the
+		// next Open).
+		stop()
+		<-ended
+	}
 	ix.signal()
-	ix.wg.Wait()
+	ix.wg.Wait() // what is queued is indexed (into the aside index too)
 	ix.mu.Lock()
 	close(ix.progress)
 	ix.progress = make(chan struct{})
 	ix.mu.Unlock()
 	ix.bmu.Lock()
 	defer ix.bmu.Unlock()
-	perr := persist(ix.bi)
+	var errs []error
+	if a := ix.aside; a != nil {
+		if err := persist(a.bi); err != nil {
+			errs = append(errs, fmt.Errorf("index: close: persist the index being rebuilt: %w", err))
+		}
+		if err := a.bi.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("index: close the index being rebuilt: %w", err))
+		}
+	}
+	if err := persist(ix.bi); err != nil {
+		errs = append(errs, fmt.Errorf("index: close: persist: %w", err))
+	}
 	if err := ix.bi.Close(); err != nil {
-		return fmt.Errorf("index: close: %w", err)
+		errs = append(errs, fmt.Errorf("index: close: %w", err))
 	}
-	if perr != nil {
-		return fmt.Errorf("index: close: persist: %w", perr)
-	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -323,10 +324,22 @@ func TestMaxLagBytesBlocksAdd(t *testing.T) {
 	}
 }
 
-func source(docs []Doc) func(func(Doc) bool) error {
-	return func(yield func(Doc) bool) error {
-		for _, d := range docs {
-			if !yield(d) {
+// source yields docs, each at its index as position, from after a
+// position on.
+func source(docs []Doc) Source { return sourceHook(docs, nil) }
+
+// sourceHook is source calling hook(i) before yielding docs[i].
+func sourceHook(docs []Doc, hook func(i int)) Source {
+	return func(ctx context.Context, after []byte, yield func(Doc, []byte) bool) error {
+		from := 0
+		if len(after) == 8 {
+			from = int(binary.BigEndian.Uint64(after)) + 1
+		}
+		for i := from; i < len(docs); i++ {
+			if hook != nil {
+				hook(i)
+			}
+			if !yield(docs[i], binary.BigEndian.AppendUint64(nil, uint64(i))) {
 				return nil
 			}
 		}
@@ -402,7 +415,11 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 	ix.Close()
 
 	// Corrupt: overwrite every file of the index with garbage.
-	err := filepath.Walk(filepath.Join(dir, "bleve"), func(p string, fi os.FileInfo, err error) error {
+	live, err := readCurrent(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.Walk(filepath.Join(dir, live), func(p string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
 			return os.WriteFile(p, []byte("garbage, not an index"), 0o644)
 		}
@@ -419,10 +436,13 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 	ix.Close()
 
 	// Corrupt: truncated files.
-	entries, _ := os.ReadDir(filepath.Join(dir, "bleve"))
+	if live, err = readCurrent(dir); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, live))
 	for _, e := range entries {
 		if !e.IsDir() {
-			os.Truncate(filepath.Join(dir, "bleve", e.Name()), 3)
+			os.Truncate(filepath.Join(dir, live, e.Name()), 3)
 		}
 	}
 	ix = reopen(8)
@@ -432,8 +452,8 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 
 	// Incomplete: a rebuild whose source fails leaves a marker-less index.
 	boom := errors.New("store read failed")
-	err = ix.Rebuild(ctx, func(yield func(Doc) bool) error {
-		yield(docs[0])
+	err = ix.Rebuild(ctx, func(_ context.Context, _ []byte, yield func(Doc, []byte) bool) error {
+		yield(docs[0], []byte{0, 0, 0, 0, 0, 0, 0, 0})
 		return boom
 	}, nil)
 	if !errors.Is(err, boom) {
@@ -478,22 +498,16 @@ func TestRebuildWhileAdding(t *testing.T) {
 	// Live docs are added while the rebuild reads its source (after the
 	// swap to the new index): all of them are indexed once it ends.
 	done := make(chan struct{})
-	err := ix.Rebuild(ctx, func(yield func(Doc) bool) error {
-		for i, d := range docs {
-			if i == 100 {
-				go func() {
-					defer close(done)
-					for i := 0; i < 200; i++ {
-						ix.Add(msg("a", "live", uint64(i), fmt.Sprintf("live%d", i)))
-					}
-				}()
-			}
-			if !yield(d) {
-				return nil
-			}
+	err := ix.Rebuild(ctx, sourceHook(docs, func(i int) {
+		if i == 100 {
+			go func() {
+				defer close(done)
+				for i := 0; i < 200; i++ {
+					ix.Add(msg("a", "live", uint64(i), fmt.Sprintf("live%d", i)))
+				}
+			}()
 		}
-		return nil
-	}, nil)
+	}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,17 +589,11 @@ func TestInterruptedRebuildNotStamped(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	err = ix.Rebuild(ctx, func(yield func(Doc) bool) error {
-		for i, d := range docs {
-			if i == 120 {
-				cancel()
-			}
-			if !yield(d) {
-				return nil
-			}
+	err = ix.Rebuild(ctx, sourceHook(docs, func(i int) {
+		if i == 120 {
+			cancel()
 		}
-		return nil
-	}, nil)
+	}), nil)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled rebuild: %v", err)
 	}
@@ -605,18 +613,12 @@ func TestInterruptedRebuildNotStamped(t *testing.T) {
 	// Completed, with a generation set (and its doc added) while the
 	// rebuild runs: recorded with that doc after the rebuild.
 	all := append(docs, msg("a", "s", 300, "ingested after the interruption"))
-	err = ix.Rebuild(context.Background(), func(yield func(Doc) bool) error {
-		for i, d := range all {
-			if i == 100 {
-				ix.Add(msg("a", "s", 301, "ingested during the rebuild"))
-				ix.SetGeneration(302)
-			}
-			if !yield(d) {
-				return nil
-			}
+	err = ix.Rebuild(context.Background(), sourceHook(all, func(i int) {
+		if i == 250 { // after the point where the first run stopped
+			ix.Add(msg("a", "s", 301, "ingested during the rebuild"))
+			ix.SetGeneration(302)
 		}
-		return nil
-	}, nil)
+	}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

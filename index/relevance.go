@@ -79,11 +79,7 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agen
 	if ix.isClosed() {
 		return ErrClosed
 	}
-	adv, err := ix.bi.Advanced()
-	if err != nil {
-		return fmt.Errorf("index: recall: %w", err)
-	}
-	rd, err := adv.Reader()
+	rd, err := reader(ix.bi)
 	if err != nil {
 		return fmt.Errorf("index: recall: %w", err)
 	}
@@ -122,18 +118,12 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agen
 	}
 	present := make([]term, 0, len(terms))
 	idfs := make([]float64, 0, len(terms))
-	for _, t := range terms {
-		df, ok := ix.dfs.get(total, t)
-		if !ok {
-			tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
-			if err != nil {
-				return fmt.Errorf("index: recall: %w", err)
-			}
-			df = tfr.Count()
-			tfr.Close()
-			ix.dfs.put(t, df)
-		}
-		if df == 0 {
+	counts, err := ix.termDFs(ctx, func() (bindex.IndexReader, error) { return rd, nil }, total, terms)
+	if err != nil {
+		return fmt.Errorf("index: recall: %w", err)
+	}
+	for i, t := range terms {
+		if df := counts[i]; df == 0 {
 			idfs = append(idfs, idf1)
 		} else {
 			present = append(present, term{t, df})

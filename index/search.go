@@ -176,12 +176,53 @@ func (c *dfCache) get(total uint64, t string) (uint64, bool) {
 	return n, ok
 }
 
+// reset empties the cache (the index it describes was replaced).
+func (c *dfCache) reset() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}
+
 func (c *dfCache) put(t string, n uint64) {
 	c.mu.Lock()
 	if c.m != nil {
 		c.m[t] = n
 	}
 	c.mu.Unlock()
+}
+
+// reader opens a reader of bi's current snapshot (the caller closes it).
+func reader(bi bleve.Index) (bindex.IndexReader, error) {
+	adv, err := bi.Advanced()
+	if err != nil {
+		return nil, err
+	}
+	return adv.Reader()
+}
+
+// termDFs returns the document frequency of each of terms in the text
+// field of an index of total docs (0: absent), from the cache or, for those
+// it lacks, from the reader open returns (opened on the first miss).
+func (ix *Index) termDFs(ctx context.Context, open func() (bindex.IndexReader, error), total uint64, terms []string) ([]uint64, error) {
+	out := make([]uint64, len(terms))
+	for i, t := range terms {
+		n, ok := ix.dfs.get(total, t)
+		if !ok {
+			rd, err := open()
+			if err != nil {
+				return nil, err
+			}
+			tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
+			if err != nil {
+				return nil, err
+			}
+			n = tfr.Count()
+			tfr.Close()
+			ix.dfs.put(t, n)
+		}
+		out[i] = n
+	}
+	return out, nil
 }
 
 // pruneTerms keeps the terms worth searching, rarest first (bmu held);
@@ -198,35 +239,27 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) (out []string, 
 		t  string
 		df uint64
 	}
-	dfs := make([]tdf, 0, len(terms))
 	var rd bindex.IndexReader
 	defer func() {
 		if rd != nil {
 			rd.Close()
 		}
 	}()
-	for _, t := range terms {
-		n, ok := ix.dfs.get(total, t)
-		if !ok {
-			if rd == nil {
-				adv, err := ix.bi.Advanced()
-				if err != nil {
-					return nil, 0, fmt.Errorf("index: search: %w", err)
-				}
-				if rd, err = adv.Reader(); err != nil {
-					return nil, 0, fmt.Errorf("index: search: %w", err)
-				}
-			}
-			tfr, err := rd.TermFieldReader(ctx, []byte(t), fText, false, false, false)
-			if err != nil {
-				return nil, 0, fmt.Errorf("index: search: %w", err)
-			}
-			n = tfr.Count()
-			tfr.Close()
-			ix.dfs.put(t, n)
+	open := func() (bindex.IndexReader, error) {
+		var err error
+		if rd == nil {
+			rd, err = reader(ix.bi)
 		}
-		if n > 0 {
-			dfs = append(dfs, tdf{t, n})
+		return rd, err
+	}
+	counts, err := ix.termDFs(ctx, open, total, terms)
+	if err != nil {
+		return nil, 0, fmt.Errorf("index: search: %w", err)
+	}
+	dfs := make([]tdf, 0, len(terms))
+	for i, t := range terms {
+		if counts[i] > 0 {
+			dfs = append(dfs, tdf{t, counts[i]})
 		}
 	}
 	sort.SliceStable(dfs, func(i, j int) bool { return dfs[i].df < dfs[j].df })

@@ -785,8 +785,8 @@ func TestRecallIdempotentOverItsOutput(t *testing.T) {
 
 func TestIsRecallMessage(t *testing.T) {
 	e := openTest(t, withRecall)
-	m, n := e.renderRecall(context.Background(), nil, "", false, 1000, 1)
-	if n != 0 || !m.IsZero() {
+	m, n, err := e.renderRecall(context.Background(), nil, "", false, 1000, 1)
+	if err != nil || n != 0 || !m.IsZero() {
 		t.Fatal("rendered an empty recall")
 	}
 	gateFixture(t, e)
@@ -794,7 +794,9 @@ func TestIsRecallMessage(t *testing.T) {
 	if err != nil || len(items) == 0 {
 		t.Fatal(items, err)
 	}
-	m, _ = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000)
+	if m, _, err = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000); err != nil {
+		t.Fatal(err)
+	}
 	text := m.Text()
 	for name, c := range map[string]struct {
 		m    core.Message

@@ -177,9 +177,7 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
-	indexGen := r.gen
-	r.mu.Unlock()
+	indexGen := r.ix.Generation()
 	if gen != indexGen {
 		t.Fatalf("index generation %d, store %d: the next open would rebuild", indexGen, gen)
 	}
