@@ -231,7 +231,10 @@ func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *
 		return 0, err
 	}
 	cp.Imported += n
-	wb := e.db.NewWriteBatch()
+	wb, err := e.writeBatch()
+	if err != nil {
+		return 0, err
+	}
 	defer wb.Cancel()
 	for i := range ps {
 		v := make([]byte, 8, 8+len(ps[i].hash)+len(ids[i]))
@@ -250,15 +253,18 @@ func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *
 }
 
 func (e *Engine) saveHostCheckpoint(agent string, c convID, cp hostCheckpoint) error {
-	return e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, hostCheckKey(agent, c), cp) })
+	return e.update(func(txn *badger.Txn) error { return setJSON(txn, hostCheckKey(agent, c), cp) })
 }
 
 // dropHostMap forgets the cursor and entry map of conversation c's
 // host-kept transcript (the next sync reads it from the start).
 func (e *Engine) dropHostMap(ctx context.Context, agent string, c convID) error {
-	wb := e.db.NewWriteBatch()
+	wb, err := e.writeBatch()
+	if err != nil {
+		return err
+	}
 	defer wb.Cancel()
-	err := e.db.View(func(txn *badger.Txn) error {
+	err = e.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: hostEntryPrefix(c)})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

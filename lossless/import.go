@@ -276,7 +276,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 			ncp.Reconcile = rs.from
 		}
 		last = ncp
-		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
+		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
 			return err
 		}
 		res.Bytes = offset - start
@@ -335,7 +335,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 			return res, err
 		}
 		last.Reconcile = 0
-		if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), last) }); err != nil {
+		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), last) }); err != nil {
 			return res, err
 		}
 	}
@@ -435,7 +435,10 @@ func (e *Engine) storeChunk(ctx context.Context, conv *Conversation, tag [8]byte
 		res.Duplicates += len(ch.ps) - n
 	}
 	if len(ch.ps) > 0 || len(ch.ids) > 0 {
-		wb := e.db.NewWriteBatch()
+		wb, err := e.writeBatch()
+		if err != nil {
+			return err
+		}
 		defer wb.Cancel()
 		for i, p := range ch.ps {
 			var b [8]byte

@@ -347,7 +347,7 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	defer e.metaMu.Unlock()
 	var c convID
 	newID := false
-	err := e.db.Update(func(txn *badger.Txn) error {
+	err := e.update(func(txn *badger.Txn) error {
 		sc, sok, err := getConvName(txn, agent, sname)
 		if err != nil {
 			return err
@@ -407,7 +407,7 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 	s := e.lockLive(c)
 	defer s.mu.Unlock()
-	return e.db.Update(func(txn *badger.Txn) error {
+	return e.update(func(txn *badger.Txn) error {
 		var rec convRecord
 		if err := getJSON(txn, convKey(c), &rec); err != nil {
 			return err

@@ -227,7 +227,7 @@ func (e *Engine) writeAliases(ctx context.Context, c convID, aliases []alias) er
 		return err
 	}
 	defer s.mu.Unlock()
-	return e.db.Update(func(txn *badger.Txn) error {
+	return e.update(func(txn *badger.Txn) error {
 		for _, a := range aliases {
 			if _, err := txn.Get(hashKey(c, a.ref)); err == nil {
 				continue

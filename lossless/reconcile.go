@@ -124,7 +124,10 @@ func (e *Engine) beginReconcile(ctx context.Context, c convID, tag [8]byte, from
 		return st, err
 	}
 	// First attempt: copy the 'x' map to 'o'.
-	wb := e.db.NewWriteBatch()
+	wb, err := e.writeBatch()
+	if err != nil {
+		return nil, err
+	}
 	defer wb.Cancel()
 	err = e.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: entryMapPrefix(c, tag, 'x')})
@@ -173,6 +176,9 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 		if err := reconcileFault(); err != nil {
 			return err
 		}
+	}
+	if err := e.checkSpace(); err != nil {
+		return err
 	}
 	s, err := e.lockConv(ctx, c)
 	if err != nil {
@@ -441,7 +447,10 @@ func (e *Engine) dropPrefixFrom(ctx context.Context, prefix, seek []byte) error 
 	if err != nil {
 		return fmt.Errorf("lossless: reconcile: %w", err)
 	}
-	wb := e.db.NewWriteBatch()
+	wb, err := e.writeBatch()
+	if err != nil {
+		return err
+	}
 	defer wb.Cancel()
 	for i, k := range keys {
 		if i%1024 == 0 {

@@ -278,7 +278,7 @@ func TestReconcileRandomRewrites(t *testing.T) {
 				switch op := rng.IntN(4); {
 				case op == 0: // edit, same length when possible
 					lines[i] = bytes.Replace(lines[i], []byte(`"timestamp":`), []byte(fmt.Sprintf(`"edit":%d,"timestamp":`, uniq)), 1)
-				case op == 1 && bytes.Contains(lines[i], []byte(`"role":"user"`)) && i+2 < len(lines): // delete a round
+				case op == 1 && bytes.Contains(lines[i], []byte(`"id":"u`)) && i+2 < len(lines): // delete a round (user, call, result)
 					lines = append(lines[:i:i], lines[i+3:]...)
 				case op == 2 && bytes.Contains(lines[i], []byte(`"role":"user"`)): // insert before a round
 					ins := []byte(fmt.Sprintf(`{"type":"message","id":"x%d","message":{"role":"user","content":"inserted %d","timestamp":%d}}`, uniq, uniq, 1000+uniq))

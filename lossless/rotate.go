@@ -252,7 +252,7 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	rec := st.rec
 	rec.SessionIDs = append(append([]string(nil), rec.SessionIDs...), newID)
 	rec.Updated = time.Now().UnixMilli()
-	err = e.db.Update(func(txn *badger.Txn) error {
+	err = e.update(func(txn *badger.Txn) error {
 		if err := txn.Set(nameKey(agent, "s:"+newID), conv.id[:]); err != nil {
 			return fmt.Errorf("lossless: rotate: map session: %w", err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // ErrDiskFull is wrapped by the error of a write refused because the
@@ -18,6 +20,9 @@ import (
 // needs at least the space Badger may map for the next memtable and value
 // log file (spaceReserve).
 var ErrDiskFull = errors.New("lossless: disk full")
+
+// freeSpace reports a directory's free bytes (freeBytes; tests replace it).
+var freeSpace = freeBytes
 
 // spaceState caches the filesystem's free space for a second.
 type spaceState struct {
@@ -42,7 +47,7 @@ func (e *Engine) checkSpace() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.checked) > time.Second {
-		s.free, s.err = freeBytes(e.cfg.StoreDir)
+		s.free, s.err = freeSpace(e.cfg.StoreDir)
 		s.checked = time.Now()
 	}
 	if s.err != nil {
@@ -53,4 +58,23 @@ func (e *Engine) checkSpace() error {
 			ErrDiskFull, e.cfg.StoreDir, s.free>>20, need>>20)
 	}
 	return nil
+}
+
+// update is db.Update behind the free-space guard: every write of the
+// engine goes through it (or checks checkSpace itself before a write batch
+// or a write transaction), so a full disk is an ErrDiskFull error, never a
+// SIGBUS.
+func (e *Engine) update(fn func(txn *badger.Txn) error) error {
+	if err := e.checkSpace(); err != nil {
+		return err
+	}
+	return e.db.Update(fn)
+}
+
+// writeBatch is db.NewWriteBatch behind the free-space guard (see update).
+func (e *Engine) writeBatch() (*badger.WriteBatch, error) {
+	if err := e.checkSpace(); err != nil {
+		return nil, err
+	}
+	return e.db.NewWriteBatch(), nil
 }

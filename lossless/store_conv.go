@@ -258,7 +258,7 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 	}
 	defer st.mu.Unlock()
 	rec := st.rec
-	err = c.e.db.Update(func(txn *badger.Txn) error {
+	err = c.e.update(func(txn *badger.Txn) error {
 		if err := checkRange(txn, c.id, old); err != nil {
 			return err
 		}

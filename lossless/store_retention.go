@@ -299,7 +299,10 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	if err := e.unindexConversation(ctx, c); err != nil {
 		return err
 	}
-	wb := e.db.NewWriteBatch()
+	wb, err := e.writeBatch()
+	if err != nil {
+		return err
+	}
 	defer wb.Cancel()
 	// deleteWhere deletes the keys under prefix that match accepts (every
 	// key when match is nil; values are read only for match).
@@ -341,7 +344,10 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	// creates it afresh after, never names without a record.
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
-	last := e.db.NewWriteBatch()
+	last, err := e.writeBatch()
+	if err != nil {
+		return err
+	}
 	defer last.Cancel()
 	if err := deleteWhere(last, []byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }); err != nil {
 		return err

@@ -211,7 +211,7 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 		}
 		rec.SnapshotItems, rec.SnapshotTokens = n, tokens
 	}
-	err = e.db.Update(func(txn *badger.Txn) error {
+	err = e.update(func(txn *badger.Txn) error {
 		if err := setJSON(txn, subKey(sub), rec); err != nil {
 			return err
 		}
@@ -288,7 +288,7 @@ func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (
 	count := len(all)
 	for len(all) > 0 {
 		n := min(len(all), snapshotTxnItems)
-		err := e.db.Update(func(txn *badger.Txn) error {
+		err := e.update(func(txn *badger.Txn) error {
 			for _, x := range all[:n] {
 				if err := txn.Set(forkItemKey(sub, x.pos), x.v); err != nil {
 					return fmt.Errorf("lossless: prepare subagent: write snapshot: %w", err)
@@ -355,7 +355,7 @@ func (e *Engine) removeSub(ctx context.Context, sub subID, token string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("lossless: remove subagent: %w", err)
 		}
-		err = e.db.Update(func(txn *badger.Txn) error {
+		err = e.update(func(txn *badger.Txn) error {
 			for _, k := range keys {
 				if err := txn.Delete(k); err != nil {
 					return err
@@ -370,7 +370,7 @@ func (e *Engine) removeSub(ctx context.Context, sub subID, token string) error {
 	if !have {
 		return nil
 	}
-	return e.db.Update(func(txn *badger.Txn) error {
+	return e.update(func(txn *badger.Txn) error {
 		if rec.ChildSessionID != "" {
 			if err := txn.Delete(subAliasKey(rec.Agent, rec.ChildSessionID)); err != nil {
 				return fmt.Errorf("lossless: remove subagent: %w", err)
@@ -417,7 +417,7 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	default:
 		return fmt.Errorf("lossless: subagent ended: reason %q (want deleted, completed, swept or released): %w", p.Reason, ErrBadParams)
 	}
-	return e.db.Update(func(txn *badger.Txn) error {
+	return e.update(func(txn *badger.Txn) error {
 		rec, ok, err := getSub(txn, sub)
 		if err != nil || !ok {
 			return err
@@ -605,7 +605,7 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 	mu.Lock()
 	defer mu.Unlock()
 	now := time.Now().UnixMilli()
-	err = e.db.Update(func(txn *badger.Txn) error {
+	err = e.update(func(txn *badger.Txn) error {
 		cur, ok, err := getSub(txn, sub)
 		if err != nil || !ok {
 			found = false
