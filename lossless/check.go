@@ -57,6 +57,11 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 			report(fmt.Errorf("conversation id %q does not parse: %w", in.ID, ErrCorrupt))
 			continue
 		}
+		if in.Retiring {
+			// Not corruption: a deletion to finish (ErrRetiring).
+			report(retiringErr(c, sid))
+			continue
+		}
 		conv := &Conversation{e: e, id: c, Agent: in.Agent}
 		var seqs []uint64 // in transcript order (reconcile.go)
 		err := e.db.View(func(txn *badger.Txn) error {

@@ -76,6 +76,11 @@ type convRecord struct {
 	Summaries int64  `json:"summaries"`
 	// Tokens is the total token count of the stored messages.
 	Tokens int64 `json:"tokens"`
+	// Retiring is set, before anything is deleted, on a conversation a
+	// retention pass is deleting: a pass interrupted midway (Close, a
+	// crash) leaves it partly deleted, which reads then report as such
+	// (ErrRetiring) rather than as corruption, and the next pass finishes.
+	Retiring bool `json:"retiring,omitempty"`
 }
 
 func convKey(c convID) []byte { return append([]byte{pConv}, c[:]...) }
@@ -329,6 +334,10 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 	if err := ctx.Err(); err != nil {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("lossless: %w", err)
+	}
+	if s.rec.Retiring {
+		s.mu.Unlock()
+		return nil, retiringErr(c, "")
 	}
 	return s, nil
 }

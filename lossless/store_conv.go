@@ -441,6 +441,9 @@ type SessionInfo struct {
 	// neither carries one): when the conversation took place.
 	FirstMessage int64 `json:"firstMessage,omitempty"`
 	LastMessage  int64 `json:"lastMessage,omitempty"`
+	// Retiring is true for a conversation an interrupted retention pass
+	// left partly deleted (ErrRetiring); the next pass finishes it.
+	Retiring bool `json:"retiring,omitempty"`
 }
 
 // messageTimes returns the timestamps (Unix ms) of the first and the last
@@ -521,7 +524,7 @@ func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, err
 			out = append(out, SessionInfo{Agent: rec.Agent, ID: hex.EncodeToString(k[1:]),
 				SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
 				Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
-				FirstMessage: first, LastMessage: last})
+				FirstMessage: first, LastMessage: last, Retiring: rec.Retiring})
 		}
 		return nil
 	})
@@ -551,6 +554,9 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 		var rec convRecord
 		if err := getJSON(txn, convKey(conv.id), &rec); err != nil {
 			return fmt.Errorf("lossless: conversation %s: read record: %w", conv.id, err)
+		}
+		if rec.Retiring {
+			return retiringErr(conv.id, sessionID)
 		}
 		prefix := convPrefix(pMsg, conv.id)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})

@@ -14,10 +14,17 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
+// ErrRetiring is wrapped by the error of a read of, or a write to, a
+// conversation that an interrupted retention pass left partly deleted; the
+// next pass (lossless retain, or the engine's periodic one) finishes
+// deleting it.
+var ErrRetiring = errors.New("lossless: conversation is being deleted by retention")
+
 // RetentionResult reports one retention pass.
 type RetentionResult struct {
 	// Deleted lists the deleted conversations (hex ids) with the reason:
-	// "age", "size" or "orphan".
+	// "age", "size", "orphan", or "interrupted" (one a stopped pass had
+	// begun to delete).
 	Deleted []DeletedConversation `json:"deleted,omitempty"`
 	// Messages and Bytes are the totals of the deleted conversations.
 	Messages int64 `json:"messages"`
@@ -139,6 +146,8 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 	var kept []conv
 	for _, c := range convs {
 		switch {
+		case c.rec.Retiring:
+			err = del(c, "interrupted") // a pass stopped midway: finish it
 		case !mapped[c.id]:
 			err = del(c, "orphan")
 		case c.rec.Messages == 0 && nowMs-c.rec.Created > 24*3600*1000:
@@ -292,6 +301,15 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	if now.Updated != updated {
 		return errConvChanged
 	}
+	if !now.Retiring {
+		now.Retiring = true
+		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, convKey(c), now) }); err != nil {
+			return fmt.Errorf("lossless: retain: %w", err)
+		}
+		if s.loaded {
+			s.rec.Retiring = true
+		}
+	}
 	// The recall index's docs go first: found in the index itself, so that
 	// a pass interrupted midway (Close, a crash) leaves none behind; the
 	// next pass finds the conversation record (deleted last) and the docs
@@ -376,4 +394,11 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	s.asmMu.Unlock()
 	e.asmForget(s)
 	return nil
+}
+
+// retiringErr is the error of a read of, or a write to, conversation c
+// while it is being deleted by retention.
+func retiringErr(c convID, sessionID string) error {
+	return fmt.Errorf("lossless: session %q (conversation %s) is partly deleted by an interrupted retention pass; the next pass (lossless retain) finishes deleting it: %w",
+		sessionID, c, ErrRetiring)
 }

@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -321,5 +322,78 @@ func TestRetentionAfterInterruptedDeletion(t *testing.T) {
 	hits, err := r.ix.Search(ctx, index.Query{Agent: "main", Text: "zanzibarquokka", WaitForLag: true})
 	if err != nil || len(hits) != 0 {
 		t.Fatalf("search after retention: %d hits, %v", len(hits), err)
+	}
+}
+
+// TestInterruptedRetentionIsNotCorruption: a pass stopped after it began
+// deleting a conversation leaves the conversation marked, so reads and
+// writes say it is being deleted (ErrRetiring, not ErrCorrupt or a short
+// list), doctor's check says the same, and the next pass, whatever the
+// limits, finishes it; the session can then start afresh.
+func TestInterruptedRetentionIsNotCorruption(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	var msgs []core.Message
+	for i := 0; i < 300; i++ {
+		msgs = append(msgs, core.UserText(fmt.Sprintf("old note %d", i), int64(1_600_000_000_000+i)))
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "gone", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "kept", Messages: turn(1)}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.resolve(ctx, "main", "gone", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pass is stopped (its context cancelled) right after it decided;
+	// then half of the message keys go, as a flushed first batch would.
+	pctx, cancel := context.WithCancel(ctx)
+	retainBeforeDelete = cancel
+	t.Cleanup(func() { retainBeforeDelete = nil })
+	e.cfg.Retention.MaxAgeDays = 365
+	if _, err := e.Retain(pctx, time.Time{}); err == nil {
+		t.Fatal("a cancelled pass reported success")
+	}
+	retainBeforeDelete = nil
+	e.cfg.Retention.MaxAgeDays = 0
+	if err := e.db.Update(func(txn *badger.Txn) error {
+		for seq := uint64(1); seq <= 150; seq++ {
+			if err := txn.Delete(msgKey(c, seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = e.Messages(ctx, "", "gone", func(uint64, core.Message) error { return nil })
+	if !errors.Is(err, ErrRetiring) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("read of a conversation a stopped pass began deleting: %v, want ErrRetiring", err)
+	}
+	if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "gone", Message: core.UserText("new", 2_000_000_000_000)}); !errors.Is(err, ErrRetiring) {
+		t.Fatalf("write to it: %v, want ErrRetiring", err)
+	}
+	res, err := e.Check(ctx, false)
+	if err != nil || len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Problem, "interrupted retention") || strings.Contains(res.Problems[0].Problem, "invariant") {
+		t.Fatalf("check: %+v %v", res.Problems, err)
+	}
+	// No limit is set now: the next pass still finishes the deletion.
+	rr, err := e.Retain(ctx, time.Time{})
+	if err != nil || len(rr.Deleted) != 1 || rr.Deleted[0].Reason != "interrupted" {
+		t.Fatalf("next pass: %+v %v", rr, err)
+	}
+	if res, err := e.Check(ctx, false); err != nil || len(res.Problems) != 0 {
+		t.Fatalf("check after the pass: %+v %v", res.Problems, err)
+	}
+	if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "gone", Message: core.UserText("new", 2_000_000_000_000)}); err != nil {
+		t.Fatalf("the session afresh: %v", err)
+	}
+	if n := len(storedMessages(t, e, "", "gone")); n != 1 {
+		t.Fatalf("the session afresh holds %d messages, want 1", n)
+	}
+	if n := len(storedMessages(t, e, "", "kept")); n == 0 {
+		t.Fatal("the other conversation lost its messages")
 	}
 }
