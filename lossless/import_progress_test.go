@@ -17,7 +17,7 @@ func TestImportProgress(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	var b strings.Builder
 	b.WriteString(`{"type":"session","version":3,"id":"sess-progress","timestamp":"2026-11-30T20:00:00.000Z","cwd":"/w"}` + "\n")
-	filler := strings.Repeat("lorem ipsum ", 100)
+	filler := strings.Repeat("lorem ipsum ", 8)
 	for i := 0; i < 2000; i++ {
 		fmt.Fprintf(&b, `{"type":"message","message":{"role":"user","content":[{"type":"text","text":"message %d %s"}],"timestamp":%d}}`+"\n", i, filler, 1_700_000_000_000+i)
 	}
