@@ -87,7 +87,9 @@
 //
 // # Caveats
 //
-// Bleve keeps BM25's b in a package variable: Open sets it for every Bleve
-// index of the process. Text is not stored unless Options.StoreText: hits
+// Bleve keeps BM25's b in a package variable; the index never sets it: its
+// text and context terms are scored by its own BM25 term query (bm25.go)
+// with Options.BM25B, so other Bleve indexes in the process keep Bleve's
+// default. Text is not stored unless Options.StoreText: hits
 // carry ids, fields and scores, and the caller reads texts from its store.
 package index

@@ -17,7 +17,6 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/index/scorch/mergeplan"
 	"github.com/blevesearch/bleve/v2/mapping"
-	"github.com/blevesearch/bleve/v2/search"
 	bindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -129,9 +128,9 @@ type Options struct {
 	// indexed, so that a burst of long messages cannot hold unbounded
 	// memory: Add blocks while more is pending (default 64 MiB).
 	MaxLagBytes int
-	// BM25B is the BM25 length-normalisation parameter b (default 0.3).
-	// Note: bleve keeps it in a package variable, shared by every bleve
-	// index in the process.
+	// BM25B is the BM25 length-normalisation parameter b (default 0.3),
+	// applied by the index's own term scorer (bm25.go): Bleve's package
+	// variable search.BM25_b is never changed.
 	BM25B float64
 	// StoreText keeps Text in the index so that hits carry it. By default
 	// it is not stored (hits have an empty Text; the caller reads the
@@ -188,6 +187,7 @@ type Index struct {
 	mu           sync.Mutex
 	queue        []item
 	queueBytes   int    // text bytes of the docs in queue
+	waiting      int    // Add calls waiting for room
 	enq, done    uint64 // docs enqueued / applied
 	enqI, doneI  uint64 // items (docs and generation marks) enqueued / applied
 	progress     chan struct{}
@@ -224,7 +224,6 @@ func Open(dir string, opts Options) (*Index, error) {
 	if dir == "" {
 		return nil, errors.New("index: empty directory")
 	}
-	setBM25B(opts.BM25B)
 	ix := &Index{
 		dir:        dir,
 		opts:       opts,
@@ -270,14 +269,6 @@ func Open(dir string, opts Options) (*Index, error) {
 	ix.wg.Add(1)
 	go ix.worker()
 	return ix, nil
-}
-
-var bm25Once sync.Mutex
-
-func setBM25B(b float64) {
-	bm25Once.Lock()
-	search.BM25_b = b
-	bm25Once.Unlock()
 }
 
 func (ix *Index) path() string { return filepath.Join(ix.dir, ix.live) }
@@ -514,9 +505,11 @@ func (ix *Index) enqueue(docs []Doc, delta int64, mark bool) {
 	ix.mu.Lock()
 	for len(docs) > 0 && !ix.closed && ix.err == nil && (len(ix.queue) > ix.opts.MaxLag || ix.queueBytes > ix.opts.MaxLagBytes) {
 		ch := ix.progress
+		ix.waiting++
 		ix.mu.Unlock()
 		<-ch
 		ix.mu.Lock()
+		ix.waiting--
 	}
 	if ix.closed {
 		ix.mu.Unlock()
@@ -631,6 +624,13 @@ func (ix *Index) signal() {
 	case ix.wake <- struct{}{}:
 	default:
 	}
+}
+
+// Waiting returns the number of Add calls waiting for room in the queue.
+func (ix *Index) Waiting() int {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	return ix.waiting
 }
 
 // Lag returns the number of docs added but not yet searchable.

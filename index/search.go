@@ -300,14 +300,9 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 	}
 	should := make([]query.Query, 0, 2*len(terms))
 	for i, t := range terms {
-		tq := query.NewTermQuery(t)
-		tq.SetField(fText)
-		should = append(should, tq)
+		should = append(should, &bm25Query{term: t, field: fText, boost: 1, b: ix.opts.BM25B})
 		if ctxBoost > 0 && i < nctx {
-			cq := query.NewTermQuery(t)
-			cq.SetField(fCtx)
-			cq.SetBoost(ctxBoost)
-			should = append(should, cq)
+			should = append(should, &bm25Query{term: t, field: fCtx, boost: ctxBoost, b: ix.opts.BM25B})
 		}
 	}
 	bq := query.NewBooleanQuery(nil, should, nil)

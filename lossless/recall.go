@@ -202,12 +202,12 @@ func (e *Engine) recaller() *recaller {
 // Test hooks: indexMaxLag is index.Options.MaxLag (0: the index's
 // default), lowered to make ingest wait on a full queue; indexBatchHook is
 // index.Options.BeforeBatch (holds indexing); rebuildHook, when set, is
-// called before the rebuild reads each doc from the store (n: docs read by
-// this run so far).
+// called before the rebuild indexes each doc read from the store (ctx: the
+// rebuild's, ended by Close; n: docs read by this run so far).
 var (
 	indexMaxLag    = 0
 	indexBatchHook func()
-	rebuildHook    func(n int)
+	rebuildHook    func(ctx context.Context, n int)
 )
 
 func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index") }
@@ -259,7 +259,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 		source = func(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
 			n := 0
 			return e.indexSource(ctx, after, func(d index.Doc, pos []byte) bool {
-				hook(n)
+				hook(ctx, n)
 				n++
 				return yield(d, pos)
 			})

@@ -1,0 +1,355 @@
+package lossless
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// storeWithoutIndex fills a store with convs conversations of n messages
+// each and removes its recall index, so that the next Open rebuilds it.
+func storeWithoutIndex(t *testing.T, convs, n int) Config {
+	t.Helper()
+	ctx := context.Background()
+	cfg := testConfig(t.TempDir())
+	withRecall(&cfg)
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := 0; c < convs; c++ {
+		msgs := make([]core.Message, n)
+		for i := range msgs {
+			msgs[i] = core.UserText(fmt.Sprintf("history %d-%d about the deploy of service alpha", c, i), int64(c*n+i+1))
+		}
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: fmt.Sprint("old", c), SessionKey: fmt.Sprint("agent:main:old", c), Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(cfg.StoreDir, "index")); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// setHook sets a test hook for the test's duration.
+func setHook[T any](t *testing.T, v *T, h T) {
+	old := *v
+	*v = h
+	t.Cleanup(func() { *v = old })
+}
+
+// within runs f and fails the test if it has not returned after a minute
+// (a call blocked on a held rebuild or a held index queue never returns).
+func within(t *testing.T, what string, f func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("%s blocked", what)
+	}
+}
+
+// TestAssembleDuringRebuild: while the recall index is rebuilt (held
+// mid-way by a hook, so it provably still runs), Assemble with a 50 ms
+// deadline returns, recall searches what the old index holds (here a turn
+// ingested during the rebuild) and the details say the recall was partial.
+// Before the rebuild was built aside, the search waited for the index
+// lock the rebuild held: the call never returned while it was held.
+func TestAssembleDuringRebuild(t *testing.T) {
+	const holdAt = 500
+	cfg := storeWithoutIndex(t, 2, 1000)
+	held, release := make(chan struct{}), make(chan struct{})
+	setHook(t, &rebuildHook, func(ctx context.Context, n int) {
+		if n == holdAt {
+			close(held)
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	})
+	ctx := context.Background()
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	defer close(release)
+	<-held
+	ingestTurns(t, e, "b", "agent:main:b", "the wifi password is hunter2-orange", "noted")
+	within(t, "flush the index during the rebuild", func() error {
+		return e.recaller().ix.Flush(ctx)
+	})
+	p := core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: "what is the wifi password?"}
+	var res core.AssembleResult
+	var det AssembleDetails
+	// A loaded machine may stall a goroutine past 50 ms: a deadline error
+	// is retried; a blocked call fails the test.
+	for try := 0; ; try++ {
+		var err error
+		within(t, "assemble during the rebuild", func() error {
+			actx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			res, det, err = e.AssembleWithDetails(actx, p)
+			return nil
+		})
+		if err == nil && det.Recall.Status != RecallFailed {
+			break
+		}
+		if try == 2 || (err != nil && !errors.Is(err, context.DeadlineExceeded)) {
+			t.Fatalf("assemble during the rebuild: %v %+v", err, det)
+		}
+	}
+	if st := e.RecallStatus(); !st.Rebuilding || st.Rebuilt >= 2000 {
+		t.Fatalf("status %+v: the rebuild should still be held", st)
+	}
+	if !det.Recall.Partial || !strings.Contains(det.Recall.Reason, "being rebuilt") {
+		t.Fatalf("details %+v: want a partial recall", det)
+	}
+	if det.Recall.Status != RecallInjected || !strings.Contains(recallMessage(res), "hunter2-orange") {
+		t.Fatalf("recall from what the old index holds: %+v\n%s", det, recallMessage(res))
+	}
+	// Once the rebuild ends, the details say nothing of it.
+	release <- struct{}{}
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, det, err = e.AssembleWithDetails(ctx, p); err != nil || det.Recall.Partial || det.Recall.Status != RecallInjected {
+		t.Fatalf("after the rebuild: %+v %v", det, err)
+	}
+}
+
+// TestIngestHoldsNoEngineWideLock: an ingest into one conversation
+// completes while another conversation's lock is held; and an ingest
+// waiting for room in a full index queue holds no engine-wide lock: the
+// recall status and an assemble of another conversation complete
+// meanwhile. (The recall mutex ingest held while it waited made both
+// wait for the queue.)
+func TestIngestHoldsNoEngineWideLock(t *testing.T) {
+	setHook(t, &indexMaxLag, 2)
+	hold := make(chan struct{}, 1)     // a value: the next batch is held
+	entered := make(chan struct{}, 16) // the worker reached a held batch
+	release := make(chan struct{})
+	setHook(t, &indexBatchHook, func() {
+		select {
+		case <-hold:
+			entered <- struct{}{}
+			<-release
+		default:
+		}
+	})
+	e := openTest(t, withRecall)
+	var once sync.Once
+	unhold := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unhold) // before Close, which waits for the held batch
+	ctx := context.Background()
+	ingestTurns(t, e, "a", "agent:main:a", "first turn of a", "reply")
+	ingestTurns(t, e, "b", "agent:main:b", "the wifi password is hunter2-orange", "noted")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Another conversation's lock.
+	ca, err := e.lookup(ctx, "main", "a", "agent:main:a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.lockConv(ctx, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "ingest into b while a is locked", func() error {
+		_, err := e.Ingest(ctx, core.IngestParams{SessionID: "b", SessionKey: "agent:main:b", Message: core.UserText("b goes on", 10)})
+		return err
+	})
+	s.mu.Unlock()
+
+	// A full index queue: the worker holds one batch, the queue holds more
+	// than indexMaxLag docs, so the next ingest into a waits for room.
+	within(t, "flush the index", func() error { return e.recaller().ix.Flush(ctx) }) // nothing queued: the next batch is c's
+	hold <- struct{}{}
+	ingestTurns(t, e, "c", "agent:main:c", "held batch", "held too")
+	<-entered
+	within(t, "ingest into c with the worker held and room in the queue", func() error {
+		_, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "c", SessionKey: "agent:main:c", Messages: []core.Message{
+			core.UserText("queued one", 5), core.AssistantText("queued two", 6), core.UserText("queued three", 7)}})
+		return err
+	})
+	if lag := e.recaller().ix.Lag(); lag <= 2 {
+		t.Fatalf("lag %d: the queue should be over its bound", lag)
+	}
+	waiting := make(chan error, 1)
+	go func() {
+		_, err := e.Ingest(ctx, core.IngestParams{SessionID: "a", SessionKey: "agent:main:a", Message: core.UserText("a waits for the queue", 20)})
+		waiting <- err
+	}()
+	within(t, "the ingest into a reaching the full queue", func() error {
+		for e.recaller().ix.Waiting() == 0 {
+			select {
+			case err := <-waiting:
+				return fmt.Errorf("the ingest into a did not wait for the full queue: %v", err)
+			case <-time.After(time.Millisecond):
+			}
+		}
+		return nil
+	})
+	within(t, "recall status while an ingest waits for the queue", func() error {
+		if st := e.RecallStatus(); !st.Enabled {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
+	within(t, "assemble another conversation while an ingest waits for the queue", func() error {
+		res, det, err := e.AssembleWithDetails(ctx, core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: "what is the wifi password?"})
+		if err == nil && !strings.Contains(recallMessage(res), "hunter2-orange") {
+			err = fmt.Errorf("no recall: %+v", det)
+		}
+		return err
+	})
+	select {
+	case err := <-waiting:
+		t.Fatalf("the ingest into a did not wait for the full queue: %v", err)
+	default:
+	}
+	unhold()
+	within(t, "the ingest into a once the queue drains", func() error { return <-waiting })
+}
+
+// TestRecallRebuildResumes: a rebuild interrupted by Close resumes at the
+// next Open: the second run reads only the docs after those the first
+// indexed, and the index ends with every message exactly once.
+func TestRecallRebuildResumes(t *testing.T) {
+	const convs, per, stopAt = 3, 400, 700
+	cfg := storeWithoutIndex(t, convs, per)
+	reached := make(chan struct{})
+	setHook(t, &rebuildHook, func(ctx context.Context, n int) {
+		if n == stopAt {
+			close(reached)
+			<-ctx.Done() // Close stops the rebuild here
+		}
+	})
+	ctx := context.Background()
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	read := 0
+	setHook(t, &rebuildHook, func(context.Context, int) { read++ })
+	e, err = Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if read != convs*per-stopAt {
+		t.Fatalf("the resumed rebuild read %d docs, want the %d after the first run's %d", read, convs*per-stopAt, stopAt)
+	}
+	if st := e.RecallStatus(); st.Rebuilding || st.Rebuilt != convs*per || st.Error != "" {
+		t.Fatalf("status %+v", st)
+	}
+	r := e.recaller()
+	if n, err := r.ix.DocCount(); err != nil || n != convs*per {
+		t.Fatalf("%d docs (%v), want %d", n, err, convs*per)
+	}
+	for c := 0; c < convs; c++ {
+		id, err := e.lookup(ctx, "main", fmt.Sprint("old", c), fmt.Sprint("agent:main:old", c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := r.ix.ConversationDocIDs(ctx, id.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, d := range ids {
+			seen[d] = true
+		}
+		for seq := uint64(1); seq <= per; seq++ {
+			if !seen[messageDocID(id, seq)] {
+				t.Fatalf("conversation %d: message %d not indexed", c, seq)
+			}
+		}
+		if len(ids) != per || len(seen) != per {
+			t.Fatalf("conversation %d: %d docs, %d distinct, want %d", c, len(ids), len(seen), per)
+		}
+	}
+}
+
+// TestRenderRecallStoreError: a recalled item whose stored record cannot
+// be read fails the render with an error naming it (Assemble goes on
+// without the block and reports the failure); one the store no longer
+// holds is left out.
+func TestRenderRecallStoreError(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig(t.TempDir())
+	withRecall(&cfg)
+	e, err := Open(ctx, cfg) // not openTest: its invariant check would find the damage done here
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ingestTurns(t, e, "b", "agent:main:b", "the wifi password is hunter2-orange", "noted")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: "what is the wifi password?"}
+	items, err := e.Recall(ctx, p, 0)
+	if err != nil || len(items) == 0 {
+		t.Fatal(items, err)
+	}
+	var hit RecallItem
+	for _, it := range items {
+		if !it.Neighbour {
+			hit = it
+			break
+		}
+	}
+	c, _ := parseConvID(hit.Conversation)
+	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(msgKey(c, hit.Seq), []byte{0xff, 0x00, 0x13}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1); err == nil || !strings.Contains(err.Error(), hit.ID) {
+		t.Fatalf("render over a corrupt record: %v, want an error naming %s", err, hit.ID)
+	}
+	res, det, err := e.AssembleWithDetails(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if det.Recall.Status != RecallFailed || !strings.Contains(det.Recall.Reason, hit.ID) || recallMessage(res) != "" {
+		t.Fatalf("assemble over a corrupt record: %+v", det)
+	}
+
+	// Gone from the store (the index lags a deletion): left out, no error.
+	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(c, hit.Seq)) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1); err != nil {
+		t.Fatalf("render with a deleted record: %v", err)
+	}
+}
