@@ -236,7 +236,7 @@ func cmdAssemble() *command {
 			if err != nil {
 				return err
 			}
-			res, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
+			res, details, err := e.AssembleWithDetails(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
 				Messages: []core.Message{}, TokenBudget: budget, Prompt: prompt})
 			if err != nil {
 				return err
@@ -262,7 +262,7 @@ func cmdAssemble() *command {
 				return printJSON(c.io.out, map[string]any{"sessionId": session, "agent": agent, "budget": budget,
 					"estimatedTokens": res.EstimatedTokens, "messages": out,
 					"systemPromptAddition": res.SystemPromptAddition, "systemPromptAdditionTokens": addTokens,
-					"promptAuthority": res.PromptAuthority})
+					"promptAuthority": res.PromptAuthority, "recall": details.Recall})
 			}
 			w := bufio.NewWriter(c.io.out)
 			defer w.Flush()
@@ -271,6 +271,9 @@ func cmdAssemble() *command {
 				fmt.Fprintf(w, " of a %d budget", budget)
 			}
 			fmt.Fprintln(w)
+			if prompt != "" || details.Recall.Status != lossless.RecallNone {
+				fmt.Fprintln(w, recallLine(details.Recall))
+			}
 			if res.SystemPromptAddition != "" {
 				fmt.Fprintf(w, "\nsystemPromptAddition (%d tokens):\n%s\n", addTokens, indent(res.SystemPromptAddition))
 			}
@@ -285,6 +288,21 @@ func cmdAssemble() *command {
 			return nil
 		},
 	}
+}
+
+// recallLine says what recall did in an assemble, for people.
+func recallLine(r lossless.RecallReport) string {
+	line := "recall: " + r.Status
+	if r.Status == lossless.RecallInjected {
+		line += fmt.Sprintf(" (%d items)", r.Items)
+	}
+	if r.Reason != "" {
+		line += ": " + r.Reason
+	}
+	if r.Partial {
+		line += fmt.Sprintf(" [partial: the recall index is being rebuilt, %d docs so far]", r.Rebuilt)
+	}
+	return line
 }
 
 // describeMessage is a message's text for people: its text, tool calls and

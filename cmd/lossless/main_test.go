@@ -219,6 +219,17 @@ func TestImportStatsCompactExport(t *testing.T) {
 	}
 	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "150").
 		want(t, 0, "estimated tokens", "[0] ", "assistant (")
+	// With a prompt, assemble says what recall did (AssembleWithDetails).
+	r = runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "150", "--prompt", "question", "--json")
+	r.want(t, 0)
+	var asmRecall struct {
+		Recall struct{ Status string } `json:"recall"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &asmRecall); err != nil || asmRecall.Recall.Status == "" {
+		t.Fatalf("assemble --json without its recall report: %v\n%s", err, r.stdout)
+	}
+	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "150", "--prompt", "question").
+		want(t, 0, "recall: "+asmRecall.Recall.Status)
 
 	// compact, then expand the new summary back to the raw messages.
 	r = runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "300", "--force", "--json")
