@@ -31,7 +31,7 @@ const (
 // FormatVersion is the version of the index layout (mapping, analyzers,
 // fields). An index written with an older version is rebuilt; one written by
 // a newer version is refused with core.ErrFormatTooNew.
-const FormatVersion = 4
+const FormatVersion = 5 // 5: whole-identifier tokens from package ident (dashed words and non-ASCII chunks by their words only)
 
 // Field names in the bleve documents.
 const (
