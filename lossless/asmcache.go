@@ -27,7 +27,7 @@ import (
 // window.
 
 // DefaultAssembleCacheBytes is Config.AssembleCacheBytes's default.
-const DefaultAssembleCacheBytes = 64 << 20
+const DefaultAssembleCacheBytes = 32 << 20
 
 // Cost estimates of the cached state, in bytes.
 const (

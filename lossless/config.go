@@ -101,7 +101,7 @@ type Config struct {
 	// resolved to it and its display name. Beyond it the least recently
 	// used conversations are forgotten (their next use reads them from the
 	// store again), so memory stays flat however many sessions are served.
-	// Default 64 MiB (DefaultAssembleCacheBytes).
+	// Default 32 MiB (DefaultAssembleCacheBytes).
 	AssembleCacheBytes int64 `json:"assembleCacheBytes,omitempty"`
 	// ReadOnly opens the store for reading only (commands that only read
 	// use it): Badger maps nothing new and changes nothing, so it opens

@@ -155,7 +155,7 @@ func (badgerLogger) Debugf(string, ...any) {}
 
 func badgerOptions(cfg Config) badger.Options {
 	b := cfg.Badger
-	return badger.DefaultOptions(cfg.StoreDir).
+	opt := badger.DefaultOptions(cfg.StoreDir).
 		WithLogger(badgerLogger{}).
 		WithSyncWrites(cfg.SyncWrites).
 		WithMemTableSize(b.MemTableSize).
@@ -174,6 +174,14 @@ func badgerOptions(cfg Config) badger.Options {
 		// so a corrupt block is an error, never a silently short read.
 		WithChecksumVerificationMode(options.OnBlockRead).
 		WithReadOnly(cfg.ReadOnly)
+	// Every table of every level is BaseTableSize (2 MiB), not twice the
+	// size of the level above's: a compaction runs up to 8 + 5 table
+	// builders at once, each allocating twice its table's size on the Go
+	// heap, so with growing table sizes a bulk load's heap grew with the
+	// store (8 MiB tables at the bottom of a 1M-message store). Smaller
+	// bottom tables only mean more files.
+	opt.TableSizeMultiplier = 1
+	return opt
 }
 
 func openBadger(cfg Config) (*badger.DB, error) {
