@@ -172,7 +172,7 @@ func budgetWalk(ctx context.Context, txn *badger.Txn, prefix, seek []byte, avail
 		if err != nil {
 			return w, err
 		}
-		if flags&(flagHeartbeat|flagHidden) != 0 {
+		if flags&(flagHeartbeat|flagHidden|flagSuperseded) != 0 {
 			continue
 		}
 		if w.used+item.Tokens > avail {

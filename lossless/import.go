@@ -249,8 +249,23 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 				}
 			}
 		}
+		if rs != nil && ch.comp != nil {
+			// Applied after the reconciliation (reconcile.go); the entry's
+			// buffers belong to the pipeline's batch, so it is copied.
+			ent := *ch.comp
+			ent.Raw = bytes.Clone(ent.Raw)
+			ent.Details = bytes.Clone(ent.Details)
+			ent.Message = core.Message{}
+			rs.comps = append(rs.comps, ent)
+			ch.comp = nil
+		}
 		if err := e.storeChunk(ctx, conv, tag, &ch, &res); err != nil {
 			return err
+		}
+		if rs != nil && reconcileFault != nil {
+			if err := reconcileFault("stored"); err != nil {
+				return err
+			}
 		}
 		if rs != nil {
 			for i := range ch.ps {
@@ -333,6 +348,15 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	if rs != nil {
 		if err := e.reconcile(ctx, conv.id, tag, rs, last.Index); err != nil {
 			return res, err
+		}
+		for _, ent := range rs.comps {
+			ok, err := e.importCompaction(ctx, conv, tag, ent)
+			if err != nil {
+				return res, err
+			}
+			if ok {
+				res.Summaries++
+			}
 		}
 		last.Reconcile = 0
 		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), last) }); err != nil {

@@ -26,23 +26,29 @@ import (
 //     of its neighbours in the file, so an edited tool result still follows
 //     its call and precedes what came after it;
 //   - a message the previous read of the file held and this one does not
-//     (the old version of an edit, or a deleted entry) is hidden from the
-//     context (flagHidden: stored, exported and expandable as before, never
-//     assembled).
+//     (the old version of an edit, or a deleted entry) is left out of the
+//     context (flagSuperseded: stored, exported and expandable as before,
+//     never assembled), and shown again when a later read finds it again.
+//
+// The file's compaction entries are applied after the reconciliation, so
+// the ranges they summarize are in transcript order.
 //
 // A moved message's place in the conversation is recorded under 'O' (its
 // order position; a message never moved is at seq*posStep), so Check and a
 // re-imported compaction entry see the conversation in transcript order.
 //
 // Crash safety: before the first write of a rewrite import, the file's old
-// entry map is copied under 'E' conv tag 'o' and the checkpoint carries
-// Reconcile (the first sequence number the read may have appended). Until
-// the reconciliation ends and clears both, a checkpoint with Reconcile is
-// not trusted: the next import reads the file again and reconciles with the
-// saved map.
+// entry map is copied under 'E' conv tag 'o', then the first sequence
+// number the read may append is recorded under 'E' conv tag 'f'; the
+// checkpoints the read writes carry it too (Reconcile). Until the
+// reconciliation ends and drops them, a checkpoint with Reconcile is not
+// trusted: the next import reads the file again and reconciles with the
+// saved map and sequence number.
 
-// reconcileFault, set by tests, fails a reconciliation before it starts.
-var reconcileFault func() error
+// reconcileFault, set by tests, fails a rewrite import at a stage:
+// "stored" (after its first chunk is stored, before that chunk's
+// checkpoint) or "reconcile" (before the reconciliation starts).
+var reconcileFault func(stage string) error
 
 // pOrder is 'O' conv seq(8) -> pos(8): the order position of a message
 // placed out of sequence by a reconciliation.
@@ -72,58 +78,77 @@ type reconcileState struct {
 	from  uint64          // the conversation's NextSeq before the read
 	old   map[uint64]bool // seqs of the previous read of the file
 	order []uint64        // the file's message seqs, in file order
+	// comps are the file's compaction entries, applied after the
+	// reconciliation (their kept ranges are in transcript order then).
+	comps []core.Entry
 }
+
+// reconcileFromKey is 'E' conv tag 'f' -> seq(8): the first sequence
+// number a read of the file not yet reconciled may have appended. It is
+// written after the saved 'o' map is complete and before the read stores
+// anything, and dropped last by the reconciliation: when it exists, the
+// saved map is whole and from is right.
+func reconcileFromKey(c convID, tag [8]byte) []byte { return entryMapPrefix(c, tag, 'f') }
 
 // maybeReconcile returns the reconciliation state of a read from the start
 // into conversation c, or nil when there is nothing to reconcile (the
 // conversation held no message before and no interrupted reconciliation is
-// pending: every message is appended in file order).
+// pending: every message is appended in file order). pending is the
+// checkpoint's Reconcile.
 func (e *Engine) maybeReconcile(ctx context.Context, c convID, tag [8]byte, pending uint64) (*reconcileState, error) {
-	if pending == 0 {
-		s, err := e.lockConv(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		empty := s.rec.NextSeq <= 1
-		s.mu.Unlock()
-		if empty {
-			return nil, nil
-		}
-	}
-	return e.beginReconcile(ctx, c, tag, pending)
-}
-
-// beginReconcile prepares the reconciliation of a file read from the start
-// into conversation c: it saves the file's previous entry map under 'o'
-// (once: a saved map from an interrupted run is kept) and returns the
-// state. from is the first sequence number the read may append (kept from
-// an interrupted run).
-func (e *Engine) beginReconcile(ctx context.Context, c convID, tag [8]byte, from uint64) (*reconcileState, error) {
-	st := &reconcileState{from: from, old: map[uint64]bool{}}
-	if from == 0 {
-		s, err := e.lockConv(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		st.from = s.rec.NextSeq
-		s.mu.Unlock()
-	}
-	saved := false
+	var from uint64
 	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: entryMapPrefix(c, tag, 'o')})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			saved = true
-			if err := collectSeq(it.Item(), st.old); err != nil {
-				return err
-			}
+		v, err := getValue(txn, reconcileFromKey(c, tag))
+		if errors.Is(err, core.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var ok bool
+		if from, ok = getU64(v); !ok {
+			return fmt.Errorf("%w: reconcile record", errBadRecord)
 		}
 		return nil
 	})
-	if err != nil || saved {
+	if err != nil {
+		return nil, err
+	}
+	if from != 0 { // an interrupted run: its saved map and its from
+		st := &reconcileState{from: from, old: map[uint64]bool{}}
+		err := e.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: entryMapPrefix(c, tag, 'o')})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				if err := collectSeq(it.Item(), st.old); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		return st, err
 	}
-	// First attempt: copy the 'x' map to 'o'.
+	if pending != 0 {
+		// The reconciliation ran but its checkpoint was not cleared: moves
+		// and hides are done; running it again finds everything in place.
+		return &reconcileState{from: pending, old: map[uint64]bool{}}, nil
+	}
+	s, err := e.lockConv(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	next := s.rec.NextSeq
+	s.mu.Unlock()
+	if next <= 1 {
+		return nil, nil
+	}
+	return e.beginReconcile(ctx, c, tag, next)
+}
+
+// beginReconcile saves the file's previous entry map under 'o', then from
+// under 'f', and returns the state.
+func (e *Engine) beginReconcile(ctx context.Context, c convID, tag [8]byte, from uint64) (*reconcileState, error) {
+	st := &reconcileState{from: from, old: map[uint64]bool{}}
 	wb, err := e.writeBatch()
 	if err != nil {
 		return nil, err
@@ -133,6 +158,9 @@ func (e *Engine) beginReconcile(ctx context.Context, c convID, tag [8]byte, from
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: entryMapPrefix(c, tag, 'x')})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("lossless: reconcile: %w", err)
+			}
 			if err := collectSeq(it.Item(), st.old); err != nil {
 				return err
 			}
@@ -154,6 +182,11 @@ func (e *Engine) beginReconcile(ctx context.Context, c convID, tag [8]byte, from
 	if err := wb.Flush(); err != nil {
 		return nil, fmt.Errorf("lossless: save entry map: %w", err)
 	}
+	var fb [8]byte
+	putU64(fb[:], from)
+	if err := e.update(func(txn *badger.Txn) error { return txn.Set(reconcileFromKey(c, tag), fb[:]) }); err != nil {
+		return nil, fmt.Errorf("lossless: save reconcile record: %w", err)
+	}
 	return st, nil
 }
 
@@ -173,7 +206,7 @@ func collectSeq(kv *badger.Item, into map[uint64]bool) error {
 // indexes (at entries and above). It holds the conversation's lock.
 func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *reconcileState, entries int) error {
 	if reconcileFault != nil {
-		if err := reconcileFault(); err != nil {
+		if err := reconcileFault("reconcile"); err != nil {
 			return err
 		}
 	}
@@ -232,10 +265,17 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	for i, it := range items {
 		positions[i] = it.Pos
 	}
+	// A message the file holds twice (byte-identical entries are one
+	// stored message) takes its first place.
 	inFile := make(map[uint64]bool, len(st.order))
+	order := st.order[:0:0]
 	for _, seq := range st.order {
-		inFile[seq] = true
+		if !inFile[seq] {
+			inFile[seq] = true
+			order = append(order, seq)
+		}
 	}
+	st.order = order
 
 	type write struct {
 		key, val []byte
@@ -260,22 +300,35 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 		return nil
 	}
 
-	// Hide what the file no longer holds.
-	hidden := 0
+	// Leave out what the file no longer holds; bring back what it holds
+	// again (a deletion undone, a branch switched back).
+	hidden, shown := 0, 0
 	for seq := range st.old {
 		if inFile[seq] {
 			continue
 		}
 		pos, ok := cover[seq]
 		fl, raw := flags[pos]
-		if !ok || !raw || fl&flagHidden != 0 {
-			continue // summarized, or already hidden
+		if !ok || !raw || fl&flagSuperseded != 0 {
+			continue // summarized, or already left out
 		}
-		if err := setFlags(pos, fl|flagHidden); err != nil {
+		if err := setFlags(pos, fl|flagSuperseded); err != nil {
 			return err
 		}
-		flags[pos] = fl | flagHidden
+		flags[pos] = fl | flagSuperseded
 		hidden++
+	}
+	for _, seq := range st.order {
+		pos, ok := cover[seq]
+		fl, raw := flags[pos]
+		if !ok || !raw || fl&flagSuperseded == 0 {
+			continue
+		}
+		if err := setFlags(pos, fl&^flagSuperseded); err != nil {
+			return err
+		}
+		flags[pos] = fl &^ flagSuperseded
+		shown++
 	}
 
 	// Move the appended messages between their neighbours in the file.
@@ -423,8 +476,11 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	if err := e.dropPrefixFrom(ctx, entryMapPrefix(c, tag, 'x'), entryIndexKey(c, tag, entries)); err != nil {
 		return err
 	}
-	if hidden > 0 || moved > 0 {
-		slog.Info("lossless: rewritten transcript reconciled", "conversation", c.String(), "moved", moved, "hidden", hidden)
+	if err := e.update(func(txn *badger.Txn) error { return txn.Delete(reconcileFromKey(c, tag)) }); err != nil {
+		return fmt.Errorf("lossless: reconcile: %w", err)
+	}
+	if hidden > 0 || moved > 0 || shown > 0 {
+		slog.Info("lossless: rewritten transcript reconciled", "conversation", c.String(), "moved", moved, "hidden", hidden, "shown again", shown)
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/lossless-engine/contextengine/core"
 )
 
@@ -56,10 +58,19 @@ func jsonCompact(t *testing.T, b []byte) []byte {
 }
 
 // wantFileOrder asserts that the assembled context is exactly the file's
-// messages in file order (every tool result right after its call).
+// messages in file order (every tool result right after its call; a
+// message the file holds twice, byte for byte, is one stored message and
+// appears once, at its first place).
 func wantFileOrder(t *testing.T, e *Engine, session, path string) {
 	t.Helper()
-	want := fileMessages(t, path)
+	var want [][]byte
+	seen := map[msgHash]bool{}
+	for _, m := range fileMessages(t, path) {
+		if h := hashRaw(m); !seen[h] {
+			seen[h] = true
+			want = append(want, m)
+		}
+	}
 	got := assembledRaw(t, e, session)
 	if len(got) != len(want) {
 		t.Fatalf("assembled %d messages, the file has %d", len(got), len(want))
@@ -232,7 +243,12 @@ func TestReconcileResumesAfterInterruption(t *testing.T) {
 	lines[i] = bytes.Replace(lines[i], []byte("1234"), []byte("9999"), 1)
 	writeLines(t, path, lines, false)
 	boom := errors.New("injected fault")
-	reconcileFault = func() error { return boom }
+	reconcileFault = func(stage string) error {
+		if stage == "reconcile" {
+			return boom
+		}
+		return nil
+	}
 	_, err := e.Import(ctx, "", path)
 	reconcileFault = nil
 	if !errors.Is(err, boom) {
@@ -329,4 +345,156 @@ func newTestRand(t *testing.T) *rand.Rand {
 	}
 	t.Logf("seed %d (LOSSLESS_TEST_SEED=%d replays it)", seed, seed)
 	return rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// A deleted round that comes back (an undo, a branch switched back) is
+// shown again in its place.
+func TestReconcileDeletionUndone(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	lines := toolTranscript("sess-undo", 4)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	cut := append(append([][]byte{}, lines[:4]...), lines[7:]...) // round 1 deleted
+	writeLines(t, path, cut, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	wantFileOrder(t, e, "sess-undo", path)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	wantFileOrder(t, e, "sess-undo", path)
+}
+
+// The same new line twice in a rewrite is one message, in its first place;
+// the import completes and the next one resumes.
+func TestReconcileRepeatedNewLine(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	lines := toolTranscript("sess-rep", 4)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	ins := []byte(`{"type":"message","id":"x1","message":{"role":"user","content":"said twice","timestamp":50}}`)
+	next := append(append(append([][]byte{}, lines[:4]...), ins, ins), lines[4:]...)
+	writeLines(t, path, next, false)
+	if res, err := e.Import(ctx, "", path); err != nil || res.Imported != 1 {
+		t.Fatalf("rewrite with a repeated new line: %+v %v", res, err)
+	}
+	wantFileOrder(t, e, "sess-rep", path)
+	if res, err := e.Import(ctx, "", path); err != nil || !res.Resumed {
+		t.Fatalf("next import: %+v %v", res, err)
+	}
+}
+
+// A rewrite import stopped right after its first chunk was stored (before
+// any checkpoint of its own) is reconciled by the next import: the first
+// sequence number it appended was saved before it stored anything.
+func TestReconcileStoppedInFirstChunk(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	lines := toolTranscript("sess-stop", 6)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	i := 1 + 2*3 + 2
+	lines[i] = bytes.Replace(lines[i], []byte("1234"), []byte("7777"), 1)
+	writeLines(t, path, lines, false)
+	boom := errors.New("stopped")
+	reconcileFault = func(stage string) error {
+		if stage == "stored" {
+			return boom
+		}
+		return nil
+	}
+	_, err := e.Import(ctx, "", path)
+	reconcileFault = nil
+	if !errors.Is(err, boom) {
+		t.Fatalf("import stopped after its first chunk: %v", err)
+	}
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	wantFileOrder(t, e, "sess-stop", path)
+}
+
+// A compaction entry written with the rewrite summarizes the range in
+// transcript order: the edited message inside it is under the summary,
+// not after it.
+func TestReconcileCompactionAfterMoves(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	lines := toolTranscript("sess-cmp", 6)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	i := 1 + 1*3 + 2 // round 1's result
+	lines[i] = bytes.Replace(lines[i], []byte("1234"), []byte("8888"), 1)
+	lines = append(lines, []byte(`{"type":"compaction","id":"c1","summary":"rounds 0 to 2","firstKeptEntryId":"u03","tokensBefore":500,"timestamp":"2026-01-01T00:01:00Z"}`))
+	writeLines(t, path, lines, false)
+	if res, err := e.Import(ctx, "", path); err != nil || res.Summaries != 1 {
+		t.Fatalf("rewrite with a compaction entry: %+v %v", res, err)
+	}
+	got := assembledRaw(t, e, "sess-cmp")
+	if len(got) != 1+3*3 || !bytes.Contains(got[0], []byte("rounds 0 to 2")) || !bytes.Contains(got[1], []byte("question 03")) {
+		t.Fatalf("assembled (%d): %s", len(got), bytes.Join(got, []byte("\n")))
+	}
+	if res, err := e.Check(ctx, false); err != nil || len(res.Problems) > 0 {
+		t.Fatalf("check: %+v %v", res.Problems, err)
+	}
+}
+
+// Retention deletes a conversation's order records with it: the same
+// session imported again afresh is in order.
+func TestRetentionDropsOrderRecords(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	lines := toolTranscript("sess-ret", 4)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	lines[3] = bytes.Replace(lines[3], []byte("1234"), []byte("4444"), 1)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.resolve(ctx, "main", "sess-ret", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	countOrder := func() int {
+		n := 0
+		_ = e.db.View(func(txn *badger.Txn) error {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pOrder, c)})
+			defer it.Close()
+			for it.Rewind(); it.Valid(); it.Next() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	if countOrder() == 0 {
+		t.Fatal("the reconciliation recorded no order position")
+	}
+	e.cfg.Retention.MaxAgeDays = 1
+	if res, err := e.Retain(ctx, time.Now().AddDate(1, 0, 0)); err != nil || len(res.Deleted) != 1 {
+		t.Fatalf("retain: %+v %v", res, err)
+	}
+	if n := countOrder(); n != 0 {
+		t.Fatalf("%d order records left by retention", n)
+	}
 }

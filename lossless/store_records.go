@@ -35,6 +35,10 @@ const (
 	flagHeartbeat = 1 << 0 // the message was delivered with isHeartbeat
 	flagLarge     = 1 << 1 // represented in the context by a reference (see pLarge)
 	flagHidden    = 1 << 2 // never shown: thinking-only/empty assistant turn, excludeFromContext
+	// flagSuperseded (items only): the transcript no longer holds the
+	// message (the old version of an edit, a deleted entry: reconcile.go);
+	// left out of the context until a later read finds it again.
+	flagSuperseded = 1 << 3
 )
 
 const recordVersion = 1

@@ -40,7 +40,7 @@ type DeletedConversation struct {
 
 // conversation-scoped key prefixes: every key starting with one of them
 // followed by the conversation id belongs to that conversation.
-var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, 'T'}
+var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, pOrder, 'T'}
 
 // Retain applies Config.Retention (both limits are off by default) and
 // removes orphaned conversations:

@@ -275,7 +275,7 @@ func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (
 			if err != nil {
 				return err
 			}
-			if flags&(flagHeartbeat|flagHidden) == 0 {
+			if flags&(flagHeartbeat|flagHidden|flagSuperseded) == 0 {
 				tokens += item.Tokens
 			}
 			all = append(all, kv{pos, v})
