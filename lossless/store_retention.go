@@ -59,15 +59,17 @@ var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, pOrder, 'T
 // import checkpoints, in batches, under the conversation's lock; a crash
 // midway leaves a conversation that the next pass finishes deleting.
 func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, error) {
-	return e.retain(ctx, now, false)
+	return e.retain(ctx, now, false, false)
 }
 
 // RetainDryRun reports what Retain would delete at now, deleting nothing.
 func (e *Engine) RetainDryRun(ctx context.Context, now time.Time) (RetentionResult, error) {
-	return e.retain(ctx, now, true)
+	return e.retain(ctx, now, true, false)
 }
 
-func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (RetentionResult, error) {
+// retain is Retain (dry: RetainDryRun); with interruptedOnly it only
+// finishes the deletions a stopped pass began (whatever the limits).
+func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly bool) (RetentionResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return RetentionResult{}, err
@@ -148,6 +150,7 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 		switch {
 		case c.rec.Retiring:
 			err = del(c, "interrupted") // a pass stopped midway: finish it
+		case interruptedOnly:
 		case !mapped[c.id]:
 			err = del(c, "orphan")
 		case c.rec.Messages == 0 && nowMs-c.rec.Created > 24*3600*1000:
@@ -161,7 +164,7 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry bool) (Retention
 			return res, err
 		}
 	}
-	if limit := e.cfg.Retention.MaxBytesPerAgent; limit > 0 {
+	if limit := e.cfg.Retention.MaxBytesPerAgent; limit > 0 && !interruptedOnly {
 		byAgent := map[string][]conv{}
 		for _, c := range kept {
 			byAgent[c.rec.Agent] = append(byAgent[c.rec.Agent], c)
@@ -216,9 +219,13 @@ var (
 
 // startRetention starts the periodic retention pass when a limit is set
 // and the pass is not turned off (Config.Retention.IntervalMinutes -1).
+// Otherwise, when a stopped pass left a conversation partly deleted
+// (Retiring), one pass a retentionFirstDelay after Open finishes that
+// deletion and nothing else.
 func (e *Engine) startRetention() {
 	r := e.cfg.Retention
-	if (r.MaxAgeDays <= 0 && r.MaxBytesPerAgent <= 0) || r.IntervalMinutes < 0 {
+	interruptedOnly := (r.MaxAgeDays <= 0 && r.MaxBytesPerAgent <= 0) || r.IntervalMinutes < 0
+	if interruptedOnly && !e.anyRetiring() {
 		return
 	}
 	every := time.Duration(r.IntervalMinutes) * retentionUnit
@@ -242,7 +249,7 @@ func (e *Engine) startRetention() {
 				return
 			case <-t.C:
 			}
-			res, err := e.Retain(ctx, time.Time{})
+			res, err := e.retain(ctx, time.Time{}, false, interruptedOnly)
 			switch {
 			case err != nil && ctx.Err() == nil:
 				slog.Warn("lossless: retention pass failed", "err", err)
@@ -250,9 +257,30 @@ func (e *Engine) startRetention() {
 				slog.Info("lossless: retention deleted conversations", "conversations", len(res.Deleted),
 					"messages", res.Messages, "bytes", res.Bytes)
 			}
+			if interruptedOnly {
+				return
+			}
 			t.Reset(every)
 		}
 	}(e.retention)
+}
+
+// anyRetiring reports whether a conversation is marked Retiring (a stopped
+// retention pass left it partly deleted).
+func (e *Engine) anyRetiring() bool {
+	found := false
+	_ = e.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
+		defer it.Close()
+		for it.Rewind(); it.Valid() && !found; it.Next() {
+			_ = it.Item().Value(func(v []byte) error {
+				found = bytes.Contains(v, []byte(`"retiring":true`))
+				return nil
+			})
+		}
+		return nil
+	})
+	return found
 }
 
 // stopRetention stops the periodic pass and waits for a pass in progress

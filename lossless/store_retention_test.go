@@ -397,3 +397,66 @@ func TestInterruptedRetentionIsNotCorruption(t *testing.T) {
 		t.Fatal("the other conversation lost its messages")
 	}
 }
+
+// TestOpenFinishesInterruptedRetention: with no retention limit set, an
+// engine opened on a store where a stopped pass left a conversation partly
+// deleted finishes that deletion on its own (and deletes nothing else).
+func TestOpenFinishesInterruptedRetention(t *testing.T) {
+	oldFirst := retentionFirstDelay
+	retentionFirstDelay = 20 * time.Millisecond
+	t.Cleanup(func() { retentionFirstDelay = oldFirst })
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := testConfig(dir)
+	e, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"gone", "kept", "orphan-to-be"} {
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: s, Messages: turn(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := e.resolve(ctx, "main", "gone", "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A pass marks "gone" and is stopped before it deletes anything.
+	if err := e.db.Update(func(txn *badger.Txn) error {
+		var rec convRecord
+		if err := getJSON(txn, convKey(c), &rec); err != nil {
+			return err
+		}
+		rec.Retiring = true
+		return setJSON(txn, convKey(c), rec)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e2, err := Open(ctx, cfg) // no limit set
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e2.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		infos, err := e2.Sessions(ctx, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(infos) == 2 {
+			for _, in := range infos {
+				if in.SessionIDs[0] == "gone" {
+					t.Fatalf("the wrong conversation was deleted: %+v", infos)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the interrupted deletion was not finished within 30 s: %d conversations", len(infos))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
