@@ -126,7 +126,9 @@ type Options struct {
 	MaxLag int
 	// MaxLagBytes bounds the text (Text plus Context) waiting to be
 	// indexed, so that a burst of long messages cannot hold unbounded
-	// memory: Add blocks while more is pending (default 64 MiB).
+	// memory: Add blocks while more is pending (default 16 MiB: a queued
+	// doc costs about 1.3 times its text on the heap, so 64 MiB let a bulk
+	// load hold some 80 MB of queue).
 	MaxLagBytes int
 	// BM25B is the BM25 length-normalisation parameter b (default 0.3),
 	// applied by the index's own term scorer (bm25.go): Bleve's package
@@ -151,7 +153,7 @@ func (o *Options) fill() {
 		o.MaxLag = 100_000
 	}
 	if o.MaxLagBytes <= 0 {
-		o.MaxLagBytes = 64 << 20
+		o.MaxLagBytes = 16 << 20
 	}
 	if o.BM25B <= 0 {
 		o.BM25B = 0.3

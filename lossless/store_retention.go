@@ -311,7 +311,12 @@ var errConvGone = errors.New("lossless: conversation already deleted")
 // deleted and errConvChanged is returned.
 func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64) error {
 	s := e.lockLive(c)
-	defer s.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
 	var now convRecord
 	err := e.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(convKey(c))
@@ -387,9 +392,16 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	}
 	// Names, checkpoints and the record go together, under metaMu: a
 	// session resolved meanwhile either finds the conversation whole or
-	// creates it afresh after, never names without a record.
+	// creates it afresh after, never names without a record. metaMu comes
+	// before a conversation's lock (resolve's order: it takes metaMu, then
+	// the lock in addSessionID), so the lock is let go and taken again;
+	// meanwhile the Retiring mark keeps every writer out.
+	s.mu.Unlock()
+	locked = false
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
+	s = e.lockLive(c)
+	locked = true
 	last, err := e.writeBatch()
 	if err != nil {
 		return err

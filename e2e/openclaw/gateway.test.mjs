@@ -341,9 +341,16 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
       "the model server had to report a context overflow",
     );
     assert.ok(S.summaryRequestSeq != null, `no request of the long session held a ${SUMMARY_OPEN} block`);
-    const longReqs = S.requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes("LONG-TURN-"));
-    const after = longReqs.filter((r) => r.seq >= S.summaryRequestSeq);
-    assert.ok(after.every((r) => summaryIds(r).length > 0), "a long-session request after the first summary lost it");
+    // The long session's requests: a user message of its own (not a recall
+    // block of another session's request quoting it) names a long turn.
+    const ownLong = (m) => m.role === "user" && /LONG-TURN-\d\d-MARKER/.test(contentText(m.content)) && !contentText(m.content).includes(RECALL_OPEN);
+    const longReqs = S.requests.filter((r) => (r.body?.messages ?? []).some(ownLong));
+    const lost = longReqs.filter((r) => r.seq >= S.summaryRequestSeq && summaryIds(r).length === 0);
+    assert.deepEqual(
+      lost.map((r) => `request ${r.seq}: ${(r.body?.messages ?? []).map((m) => `${m.role}: ${contentText(m.content).slice(0, 80)}`).join(" | ").slice(0, 600)}`),
+      [],
+      "a long-session request after the first summary lost it",
+    );
   });
 
   test("f. compact returns a finite tokensAfter (overflow recovery and any other compact call)", () => {
