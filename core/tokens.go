@@ -69,6 +69,17 @@ func NewTiktoken(encoding string) (TokenCounter, error) {
 	return c, nil
 }
 
+// CheckCounterName returns the error NewCounter would give for an unknown
+// name, without loading anything (NewCounter loads and keeps the encoding's
+// ranks, some 20 MB, for the life of the process).
+func CheckCounterName(name string) error {
+	switch name {
+	case CounterChars4, "", EncodingO200k, EncodingCL100k:
+		return nil
+	}
+	return fmt.Errorf("core: unknown token encoding %q (want %s or %s)", name, EncodingO200k, EncodingCL100k)
+}
+
 // NewCounter returns the counter named name: an encoding for NewTiktoken, or
 // CounterChars4.
 func NewCounter(name string) (TokenCounter, error) {

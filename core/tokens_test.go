@@ -188,3 +188,20 @@ func BenchmarkCountMessage(b *testing.B) {
 		})
 	}
 }
+
+func TestCheckCounterName(t *testing.T) {
+	for _, name := range []string{CounterChars4, "", EncodingO200k, EncodingCL100k} {
+		if err := CheckCounterName(name); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+		if _, err := NewCounter(name); err != nil {
+			t.Errorf("NewCounter(%q) fails where CheckCounterName accepts: %v", name, err)
+		}
+	}
+	if err := CheckCounterName("p50k"); err == nil {
+		t.Error("an unknown encoding was accepted")
+	}
+	if _, err := NewCounter("p50k"); err == nil {
+		t.Error("NewCounter accepted an unknown encoding that CheckCounterName refuses")
+	}
+}

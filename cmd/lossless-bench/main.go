@@ -198,7 +198,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 			return usage(fmt.Errorf("--k: %w", err))
 		}
 	}
-	if _, err := core.NewCounter(*tokenizer); err != nil {
+	// Checked by name only: loading tiktoken-go's ranks here would keep
+	// them on the heap the footprint suites measure.
+	if err := core.CheckCounterName(*tokenizer); err != nil {
 		return usage(fmt.Errorf("--tokenizer: %w", err))
 	}
 	if *budget <= 0 {
