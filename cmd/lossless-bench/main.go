@@ -145,6 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	minScore := fs.Float64("recall-min-score", 0, "relevance gate threshold of the recall suite's gated figures (0: the engine's default; negative: no gate)")
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of the engine and of the exact legacy row: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate; the exact row then counts with o200k_base)")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile to `FILE` at each new live-heap peak of the footprint and sessions suites (read it with go tool pprof)")
 	legacyExact := fs.Bool("legacy-exact", true, "also run the legacy baselines with the exact counter, a second row beside the chars/4 one (slow: legacy re-counts the whole history on every assemble)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
@@ -171,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return 2
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers}
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile}
 	if *legacyExact {
 		cfg.LegacyExact = legacyTarget(exactCounter(*tokenizer))
 	}

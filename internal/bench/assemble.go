@@ -50,7 +50,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	if fp != nil {
 		heapMB() // collect first, so the baseline is comparable
 		fp.RSSBaseline = rssMB()
-		stop := startHeapSampler() // the peak of the whole build
+		stop := startHeapSampler(cfg.HeapProfile) // the peak of the whole build
 		defer func() { fp.HeapPeakMB = stop() }()
 	}
 	e, err := cfg.Engine.Open(ctx, d, cfg.Budget)

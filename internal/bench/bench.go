@@ -152,6 +152,10 @@ type Config struct {
 	Identifiers IdentifierFunc
 	// Progress receives progress reports (default none).
 	Progress Progress
+	// HeapProfile, when set, is a file the footprint and sessions suites
+	// write a heap profile to at each new live-heap peak (10% above the
+	// last one written), so the peak can be explained with go tool pprof.
+	HeapProfile string
 }
 
 func (c Config) withDefaults() Config {

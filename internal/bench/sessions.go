@@ -3,7 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime/metrics"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +75,7 @@ func (r *runner) sessions(ctx context.Context, rep *SessionsReport) error {
 		return err
 	}
 	heapMB() // collect first
-	stop := startHeapSampler()
+	stop := startHeapSampler(cfg.HeapProfile)
 	defer func() { rep.HeapPeakMB = stop() }()
 	e, err := cfg.Engine.Open(ctx, d, cfg.Budget)
 	if err != nil {
@@ -187,15 +189,21 @@ func ingestAll(ctx context.Context, e core.Engine, session string, msgs []core.M
 // startHeapSampler samples the live heap (what the last collection found
 // reachable, the measure heapMB takes after a forced collection) every
 // 50 ms until the returned func is called; that func returns the largest
-// sample in MB.
-func startHeapSampler() (stop func() float64) {
+// sample in MB. With profile set, a heap profile (as of the last
+// collection, the same moment the sample describes) is written to that
+// file whenever the peak passes the last written one by 10%.
+func startHeapSampler(profile string) (stop func() float64) {
 	const name = "/gc/heap/live:bytes"
 	sample := []metrics.Sample{{Name: name}}
-	var peak uint64
+	var peak, written uint64
 	read := func() {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 {
 			peak = max(peak, sample[0].Value.Uint64())
+		}
+		if profile != "" && peak > written+written/10 {
+			written = peak
+			writeHeapProfile(profile)
 		}
 	}
 	done := make(chan struct{})
@@ -222,6 +230,23 @@ func startHeapSampler() (stop func() float64) {
 			read()
 		})
 		return float64(peak) / (1 << 20)
+	}
+}
+
+// writeHeapProfile writes the heap profile of the last collection to
+// path (through a temporary file, so a reader never sees half of one).
+func writeHeapProfile(path string) {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return
+	}
+	err = pprof.Lookup("heap").WriteTo(f, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		_ = os.Rename(tmp, path)
 	}
 }
 
