@@ -1,0 +1,395 @@
+// Package store is the storage interface of the lossless engine: everything
+// the engine persists, as typed records, behind one interface that a backend
+// implements (package store/badgerstore on Badger; package store/memstore in
+// memory, for tests; a PostgreSQL backend next).
+//
+// # Shape
+//
+// A Store runs transactions: View reads a consistent snapshot, Update runs a
+// read-write transaction that commits atomically or not at all. Every
+// multi-record invariant of the engine is written in one Update call — a
+// message with its key index, its context item and the conversation record;
+// a committed turn's messages with its advancement key; a summary with the
+// context items it replaces — so no backend can split it. Batch is the one
+// exception: a bulk writer for imports and deletions whose writes become
+// durable together at Flush but are not isolated from readers (the engine
+// uses it only where a partial batch is harmless or repaired on the next
+// run: import chunks are re-read from their checkpoint, retention finishes
+// an interrupted deletion).
+//
+// Records are typed per family (Conversation, Message, Item, dag.Summary,
+// FileCheckpoint, Turn, Subagent, …). The engine keeps its logic (dedup,
+// positions, compaction, reconciliation, retention decisions); a backend
+// keeps bytes and order: keys sort numerically within a family, so that
+// Items, Messages and the entry maps scan in order.
+//
+// # Errors
+//
+// A missing record is ErrNotFound (wrapped); a record that does not decode is
+// ErrCorrupt; a transaction over the backend's size limit is ErrTooBig (the
+// engine splits its writes by MaxTxnBytes, so this means one record is too
+// large); writes to a read-only store fail with ErrReadOnly.
+//
+// The recall index is a second interface, Recall (recall.go), so that a
+// backend can bring its own search.
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"iter"
+
+	"github.com/lossless-engine/contextengine/dag"
+)
+
+// Errors of every backend.
+var (
+	// ErrNotFound: the record does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrCorrupt: a stored record does not decode (a damaged store).
+	ErrCorrupt = errors.New("store: corrupt record")
+	// ErrTooBig: the transaction exceeds what the backend commits at once.
+	ErrTooBig = errors.New("store: transaction too big")
+	// ErrReadOnly: a write on a store opened read-only.
+	ErrReadOnly = errors.New("store: opened read-only")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+// ConvID identifies a conversation: 8 bytes derived from its agent and first
+// name (the engine derives it; the store only keys by it).
+type ConvID [8]byte
+
+// String returns the id in hex, as the CLI and the tools show it.
+func (c ConvID) String() string { return hex.EncodeToString(c[:]) }
+
+// ParseConvID parses the hex form of a ConvID.
+func ParseConvID(s string) (ConvID, bool) {
+	var c ConvID
+	if len(s) != 16 {
+		return c, false
+	}
+	if _, err := hex.Decode(c[:], []byte(s)); err != nil {
+		return c, false
+	}
+	return c, true
+}
+
+// Hash is a message's key within its conversation (the first 16 bytes of
+// SHA-256 over its compacted JSON): the dedup index maps it to the message.
+type Hash [16]byte
+
+// FileTag identifies one transcript file within a conversation (entry maps).
+type FileTag [8]byte
+
+// SubID identifies a subagent preparation.
+type SubID [8]byte
+
+// NameKind is the kind of a conversation name.
+type NameKind byte
+
+// Name kinds: a conversation is found by its sessionKey or by any session id
+// it has had.
+const (
+	NameSessionKey NameKind = 'k'
+	NameSessionID  NameKind = 's'
+)
+
+// Name is one name of a conversation within an agent.
+type Name struct {
+	Agent string
+	Kind  NameKind
+	Value string
+}
+
+// Meta is the store's format record.
+type Meta struct {
+	Format int    `json:"format"`
+	Engine string `json:"engine"`
+	// Tokenizer is the counter the stored token counts were made with.
+	Tokenizer string `json:"tokenizer"`
+}
+
+// Conversation is a conversation's record.
+type Conversation struct {
+	Agent string `json:"agent"`
+	// Key is the sessionKey the conversation is keyed by ("" when keyed by
+	// its first session id).
+	Key        string   `json:"key,omitempty"`
+	SessionIDs []string `json:"sessionIds"`
+	Created    int64    `json:"created"`
+	Updated    int64    `json:"updated"`
+	// NextSeq is the sequence number of the next message, NextPos the
+	// position of the next appended item.
+	NextSeq   uint64 `json:"nextSeq"`
+	NextPos   uint64 `json:"nextPos"`
+	Messages  int64  `json:"messages"`
+	Bytes     int64  `json:"bytes"`
+	Summaries int64  `json:"summaries"`
+	// Tokens is the total token count of the stored messages.
+	Tokens int64 `json:"tokens"`
+	// Retiring is set, before anything is deleted, on a conversation a
+	// retention pass is deleting: a pass interrupted midway leaves it partly
+	// deleted, which reads report as such rather than as corruption, and the
+	// next pass finishes.
+	Retiring bool `json:"retiring,omitempty"`
+}
+
+// Message flags (Message.Flags; the item flags share the low bits).
+const (
+	FlagHeartbeat = 1 << 0 // delivered with isHeartbeat
+	FlagLarge     = 1 << 1 // represented in the context by a reference (Large)
+	FlagHidden    = 1 << 2 // never shown: thinking-only/empty turn, excludeFromContext
+	// FlagSuperseded (items only): the transcript no longer holds the
+	// message (an edit's old version, a deleted entry); left out of the
+	// context until a later read finds it again.
+	FlagSuperseded = 1 << 3
+)
+
+// Message is a stored message: its header and its raw JSON, byte for byte as
+// ingested.
+type Message struct {
+	Seq       uint64
+	Flags     byte
+	Tokens    int
+	Timestamp int64
+	Role      string
+	Hash      Hash
+	// Raw is the message's JSON exactly as ingested (nil when only the
+	// header was read).
+	Raw []byte
+}
+
+// Item is one context item with its flags.
+type Item struct {
+	dag.Item
+	Flags byte
+}
+
+// EntryMap names one of a transcript file's entry maps (index -> seq).
+type EntryMap byte
+
+// Entry maps of a file.
+const (
+	// EntriesCurrent maps the entry index of the last read to the message.
+	EntriesCurrent EntryMap = 'x'
+	// EntriesPrevious is the previous read's map of a rewritten file, kept
+	// until its reconciliation ends.
+	EntriesPrevious EntryMap = 'o'
+	// EntriesHost maps a host-kept transcript's entry index to the message
+	// (the tag is the host transcript's tag).
+	EntriesHost EntryMap = 'h'
+)
+
+// EntryPair is one (index, seq) of an entry map.
+type EntryPair struct {
+	Index uint64
+	Seq   uint64
+}
+
+// Pair is one (key, value) of a numeric map (order positions, fork items).
+type Pair struct {
+	Key, Value uint64
+}
+
+// Reader reads a consistent snapshot of the store. Values it returns are the
+// caller's (they stay valid after the transaction). A scan stops when the
+// loop breaks; a scan error is yielded once, as the last element.
+type Reader interface {
+	// Meta returns the format record.
+	Meta() (Meta, error)
+
+	// Conversation returns conversation c's record.
+	Conversation(c ConvID) (Conversation, error)
+	// Conversations scans every conversation record, in id order.
+	Conversations() iter.Seq2[ConvRecord, error]
+	// ConvByName resolves a name to its conversation.
+	ConvByName(n Name) (ConvID, error)
+	// Names scans every name, in (agent, kind, value) order.
+	Names() iter.Seq2[NameRecord, error]
+
+	// Message returns message seq of c with its raw bytes; MessageHeader
+	// without them (no decompression).
+	Message(c ConvID, seq uint64) (Message, error)
+	MessageHeader(c ConvID, seq uint64) (Message, error)
+	// Messages scans c's messages with seq >= from in seq order, with their
+	// raw bytes when withRaw.
+	Messages(c ConvID, from uint64, withRaw bool) iter.Seq2[Message, error]
+	// SeqByHash resolves a message key to its sequence number.
+	SeqByHash(c ConvID, h Hash) (uint64, error)
+	// Large returns the reference text standing for large message seq.
+	Large(c ConvID, seq uint64) ([]byte, error)
+
+	// Item returns the context item at pos.
+	Item(c ConvID, pos uint64) (Item, error)
+	// Items scans c's context items with from <= pos <= to, in position
+	// order, or from the highest down when reverse.
+	Items(c ConvID, from, to uint64, reverse bool) iter.Seq2[Item, error]
+
+	// Summary returns summary id of c.
+	Summary(c ConvID, id string) (dag.Summary, error)
+	// Summaries scans c's summaries in id order.
+	Summaries(c ConvID) iter.Seq2[dag.Summary, error]
+
+	// EntrySeq returns the message of entry index of file tag's map m.
+	EntrySeq(c ConvID, tag FileTag, m EntryMap, index uint64) (uint64, error)
+	// EntryIndex returns the entry index of entry id in file tag.
+	EntryIndex(c ConvID, tag FileTag, id string) (uint64, error)
+	// Entries scans map m of file tag from index from, in index order.
+	Entries(c ConvID, tag FileTag, m EntryMap, from uint64) iter.Seq2[EntryPair, error]
+	// ReconcileFrom returns the first sequence number an unreconciled read
+	// of file tag may have appended (ErrNotFound when none is pending).
+	ReconcileFrom(c ConvID, tag FileTag) (uint64, error)
+
+	// Order returns the order position of a message a reconciliation moved;
+	// Orders scans them in seq order (Pair{Key: seq, Value: pos}).
+	Order(c ConvID, seq uint64) (uint64, error)
+	Orders(c ConvID) iter.Seq2[Pair, error]
+
+	// FileCheckpoint returns an imported file's progress.
+	FileCheckpoint(agent, path string) (FileCheckpoint, error)
+	// HostCheckpoint returns the progress of a host-kept transcript.
+	HostCheckpoint(agent string, c ConvID) (HostCheckpoint, error)
+	// Checkpoints scans every checkpoint of every agent (file and host).
+	Checkpoints() iter.Seq2[CheckpointRecord, error]
+
+	// Turn returns the committed turn of advancement key.
+	Turn(c ConvID, key string) (Turn, error)
+
+	// Subagent returns a subagent record; SubagentByChild resolves a child
+	// session id; Subagents scans every record in id order.
+	Subagent(s SubID) (Subagent, error)
+	SubagentByChild(agent, sessionID string) (SubID, error)
+	Subagents() iter.Seq2[SubagentRecord, error]
+	// ForkItems scans a fork snapshot's items in position order.
+	ForkItems(s SubID) iter.Seq2[Item, error]
+	// ForkSnapshots scans the ids of every fork snapshot, in id order
+	// (orphans included: snapshots whose record is gone).
+	ForkSnapshots() iter.Seq2[SubID, error]
+	// SubagentLinks scans the ended children linked to parent.
+	SubagentLinks(parent ConvID) iter.Seq2[SubID, error]
+}
+
+// Writer holds the writes of a transaction or a batch. Put replaces.
+type Writer interface {
+	PutMeta(m Meta) error
+	PutConversation(c ConvID, r Conversation) error
+	DeleteConversation(c ConvID) error
+	PutName(n Name, c ConvID) error
+	DeleteName(n Name) error
+
+	// PutMessage stores message m.Seq of c (encoding, compressing as the
+	// backend does); PutHash indexes its key.
+	PutMessage(c ConvID, m Message) error
+	DeleteMessage(c ConvID, seq uint64) error
+	PutHash(c ConvID, h Hash, seq uint64) error
+	DeleteHash(c ConvID, h Hash) error
+	PutLarge(c ConvID, seq uint64, ref []byte) error
+	DeleteLarge(c ConvID, seq uint64) error
+
+	PutItem(c ConvID, it Item) error
+	DeleteItem(c ConvID, pos uint64) error
+
+	PutSummary(c ConvID, s dag.Summary) error
+	DeleteSummary(c ConvID, id string) error
+
+	PutEntrySeq(c ConvID, tag FileTag, m EntryMap, index, seq uint64) error
+	DeleteEntrySeq(c ConvID, tag FileTag, m EntryMap, index uint64) error
+	PutEntryIndex(c ConvID, tag FileTag, id string, index uint64) error
+	PutReconcileFrom(c ConvID, tag FileTag, seq uint64) error
+	DeleteReconcileFrom(c ConvID, tag FileTag) error
+
+	PutOrder(c ConvID, seq, pos uint64) error
+	DeleteOrder(c ConvID, seq uint64) error
+
+	PutFileCheckpoint(agent, path string, cp FileCheckpoint) error
+	DeleteFileCheckpoint(agent, path string) error
+	PutHostCheckpoint(agent string, c ConvID, cp HostCheckpoint) error
+	DeleteHostCheckpoint(agent string, c ConvID) error
+
+	PutTurn(c ConvID, key string, t Turn) error
+
+	PutSubagent(s SubID, r Subagent) error
+	DeleteSubagent(s SubID) error
+	PutSubagentByChild(agent, sessionID string, s SubID) error
+	DeleteSubagentByChild(agent, sessionID string) error
+	PutForkItem(s SubID, it Item) error
+	DeleteForkItems(s SubID) error
+	PutSubagentLink(parent ConvID, s SubID) error
+	DeleteSubagentLink(parent ConvID, s SubID) error
+
+	// DeleteConversationData deletes every record scoped to conversation c
+	// (messages, key index, items, large references, summaries, entry maps,
+	// order records, committed turns) but not its record, names,
+	// checkpoints or subagent links, which the caller deletes by name.
+	DeleteConversationData(c ConvID) error
+}
+
+// Tx is a read-write transaction: it reads its own writes.
+type Tx interface {
+	Reader
+	Writer
+}
+
+// Batch is a bulk writer: writes become durable together at Flush, are not
+// visible to readers before it, and are not isolated from concurrent
+// transactions. A batch may be flushed in parts by the backend when it grows.
+type Batch interface {
+	Writer
+	// Flush writes what the batch holds and waits for it.
+	Flush() error
+	// Cancel drops the batch's unflushed writes.
+	Cancel()
+}
+
+// Store is a backend.
+type Store interface {
+	// View runs fn in a read-only snapshot.
+	View(ctx context.Context, fn func(Reader) error) error
+	// Update runs fn in a read-write transaction committed atomically when
+	// fn returns nil, discarded otherwise.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// NewBatch returns a bulk writer.
+	NewBatch(ctx context.Context) (Batch, error)
+	// MaxTxnBytes is about how much one Update may write; the engine splits
+	// larger writes (a commit over it fails with ErrTooBig).
+	MaxTxnBytes() int64
+	// Sync makes every committed write durable (fsync), whatever the
+	// store's sync setting.
+	Sync(ctx context.Context) error
+	// Size reports the bytes the store occupies.
+	Size() (int64, error)
+	// Close closes the store; later calls fail with ErrClosed.
+	Close() error
+}
+
+// ConvRecord is a conversation record with its id (Conversations).
+type ConvRecord struct {
+	ID ConvID
+	Conversation
+}
+
+// NameRecord is a name with its conversation (Names).
+type NameRecord struct {
+	Name
+	Conv ConvID
+}
+
+// CheckpointRecord is one checkpoint (Checkpoints): a file checkpoint when
+// Host is nil, else a host checkpoint of conversation HostConv.
+type CheckpointRecord struct {
+	Agent string
+	// Path is the file's path (file checkpoints).
+	Path string
+	File *FileCheckpoint
+	// HostConv and Host are set for a host-kept transcript's checkpoint.
+	HostConv ConvID
+	Host     *HostCheckpoint
+}
+
+// SubagentRecord is a subagent record with its id (Subagents).
+type SubagentRecord struct {
+	ID SubID
+	Subagent
+}
