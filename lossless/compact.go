@@ -18,12 +18,13 @@ import (
 // Compaction wiring: Engine.Compact, proactive compaction after a turn (in
 // the background, one run at a time per conversation), and the summarizer.
 //
-// The state lives beside the Engine (extrasOf) so that the engine's own
-// files need only the hooks: Compact calls compact, AfterTurn calls
-// afterTurnCompact, Close calls stopBackground.
+// The state is the engine's compaction field, set up by Open
+// (newCompactionState); the engine's own files need only the hooks:
+// Compact calls compact, AfterTurn calls afterTurnCompact, Close calls
+// compaction.stop.
 
-// extras is the compaction state of one Engine.
-type extras struct {
+// compactionState is the compaction state of one Engine.
+type compactionState struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -47,59 +48,34 @@ type extras struct {
 	override core.Summarizer
 }
 
-var extrasByEngine sync.Map // *Engine -> *extras
-
-func (e *Engine) extras() *extras {
-	if v, ok := extrasByEngine.Load(e); ok {
-		return v.(*extras)
-	}
+// newCompactionState returns the compaction state of an engine opened with
+// cfg (Open calls it).
+func newCompactionState(cfg Config) *compactionState {
 	ctx, cancel := context.WithCancel(context.Background())
-	n := e.cfg.CompactionConcurrency
+	n := cfg.CompactionConcurrency
 	if n <= 0 {
 		n = DefaultCompactionConcurrency
 	}
-	x := &extras{ctx: ctx, cancel: cancel, running: map[convID]bool{}, again: map[convID]bool{},
+	return &compactionState{ctx: ctx, cancel: cancel, running: map[convID]bool{}, again: map[convID]bool{},
 		convMus: map[convID]chan struct{}{}, sem: make(chan struct{}, n), last: map[convID]BackgroundResult{}}
-	if e.closed.Load() {
-		// A call that finished after Close (afterTurn's proactive
-		// compaction runs after the call's lifecycle ends) gets stopped
-		// state that is never stored, so a closed engine is not kept alive.
-		x.stopped = true
-		cancel()
-		return x
-	}
-	v, loaded := extrasByEngine.LoadOrStore(e, x)
-	if loaded {
-		cancel()
-	}
-	if e.closed.Load() {
-		// Close ran between the check above and the store: forget it again.
-		e.stopBackground()
-	}
-	return v.(*extras)
 }
 
-// stopBackground cancels background compactions, waits for them and
-// forgets the engine's compaction state. Close calls it first.
-func (e *Engine) stopBackground() {
-	v, ok := extrasByEngine.Load(e)
-	if !ok {
-		return
-	}
-	x := v.(*extras)
+// stop cancels background compactions and waits for them; no run starts
+// after it (a turn that ends after Close starts none). Close calls it
+// first. It is idempotent.
+func (x *compactionState) stop() {
 	x.mu.Lock()
 	x.stopped = true
 	x.mu.Unlock()
 	x.cancel()
 	x.wg.Wait()
-	extrasByEngine.Delete(e)
 }
 
 // SetSummarizer makes the engine summarize with s instead of the one
 // Config.Summarizer describes (for embedding applications and tests). Call
 // it before the first compaction.
 func (e *Engine) SetSummarizer(s core.Summarizer) {
-	x := e.extras()
+	x := e.compaction
 	x.mu.Lock()
 	x.override = s
 	x.mu.Unlock()
@@ -109,7 +85,7 @@ func (e *Engine) SetSummarizer(s core.Summarizer) {
 // SetSummarizer, else summarize.FromConfig(Config.Summarizer) (the
 // extractive summarizer by default).
 func (e *Engine) Summarizer() (core.Summarizer, error) {
-	x := e.extras()
+	x := e.compaction
 	x.mu.Lock()
 	o := x.override
 	x.mu.Unlock()
@@ -191,7 +167,7 @@ func itemTokens(items []dag.Item) int {
 
 // convLock returns the lock that serialises compactions of conversation c:
 // send to take it, receive to release it.
-func (x *extras) convLock(c convID) chan struct{} {
+func (x *compactionState) convLock(c convID) chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	m, ok := x.convMus[c]
@@ -220,7 +196,7 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 	if sum, _ := e.Summarizer(); sum != nil {
 		out.summarizer = sum.Name()
 	}
-	lock := e.extras().convLock(conv.id)
+	lock := e.compaction.convLock(conv.id)
 	select {
 	case lock <- struct{}{}:
 	case <-ctx.Done():
@@ -445,7 +421,7 @@ type BackgroundResult struct {
 // it never blocks the turn, Assemble or Ingest.
 func (e *Engine) afterTurnCompact(p core.AfterTurnParams) {
 	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
-	conv, err := e.ConversationFor(e.extras().ctx, agent, sessionID, sessionKey)
+	conv, err := e.ConversationFor(e.compaction.ctx, agent, sessionID, sessionKey)
 	if err != nil {
 		return
 	}
@@ -473,7 +449,7 @@ func (e *Engine) startCompaction(conv *Conversation, budget int) {
 	if e.hostSummarizer() {
 		return
 	}
-	x := e.extras()
+	x := e.compaction
 	x.mu.Lock()
 	if x.stopped {
 		x.mu.Unlock()
@@ -504,7 +480,7 @@ func (e *Engine) startCompaction(conv *Conversation, budget int) {
 	}()
 }
 
-func (e *Engine) backgroundRun(x *extras, conv *Conversation, budget int) {
+func (e *Engine) backgroundRun(x *compactionState, conv *Conversation, budget int) {
 	select {
 	case x.sem <- struct{}{}:
 	case <-x.ctx.Done():
@@ -529,13 +505,13 @@ func (e *Engine) backgroundRun(x *extras, conv *Conversation, budget int) {
 
 // waitBackground waits until no background compaction runs (tests).
 func (e *Engine) waitBackground() {
-	x := e.extras()
+	x := e.compaction
 	x.wg.Wait()
 }
 
 // lastBackground returns the last background result of conv (tests).
 func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
-	x := e.extras()
+	x := e.compaction
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	r, ok := x.last[conv.id]

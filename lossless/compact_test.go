@@ -437,15 +437,30 @@ func TestSummarizerConcurrencyConfig(t *testing.T) {
 	}
 }
 
-// An afterTurn compaction request that arrives after Close leaves no state
-// behind for the closed engine (it would keep the engine alive).
-func TestNoBackgroundStateAfterClose(t *testing.T) {
+// A compaction request that arrives after Close (afterTurn's proactive
+// compaction runs after the call's lifecycle ends) starts no background
+// run on the closed engine.
+func TestNoBackgroundRunAfterClose(t *testing.T) {
 	e := openTest(t)
+	ctx := context.Background()
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(40, 20, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	conv := mustConv(t, e, "s")
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
 	e.afterTurnCompact(core.AfterTurnParams{SessionID: "s"})
-	if _, ok := extrasByEngine.Load(e); ok {
-		t.Fatal("background state was created for a closed engine")
+	e.startCompaction(conv, 100) // over the threshold: a run if one could start
+	x := e.compaction
+	x.mu.Lock()
+	running, stopped := len(x.running), x.stopped
+	x.mu.Unlock()
+	if running != 0 || !stopped {
+		t.Fatalf("after Close: %d background runs, stopped %v", running, stopped)
+	}
+	e.waitBackground()
+	if _, ok := e.lastBackground(conv); ok {
+		t.Fatal("a background compaction ran on a closed engine")
 	}
 }

@@ -54,6 +54,18 @@ type Engine struct {
 	// importMus serialises imports of one file: agent/path -> *sync.Mutex.
 	importMus sync.Map
 
+	// The engine's parts, in the order Open sets them up (Close stops them
+	// in reverse):
+	//
+	// recall is the recall index (recall.go); nil when recall is off (as
+	// it is for a read-only engine) or the index could not be opened.
+	recall *recaller
+	// compaction is the compaction state: per-conversation compaction
+	// locks, background runs and the summarizer (compact.go).
+	compaction *compactionState
+	// subagents is the subagent state: the lock of record changes, the
+	// sweep of expired preparations and the fork caches (subagent.go).
+	subagents subagents
 	// retention is the automatic retention pass (store_retention.go).
 	retention *retentionLoop
 
@@ -114,10 +126,15 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		db.Close()
 		return nil, err
 	}
+	// The parts, in dependency order: a compaction indexes the summaries it
+	// makes, so the recall index opens first (and closes last).
+	if !cfg.ReadOnly && cfg.RecallEnabled() {
+		e.recall = e.openRecallOrLog() // before any write (recall.go)
+	}
+	e.compaction = newCompactionState(cfg) // compact.go
 	if cfg.ReadOnly {
 		return e, nil // nothing below may write
 	}
-	e.recaller()       // open the recall index before any write (recall.go)
 	e.startRetention() // the periodic retention pass, when limits are set
 	e.sweepOnce(ctx)   // expired subagent preparations (subagent.go)
 	return e, nil
@@ -189,17 +206,20 @@ func (e *Engine) enter() (func(), error) {
 
 // Close waits for in-flight calls and closes the store. It is idempotent;
 // later calls of any method return an error wrapping core.ErrClosed.
+//
+// The parts stop in the reverse of the order Open set them up. Those that
+// run on their own (retention, background compactions) stop before the
+// wait for in-flight calls, as their runs make such calls; the subagent
+// state holds nothing to close and goes with the engine.
 func (e *Engine) Close() error {
-	e.stopRetention()         // the periodic retention pass (store_retention.go)
-	e.stopBackground()        // background compactions (compact.go)
-	defer e.forgetLifecycle() // subagent state (subagent.go)
+	e.stopRetention()   // the periodic retention pass (store_retention.go)
+	e.compaction.stop() // background compactions (compact.go)
 	e.life.Lock()
 	defer e.life.Unlock()
 	if e.closed.Swap(true) {
 		return nil
 	}
-	e.stopBackground() // again: state a call made between the first stop and closed
-	e.closeRecall()    // recall index (recall.go)
+	e.closeRecall() // recall index (recall.go)
 	if err := e.db.Close(); err != nil {
 		return fmt.Errorf("lossless: close: %w", err)
 	}

@@ -13,9 +13,9 @@ package lossless
 //
 // Hooks in the other files of the package (one line each): ingestInto
 // (ingest.go) and replace (store_conv.go) hand what they committed to the
-// index; Close (engine.go) closes it; Assemble (assemble.go) starts with
-// assembleWithRecall; configuredMinScore reads Config.Recall.MinScore once
-// config.go has it.
+// index; Open (engine.go) opens it into Engine.recall and Close closes it;
+// Assemble (assemble.go) starts with assembleWithRecall;
+// configuredMinScore reads Config.Recall.MinScore once config.go has it.
 
 import (
 	"context"
@@ -167,35 +167,15 @@ func (wk *windowKeys) usedAt() int64 {
 	return wk.used
 }
 
-var recallByEngine sync.Map // *Engine -> *recaller
-
-var recallOpenMu sync.Mutex
-
-// recaller returns the engine's recall state, opening the index on first
-// use (Open calls it, before any write, so that the generation it counts
-// from is exact); nil when recall is off or the index could not be opened
-// (logged once; the engine works without recall).
-func (e *Engine) recaller() *recaller {
-	if !e.cfg.RecallEnabled() {
-		return nil
-	}
-	if v, ok := recallByEngine.Load(e); ok {
-		return v.(*recaller)
-	}
-	recallOpenMu.Lock()
-	defer recallOpenMu.Unlock()
-	if v, ok := recallByEngine.Load(e); ok {
-		return v.(*recaller)
-	}
-	if e.closed.Load() {
-		return nil
-	}
+// openRecallOrLog opens the recall index for Open, before any write, so
+// that the generation it counts from is exact; nil when it cannot be opened
+// (logged; the engine works without recall).
+func (e *Engine) openRecallOrLog() *recaller {
 	r, err := e.openRecall()
 	if err != nil {
 		slog.Error("lossless: recall index unavailable", "dir", e.indexDir(), "err", err)
-		r = nil
+		return nil
 	}
-	recallByEngine.Store(e, r)
 	return r
 }
 
@@ -308,15 +288,14 @@ type RecallStatus struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// RecallStatus returns the state of the recall index (opening it if
-// recall is enabled).
+// RecallStatus returns the state of the recall index.
 func (e *Engine) RecallStatus() RecallStatus {
 	done, err := e.enter()
 	if err != nil {
 		return RecallStatus{Error: err.Error()}
 	}
 	defer done()
-	r := e.recaller()
+	r := e.recall
 	if r == nil {
 		return RecallStatus{}
 	}
@@ -343,7 +322,7 @@ func (e *Engine) WaitRecallIndex(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	r := e.recaller()
+	r := e.recall
 	if r == nil {
 		return nil
 	}
@@ -374,16 +353,10 @@ func (r *recaller) waitRebuild(ctx context.Context) error {
 	}
 }
 
-// closeRecall closes the index (Close calls it).
+// closeRecall closes the index (Close calls it, once, with no call in
+// flight).
 func (e *Engine) closeRecall() {
-	recallOpenMu.Lock()
-	defer recallOpenMu.Unlock()
-	v, ok := recallByEngine.Load(e)
-	if !ok {
-		return
-	}
-	recallByEngine.Delete(e)
-	if r := v.(*recaller); r != nil {
+	if r := e.recall; r != nil {
 		r.cancel() // an unfinished rebuild stops; the next Open redoes it
 		<-r.rebuild
 		r.ix.Close()
@@ -578,7 +551,7 @@ func summaryDoc(c convID, agent string, s dag.Summary) index.Doc {
 
 // indexMessages hands messages just committed to the index (ingestInto).
 func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
-	r := e.recaller()
+	r := e.recall
 	if r == nil || len(ps) == 0 {
 		return
 	}
@@ -596,7 +569,7 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 // (retention deletes c next): every doc the index holds for c, found in the
 // index once what was queued before is indexed.
 func (e *Engine) unindexConversation(ctx context.Context, c convID) error {
-	r := e.recaller()
+	r := e.recall
 	if r == nil {
 		return nil
 	}
@@ -618,7 +591,7 @@ func (e *Engine) unindexConversation(ctx context.Context, c convID) error {
 // summaries out of the index generation, as storeGeneration no longer
 // counts them.
 func (e *Engine) forgetIndexedConversation(rec convRecord) {
-	r := e.recaller()
+	r := e.recall
 	if r == nil {
 		return
 	}
@@ -631,7 +604,7 @@ func (e *Engine) forgetIndexedConversation(rec convRecord) {
 
 // indexSummary hands a summary just committed to the index (replace).
 func (e *Engine) indexSummary(c convID, agent string, s dag.Summary) {
-	r := e.recaller()
+	r := e.recall
 	if r == nil {
 		return
 	}
@@ -706,16 +679,16 @@ func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o Recall
 		return nil, err
 	}
 	defer done()
-	return e.recall(ctx, p, o, nil)
+	return e.rankRecall(ctx, p, o, nil)
 }
 
-// recall ranks items for p.Prompt. window is the assembled context (what
+// rankRecall ranks items for p.Prompt. window is the assembled context (what
 // Assemble returns before the recall message): a turn whose text is the
 // text of one of its messages is never recalled, whatever conversation
 // holds it (a subagent's forked prefix, a history imported twice, a host's
 // pass-through messages).
-func (e *Engine) recall(ctx context.Context, p core.AssembleParams, o RecallOptions, window []core.Message) ([]RecallItem, error) {
-	r := e.recaller()
+func (e *Engine) rankRecall(ctx context.Context, p core.AssembleParams, o RecallOptions, window []core.Message) ([]RecallItem, error) {
+	r := e.recall
 	if r == nil || strings.TrimSpace(p.Prompt) == "" {
 		return nil, nil
 	}
@@ -956,12 +929,12 @@ func (e *Engine) assembleWithRecall(ctx context.Context, p core.AssembleParams) 
 		return core.AssembleResult{}, true, err
 	}
 	defer done()
-	if r := e.recaller(); r != nil && r.rebuilding() {
+	if r := e.recall; r != nil && r.rebuilding() {
 		// Never waits for the rebuild: the old index answers with what it
 		// holds (nothing when it was missing or corrupt).
 		rep.partial(r.rebuildProgress())
 	}
-	items, err := e.recall(ctx, p, RecallOptions{}, res.Messages)
+	items, err := e.rankRecall(ctx, p, RecallOptions{}, res.Messages)
 	if err != nil {
 		// Recall is an extra: a failing index never fails the turn.
 		slog.Warn("lossless: recall failed", "err", err)

@@ -119,21 +119,22 @@ var (
 	_ core.SubagentEndListener = (*Engine)(nil)
 )
 
-// subMu serialises subagent record changes of one engine.
-var subMus sync.Map // *Engine -> *sync.Mutex
-
-func (e *Engine) subMu() *sync.Mutex {
-	v, _ := subMus.LoadOrStore(e, new(sync.Mutex))
-	return v.(*sync.Mutex)
+// subagents is the subagent state of one Engine (its subagents field; the
+// zero value is ready).
+type subagents struct {
+	// mu serialises subagent record changes.
+	mu sync.Mutex
+	// swept sweeps expired preparations once since open (Open, or the
+	// first subagent call or Assemble of a read-only engine).
+	swept sync.Once
+	// forks holds the fork caches: subID -> *forkMsgCache.
+	forks sync.Map
 }
 
-// sweptOnce records the engines whose expired preparations were swept
-// since open.
-var sweptOnce sync.Map // *Engine -> *sync.Once
+func (e *Engine) subMu() *sync.Mutex { return &e.subagents.mu }
 
 func (e *Engine) sweepOnce(ctx context.Context) {
-	v, _ := sweptOnce.LoadOrStore(e, new(sync.Once))
-	v.(*sync.Once).Do(func() { _, _ = e.SweepSubagents(ctx) })
+	e.subagents.swept.Do(func() { _, _ = e.SweepSubagents(ctx) })
 }
 
 // PrepareSubagentSpawn sets up the state of a child run. contextMode
@@ -691,20 +692,14 @@ type forkMsgCache struct {
 	sums map[string]core.Message
 }
 
-// forkCaches: *Engine -> *sync.Map (subID -> *forkMsgCache).
-var forkCaches sync.Map
-
 func (e *Engine) forkCache(sub subID) *forkMsgCache {
-	v, _ := forkCaches.LoadOrStore(e, new(sync.Map))
-	c, _ := v.(*sync.Map).LoadOrStore(sub, new(forkMsgCache))
+	c, _ := e.subagents.forks.LoadOrStore(sub, new(forkMsgCache))
 	return c.(*forkMsgCache)
 }
 
 // dropForkCache forgets sub's cache (its preparation was removed).
 func (e *Engine) dropForkCache(sub subID) {
-	if v, ok := forkCaches.Load(e); ok {
-		v.(*sync.Map).Delete(sub)
-	}
+	e.subagents.forks.Delete(sub)
 }
 
 // linkedChildren returns the conversations of the ended children linked to
@@ -838,13 +833,4 @@ func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string)
 		}
 	}
 	return conv
-}
-
-// forgetLifecycle drops the engine's per-engine subagent state (locks,
-// sweep marker, fork caches). Close should call it; until then an engine
-// leaves three small map entries behind when closed.
-func (e *Engine) forgetLifecycle() {
-	subMus.Delete(e)
-	sweptOnce.Delete(e)
-	forkCaches.Delete(e)
 }
