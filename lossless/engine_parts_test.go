@@ -3,6 +3,7 @@ package lossless
 import (
 	"context"
 	"fmt"
+	"github.com/lossless-engine/contextengine/index"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,10 @@ import (
 // recaller returns the engine's recall state (Engine.recall), for the tests
 // that reach the index through it.
 func (e *Engine) recaller() *recaller { return e.recall }
+
+// bleve returns the recall index as the Bleve index it is in tests, for
+// the methods beyond index.Recall that tests look through.
+func (r *recaller) bleve() *index.Index { return r.ix.(*index.Index) }
 
 // countSummarizer summarises to its mark and counts its calls.
 type countSummarizer struct {

@@ -61,8 +61,9 @@ const (
 type recaller struct {
 	// ix counts the store's generation itself (index.AddGeneration): the
 	// engine holds no lock of its own while ix.Add waits for room in a
-	// full queue.
-	ix *index.Index
+	// full queue. It is the Bleve index (*index.Index) unless a backend
+	// brings its own search.
+	ix index.Recall
 
 	rebuild chan struct{} // closed when the opening rebuild ends
 	cancel  context.CancelFunc

@@ -203,7 +203,7 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 		waiting <- err
 	}()
 	within(t, "the ingest into a reaching the full queue", func() error {
-		for e.recaller().ix.Waiting() == 0 {
+		for e.recaller().bleve().Waiting() == 0 {
 			select {
 			case err := <-waiting:
 				return fmt.Errorf("the ingest into a did not wait for the full queue: %v", err)
@@ -274,7 +274,7 @@ func TestRecallRebuildResumes(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	r := e.recaller()
-	if n, err := r.ix.DocCount(); err != nil || n != convs*per {
+	if n, err := r.bleve().DocCount(); err != nil || n != convs*per {
 		t.Fatalf("%d docs (%v), want %d", n, err, convs*per)
 	}
 	for c := 0; c < convs; c++ {

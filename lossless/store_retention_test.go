@@ -149,7 +149,7 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 	r := e.recaller()
 	search := func(word string) int {
 		t.Helper()
-		hits, err := r.ix.Search(ctx, index.Query{Agent: "main", Text: word, WaitForLag: true})
+		hits, err := r.bleve().Search(ctx, index.Query{Agent: "main", Text: word, WaitForLag: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,7 +178,7 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	indexGen := r.ix.Generation()
+	indexGen := r.bleve().Generation()
 	if gen != indexGen {
 		t.Fatalf("index generation %d, store %d: the next open would rebuild", indexGen, gen)
 	}
@@ -319,7 +319,7 @@ func TestRetentionAfterInterruptedDeletion(t *testing.T) {
 	if len(ids) != 0 {
 		t.Fatalf("%d docs of the deleted conversation left in the index (e.g. %s)", len(ids), ids[0])
 	}
-	hits, err := r.ix.Search(ctx, index.Query{Agent: "main", Text: "zanzibarquokka", WaitForLag: true})
+	hits, err := r.bleve().Search(ctx, index.Query{Agent: "main", Text: "zanzibarquokka", WaitForLag: true})
 	if err != nil || len(hits) != 0 {
 		t.Fatalf("search after retention: %d hits, %v", len(hits), err)
 	}
