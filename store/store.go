@@ -30,8 +30,13 @@
 // engine splits its writes by MaxTxnBytes, so this means one record is too
 // large); writes to a read-only store fail with ErrReadOnly.
 //
-// The recall index is a second interface, Recall (recall.go), so that a
-// backend can bring its own search.
+// The recall index is a second interface, index.Recall, so that a backend
+// can bring its own search (Bleve's index in a directory beside the store
+// by default).
+//
+// Unspecified on purpose, and not relied on by the engine: whether a scan
+// sees writes its own Update makes after the scan started, and the order of
+// Checkpoints and SubagentLinks. A Batch is used once (Flush or Cancel).
 package store
 
 import (
