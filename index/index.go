@@ -370,9 +370,22 @@ func (ix *Index) recreate(reason string) error {
 // it holds, so a crash loses only a suffix of batches together with their
 // generation marks: the index is then stale and rebuilt. Close and Rebuild
 // wait for persistence (persist).
+//
+// Merged segments are capped at maxSegmentDocs documents: merging builds a
+// segment's term dictionary (an FST) in memory, and with scorch's default
+// cap (5M documents) the merges of a 1M-message store grew one such buffer
+// to 64 MB, the largest part of a bulk load's heap peak.
 func scorchConfig() map[string]interface{} {
-	return map[string]interface{}{"unsafe_batch": true}
+	return map[string]interface{}{
+		"unsafe_batch":           true,
+		"scorchMergePlanOptions": map[string]interface{}{"MaxSegmentSize": maxSegmentDocs},
+	}
 }
+
+// maxSegmentDocs caps the documents of a merged segment (see scorchConfig):
+// a 1M-message store has five or more segments at the top tier, each
+// searched in turn.
+const maxSegmentDocs = 200_000
 
 // newBleve creates an empty bleve index at p with the package's mapping.
 func newBleve(p string) (bleve.Index, error) {
@@ -684,9 +697,13 @@ func (ix *Index) worker() {
 			ix.mu.Unlock()
 			return
 		}
-		n := len(ix.queue)
-		if n > ix.opts.BatchSize {
-			n = ix.opts.BatchSize
+		// A batch is at most BatchSize docs and maxBatchBytes of text:
+		// Bleve analyses a whole batch before indexing it, and that
+		// analysis holds several times the text.
+		n, nb := 0, 0
+		for n < len(ix.queue) && n < ix.opts.BatchSize && (n == 0 || nb < maxBatchBytes) {
+			nb += docBytes(&ix.queue[n].doc)
+			n++
 		}
 		items := make([]item, n)
 		copy(items, ix.queue[:n])
@@ -720,6 +737,9 @@ func (ix *Index) worker() {
 		ix.mu.Unlock()
 	}
 }
+
+// maxBatchBytes bounds the text of one indexing batch (see worker).
+const maxBatchBytes = 4 << 20
 
 // apply indexes one batch of items into the live index and, while a
 // rebuild builds one aside, into that one too (docs the worker indexes
