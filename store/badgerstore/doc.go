@@ -1,0 +1,120 @@
+// Package badgerstore implements store.Store on Badger, with the on-disk
+// format of package lossless byte for byte: a store written by one is read
+// by the other, and the engine moves to store.Store without a migration.
+//
+// # Using it
+//
+//	s, err := badgerstore.Open(ctx, badgerstore.Options{Dir: dir})
+//	...
+//	err = s.Update(ctx, func(tx store.Tx) error { return tx.PutConversation(c, rec) })
+//
+// Options mirrors lossless.BadgerConfig (Badger's sizes, small by default)
+// plus the directory, SyncWrites and ReadOnly; Badger is opened with the
+// options package lossless uses (ZSTD block compression, 1 KiB value
+// threshold, no conflict detection, checksums verified on every block read,
+// one table size at every level), and its log goes to slog at warning level.
+//
+// # Key layout
+//
+// One Badger database; keys start with a one-byte prefix, integers are
+// 8-byte big-endian so that keys sort in numeric order; conv, sub and tag
+// are 8 bytes (store.ConvID, store.SubID, store.FileTag), key is 16
+// (store.Hash):
+//
+//	0x00 "format"                     -> Meta (JSON)                   format record
+//	'N' agent 0x00 "k:"sessionKey     -> conv                          conversation by session key
+//	'N' agent 0x00 "s:"sessionId      -> conv                          conversation by session id
+//	'C' conv                          -> Conversation (JSON)
+//	'M' conv seq(8)                   -> message record (below)
+//	'H' conv key                      -> seq(8)                        message key index (dedup)
+//	'I' conv pos(8)                   -> item record (below)           context item
+//	'L' conv seq(8)                   -> the reference text standing for large content
+//	'S' conv summaryId                -> summary record (below)
+//	'E' conv tag 'x' index(8)         -> seq(8)                        entry index -> message
+//	'E' conv tag 'o' index(8)         -> seq(8)                        the previous read's map of a
+//	                                                                     rewritten file (until reconciled)
+//	'E' conv tag 'i' entryId          -> index(8)                      entry id -> index
+//	'E' conv tag 'f'                  -> seq(8)                        first seq of an unreconciled read
+//	'E' conv tag 'h' index(8)         -> seq(8) key entryId            host-kept transcript's entries
+//	                                                                     (HostEntry; tag is the engine's
+//	                                                                     host tag)
+//	'O' conv seq(8)                   -> pos(8)                        order position of a moved message
+//	'F' agent 0x00 path               -> FileCheckpoint (JSON)         import checkpoint
+//	'F' agent 0x00 "host:" hex(conv)  -> HostCheckpoint (JSON)         host transcript's cursor
+//	'T' conv advancementKey           -> Turn (JSON)                   committed turn
+//	'G' sub                           -> Subagent (JSON)
+//	'g' agent 0x00 sessionId          -> sub                           child session id -> subagent
+//	'Y' sub pos(8)                    -> item record                   fork snapshot (the parent's items)
+//	'K' parentConv sub                -> the child's session key       link of an ended child
+//
+// The JSON records are encoding/json of the store's types, whose fields and
+// tags are those of package lossless's records. The binary records:
+//
+//   - message: 1 (or 2, below), flags, uvarint tokens, varint timestamp,
+//     uvarint length and role, key(16), then the raw JSON byte for byte.
+//     A body of 256 bytes or more (up to 256 MiB) is stored
+//     zstd-compressed (fastest level, one checksummed frame) when that
+//     saves at least an eighth, and the record's first byte is then 2.
+//     MessageHeader decodes the fields before the body and never touches
+//     the body.
+//   - item: 1, flags, ref kind (1 message, 2 summary), the ref (uvarint
+//     seq, or uvarint length and summary id), uvarint tokens, varint
+//     depth, varint timestamp, uvarint length and role.
+//   - summary: 1, then dag.Summary's JSON.
+//
+// compat_test.go pins one record of every family to the bytes package
+// lossless writes for it; fixture_test.go reads every record of package
+// lossless's fixture store (lossless/testdata/store-format2) and writes it
+// back, byte for byte.
+//
+// A conversation's data is every key under 'M', 'H', 'I', 'L', 'S', 'E',
+// 'O' or 'T' followed by its id (DeleteConversationData); its record,
+// names, checkpoints and subagent links are deleted by name.
+//
+// The recall index is not in this database (package lossless keeps it in
+// Options.Dir's "index" subdirectory).
+//
+// # Transactions and batches
+//
+// View and Update run Badger transactions; a Tx reads its own writes. A scan
+// is an iter.Seq2 over a Badger iterator, closed when the loop ends or
+// breaks, checking the call's context every 256 keys. Every value returned
+// is the caller's (copied out of Badger, or decompressed). A Reader, Tx or
+// Batch is for one goroutine, and for the duration of its View or Update
+// function (after it, every call fails with store.ErrClosed).
+//
+// Update commits when fn returns nil and ctx is not done by then. Badger
+// refuses a transaction over 15% of the memtable (about 1.2 MB with the
+// defaults), counting a value stored in its value log (over 1 KiB) as a
+// pointer; an Update here is held to the same number of bytes counting
+// keys and whole values (store.ErrTooBig beyond), and MaxTxnBytes, the
+// engine's split size, is half of it. (Package lossless counts a large
+// value as 64 bytes: converted, its ingest must split by whole sizes.) Once
+// a write of an Update fails (over the limit, or in Badger), its later
+// writes and the Update fail with the same error whatever fn returns. A
+// batch is a badger.WriteBatch: it commits in parts as it grows, whatever
+// their values; Flush commits the rest and waits.
+//
+// The deletions that scan (DeleteConversationData, DeleteForkItems) read,
+// in an Update, the transaction itself, and in a batch a snapshot of what is
+// committed (not the batch's own unflushed writes); so does
+// PutSubagentLink, which reads the child's session key from the subagent
+// record.
+//
+// # Errors
+//
+// Errors are prefixed "badgerstore: " and wrap the store sentinels: a
+// missing key is store.ErrNotFound; a record that does not decode (a wrong
+// length, a bad header, a body whose checksum fails, JSON that does not
+// parse) store.ErrCorrupt; Badger's ErrTxnTooBig store.ErrTooBig; a write on
+// a read-only store store.ErrReadOnly; any call after Close store.ErrClosed.
+// Update and NewBatch refuse to write on a filesystem with less free space
+// than Badger may map next (ErrDiskFull): Badger writes through memory maps,
+// and a full disk there is a SIGBUS, not an error.
+//
+// # Transitional
+//
+// Store.DB and TxnOf hand out the Badger database and a transaction's
+// *badger.Txn, so that package lossless can move to store.Store one code
+// path at a time. They go when the conversion ends.
+package badgerstore

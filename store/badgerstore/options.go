@@ -1,0 +1,144 @@
+package badgerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+)
+
+// Options configures Open. The sizes mirror lossless.BadgerConfig (bytes;
+// a count for NumMemtables); zero takes the default.
+type Options struct {
+	// Dir is the store's directory (required). Badger's files are its
+	// regular files; subdirectories (the engine's recall index) are not
+	// the store's.
+	Dir string
+	// SyncWrites fsyncs every commit (survives power loss); without it a
+	// process crash still loses no committed write.
+	SyncWrites bool
+	// ReadOnly opens the store for reading only: Badger maps nothing new
+	// and changes nothing, so it opens even on a full disk; Update and
+	// NewBatch fail with store.ErrReadOnly. A store Badger must recover
+	// first (the last process died) is refused read-only.
+	ReadOnly bool
+
+	// MemTableSize: default 8 MiB. MaxTxnBytes is derived from it.
+	MemTableSize int64
+	// ValueLogFileSize: default 64 MiB.
+	ValueLogFileSize int64
+	// BlockCacheSize: default 8 MiB.
+	BlockCacheSize int64
+	// IndexCacheSize: default 4 MiB.
+	IndexCacheSize int64
+	// NumMemtables: default 2.
+	NumMemtables int
+}
+
+// Defaults of Options (those of lossless.DefaultConfig's Badger section:
+// small, for an embedded library; about 14 MB of heap).
+const (
+	DefaultMemTableSize     = 8 << 20
+	DefaultValueLogFileSize = 64 << 20
+	DefaultBlockCacheSize   = 8 << 20
+	DefaultIndexCacheSize   = 4 << 20
+	DefaultNumMemtables     = 2
+)
+
+// withDefaults returns a copy of o with every zero size set to its default.
+func (o Options) withDefaults() Options {
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.ValueLogFileSize <= 0 {
+		o.ValueLogFileSize = DefaultValueLogFileSize
+	}
+	if o.BlockCacheSize <= 0 {
+		o.BlockCacheSize = DefaultBlockCacheSize
+	}
+	if o.IndexCacheSize <= 0 {
+		o.IndexCacheSize = DefaultIndexCacheSize
+	}
+	if o.NumMemtables <= 0 {
+		o.NumMemtables = DefaultNumMemtables
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.Dir == "" {
+		return errors.New("badgerstore: open: Options.Dir is empty")
+	}
+	return nil
+}
+
+// badgerLogger routes Badger's log to slog: warnings and errors only,
+// except the block-cache statistics Badger prints as warnings every minute
+// while a large store is read: the small cache is the engine's choice
+// (Options), so they go to debug.
+type badgerLogger struct{}
+
+func (badgerLogger) Errorf(f string, a ...any) {
+	slog.Error("badgerstore: badger: " + fmt.Sprintf(f, a...))
+}
+func (badgerLogger) Warningf(f string, a ...any) {
+	msg := fmt.Sprintf(f, a...)
+	level := slog.LevelWarn
+	if strings.HasPrefix(msg, "Block cache might be too small") || strings.HasPrefix(msg, "Cache life expectancy") {
+		level = slog.LevelDebug
+	}
+	slog.Log(context.Background(), level, "badgerstore: badger: "+msg)
+}
+func (badgerLogger) Infof(string, ...any)  {}
+func (badgerLogger) Debugf(string, ...any) {}
+
+// badgerOptions returns Badger's options for o (defaults filled): those of
+// package lossless (store.go), option for option.
+func badgerOptions(o Options) badger.Options {
+	opt := badger.DefaultOptions(o.Dir).
+		WithLogger(badgerLogger{}).
+		WithSyncWrites(o.SyncWrites).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(o.NumMemtables).
+		WithValueLogFileSize(o.ValueLogFileSize).
+		WithBlockCacheSize(o.BlockCacheSize).
+		WithIndexCacheSize(o.IndexCacheSize).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithNumCompactors(2).
+		WithCompression(options.ZSTD).
+		WithZSTDCompressionLevel(1).
+		WithValueThreshold(1 << 10).
+		WithDetectConflicts(false).
+		// Every SST block read from disk is checked against its checksum,
+		// so a corrupt block is an error, never a silently short read.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithReadOnly(o.ReadOnly)
+	// Every table of every level is BaseTableSize (2 MiB), not twice the
+	// size of the level above's: a compaction runs up to 8 + 5 table
+	// builders at once, each allocating twice its table's size on the Go
+	// heap, so with growing table sizes a bulk load's heap grew with the
+	// store (8 MiB tables at the bottom of a 1M-message store). Smaller
+	// bottom tables only mean more files.
+	opt.TableSizeMultiplier = 1
+	return opt
+}
+
+// openBadger opens the database of o (defaults filled).
+func openBadger(o Options) (*badger.DB, error) {
+	db, err := badger.Open(badgerOptions(o))
+	if err != nil && !o.ReadOnly && strings.Contains(err.Error(), "Create a new file") {
+		// A process killed as Badger created a memtable file leaves it
+		// empty, and the first open fails on it (and truncates it); the
+		// second succeeds (Badger issue #2207).
+		db, err = badger.Open(badgerOptions(o))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("badgerstore: open %s: %w", o.Dir, err)
+	}
+	return db, nil
+}

@@ -1,0 +1,7 @@
+//go:build race
+
+package badgerstore
+
+// raceEnabled is true under the race detector (go test -race), which makes
+// the contract suite's model run about ten times slower.
+const raceEnabled = true

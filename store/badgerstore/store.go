@@ -1,0 +1,318 @@
+package badgerstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// Store is a store.Store on one Badger database. It is safe for concurrent
+// use; the Reader, Tx and Batch it hands out are not (one goroutine each).
+type Store struct {
+	db   *badger.DB
+	opts Options
+	// maxTxn is MaxTxnBytes; txnLimit what one Update may write (keys and
+	// whole values) before it fails with store.ErrTooBig.
+	maxTxn, txnLimit int64
+	space            *spaceGuard
+
+	// mu guards active and closed; Close waits on idle until no call is
+	// in progress. closedFlag mirrors closed for the batch writes' check.
+	mu         sync.Mutex
+	idle       sync.Cond
+	active     int
+	closed     bool
+	closedFlag atomic.Bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating it when absent, unless read-only) the store in
+// opts.Dir. It does not read or write the format record (store.Meta): the
+// engine does.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("badgerstore: open: %w", err)
+	}
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	db, err := openBadger(o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, opts: o, space: newSpaceGuard(o)}
+	// What package lossless writes per transaction (ingest.go): half of
+	// Badger's batch limit (15% of the memtable), which leaves room for
+	// Badger's per-entry overhead.
+	s.maxTxn = db.MaxBatchSize() / 2
+	s.txnLimit = db.MaxBatchSize()
+	s.idle.L = &s.mu
+	return s, nil
+}
+
+// enter marks the start of a call; ErrClosed after Close. exit ends it.
+func (s *Store) enter() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("badgerstore: %w", store.ErrClosed)
+	}
+	s.active++
+	return nil
+}
+
+func (s *Store) exit() {
+	s.mu.Lock()
+	if s.active--; s.active == 0 {
+		s.idle.Broadcast()
+	}
+	s.mu.Unlock()
+}
+
+// View runs fn in a read-only snapshot. A scan checks ctx as it goes.
+func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("badgerstore: view: %w", err)
+	}
+	txn := s.db.NewTransaction(false)
+	defer txn.Discard()
+	r := &reader{txn: txn, ctx: ctx}
+	defer r.end()
+	return fn(r)
+}
+
+// Update runs fn in a read-write transaction, committed when fn returns
+// nil and ctx is not done by then; otherwise nothing of it is written.
+// fn's own error is returned as it is. On a read-only store Update fails
+// with store.ErrReadOnly; on a full disk with ErrDiskFull. A transaction
+// that writes more than twice MaxTxnBytes (keys and whole values: Badger's
+// batch limit, which Badger itself applies to values in its value log as
+// pointers only), or that Badger finds too big, fails with store.ErrTooBig
+// at the write that exceeds it. After a write fails in Badger or over the
+// limit, every later write of the Update fails with the same error and the
+// Update with it, whatever fn returns: an ignored error never commits part
+// of fn's writes.
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if s.opts.ReadOnly {
+		return fmt.Errorf("badgerstore: update: %w", store.ErrReadOnly)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("badgerstore: update: %w", err)
+	}
+	if err := s.space.check(); err != nil {
+		return err
+	}
+	txn := s.db.NewTransaction(true)
+	defer txn.Discard()
+	t := &tx{reader: reader{txn: txn, ctx: ctx}, writer: writer{kv: txn, rtxn: txn, ctx: ctx, s: s, limit: s.txnLimit}}
+	err := fn(t)
+	t.reader.end()
+	t.writer.end = errEnded
+	if err != nil {
+		return err
+	}
+	if err := t.writer.failed; err != nil {
+		return fmt.Errorf("badgerstore: commit refused after a failed write: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("badgerstore: update: %w", err)
+	}
+	if err := txn.Commit(); err != nil {
+		return wrapErr("commit", err)
+	}
+	return nil
+}
+
+// NewBatch returns a bulk writer on a badger.WriteBatch: it commits its
+// writes in parts as they grow past Badger's transaction limit, and Flush
+// commits the rest and waits for all of them. ctx is checked at Flush and
+// during the deletions that scan (DeleteConversationData,
+// DeleteForkItems).
+func (s *Store) NewBatch(ctx context.Context) (store.Batch, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.exit()
+	if s.opts.ReadOnly {
+		return nil, fmt.Errorf("badgerstore: new batch: %w", store.ErrReadOnly)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("badgerstore: new batch: %w", err)
+	}
+	if err := s.space.check(); err != nil {
+		return nil, err
+	}
+	wb := s.db.NewWriteBatch()
+	return &batch{writer: writer{kv: wb, ctx: ctx, s: s}, wb: wb}, nil
+}
+
+// MaxTxnBytes is half of Badger's batch limit (15% of Options.MemTableSize):
+// about 630 KB with the defaults. An Update may write up to twice as much
+// (ErrTooBig beyond): the margin is for the engine's estimates.
+func (s *Store) MaxTxnBytes() int64 { return s.maxTxn }
+
+// Sync makes every committed write durable. Badger's DB.Sync syncs the
+// value log and the active memtable's write-ahead log only; a memtable that
+// filled up and waits to be flushed keeps its (memory-mapped) log unsynced
+// until the flush, so every *.mem and *.vlog file of the store is fsynced
+// as well (fsync on any descriptor of a file writes back its dirty pages,
+// those written through a mapping included). A read-only store has nothing
+// to sync.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.exit()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("badgerstore: sync: %w", err)
+	}
+	if s.opts.ReadOnly {
+		return nil
+	}
+	if err := s.db.Sync(); err != nil {
+		return wrapErr("sync", err)
+	}
+	ents, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return fmt.Errorf("badgerstore: sync: %w", err)
+	}
+	for _, ent := range ents {
+		name := ent.Name()
+		if !ent.Type().IsRegular() || (!strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog")) {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("badgerstore: sync: %w", err)
+		}
+		f, err := os.Open(filepath.Join(s.opts.Dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // flushed and removed meanwhile: its data is in a synced table
+		}
+		if err != nil {
+			return fmt.Errorf("badgerstore: sync: %w", err)
+		}
+		err = f.Sync()
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("badgerstore: sync %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Size reports the bytes of the store's tables (*.sst) and value log
+// (*.vlog), Badger's own measure (DB.Size), read from the directory now
+// rather than from Badger's figure, which it refreshes once a minute.
+func (s *Store) Size() (int64, error) {
+	if err := s.enter(); err != nil {
+		return 0, err
+	}
+	defer s.exit()
+	ents, err := os.ReadDir(s.opts.Dir)
+	if err != nil {
+		return 0, fmt.Errorf("badgerstore: size: %w", err)
+	}
+	var n int64
+	for _, ent := range ents {
+		name := ent.Name()
+		if !ent.Type().IsRegular() || (!strings.HasSuffix(name, ".sst") && !strings.HasSuffix(name, ".vlog")) {
+			continue
+		}
+		info, err := ent.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // compacted away meanwhile
+		}
+		if err != nil {
+			return 0, fmt.Errorf("badgerstore: size: %w", err)
+		}
+		n += info.Size()
+	}
+	return n, nil
+}
+
+// Close waits for the calls in progress (View, Update, Sync, a batch's
+// Flush) and closes the database. It is idempotent; later calls fail with
+// store.ErrClosed. The unflushed writes of an open batch are lost (as with
+// Cancel); its later writes fail with store.ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closedFlag.Store(true)
+	for s.active > 0 {
+		s.idle.Wait()
+	}
+	s.mu.Unlock()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("badgerstore: close: %w", err)
+	}
+	return nil
+}
+
+// DB returns the Badger database.
+//
+// Transitional: it exists while package lossless is converted to
+// store.Store one path at a time, so that code not yet converted can keep
+// its Badger transactions on the same database. Nothing new should use it;
+// it goes when the conversion ends.
+func (s *Store) DB() *badger.DB { return s.db }
+
+// TxnOf returns the Badger transaction under a Reader or Tx this package
+// handed to a View or Update function (nil for any other Reader).
+//
+// Transitional, like DB: it lets a converted caller hand its transaction
+// to helpers of package lossless that still take a *badger.Txn. Writes made
+// on it directly bypass the record encodings; nothing new should use it.
+func TxnOf(r store.Reader) *badger.Txn {
+	switch t := r.(type) {
+	case *reader:
+		return t.txn
+	case *tx:
+		return t.txn
+	}
+	return nil
+}
+
+// errEnded is the error of a Reader, Tx or Batch used after its
+// transaction ended (fn returned, or Flush or Cancel was called).
+var errEnded = fmt.Errorf("badgerstore: transaction or batch used after it ended: %w", store.ErrClosed)
+
+// wrapErr wraps an error from Badger, mapping it to the store's
+// sentinels. Badger's own wrapping (y.Wrap) loses the chain, so errors are
+// mapped where they leave Badger.
+func wrapErr(op string, err error) error {
+	switch {
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("badgerstore: %s: %w (%w)", op, store.ErrTooBig, err)
+	case errors.Is(err, badger.ErrReadOnlyTxn):
+		return fmt.Errorf("badgerstore: %s: %w", op, store.ErrReadOnly)
+	case errors.Is(err, badger.ErrDBClosed), errors.Is(err, badger.ErrBlockedWrites):
+		return fmt.Errorf("badgerstore: %s: %w (%w)", op, store.ErrClosed, err)
+	case errors.Is(err, badger.ErrDiscardedTxn):
+		return fmt.Errorf("badgerstore: %s: %w", op, errEnded)
+	}
+	return fmt.Errorf("badgerstore: %s: %w", op, err)
+}
