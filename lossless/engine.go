@@ -12,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // Engine identity (Info).
@@ -31,8 +32,12 @@ const (
 // for concurrent use.
 type Engine struct {
 	cfg Config
-	db  *badger.DB
-	tc  core.TokenCounter
+	// st is the store (package store/badgerstore). db is its Badger
+	// database, which the files not yet converted to the store interface
+	// still use directly (transitional: issue #16).
+	st *badgerstore.Store
+	db *badger.DB
+	tc core.TokenCounter
 
 	// life guards Close against in-flight calls: calls hold it shared.
 	life   sync.RWMutex
@@ -117,13 +122,16 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
 		}
 	}
-	db, err := openBadger(cfg)
+	b := cfg.Badger
+	st, err := badgerstore.Open(ctx, badgerstore.Options{Dir: cfg.StoreDir, SyncWrites: cfg.SyncWrites, ReadOnly: cfg.ReadOnly,
+		MemTableSize: b.MemTableSize, ValueLogFileSize: b.ValueLogFileSize, BlockCacheSize: b.BlockCacheSize,
+		IndexCacheSize: b.IndexCacheSize, NumMemtables: b.NumMemtables})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
 	}
-	e := &Engine{cfg: cfg, db: db, tc: tc, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
+	e := &Engine{cfg: cfg, st: st, db: st.DB(), tc: tc, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
 	if err := e.checkFormat(); err != nil {
-		db.Close()
+		st.Close()
 		return nil, err
 	}
 	// The parts, in dependency order: a compaction indexes the summaries it
@@ -220,7 +228,7 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closeRecall() // recall index (recall.go)
-	if err := e.db.Close(); err != nil {
+	if err := e.st.Close(); err != nil {
 		return fmt.Errorf("lossless: close: %w", err)
 	}
 	return nil

@@ -12,6 +12,8 @@ import (
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 func TestInfoAndRegistration(t *testing.T) {
@@ -95,14 +97,14 @@ func TestFormatVersion(t *testing.T) {
 	cfg := testConfig(dir)
 	ctx := context.Background()
 	write := func(m metaRecord) {
-		db, err := badger.Open(badgerOptions(cfg.withDefaults()))
+		st, err := badgerstore.Open(ctx, badgerstore.Options{Dir: cfg.StoreDir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.Update(func(txn *badger.Txn) error { return setJSON(txn, metaKey, m) }); err != nil {
+		if err := st.Update(ctx, func(tx store.Tx) error { return tx.PutMeta(m) }); err != nil {
 			t.Fatal(err)
 		}
-		db.Close()
+		st.Close()
 	}
 	write(metaRecord{Format: FormatVersion + 1, Engine: EngineID})
 	if _, err := Open(ctx, cfg); !errors.Is(err, core.ErrFormatTooNew) {

@@ -9,14 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // FormatVersion is the store format this build writes. A store with a
@@ -51,37 +50,11 @@ func (c convID) String() string { return fmt.Sprintf("%x", c[:]) }
 
 var metaKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
-type metaRecord struct {
-	Format int    `json:"format"`
-	Engine string `json:"engine"`
-	// Tokenizer is the counter the stored token counts were made with.
-	Tokenizer string `json:"tokenizer"`
-}
+// metaRecord is the store's format record.
+type metaRecord = store.Meta
 
 // convRecord is a conversation's record: C conv -> JSON.
-type convRecord struct {
-	Agent string `json:"agent"`
-	// Key is the sessionKey the conversation is keyed by ("" when keyed by
-	// its first session id).
-	Key        string   `json:"key,omitempty"`
-	SessionIDs []string `json:"sessionIds"`
-	Created    int64    `json:"created"`
-	Updated    int64    `json:"updated"`
-	// NextSeq is the sequence number of the next message, NextPos the
-	// position of the next appended item.
-	NextSeq   uint64 `json:"nextSeq"`
-	NextPos   uint64 `json:"nextPos"`
-	Messages  int64  `json:"messages"`
-	Bytes     int64  `json:"bytes"`
-	Summaries int64  `json:"summaries"`
-	// Tokens is the total token count of the stored messages.
-	Tokens int64 `json:"tokens"`
-	// Retiring is set, before anything is deleted, on a conversation a
-	// retention pass is deleting: a pass interrupted midway (Close, a
-	// crash) leaves it partly deleted, which reads then report as such
-	// (ErrRetiring) rather than as corruption, and the next pass finishes.
-	Retiring bool `json:"retiring,omitempty"`
-}
+type convRecord = store.Conversation
 
 func convKey(c convID) []byte { return append([]byte{pConv}, c[:]...) }
 
@@ -133,108 +106,39 @@ func newConvID(agent, name string) convID {
 	return c
 }
 
-// badgerLogger routes Badger's log to slog: warnings and errors only,
-// except the block-cache statistics Badger prints as warnings every minute
-// while a large store is read: the small cache is this engine's choice
-// (Config.Badger), so they go to debug.
-type badgerLogger struct{}
-
-func (badgerLogger) Errorf(f string, a ...any) {
-	slog.Error("lossless: badger: " + fmt.Sprintf(f, a...))
-}
-func (badgerLogger) Warningf(f string, a ...any) {
-	msg := fmt.Sprintf(f, a...)
-	level := slog.LevelWarn
-	if strings.HasPrefix(msg, "Block cache might be too small") || strings.HasPrefix(msg, "Cache life expectancy") {
-		level = slog.LevelDebug
-	}
-	slog.Log(context.Background(), level, "lossless: badger: "+msg)
-}
-func (badgerLogger) Infof(string, ...any)  {}
-func (badgerLogger) Debugf(string, ...any) {}
-
-func badgerOptions(cfg Config) badger.Options {
-	b := cfg.Badger
-	opt := badger.DefaultOptions(cfg.StoreDir).
-		WithLogger(badgerLogger{}).
-		WithSyncWrites(cfg.SyncWrites).
-		WithMemTableSize(b.MemTableSize).
-		WithNumMemtables(b.NumMemtables).
-		WithValueLogFileSize(b.ValueLogFileSize).
-		WithBlockCacheSize(b.BlockCacheSize).
-		WithIndexCacheSize(b.IndexCacheSize).
-		WithNumLevelZeroTables(2).
-		WithNumLevelZeroTablesStall(8).
-		WithNumCompactors(2).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(1).
-		WithValueThreshold(1 << 10).
-		WithDetectConflicts(false).
-		// Every SST block read from disk is checked against its checksum,
-		// so a corrupt block is an error, never a silently short read.
-		WithChecksumVerificationMode(options.OnBlockRead).
-		WithReadOnly(cfg.ReadOnly)
-	// Every table of every level is BaseTableSize (2 MiB), not twice the
-	// size of the level above's: a compaction runs up to 8 + 5 table
-	// builders at once, each allocating twice its table's size on the Go
-	// heap, so with growing table sizes a bulk load's heap grew with the
-	// store (8 MiB tables at the bottom of a 1M-message store). Smaller
-	// bottom tables only mean more files.
-	opt.TableSizeMultiplier = 1
-	return opt
-}
-
-func openBadger(cfg Config) (*badger.DB, error) {
-	db, err := badger.Open(badgerOptions(cfg))
-	if err != nil && !cfg.ReadOnly && strings.Contains(err.Error(), "Create a new file") {
-		// A process killed as Badger created a memtable file leaves it
-		// empty, and the first open fails on it (and truncates it); the
-		// second succeeds (Badger issue #2207).
-		db, err = badger.Open(badgerOptions(cfg))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
-	}
-	return db, nil
-}
-
 // checkFormat writes the format record of a new store, refuses a newer
 // format or another engine's store, and migrates an older format.
 func (e *Engine) checkFormat() error {
-	if e.cfg.ReadOnly {
-		return e.db.View(func(txn *badger.Txn) error {
-			var m metaRecord
-			if err := getJSON(txn, metaKey, &m); err != nil {
-				return fmt.Errorf("lossless: store %s: read format: %w", e.cfg.StoreDir, err)
-			}
-			if m.Engine != EngineID {
-				return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.cfg.StoreDir, m.Engine, EngineID)
-			}
-			if m.Format > FormatVersion {
-				return fmt.Errorf("lossless: store %s has format %d, this build reads up to %d: %w",
-					e.cfg.StoreDir, m.Format, FormatVersion, core.ErrFormatTooNew)
-			}
-			return nil
-		})
-	}
-	return e.db.Update(func(txn *badger.Txn) error {
-		it, err := txn.Get(metaKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return setJSON(txn, metaKey, metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer})
-		}
-		if err != nil {
-			return fmt.Errorf("lossless: read format: %w", err)
-		}
-		var m metaRecord
-		if err := it.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
-			return fmt.Errorf("lossless: read format: %w", err)
-		}
+	ctx := context.Background()
+	check := func(m metaRecord) error {
 		if m.Engine != EngineID {
 			return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.cfg.StoreDir, m.Engine, EngineID)
 		}
 		if m.Format > FormatVersion {
 			return fmt.Errorf("lossless: store %s has format %d, this build reads up to %d: %w",
 				e.cfg.StoreDir, m.Format, FormatVersion, core.ErrFormatTooNew)
+		}
+		return nil
+	}
+	if e.cfg.ReadOnly {
+		return e.st.View(ctx, func(r store.Reader) error {
+			m, err := r.Meta()
+			if err != nil {
+				return fmt.Errorf("lossless: store %s: read format: %w", e.cfg.StoreDir, err)
+			}
+			return check(m)
+		})
+	}
+	return e.st.Update(ctx, func(tx store.Tx) error {
+		m, err := tx.Meta()
+		if errors.Is(err, store.ErrNotFound) {
+			return tx.PutMeta(metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer})
+		}
+		if err != nil {
+			return fmt.Errorf("lossless: read format: %w", err)
+		}
+		if err := check(m); err != nil {
+			return err
 		}
 		if m.Format < FormatVersion {
 			// Format 0 (never released) had no tokenizer field. Format 1
@@ -245,7 +149,7 @@ func (e *Engine) checkFormat() error {
 			if m.Tokenizer == "" {
 				m.Tokenizer = e.cfg.Tokenizer
 			}
-			return setJSON(txn, metaKey, m)
+			return tx.PutMeta(m)
 		}
 		if m.Tokenizer != "" && m.Tokenizer != e.cfg.Tokenizer {
 			slog.Warn("lossless: store token counts were made with another tokenizer",

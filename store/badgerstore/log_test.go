@@ -1,4 +1,4 @@
-package lossless
+package badgerstore
 
 import (
 	"bytes"
