@@ -44,9 +44,8 @@ const (
 // position without renumbering anything.
 const posStep = 1 << 16
 
-type convID [8]byte
-
-func (c convID) String() string { return fmt.Sprintf("%x", c[:]) }
+// convID identifies a conversation (store.ConvID).
+type convID = store.ConvID
 
 var metaKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 

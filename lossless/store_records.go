@@ -10,13 +10,14 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // msgHash is a message's stable key within its conversation: the first 16
 // bytes of SHA-256 over its compacted JSON. The same message delivered again
 // (replay, restart, transcript re-read, afterTurn's whole-session view) has
 // the same bytes, hence the same key, and is stored once.
-type msgHash [16]byte
+type msgHash = store.Hash
 
 func hashRaw(raw []byte) msgHash {
 	var buf bytes.Buffer
@@ -32,13 +33,13 @@ func hashRaw(raw []byte) msgHash {
 
 // Record flags.
 const (
-	flagHeartbeat = 1 << 0 // the message was delivered with isHeartbeat
-	flagLarge     = 1 << 1 // represented in the context by a reference (see pLarge)
-	flagHidden    = 1 << 2 // never shown: thinking-only/empty assistant turn, excludeFromContext
+	flagHeartbeat = store.FlagHeartbeat // the message was delivered with isHeartbeat
+	flagLarge     = store.FlagLarge     // represented in the context by a reference (see pLarge)
+	flagHidden    = store.FlagHidden    // never shown: thinking-only/empty assistant turn, excludeFromContext
 	// flagSuperseded (items only): the transcript no longer holds the
 	// message (the old version of an edit, a deleted entry: reconcile.go);
 	// left out of the context until a later read finds it again.
-	flagSuperseded = 1 << 3
+	flagSuperseded = store.FlagSuperseded
 )
 
 const recordVersion = 1
@@ -51,14 +52,7 @@ const recordZstd = 2
 var errBadRecord = fmt.Errorf("lossless: corrupt record: %w", ErrCorrupt)
 
 // msgRecord is a stored message: M conv seq -> encodeMsg.
-type msgRecord struct {
-	Flags     byte
-	Tokens    int
-	Timestamp int64
-	Role      string
-	Hash      msgHash
-	Raw       []byte
-}
+type msgRecord = store.Message
 
 // encodeMsg encodes a message record; raw bytes of compressMin bytes or
 // more (up to maxDecodedRaw, what the decoder accepts) are stored

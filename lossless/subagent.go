@@ -17,6 +17,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/dag"
 )
 
@@ -62,7 +63,7 @@ const (
 	SubagentEnded = "ended"
 )
 
-type subID [8]byte
+type subID = store.SubID
 
 func subIDOf(agent, childKey string) subID {
 	h := sha256.Sum256([]byte(agent + "\x00" + childKey))
