@@ -19,7 +19,7 @@ func TestBadgerLogLevels(t *testing.T) {
 	badgerLogger{}.Warningf("value log %d truncated", 7)
 	var levels []string
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-		if !strings.Contains(line, "lossless: badger:") {
+		if !strings.Contains(line, "badgerstore: badger:") {
 			continue
 		}
 		for _, l := range []string{"DEBUG", "WARN"} {
