@@ -28,15 +28,44 @@
 // A missing record is ErrNotFound (wrapped); a record that does not decode is
 // ErrCorrupt; a transaction over the backend's size limit is ErrTooBig (the
 // engine splits its writes by MaxTxnBytes, so this means one record is too
-// large); writes to a read-only store fail with ErrReadOnly.
+// large); writes to a read-only store fail with ErrReadOnly; a write refused
+// because the disk is full, before anything is written, is ErrDiskFull
+// (from a backend that can tell: one that writes through memory maps must
+// look before it writes).
+//
+// # Size limits and large deletions
+//
+// An Update's size limit counts whole keys and values as the backend
+// stores them (badgerstore fails an Update past 2×MaxTxnBytes with
+// ErrTooBig, whatever part of it Badger would keep in its value log). The
+// deletions that remove every record under a prefix — DeleteConversationData,
+// DeleteForkItems, DeleteHostEntries — have no bound of their own: in an
+// Update a large conversation or snapshot hits ErrTooBig, so the engine
+// makes large deletions in a Batch, which writes in parts as it grows.
+//
+// A Batch's deletions by prefix see committed data, not the batch's own
+// unflushed writes: they delete the records committed when they are
+// called. Whether a record the batch wrote before the deletion survives it
+// is unspecified (in badgerstore and memstore it does unless it was
+// committed too; a backend that deletes at Flush would delete it), so a
+// batch does not write under a prefix it then deletes. In an Update they
+// see the transaction's own writes, as every read of a Tx does.
+//
+// # Optional interfaces
+//
+// A backend may implement MessageEncoder (badgerstore does): the engine
+// then encodes and compresses message records on several cores before the
+// Update that stores them (Message.Encoded).
 //
 // The recall index is a second interface, index.Recall, so that a backend
 // can bring its own search (Bleve's index in a directory beside the store
 // by default).
 //
 // Unspecified on purpose, and not relied on by the engine: whether a scan
-// sees writes its own Update makes after the scan started, and the order of
-// Checkpoints and SubagentLinks. A Batch is used once (Flush or Cancel).
+// sees writes its own Update makes after the scan started, the order of
+// Checkpoints and SubagentLinks, and whether a Batch's prefix deletion
+// removes the batch's own earlier writes. A Batch is used once (Flush or
+// Cancel).
 package store
 
 import (
@@ -60,6 +89,12 @@ var (
 	ErrReadOnly = errors.New("store: opened read-only")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
+	// ErrDiskFull: a write refused before anything was written because the
+	// store's disk is (about) full. What is stored stays readable, and
+	// writes succeed again once space is freed. A backend that can detect
+	// it returns it wrapped, from Update or NewBatch (a backend that
+	// cannot, such as memstore, never does).
+	ErrDiskFull = errors.New("store: disk full")
 )
 
 // ConvID identifies a conversation: 8 bytes derived from its agent and first
@@ -164,6 +199,24 @@ type Message struct {
 	// Raw is the message's JSON exactly as ingested (nil when only the
 	// header was read).
 	Raw []byte
+	// Encoded is the backend's encoding of the record, made by its
+	// MessageEncoder outside the transaction; PutMessage stores it as it
+	// is when set (nil: encoded at Put). The other fields must still be
+	// set, Raw included: a backend without a MessageEncoder ignores
+	// Encoded, and one with it may check the header against them. Reads
+	// never set it.
+	Encoded []byte
+}
+
+// MessageEncoder is implemented by a backend (its Store) whose message
+// records are worth encoding before the transaction: badgerstore
+// compresses bodies, so the engine's ingest encodes a batch of messages on
+// several cores and then stores the records in one short Update. It is safe
+// for concurrent use.
+type MessageEncoder interface {
+	// EncodeMessage returns the record PutMessage would store for m,
+	// byte for byte (m.Encoded is ignored).
+	EncodeMessage(m Message) []byte
 }
 
 // Item is one context item with its flags.
@@ -182,10 +235,19 @@ const (
 	// EntriesPrevious is the previous read's map of a rewritten file, kept
 	// until its reconciliation ends.
 	EntriesPrevious EntryMap = 'o'
-	// EntriesHost maps a host-kept transcript's entry index to the message
-	// (the tag is the host transcript's tag).
-	EntriesHost EntryMap = 'h'
 )
+
+// HostEntry is one entry of a host-kept transcript (the host keeps the
+// transcript; the engine reads it page by page and maps every entry read).
+type HostEntry struct {
+	// Seq is the stored message the entry holds.
+	Seq uint64
+	// Key is the key of the entry's own bytes: it differs from the stored
+	// message's when the entry holds a reference maintain put there.
+	Key Hash
+	// EntryID is the host's id of the entry.
+	EntryID string
+}
 
 // EntryPair is one (index, seq) of an entry map.
 type EntryPair struct {
@@ -247,6 +309,12 @@ type Reader interface {
 	// of file tag may have appended (ErrNotFound when none is pending).
 	ReconcileFrom(c ConvID, tag FileTag) (uint64, error)
 
+	// HostEntry returns entry index of c's host-kept transcript.
+	HostEntry(c ConvID, index uint64) (HostEntry, error)
+	// HostEntries scans c's host-kept transcript's entries from index
+	// from, in index (transcript) order.
+	HostEntries(c ConvID, from uint64) iter.Seq2[HostEntryRecord, error]
+
 	// Order returns the order position of a message a reconciliation moved;
 	// Orders scans them in seq order (Pair{Key: seq, Value: pos}).
 	Order(c ConvID, seq uint64) (uint64, error)
@@ -272,8 +340,9 @@ type Reader interface {
 	// ForkSnapshots scans the ids of every fork snapshot, in id order
 	// (orphans included: snapshots whose record is gone).
 	ForkSnapshots() iter.Seq2[SubID, error]
-	// SubagentLinks scans the ended children linked to parent.
-	SubagentLinks(parent ConvID) iter.Seq2[SubID, error]
+	// SubagentLinks scans the ended children linked to parent, each with
+	// its session key.
+	SubagentLinks(parent ConvID) iter.Seq2[SubagentLinkRecord, error]
 }
 
 // Writer holds the writes of a transaction or a batch. Put replaces.
@@ -285,7 +354,8 @@ type Writer interface {
 	DeleteName(n Name) error
 
 	// PutMessage stores message m.Seq of c (encoding, compressing as the
-	// backend does); PutHash indexes its key.
+	// backend does, or m.Encoded as it is when set); PutHash indexes its
+	// key.
 	PutMessage(c ConvID, m Message) error
 	DeleteMessage(c ConvID, seq uint64) error
 	PutHash(c ConvID, h Hash, seq uint64) error
@@ -302,6 +372,7 @@ type Writer interface {
 	PutEntrySeq(c ConvID, tag FileTag, m EntryMap, index, seq uint64) error
 	DeleteEntrySeq(c ConvID, tag FileTag, m EntryMap, index uint64) error
 	PutEntryIndex(c ConvID, tag FileTag, id string, index uint64) error
+	DeleteEntryIndex(c ConvID, tag FileTag, id string) error
 	PutReconcileFrom(c ConvID, tag FileTag, seq uint64) error
 	DeleteReconcileFrom(c ConvID, tag FileTag) error
 
@@ -313,21 +384,34 @@ type Writer interface {
 	PutHostCheckpoint(agent string, c ConvID, cp HostCheckpoint) error
 	DeleteHostCheckpoint(agent string, c ConvID) error
 
+	// PutHostEntry maps entry index of c's host-kept transcript;
+	// DeleteHostEntries deletes every entry of it (a deletion by prefix:
+	// see the package comment), when the transcript is read again from its
+	// start.
+	PutHostEntry(c ConvID, index uint64, e HostEntry) error
+	DeleteHostEntries(c ConvID) error
+
 	PutTurn(c ConvID, key string, t Turn) error
+	DeleteTurn(c ConvID, key string) error
 
 	PutSubagent(s SubID, r Subagent) error
 	DeleteSubagent(s SubID) error
 	PutSubagentByChild(agent, sessionID string, s SubID) error
 	DeleteSubagentByChild(agent, sessionID string) error
 	PutForkItem(s SubID, it Item) error
+	// DeleteForkItems deletes s's fork snapshot (a deletion by prefix).
 	DeleteForkItems(s SubID) error
-	PutSubagentLink(parent ConvID, s SubID) error
+	// PutSubagentLink links ended child s, whose session key is childKey,
+	// to conversation parent.
+	PutSubagentLink(parent ConvID, s SubID, childKey string) error
 	DeleteSubagentLink(parent ConvID, s SubID) error
 
 	// DeleteConversationData deletes every record scoped to conversation c
 	// (messages, key index, items, large references, summaries, entry maps,
-	// order records, committed turns) but not its record, names,
-	// checkpoints or subagent links, which the caller deletes by name.
+	// host entries, order records, committed turns) but not its record,
+	// names, checkpoints or subagent links, which the caller deletes by
+	// name. It is a deletion by prefix: a large conversation's goes in a
+	// Batch (see the package comment).
 	DeleteConversationData(c ConvID) error
 }
 
@@ -339,7 +423,10 @@ type Tx interface {
 
 // Batch is a bulk writer: writes become durable together at Flush, are not
 // visible to readers before it, and are not isolated from concurrent
-// transactions. A batch may be flushed in parts by the backend when it grows.
+// transactions. A batch may be flushed in parts by the backend when it grows,
+// and has no size limit: large deletions go in one. Its deletions by prefix
+// delete what is committed when they are called, not its own unflushed
+// writes.
 type Batch interface {
 	Writer
 	// Flush writes what the batch holds and waits for it.
@@ -353,12 +440,16 @@ type Store interface {
 	// View runs fn in a read-only snapshot.
 	View(ctx context.Context, fn func(Reader) error) error
 	// Update runs fn in a read-write transaction committed atomically when
-	// fn returns nil, discarded otherwise.
+	// fn returns nil, discarded otherwise. Its writes are bounded (ErrTooBig
+	// past the backend's limit: see MaxTxnBytes); on a full disk it fails
+	// with ErrDiskFull before fn runs.
 	Update(ctx context.Context, fn func(Tx) error) error
-	// NewBatch returns a bulk writer.
+	// NewBatch returns a bulk writer (ErrDiskFull on a full disk).
 	NewBatch(ctx context.Context) (Batch, error)
-	// MaxTxnBytes is about how much one Update may write; the engine splits
-	// larger writes (a commit over it fails with ErrTooBig).
+	// MaxTxnBytes is about how much one Update may write, counting whole
+	// keys and values; the engine splits larger writes. A backend may allow
+	// some margin over it (badgerstore fails an Update past twice it with
+	// ErrTooBig).
 	MaxTxnBytes() int64
 	// Sync makes every committed write durable (fsync), whatever the
 	// store's sync setting.
@@ -397,4 +488,17 @@ type CheckpointRecord struct {
 type SubagentRecord struct {
 	ID SubID
 	Subagent
+}
+
+// HostEntryRecord is a host entry with its index (HostEntries).
+type HostEntryRecord struct {
+	Index uint64
+	HostEntry
+}
+
+// SubagentLinkRecord is a link to an ended child (SubagentLinks): its id and
+// its session key.
+type SubagentLinkRecord struct {
+	ID       SubID
+	ChildKey string
 }

@@ -3,6 +3,7 @@ package badgerstore
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -83,8 +84,8 @@ func gRandom() []byte {
 	return b
 }
 
-// compatRecords are the golden records, written through store.Writer (the
-// host entry through HostEntryWriter), and read back by compatRead.
+// compatRecords are the golden records, written through store.Writer, and
+// read back by checkRead.
 type compatRecords struct {
 	meta             store.Meta
 	conv, convMin    store.Conversation
@@ -97,7 +98,7 @@ type compatRecords struct {
 	filePath         string
 	filePath2        string
 	hostCP           store.HostCheckpoint
-	hostEntry        HostEntry
+	hostEntry        store.HostEntryRecord
 	turn, turnMin    store.Turn
 	sub, subMin      store.Subagent
 }
@@ -132,7 +133,7 @@ func newCompatRecords() compatRecords {
 		filePath2: "rel/s2.jsonl",
 		fileCP2:   store.FileCheckpoint{SessionID: "sid-2", Conv: gConv.String()},
 		hostCP:    store.HostCheckpoint{Conv: gConv.String(), Cursor: "cur-9", Entries: 4, Imported: 3, Skipped: 1},
-		hostEntry: HostEntry{Index: 3, Seq: 2, Hash: h, EntryID: "entry-h3"},
+		hostEntry: store.HostEntryRecord{Index: 3, HostEntry: store.HostEntry{Seq: 2, Key: h, EntryID: "entry-h3"}},
 		turn: store.Turn{LogicalTurnID: "lt", AdmissionEntryID: "ae", TerminalEntryID: "te", Seqs: []uint64{1, 2}, Stored: 2,
 			CommittedAt: 1700000002000},
 		turnMin: store.Turn{Seqs: []uint64{3}, CommittedAt: 1700000003000},
@@ -145,19 +146,24 @@ func newCompatRecords() compatRecords {
 	}
 }
 
-// write writes every golden record with w (the subagent record before its
-// link, whose value is read from it).
-func (g *compatRecords) write(w store.Writer) error {
-	hw := w.(HostEntryWriter)
+// write writes every golden record with w; with enc, the messages are
+// encoded by it first (store.Message.Encoded).
+func (g *compatRecords) write(w store.Writer, enc store.MessageEncoder) error {
+	msg := func(m store.Message) error {
+		if enc != nil {
+			m.Encoded = enc.EncodeMessage(m)
+		}
+		return w.PutMessage(gConv, m)
+	}
 	steps := []func() error{
 		func() error { return w.PutMeta(g.meta) },
 		func() error { return w.PutConversation(gConv, g.conv) },
 		func() error { return w.PutConversation(gConv2, g.convMin) },
 		func() error { return w.PutName(g.nameKey, gConv) },
 		func() error { return w.PutName(g.nameSID, gConv) },
-		func() error { return w.PutMessage(gConv, g.msgs[0]) },
-		func() error { return w.PutMessage(gConv, g.msgs[1]) },
-		func() error { return w.PutMessage(gConv, g.msgs[2]) },
+		func() error { return msg(g.msgs[0]) },
+		func() error { return msg(g.msgs[1]) },
+		func() error { return msg(g.msgs[2]) },
 		func() error { return w.PutHash(gConv, gHash(), 2) },
 		func() error { return w.PutItem(gConv, g.itemMsg) },
 		func() error { return w.PutItem(gConv, g.itemSum) },
@@ -171,13 +177,14 @@ func (g *compatRecords) write(w store.Writer) error {
 		func() error { return w.PutFileCheckpoint("main", g.filePath, g.fileCP) },
 		func() error { return w.PutFileCheckpoint("main", g.filePath2, g.fileCP2) },
 		func() error { return w.PutHostCheckpoint("main", gConv, g.hostCP) },
-		func() error { return hw.PutHostEntry(gConv, gHostTag, g.hostEntry) },
+		func() error { return w.PutHostEntry(gConv, g.hostEntry.Index, g.hostEntry.HostEntry) },
 		func() error { return w.PutTurn(gConv, "adv-key-1", g.turn) },
 		func() error { return w.PutTurn(gConv, "adv-key-2", g.turnMin) },
 		func() error { return w.PutSubagent(gSub, g.sub) },
 		func() error { return w.PutSubagent(gSub2, g.subMin) },
 		func() error { return w.PutSubagentByChild("main", "child-sid", gSub) },
 		func() error { return w.PutForkItem(gSub, g.itemMsg) },
+		func() error { return w.PutSubagentLink(gConv, gSub, g.sub.ChildSessionKey) },
 	}
 	for _, f := range steps {
 		if err := f(); err != nil {
@@ -232,52 +239,65 @@ func checkGolden(t *testing.T, db *badger.DB) {
 	}
 }
 
-// TestByteCompat writes one record of every family through Update (the
-// subagent link in a second one, as OnSubagentEnded links after the
-// record exists) and compares the raw Badger keys and values with what
-// package lossless writes.
+// TestByteCompat writes one record of every family through Update and
+// compares the raw Badger keys and values with what package lossless
+// writes; the messages are written as they are, and encoded first
+// (store.Message.Encoded, made by Store.EncodeMessage).
 func TestByteCompat(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, Options{})
-	g := newCompatRecords()
-	if err := s.Update(ctx, func(tx store.Tx) error { return g.write(tx) }); err != nil {
-		t.Fatal(err)
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
+			ctx := context.Background()
+			s := openTest(t, Options{})
+			g := newCompatRecords()
+			var enc store.MessageEncoder
+			if encoded {
+				enc = s
+			}
+			if err := s.Update(ctx, func(tx store.Tx) error { return g.write(tx, enc) }); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, s.DB())
+			g.checkRead(t, s)
+		})
 	}
-	if err := s.Update(ctx, func(tx store.Tx) error { return tx.PutSubagentLink(gConv, gSub) }); err != nil {
-		t.Fatal(err)
-	}
-	checkGolden(t, s.DB())
-	g.checkRead(t, s)
 }
 
 // TestByteCompatBatch is TestByteCompat through a batch.
 func TestByteCompatBatch(t *testing.T) {
-	ctx := context.Background()
-	s := openTest(t, Options{})
-	g := newCompatRecords()
-	b, err := s.NewBatch(ctx)
-	if err != nil {
-		t.Fatal(err)
+	for _, encoded := range []bool{false, true} {
+		t.Run(fmt.Sprint("encoded=", encoded), func(t *testing.T) {
+			ctx := context.Background()
+			s := openTest(t, Options{})
+			g := newCompatRecords()
+			var enc store.MessageEncoder
+			if encoded {
+				enc = s
+			}
+			b, err := s.NewBatch(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := g.write(b, enc); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, s.DB())
+			g.checkRead(t, s)
+		})
 	}
-	if err := g.write(b); err != nil {
-		t.Fatal(err)
+}
+
+// TestHostTag: the package's host tag is package lossless's (the golden
+// host entry's key holds it).
+func TestHostTag(t *testing.T) {
+	if hostTag != gHostTag {
+		t.Errorf("hostTag = %x, want %x (package lossless's)", hostTag, gHostTag)
 	}
-	if err := b.Flush(); err != nil {
-		t.Fatal(err)
+	if got, want := fmt.Sprintf("%x", hostEntryKey(gConv, 3)), "4501020304050607081d70fba01f8ea0d8680000000000000003"; got != want {
+		t.Errorf("host entry key %s, want the golden %s", got, want)
 	}
-	// A batch reads what is committed: the record is, now.
-	b, err = s.NewBatch(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.PutSubagentLink(gConv, gSub); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	checkGolden(t, s.DB())
-	g.checkRead(t, s)
 }
 
 // TestReadGolden writes the golden bytes into Badger directly, as package
@@ -355,9 +375,9 @@ func (g *compatRecords) checkRead(t *testing.T, s *Store) {
 		o, err := r.EntrySeq(gConv, gTag, store.EntriesPrevious, 5)
 		must(t, err)
 		eq("entry o", o, uint64(6))
-		hs, err := r.EntrySeq(gConv, gHostTag, store.EntriesHost, 3)
+		he, err := r.HostEntry(gConv, g.hostEntry.Index)
 		must(t, err)
-		eq("entry h", hs, uint64(2))
+		eq("host entry", he, g.hostEntry.HostEntry)
 		idx, err := r.EntryIndex(gConv, gTag, "entry-abc")
 		must(t, err)
 		eq("entry id", idx, uint64(5))
@@ -376,12 +396,12 @@ func (g *compatRecords) checkRead(t *testing.T, s *Store) {
 		hcp, err := r.HostCheckpoint("main", gConv)
 		must(t, err)
 		eq("host checkpoint", hcp, g.hostCP)
-		var hes []HostEntry
-		for e, err := range r.(HostEntryReader).HostEntries(gConv, gHostTag, 0) {
+		var hes []store.HostEntryRecord
+		for e, err := range r.HostEntries(gConv, 0) {
 			must(t, err)
 			hes = append(hes, e)
 		}
-		eq("host entries", hes, []HostEntry{g.hostEntry})
+		eq("host entries", hes, []store.HostEntryRecord{g.hostEntry})
 		tr, err := r.Turn(gConv, "adv-key-1")
 		must(t, err)
 		eq("turn", tr, g.turn)
@@ -403,12 +423,12 @@ func (g *compatRecords) checkRead(t *testing.T, s *Store) {
 			fork = append(fork, it)
 		}
 		eq("fork items", fork, []store.Item{g.itemMsg})
-		var links []store.SubID
+		var links []store.SubagentLinkRecord
 		for l, err := range r.SubagentLinks(gConv) {
 			must(t, err)
 			links = append(links, l)
 		}
-		eq("links", links, []store.SubID{gSub})
+		eq("links", links, []store.SubagentLinkRecord{{ID: gSub, ChildKey: g.sub.ChildSessionKey}})
 		return nil
 	})
 	must(t, err)

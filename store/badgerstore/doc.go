@@ -35,9 +35,9 @@
 //	                                                                     rewritten file (until reconciled)
 //	'E' conv tag 'i' entryId          -> index(8)                      entry id -> index
 //	'E' conv tag 'f'                  -> seq(8)                        first seq of an unreconciled read
-//	'E' conv tag 'h' index(8)         -> seq(8) key entryId            host-kept transcript's entries
-//	                                                                     (HostEntry; tag is the engine's
-//	                                                                     host tag)
+//	'E' conv hostTag 'h' index(8)     -> seq(8) key entryId            host-kept transcript's entries
+//	                                                                     (store.HostEntry; hostTag is
+//	                                                                     SHA-256("host-transcript")[:8])
 //	'O' conv seq(8)                   -> pos(8)                        order position of a moved message
 //	'F' agent 0x00 path               -> FileCheckpoint (JSON)         import checkpoint
 //	'F' agent 0x00 "host:" hex(conv)  -> HostCheckpoint (JSON)         host transcript's cursor
@@ -46,6 +46,7 @@
 //	'g' agent 0x00 sessionId          -> sub                           child session id -> subagent
 //	'Y' sub pos(8)                    -> item record                   fork snapshot (the parent's items)
 //	'K' parentConv sub                -> the child's session key       link of an ended child
+//	                                                                     (store.SubagentLinkRecord)
 //
 // The JSON records are encoding/json of the store's types, whose fields and
 // tags are those of package lossless's records. The binary records:
@@ -68,8 +69,13 @@
 // back, byte for byte.
 //
 // A conversation's data is every key under 'M', 'H', 'I', 'L', 'S', 'E',
-// 'O' or 'T' followed by its id (DeleteConversationData); its record,
-// names, checkpoints and subagent links are deleted by name.
+// 'O' or 'T' followed by its id (DeleteConversationData; its host entries
+// are under 'E'); its record, names, checkpoints and subagent links are
+// deleted by name.
+//
+// The host tag is this package's (a constant, package lossless's hostTag):
+// the interface's host entries take no tag, and a file's entry maps never
+// use the kind byte 'h'.
 //
 // The recall index is not in this database (package lossless keeps it in
 // Options.Dir's "index" subdirectory).
@@ -95,11 +101,21 @@
 // batch is a badger.WriteBatch: it commits in parts as it grows, whatever
 // their values; Flush commits the rest and waits.
 //
-// The deletions that scan (DeleteConversationData, DeleteForkItems) read,
-// in an Update, the transaction itself, and in a batch a snapshot of what is
-// committed (not the batch's own unflushed writes); so does
-// PutSubagentLink, which reads the child's session key from the subagent
-// record.
+// The deletions that scan (DeleteConversationData, DeleteForkItems,
+// DeleteHostEntries) read, in an Update, the transaction itself, and in a
+// batch a snapshot of what is committed when they are called (not the
+// batch's own unflushed writes, which they leave: a key the batch set
+// before is deleted only if it was committed too). In an Update a large
+// one fails with store.ErrTooBig; the engine makes them in a batch.
+//
+// # Encoding outside the transaction
+//
+// Store implements store.MessageEncoder: EncodeMessage returns the message
+// record PutMessage would write (encodeMsg, compression included), so that
+// the engine compresses a batch of messages on several cores and hands the
+// records to PutMessage in store.Message.Encoded. PutMessage stores such a
+// record as it is, after checking that its header (flags, tokens,
+// timestamp, role, key) is the message's; the body is not decompressed.
 //
 // # Errors
 //
@@ -109,8 +125,8 @@
 // parse) store.ErrCorrupt; Badger's ErrTxnTooBig store.ErrTooBig; a write on
 // a read-only store store.ErrReadOnly; any call after Close store.ErrClosed.
 // Update and NewBatch refuse to write on a filesystem with less free space
-// than Badger may map next (ErrDiskFull): Badger writes through memory maps,
-// and a full disk there is a SIGBUS, not an error.
+// than Badger may map next (store.ErrDiskFull): Badger writes through
+// memory maps, and a full disk there is a SIGBUS, not an error.
 //
 // # Transitional
 //

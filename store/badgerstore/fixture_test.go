@@ -43,7 +43,7 @@ func TestLosslessFixture(t *testing.T) {
 	families := map[byte]int{}
 	must(t, src.View(ctx, func(r store.Reader) error {
 		return dst.Update(ctx, func(tx store.Tx) error {
-			c := &fixtureCopy{t: t, r: r, w: tx, hostDone: map[string]bool{}, forkDone: map[store.SubID]bool{}}
+			c := &fixtureCopy{t: t, r: r, w: tx, hostDone: map[store.ConvID]bool{}, forkDone: map[store.SubID]bool{}}
 			return src.DB().View(func(txn *badger.Txn) error {
 				it := txn.NewIterator(badger.IteratorOptions{})
 				defer it.Close()
@@ -108,7 +108,7 @@ type fixtureCopy struct {
 	t        *testing.T
 	r        store.Reader
 	w        store.Tx
-	hostDone map[string]bool
+	hostDone map[store.ConvID]bool
 	forkDone map[store.SubID]bool
 }
 
@@ -188,16 +188,19 @@ func (f *fixtureCopy) copy(k []byte) error {
 				return err
 			}
 			return f.w.PutEntrySeq(c, tag, m, u64At(18), seq)
-		case 'h':
-			if f.hostDone[string(k[:17])] {
+		case hostKind:
+			if tag != hostTag {
+				return fmt.Errorf("a host entry under tag %x, not the host tag %x", tag, hostTag)
+			}
+			if f.hostDone[c] {
 				return nil
 			}
-			f.hostDone[string(k[:17])] = true
-			for e, err := range f.r.(HostEntryReader).HostEntries(c, tag, 0) {
+			f.hostDone[c] = true
+			for e, err := range f.r.HostEntries(c, 0) {
 				if err != nil {
 					return err
 				}
-				if err := f.w.(HostEntryWriter).PutHostEntry(c, tag, e); err != nil {
+				if err := f.w.PutHostEntry(c, e.Index, e.HostEntry); err != nil {
 					return err
 				}
 			}
@@ -274,7 +277,15 @@ func (f *fixtureCopy) copy(k []byte) error {
 	case pSubLink:
 		var child store.SubID
 		copy(child[:], k[9:])
-		return f.w.PutSubagentLink(c, child) // after the 'G' records: keys are in order
+		for l, err := range f.r.SubagentLinks(c) {
+			if err != nil {
+				return err
+			}
+			if l.ID == child {
+				return f.w.PutSubagentLink(c, child, l.ChildKey)
+			}
+		}
+		return fmt.Errorf("link %x not in SubagentLinks(%s)", child, c)
 	}
 	f.t.Errorf("key %x: not a family of the layout", k)
 	return nil

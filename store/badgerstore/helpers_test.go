@@ -103,6 +103,11 @@ func verify(t testing.TB, s *Store) {
 					return err
 				}
 			}
+			for _, err := range r.HostEntries(c, 0) {
+				if err != nil {
+					return err
+				}
+			}
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package badgerstore
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"iter"
 
@@ -9,79 +10,86 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Host entry maps: an extension of store.Writer and store.Reader that the
-// interface does not have yet. Package lossless keeps, for each entry of a
-// host-kept transcript (host.go),
+// Host entries (store.HostEntry). Package lossless keeps, for each entry of
+// a host-kept transcript (host.go),
 //
-//	'E' conv tag 'h' index(8) -> seq(8) key(16) entryId
+//	'E' conv hostTag 'h' index(8) -> seq(8) key(16) entryId
 //
-// the message, the key of the entry's own bytes (which differs from the
-// message's when the entry holds a reference maintain put there) and the
-// host's entry id; store.Writer.PutEntrySeq can only give the message (it
-// writes a zero key and an empty id). The
-// Tx of Update and the Batch of NewBatch implement HostEntryWriter, the
-// Reader of View and the Tx of Update HostEntryReader (found by type
-// assertion); EntrySeq and Entries read the message of a host entry as of
-// any other map.
+// an entry map of the file tag hostTag, the same for every conversation:
+// the map's kind byte is 'h', which no file's map uses.
 
-// HostEntry is one entry of a host-kept transcript's entry map.
-type HostEntry struct {
-	Index uint64
-	Seq   uint64
-	// Hash is the key of the entry's own bytes.
-	Hash    store.Hash
-	EntryID string
-}
+// hostTag is package lossless's hostTag: the first 8 bytes of
+// SHA-256("host-transcript").
+var hostTag = func() store.FileTag {
+	s := sha256.Sum256([]byte("host-transcript"))
+	return store.FileTag(s[:8])
+}()
 
-// HostEntryWriter writes host entry records.
-type HostEntryWriter interface {
-	PutHostEntry(c store.ConvID, tag store.FileTag, e HostEntry) error
-}
-
-// HostEntryReader scans host entry records.
-type HostEntryReader interface {
-	HostEntries(c store.ConvID, tag store.FileTag, from uint64) iter.Seq2[HostEntry, error]
-}
-
-var (
-	_ HostEntryWriter = (*tx)(nil)
-	_ HostEntryWriter = (*batch)(nil)
-	_ HostEntryReader = (*reader)(nil)
-	_ HostEntryReader = (*tx)(nil)
-)
+// hostKind is the kind byte of the host entry map.
+const hostKind = 'h'
 
 // hostEntryMin is the length of a host entry value with an empty id.
 const hostEntryMin = 8 + len(store.Hash{})
 
-// PutHostEntry writes entry e.Index of the host map (store.EntriesHost) of
-// tag.
-func (w *writer) PutHostEntry(c store.ConvID, tag store.FileTag, e HostEntry) error {
-	v := make([]byte, 8, hostEntryMin+len(e.EntryID))
-	putU64(v, e.Seq)
-	v = append(v, e.Hash[:]...)
-	v = append(v, e.EntryID...)
-	return w.set(entryKey(c, tag, byte(store.EntriesHost), e.Index), v, "host entry map")
+func hostEntryPrefix(c store.ConvID) []byte { return entryMapPrefix(c, hostTag, hostKind) }
+
+func hostEntryKey(c store.ConvID, index uint64) []byte {
+	return entryKey(c, hostTag, hostKind, index)
 }
 
-// HostEntries scans the host map of tag from index from, in index order.
-func (r *reader) HostEntries(c store.ConvID, tag store.FileTag, from uint64) iter.Seq2[HostEntry, error] {
-	m := byte(store.EntriesHost)
-	return scan(r, entryMapPrefix(c, tag, m), entryKey(c, tag, m, from), false, func(kv *badger.Item) (HostEntry, step, error) {
-		var e HostEntry
+func encodeHostEntry(e *store.HostEntry) []byte {
+	v := make([]byte, 8, hostEntryMin+len(e.EntryID))
+	putU64(v, e.Seq)
+	v = append(v, e.Key[:]...)
+	return append(v, e.EntryID...)
+}
+
+func decodeHostEntry(index uint64, v []byte) (store.HostEntry, error) {
+	if len(v) < hostEntryMin {
+		return store.HostEntry{}, corrupt("host entry %d: %d-byte value", index, len(v))
+	}
+	e := store.HostEntry{Seq: binary.BigEndian.Uint64(v), EntryID: string(v[hostEntryMin:])}
+	copy(e.Key[:], v[8:hostEntryMin])
+	return e, nil
+}
+
+// PutHostEntry writes entry index of c's host-kept transcript.
+func (w *writer) PutHostEntry(c store.ConvID, index uint64, e store.HostEntry) error {
+	return w.set(hostEntryKey(c, index), encodeHostEntry(&e), "host entry")
+}
+
+// DeleteHostEntries deletes every entry of c's host-kept transcript (by
+// prefix: in a batch, those committed when it is called).
+func (w *writer) DeleteHostEntries(c store.ConvID) error {
+	return w.deletePrefix(hostEntryPrefix(c), "host entries")
+}
+
+// HostEntry returns entry index of c's host-kept transcript.
+func (r *reader) HostEntry(c store.ConvID, index uint64) (store.HostEntry, error) {
+	var e store.HostEntry
+	err := r.get(hostEntryKey(c, index), "host entry", func(v []byte) error {
+		var err error
+		e, err = decodeHostEntry(index, v)
+		return err
+	})
+	return e, err
+}
+
+// HostEntries scans c's host-kept transcript's entries from index from, in
+// index order.
+func (r *reader) HostEntries(c store.ConvID, from uint64) iter.Seq2[store.HostEntryRecord, error] {
+	return scan(r, hostEntryPrefix(c), hostEntryKey(c, from), false, func(kv *badger.Item) (store.HostEntryRecord, step, error) {
+		var rec store.HostEntryRecord
 		k := kv.Key()
 		if len(k) != 26 {
-			return e, stop, corrupt("host entry map key %x", k)
+			return rec, stop, corrupt("host entry key %x", k)
 		}
-		e.Index = binary.BigEndian.Uint64(k[18:])
-		err := value(kv, "host entry map", func(v []byte) error {
-			if len(v) < hostEntryMin {
-				return corrupt("host entry map, entry %d: %d-byte value", e.Index, len(v))
-			}
-			e.Seq = binary.BigEndian.Uint64(v)
-			copy(e.Hash[:], v[8:hostEntryMin])
-			e.EntryID = string(v[hostEntryMin:])
-			return nil
+		rec.Index = binary.BigEndian.Uint64(k[18:])
+		err := value(kv, "host entry", func(v []byte) error {
+			var err error
+			rec.HostEntry, err = decodeHostEntry(rec.Index, v)
+			return err
 		})
-		return e, emit, err
+		return rec, emit, err
 	})
 }

@@ -27,8 +27,8 @@ const (
 	pSubLink  = 'K'  // K parent(8) sub(8) -> child session key
 )
 
-// Kinds of entry-map keys after E conv tag (besides the maps' own
-// store.EntryMap bytes 'x', 'o', 'h').
+// Kinds of entry-map keys after E conv tag (besides the file maps' own
+// store.EntryMap bytes 'x', 'o', and hostKind 'h' under hostTag).
 const (
 	entryIDKind   = 'i' // E conv tag 'i' entryId -> index(8)
 	reconcileKind = 'f' // E conv tag 'f' -> seq(8)

@@ -318,25 +318,13 @@ func (r *reader) Summaries(c store.ConvID) iter.Seq2[dag.Summary, error] {
 	})
 }
 
-// checkEntryMap refuses a map byte that is not one of the store's maps.
+// checkEntryMap refuses a map byte that is not one of a file's maps.
 func checkEntryMap(m store.EntryMap) error {
 	switch m {
-	case store.EntriesCurrent, store.EntriesPrevious, store.EntriesHost:
+	case store.EntriesCurrent, store.EntriesPrevious:
 		return nil
 	}
 	return fmt.Errorf("badgerstore: unknown entry map %q", byte(m))
-}
-
-// entrySeq decodes an entry-map value: seq(8) for the file maps; seq(8)
-// key(16) entryId for the host map (HostEntry).
-func entrySeq(m store.EntryMap, v []byte) (uint64, bool) {
-	if m == store.EntriesHost {
-		if len(v) < hostEntryMin {
-			return 0, false
-		}
-		return binary.BigEndian.Uint64(v), true
-	}
-	return getU64(v)
 }
 
 // EntrySeq returns the message of entry index of file tag's map m.
@@ -347,7 +335,7 @@ func (r *reader) EntrySeq(c store.ConvID, tag store.FileTag, m store.EntryMap, i
 	var seq uint64
 	err := r.get(entryKey(c, tag, byte(m), index), "entry map", func(v []byte) error {
 		var ok bool
-		if seq, ok = entrySeq(m, v); !ok {
+		if seq, ok = getU64(v); !ok {
 			return corrupt("entry map %c, entry %d: %d-byte value", m, index, len(v))
 		}
 		return nil
@@ -375,7 +363,7 @@ func (r *reader) Entries(c store.ConvID, tag store.FileTag, m store.EntryMap, fr
 		p.Index = binary.BigEndian.Uint64(k[18:])
 		err := value(kv, "entry map", func(v []byte) error {
 			var ok bool
-			if p.Seq, ok = entrySeq(m, v); !ok {
+			if p.Seq, ok = getU64(v); !ok {
 				return corrupt("entry map %c, entry %d: %d-byte value", m, p.Index, len(v))
 			}
 			return nil
@@ -547,15 +535,20 @@ func nextID(s [8]byte) ([8]byte, bool) {
 	return s, false
 }
 
-// SubagentLinks scans the ended children linked to parent, in id order.
-func (r *reader) SubagentLinks(parent store.ConvID) iter.Seq2[store.SubID, error] {
-	return scan(r, convPrefix(pSubLink, parent), nil, false, func(kv *badger.Item) (store.SubID, step, error) {
-		var s store.SubID
+// SubagentLinks scans the ended children linked to parent, in id order,
+// each with the session key the link holds.
+func (r *reader) SubagentLinks(parent store.ConvID) iter.Seq2[store.SubagentLinkRecord, error] {
+	return scan(r, convPrefix(pSubLink, parent), nil, false, func(kv *badger.Item) (store.SubagentLinkRecord, step, error) {
+		var rec store.SubagentLinkRecord
 		k := kv.Key()
 		if len(k) != 17 {
-			return s, skip, nil // as lossless: not a link
+			return rec, skip, nil // as lossless: not a link
 		}
-		copy(s[:], k[9:])
-		return s, emit, nil
+		copy(rec.ID[:], k[9:])
+		err := value(kv, "subagent link", func(v []byte) error {
+			rec.ChildKey = string(v)
+			return nil
+		})
+		return rec, emit, err
 	})
 }

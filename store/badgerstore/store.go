@@ -35,7 +35,10 @@ type Store struct {
 	closedFlag atomic.Bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store          = (*Store)(nil)
+	_ store.MessageEncoder = (*Store)(nil)
+)
 
 // Open opens (creating it when absent, unless read-only) the store in
 // opts.Dir. It does not read or write the format record (store.Meta): the
@@ -100,10 +103,11 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // Update runs fn in a read-write transaction, committed when fn returns
 // nil and ctx is not done by then; otherwise nothing of it is written.
 // fn's own error is returned as it is. On a read-only store Update fails
-// with store.ErrReadOnly; on a full disk with ErrDiskFull. A transaction
-// that writes more than twice MaxTxnBytes (keys and whole values: Badger's
-// batch limit, which Badger itself applies to values in its value log as
-// pointers only), or that Badger finds too big, fails with store.ErrTooBig
+// with store.ErrReadOnly; on a full disk with store.ErrDiskFull, before fn
+// runs (see space.go). A transaction that writes more than twice
+// MaxTxnBytes (keys and whole values: Badger's batch limit, which Badger
+// itself applies to values in its value log as pointers only), or that
+// Badger finds too big, fails with store.ErrTooBig
 // at the write that exceeds it. After a write fails in Badger or over the
 // limit, every later write of the Update fails with the same error and the
 // Update with it, whatever fn returns: an ignored error never commits part
@@ -165,6 +169,13 @@ func (s *Store) NewBatch(ctx context.Context) (store.Batch, error) {
 	wb := s.db.NewWriteBatch()
 	return &batch{writer: writer{kv: wb, ctx: ctx, s: s}, wb: wb}, nil
 }
+
+// EncodeMessage returns the record PutMessage stores for m (m.Encoded
+// ignored): the header, and the body zstd-compressed when that saves at
+// least an eighth. It is safe for concurrent use and works on a closed
+// store; the engine calls it on several cores before the Update that
+// stores the records (store.Message.Encoded).
+func (s *Store) EncodeMessage(m store.Message) []byte { return encodeMsg(&m) }
 
 // MaxTxnBytes is half of Badger's batch limit (15% of Options.MemTableSize):
 // about 630 KB with the defaults. An Update may write up to twice as much

@@ -83,13 +83,14 @@ func TestRoundTrip(t *testing.T) {
 		{"entry o", func(w store.Writer) error { return w.PutEntrySeq(c, gTag, store.EntriesPrevious, 3, 6) },
 			func(r store.Reader) (any, error) { return r.EntrySeq(c, gTag, store.EntriesPrevious, 3) }, uint64(6),
 			func(w store.Writer) error { return w.DeleteEntrySeq(c, gTag, store.EntriesPrevious, 3) }},
-		{"entry h", func(w store.Writer) error {
-			return w.(HostEntryWriter).PutHostEntry(c, gHostTag, HostEntry{Index: 2, Seq: 5, Hash: h, EntryID: "e"})
+		{"host entry", func(w store.Writer) error {
+			return w.PutHostEntry(c, 2, store.HostEntry{Seq: 5, Key: h, EntryID: "e"})
 		},
-			func(r store.Reader) (any, error) { return r.EntrySeq(c, gHostTag, store.EntriesHost, 2) }, uint64(5),
-			func(w store.Writer) error { return w.DeleteEntrySeq(c, gHostTag, store.EntriesHost, 2) }},
+			func(r store.Reader) (any, error) { return r.HostEntry(c, 2) }, store.HostEntry{Seq: 5, Key: h, EntryID: "e"},
+			func(w store.Writer) error { return w.DeleteHostEntries(c) }},
 		{"entry id", func(w store.Writer) error { return w.PutEntryIndex(c, gTag, "id-1", 4) },
-			func(r store.Reader) (any, error) { return r.EntryIndex(c, gTag, "id-1") }, uint64(4), nil},
+			func(r store.Reader) (any, error) { return r.EntryIndex(c, gTag, "id-1") }, uint64(4),
+			func(w store.Writer) error { return w.DeleteEntryIndex(c, gTag, "id-1") }},
 		{"reconcile", func(w store.Writer) error { return w.PutReconcileFrom(c, gTag, 11) },
 			func(r store.Reader) (any, error) { return r.ReconcileFrom(c, gTag) }, uint64(11),
 			func(w store.Writer) error { return w.DeleteReconcileFrom(c, gTag) }},
@@ -103,7 +104,8 @@ func TestRoundTrip(t *testing.T) {
 			func(r store.Reader) (any, error) { return r.HostCheckpoint("a", c) }, store.HostCheckpoint{Entries: 5},
 			func(w store.Writer) error { return w.DeleteHostCheckpoint("a", c) }},
 		{"turn", func(w store.Writer) error { return w.PutTurn(c, "k", store.Turn{Seqs: []uint64{1}, Stored: 1}) },
-			func(r store.Reader) (any, error) { return r.Turn(c, "k") }, store.Turn{Seqs: []uint64{1}, Stored: 1}, nil},
+			func(r store.Reader) (any, error) { return r.Turn(c, "k") }, store.Turn{Seqs: []uint64{1}, Stored: 1},
+			func(w store.Writer) error { return w.DeleteTurn(c, "k") }},
 		{"subagent", func(w store.Writer) error { return w.PutSubagent(gSub, store.Subagent{Agent: "a", Token: "t"}) },
 			func(r store.Reader) (any, error) { return r.Subagent(gSub) }, store.Subagent{Agent: "a", Token: "t"},
 			func(w store.Writer) error { return w.DeleteSubagent(gSub) }},
@@ -125,9 +127,9 @@ func TestRoundTrip(t *testing.T) {
 				return out, nil
 			}, []store.Item{msgItem(7, 1, 3)},
 			func(w store.Writer) error { return w.DeleteForkItems(gSub) }},
-		{"subagent link", func(w store.Writer) error { return w.PutSubagentLink(c, gSub2) },
+		{"subagent link", func(w store.Writer) error { return w.PutSubagentLink(c, gSub2, "agent:main:subagent:2") },
 			func(r store.Reader) (any, error) {
-				var out []store.SubID
+				var out []store.SubagentLinkRecord
 				for l, err := range r.SubagentLinks(c) {
 					if err != nil {
 						return nil, err
@@ -138,7 +140,7 @@ func TestRoundTrip(t *testing.T) {
 					return nil, store.ErrNotFound
 				}
 				return out, nil
-			}, []store.SubID{gSub2},
+			}, []store.SubagentLinkRecord{{ID: gSub2, ChildKey: "agent:main:subagent:2"}},
 			func(w store.Writer) error { return w.DeleteSubagentLink(c, gSub2) }},
 	}
 	for _, tc := range cases {
@@ -184,7 +186,8 @@ func TestScans(t *testing.T) {
 			must(t, tx.PutOrder(c, seq, 100-seq))
 			must(t, tx.PutEntrySeq(c, gTag, store.EntriesCurrent, seq-1, seq))
 			must(t, tx.PutEntrySeq(c, gTag, store.EntriesPrevious, seq-1, seq+10))
-			must(t, tx.(HostEntryWriter).PutHostEntry(c, gHostTag, HostEntry{Index: seq - 1, Seq: seq, EntryID: fmt.Sprint("e", seq)}))
+			must(t, tx.PutHostEntry(c, seq-1, store.HostEntry{Seq: seq, EntryID: fmt.Sprint("e", seq)}))
+			must(t, tx.PutHostEntry(c2, seq-1, store.HostEntry{Seq: seq, EntryID: "other"}))
 		}
 		// Neighbours that must not show up in c's scans.
 		must(t, tx.PutMessage(c2, testMessage(1, "other")))
@@ -206,9 +209,9 @@ func TestScans(t *testing.T) {
 		must(t, tx.PutForkItem(gSub2, msgItem(1, 1, 1)))
 		orphan := store.SubID{0xff, 0, 0, 0, 0, 0, 0, 1}
 		must(t, tx.PutForkItem(orphan, msgItem(1, 1, 1)))
-		must(t, tx.PutSubagentLink(c, gSub2))
-		must(t, tx.PutSubagentLink(c, gSub))
-		must(t, tx.PutSubagentLink(c2, gSub))
+		must(t, tx.PutSubagentLink(c, gSub2, "k2"))
+		must(t, tx.PutSubagentLink(c, gSub, "k1"))
+		must(t, tx.PutSubagentLink(c2, gSub, "other"))
 		return nil
 	})
 	view(t, s, func(r store.Reader) error {
@@ -255,9 +258,10 @@ func TestScans(t *testing.T) {
 		eqT(t, "entries x from 2", collect(t, r.Entries(c, gTag, store.EntriesCurrent, 2)),
 			[]store.EntryPair{{Index: 2, Seq: 3}, {Index: 3, Seq: 4}, {Index: 4, Seq: 5}})
 		eqT(t, "entries o", len(collect(t, r.Entries(c, gTag, store.EntriesPrevious, 0))), 5)
-		eqT(t, "entries h", collect(t, r.Entries(c, gHostTag, store.EntriesHost, 4)), []store.EntryPair{{Index: 4, Seq: 5}})
+		eqT(t, "host entries from 4", collect(t, r.HostEntries(c, 4)),
+			[]store.HostEntryRecord{{Index: 4, HostEntry: store.HostEntry{Seq: 5, EntryID: "e5"}}})
 		var hostIDs []string
-		for _, e := range collect(t, r.(HostEntryReader).HostEntries(c, gHostTag, 3)) {
+		for _, e := range collect(t, r.HostEntries(c, 3)) {
 			hostIDs = append(hostIDs, e.EntryID)
 		}
 		eqT(t, "host entries from 3", hostIDs, []string{"e4", "e5"})
@@ -290,7 +294,7 @@ func TestScans(t *testing.T) {
 		eqT(t, "subagents", subs, []string{"1", "2"})
 		eqT(t, "fork items", pos16(collect(t, r.ForkItems(gSub))), []uint64{1, 2, 3})
 		eqT(t, "fork snapshots", collect(t, r.ForkSnapshots()), []store.SubID{gSub, gSub2, {0xff, 0, 0, 0, 0, 0, 0, 1}})
-		eqT(t, "links", collect(t, r.SubagentLinks(c)), []store.SubID{gSub, gSub2})
+		eqT(t, "links", collect(t, r.SubagentLinks(c)), []store.SubagentLinkRecord{{ID: gSub, ChildKey: "k1"}, {ID: gSub2, ChildKey: "k2"}})
 		return nil
 	})
 }
@@ -428,6 +432,7 @@ func TestNotFound(t *testing.T) {
 		_, errs["entry"] = r.EntrySeq(c, gTag, store.EntriesCurrent, 1)
 		_, errs["entry id"] = r.EntryIndex(c, gTag, "x")
 		_, errs["reconcile"] = r.ReconcileFrom(c, gTag)
+		_, errs["host entry"] = r.HostEntry(c, 1)
 		_, errs["order"] = r.Order(c, 1)
 		_, errs["file checkpoint"] = r.FileCheckpoint("a", "p")
 		_, errs["host checkpoint"] = r.HostCheckpoint("a", c)
@@ -459,7 +464,7 @@ func TestCorrupt(t *testing.T) {
 		"item":          itemKey(c, 1),
 		"summary":       summaryKey(c, "x"),
 		"entry":         entryKey(c, gTag, 'x', 1),
-		"host entry":    entryKey(c, gHostTag, 'h', 1),
+		"host entry":    hostEntryKey(c, 1),
 		"entry id":      entryIDKey(c, gTag, "x"),
 		"reconcile":     reconcileFromKey(c, gTag),
 		"order":         orderKey(c, 1),
@@ -504,7 +509,7 @@ func TestCorrupt(t *testing.T) {
 		_, errs["summary"] = r.Summary(c, "x")
 		_, errs["summary empty"] = r.Summary(c, "y")
 		_, errs["entry"] = r.EntrySeq(c, gTag, store.EntriesCurrent, 1)
-		_, errs["host entry"] = r.EntrySeq(c, gHostTag, store.EntriesHost, 1)
+		_, errs["host entry"] = r.HostEntry(c, 1)
 		_, errs["entry id"] = r.EntryIndex(c, gTag, "x")
 		_, errs["reconcile"] = r.ReconcileFrom(c, gTag)
 		_, errs["order"] = r.Order(c, 1)
@@ -527,7 +532,7 @@ func TestCorrupt(t *testing.T) {
 		errs["scan items"] = scanErr(anySeq(r.Items(c, 0, ^uint64(0), true)))
 		errs["scan summaries"] = scanErr(anySeq(r.Summaries(c)))
 		errs["scan entries"] = scanErr(anySeq(r.Entries(c, gTag, store.EntriesCurrent, 0)))
-		errs["scan host entries"] = scanErr(anySeq(r.(HostEntryReader).HostEntries(c, gHostTag, 0)))
+		errs["scan host entries"] = scanErr(anySeq(r.HostEntries(c, 0)))
 		errs["scan orders"] = scanErr(anySeq(r.Orders(c)))
 		errs["scan checkpoints"] = scanErr(anySeq(r.Checkpoints()))
 		errs["scan subagents"] = scanErr(anySeq(r.Subagents()))
@@ -627,8 +632,7 @@ func TestReopen(t *testing.T) {
 	g := newCompatRecords()
 	s, err := Open(ctx, Options{Dir: dir, SyncWrites: true})
 	must(t, err)
-	must(t, s.Update(ctx, func(tx store.Tx) error { return g.write(tx) }))
-	must(t, s.Update(ctx, func(tx store.Tx) error { return tx.PutSubagentLink(gConv, gSub) }))
+	must(t, s.Update(ctx, func(tx store.Tx) error { return g.write(tx, nil) }))
 	must(t, s.Close())
 	s = openTest(t, Options{Dir: dir})
 	checkGolden(t, s.DB())
@@ -806,10 +810,10 @@ func TestDeleteConversationData(t *testing.T) {
 			// data for a neighbour whose id follows gConv's.
 			next := store.ConvID{1, 2, 3, 4, 5, 6, 7, 9}
 			update(t, s, func(tx store.Tx) error {
-				if err := g.write(tx); err != nil {
+				if err := g.write(tx, nil); err != nil {
 					return err
 				}
-				must(t, tx.PutSubagentLink(gConv, gSub))
+				must(t, tx.PutSubagentLink(gConv, gSub, "k"))
 				must(t, tx.PutMessage(next, g.msgs[0]))
 				must(t, tx.PutItem(next, g.itemMsg))
 				must(t, tx.PutTurn(next, "k", g.turn))
@@ -905,7 +909,19 @@ func TestRefusedWrites(t *testing.T) {
 	s := openTest(t, Options{})
 	ctx := context.Background()
 	refused := map[string]func(tx store.Tx) error{
-		"unknown entry map":  func(tx store.Tx) error { return tx.PutEntrySeq(gConv, gTag, 'q', 1, 1) },
+		"unknown entry map":    func(tx store.Tx) error { return tx.PutEntrySeq(gConv, gTag, 'q', 1, 1) },
+		"host map as a file's": func(tx store.Tx) error { return tx.PutEntrySeq(gConv, hostTag, hostKind, 1, 1) },
+		"encoded garbage": func(tx store.Tx) error {
+			m := testMessage(1, "m")
+			m.Encoded = []byte{0xff, 0, 1}
+			return tx.PutMessage(gConv, m)
+		},
+		"encoded before a change": func(tx store.Tx) error {
+			m := testMessage(1, "m")
+			m.Encoded = s.EncodeMessage(m)
+			m.Flags |= store.FlagHidden
+			return tx.PutMessage(gConv, m)
+		},
 		"summary without id": func(tx store.Tx) error { return tx.PutSummary(gConv, dag.Summary{}) },
 		"item of no kind":    func(tx store.Tx) error { return tx.PutItem(gConv, store.Item{}) },
 		"negative item tokens": func(tx store.Tx) error {
@@ -925,9 +941,14 @@ func TestRefusedWrites(t *testing.T) {
 		}
 	}
 	view(t, s, func(r store.Reader) error {
-		for _, err := range r.Entries(gConv, gTag, 'q', 0) {
-			if err == nil {
-				t.Error("scan of an unknown entry map: no error")
+		for _, m := range []store.EntryMap{'q', hostKind} {
+			for _, err := range r.Entries(gConv, gTag, m, 0) {
+				if err == nil {
+					t.Errorf("scan of entry map %q: no error", m)
+				}
+			}
+			if _, err := r.EntrySeq(gConv, hostTag, m, 1); err == nil || errors.Is(err, store.ErrNotFound) {
+				t.Errorf("EntrySeq of entry map %q: %v, want a refusal", m, err)
 			}
 		}
 		return nil
@@ -937,24 +958,57 @@ func TestRefusedWrites(t *testing.T) {
 	}
 }
 
-// TestHostEntryBySeq: PutEntrySeq on the host map writes a well-formed
-// host entry (zero key, empty id), which reads back whole.
-func TestHostEntryBySeq(t *testing.T) {
-	s := openTest(t, Options{})
-	update(t, s, func(tx store.Tx) error { return tx.PutEntrySeq(gConv, gHostTag, store.EntriesHost, 4, 9) })
-	got := rawKVs(t, s.DB())
-	k := fmt.Sprintf("%x", entryKey(gConv, gHostTag, 'h', 4))
-	if want := "0000000000000009" + strings.Repeat("00", 16); got[k] != want {
-		t.Errorf("host entry %s = %s, want %s", k, got[k], want)
+// TestEncodedMessage: PutMessage with Encoded made by EncodeMessage stores
+// the same bytes as PutMessage without it, for every kind of record
+// (plain, compressed, incompressible, empty body), in an Update and in a
+// batch.
+func TestEncodedMessage(t *testing.T) {
+	msgs := newCompatRecords().msgs
+	empty := testMessage(4, "")
+	empty.Raw = []byte{}
+	msgs = append(msgs, empty, testMessage(5, strings.Repeat("compressible ", 1000)))
+	write := func(t *testing.T, s *Store, encoded, batch bool) map[string]string {
+		put := func(w store.Writer) {
+			for _, m := range msgs {
+				if encoded {
+					m.Encoded = s.EncodeMessage(m)
+				}
+				must(t, w.PutMessage(gConv, m))
+			}
+		}
+		if batch {
+			b, err := s.NewBatch(context.Background())
+			must(t, err)
+			put(b)
+			must(t, b.Flush())
+		} else {
+			update(t, s, func(tx store.Tx) error { put(tx); return nil })
+		}
+		return rawKVs(t, s.DB())
 	}
-	view(t, s, func(r store.Reader) error {
-		eqT(t, "host entries", collect(t, r.(HostEntryReader).HostEntries(gConv, gHostTag, 0)), []HostEntry{{Index: 4, Seq: 9}})
-		return nil
-	})
+	for _, batch := range []bool{false, true} {
+		plain := write(t, openTest(t, Options{}), false, batch)
+		enc := write(t, openTest(t, Options{}), true, batch)
+		if len(plain) != len(msgs) {
+			t.Fatalf("%d keys written, want %d", len(plain), len(msgs))
+		}
+		if !reflect.DeepEqual(plain, enc) {
+			t.Errorf("batch=%v: PutMessage with Encoded wrote\n%v\nwithout\n%v", batch, enc, plain)
+		}
+		zstd := 0
+		for _, v := range plain {
+			if strings.HasPrefix(v, fmt.Sprintf("%02x", recordZstd)) {
+				zstd++
+			}
+		}
+		if zstd < 2 {
+			t.Errorf("%d compressed records: the test does not cover compression", zstd)
+		}
+	}
 }
 
 // TestDiskFull: with less free space than the reserve, Update and NewBatch
-// refuse (ErrDiskFull) and View reads.
+// refuse (store.ErrDiskFull) and View reads.
 func TestDiskFull(t *testing.T) {
 	s := openTest(t, Options{})
 	update(t, s, func(tx store.Tx) error { return tx.PutMeta(store.Meta{Format: 2}) })
@@ -963,9 +1017,9 @@ func TestDiskFull(t *testing.T) {
 	freeSpace = func(string) (uint64, error) { return 1 << 20, nil }
 	s.space.checked = time.Time{} // look again now
 	err := s.Update(context.Background(), func(tx store.Tx) error { return tx.PutMeta(store.Meta{}) })
-	wantErr(t, "update", err, ErrDiskFull)
+	wantErr(t, "update", err, store.ErrDiskFull)
 	_, err = s.NewBatch(context.Background())
-	wantErr(t, "new batch", err, ErrDiskFull)
+	wantErr(t, "new batch", err, store.ErrDiskFull)
 	view(t, s, func(r store.Reader) error {
 		m, err := r.Meta()
 		if err != nil || m.Format != 2 {

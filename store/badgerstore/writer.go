@@ -179,12 +179,33 @@ func (w *writer) PutName(n store.Name, c store.ConvID) error {
 func (w *writer) DeleteName(n store.Name) error { return w.del(nameKey(n), "name") }
 
 // PutMessage stores message m.Seq of c, its body compressed as package
-// lossless does.
+// lossless does. When m.Encoded is set (Store.EncodeMessage's record) it is
+// stored as it is (a copy), once its header is found to match m's fields:
+// a record encoded before the message changed is refused.
 func (w *writer) PutMessage(c store.ConvID, m store.Message) error {
 	if m.Tokens < 0 {
 		return fmt.Errorf("badgerstore: message %d: token count %d", m.Seq, m.Tokens)
 	}
-	return w.set(msgKey(c, m.Seq), encodeMsg(&m), "message")
+	if m.Encoded == nil {
+		return w.set(msgKey(c, m.Seq), encodeMsg(&m), "message")
+	}
+	if err := checkEncoded(&m); err != nil {
+		return err
+	}
+	return w.set(msgKey(c, m.Seq), bytes.Clone(m.Encoded), "message")
+}
+
+// checkEncoded checks that m.Encoded is a message record whose header is
+// m's (the body is not decompressed: that is what encoding ahead saves).
+func checkEncoded(m *store.Message) error {
+	h := store.Message{Seq: m.Seq}
+	if _, err := decodeMsgHead(m.Encoded, &h); err != nil {
+		return fmt.Errorf("badgerstore: message %d: Encoded is not a message record (%v)", m.Seq, err)
+	}
+	if h.Flags != m.Flags || h.Tokens != m.Tokens || h.Timestamp != m.Timestamp || h.Role != m.Role || h.Hash != m.Hash {
+		return fmt.Errorf("badgerstore: message %d: the header of Encoded differs from the message's fields (encoded before they changed?)", m.Seq)
+	}
+	return nil
 }
 
 // DeleteMessage deletes message seq of c (not its key index, item or
@@ -246,17 +267,10 @@ func (w *writer) DeleteSummary(c store.ConvID, id string) error {
 	return w.del(summaryKey(c, id), "summary")
 }
 
-// PutEntrySeq maps entry index of file tag's map m to message seq. A
-// record of the host map (store.EntriesHost) holds the entry's key and id
-// besides the message (package lossless reads all three), which
-// PutEntrySeq does not have: it writes a zero key and an empty id, a
-// well-formed record; PutHostEntry writes the whole of it.
+// PutEntrySeq maps entry index of file tag's map m to message seq.
 func (w *writer) PutEntrySeq(c store.ConvID, tag store.FileTag, m store.EntryMap, index, seq uint64) error {
 	if err := checkEntryMap(m); err != nil {
 		return err
-	}
-	if m == store.EntriesHost {
-		return w.PutHostEntry(c, tag, HostEntry{Index: index, Seq: seq})
 	}
 	return w.set(entryKey(c, tag, byte(m), index), u64Bytes(seq), "entry map")
 }
@@ -272,6 +286,11 @@ func (w *writer) DeleteEntrySeq(c store.ConvID, tag store.FileTag, m store.Entry
 // PutEntryIndex maps entry id of file tag to its index.
 func (w *writer) PutEntryIndex(c store.ConvID, tag store.FileTag, id string, index uint64) error {
 	return w.set(entryIDKey(c, tag, id), u64Bytes(index), "entry id")
+}
+
+// DeleteEntryIndex deletes entry id of file tag.
+func (w *writer) DeleteEntryIndex(c store.ConvID, tag store.FileTag, id string) error {
+	return w.del(entryIDKey(c, tag, id), "entry id")
 }
 
 // PutReconcileFrom records the first sequence number an unreconciled read
@@ -320,6 +339,11 @@ func (w *writer) PutTurn(c store.ConvID, key string, t store.Turn) error {
 	return w.setJSON(turnKey(c, key), "turn", t)
 }
 
+// DeleteTurn deletes the committed turn of advancement key.
+func (w *writer) DeleteTurn(c store.ConvID, key string) error {
+	return w.del(turnKey(c, key), "turn")
+}
+
 // PutSubagent writes a subagent record.
 func (w *writer) PutSubagent(s store.SubID, r store.Subagent) error {
 	return w.setJSON(subKey(s), "subagent", r)
@@ -353,36 +377,10 @@ func (w *writer) DeleteForkItems(s store.SubID) error {
 	return w.deletePrefix(convPrefix(pForkItem, s), "fork snapshot")
 }
 
-// PutSubagentLink links ended child s to conversation parent. The link's
-// value is, as package lossless writes it, the child's session key, read
-// from s's record (in an Update, as the transaction sees it; in a batch,
-// as committed); without a record the value is empty (nothing reads it).
-func (w *writer) PutSubagentLink(parent store.ConvID, s store.SubID) error {
-	var v []byte
-	err := w.view(func(txn *badger.Txn) error {
-		kv, err := txn.Get(subKey(s))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return wrapErr("read subagent", err)
-		}
-		return value(kv, "subagent", func(b []byte) error {
-			var rec store.Subagent
-			if err := decodeJSON("subagent", b, &rec); err != nil {
-				return err
-			}
-			v = []byte(rec.ChildSessionKey)
-			return nil
-		})
-	})
-	if err != nil {
-		return err
-	}
-	if v == nil {
-		v = []byte{}
-	}
-	return w.set(subLinkKey(parent, s), v, "subagent link")
+// PutSubagentLink links ended child s to conversation parent; the link's
+// value is the child's session key, as package lossless writes it.
+func (w *writer) PutSubagentLink(parent store.ConvID, s store.SubID, childKey string) error {
+	return w.set(subLinkKey(parent, s), []byte(childKey), "subagent link")
 }
 
 // DeleteSubagentLink deletes the link of child s to parent.
@@ -395,7 +393,8 @@ func (w *writer) DeleteSubagentLink(parent store.ConvID, s store.SubID) error {
 // summaries, entry maps with their reconcile records and host entries,
 // order records, turns): lossless/store_retention.go's convScoped. In an
 // Update a large conversation exceeds the transaction limit
-// (store.ErrTooBig); retention deletes with a batch.
+// (store.ErrTooBig); retention deletes with a batch, which deletes the keys
+// committed when it is called.
 func (w *writer) DeleteConversationData(c store.ConvID) error {
 	for _, p := range convScoped {
 		if err := w.deletePrefix(convPrefix(p, c), "conversation data"); err != nil {

@@ -18,8 +18,14 @@
 // Batch writes are kept by the batch and applied together at Flush (one
 // step, never in parts); Flush writes nothing when the batch's ctx is done.
 // A batch is used once: after Flush or Cancel its writes fail (Cancel after
-// Flush does nothing). DeleteConversationData and DeleteForkItems in a batch
-// delete what there is at Flush.
+// Flush does nothing). A batch's deletions by prefix (DeleteConversationData,
+// DeleteForkItems, DeleteHostEntries) delete, as badgerstore's do, the
+// records committed when they are called, not records committed after the
+// call; a key the batch wrote before the call is deleted only if it was
+// committed too.
+//
+// Message.Encoded is ignored (memstore keeps records as they are, and has
+// no store.MessageEncoder); reads return it nil.
 //
 // NewReadOnly shares a store's data read-only: Views work, NewBatch fails,
 // and an Update runs its function but every write fails with
@@ -254,7 +260,7 @@ type batch struct {
 }
 
 type op struct {
-	kind byte // 'p' put, 'd' delete, 'P' delete prefix
+	kind byte // 'p' put, 'd' delete
 	key  string
 	val  any
 }
@@ -273,7 +279,25 @@ func (b *batch) add(o op) error {
 
 func (b *batch) put(k string, v any) error { return b.add(op{'p', k, v}) }
 func (b *batch) del(k string) error        { return b.add(op{'d', k, nil}) }
-func (b *batch) delPrefix(p string) error  { return b.add(op{'P', p, nil}) }
+
+// delPrefix deletes the keys under p committed now (store.Batch: a batch's
+// deletions by prefix see committed data, not its own unflushed writes).
+func (b *batch) delPrefix(p string) error {
+	var keys []string
+	walk(b.s.db.root.Load(), p, prefixEnd(p), false, func(n *node) bool {
+		keys = append(keys, n.key)
+		return true
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done {
+		return errBatchDone
+	}
+	for _, k := range keys {
+		b.ops = append(b.ops, op{'d', k, nil})
+	}
+	return nil
+}
 
 // Flush applies the batch's writes, all in one step.
 func (b *batch) Flush() error {
@@ -299,8 +323,6 @@ func (b *batch) Flush() error {
 			err = t.put(o.key, o.val)
 		case 'd':
 			err = t.del(o.key)
-		case 'P':
-			err = t.delPrefix(o.key)
 		}
 		if err != nil {
 			return err

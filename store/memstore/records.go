@@ -25,6 +25,7 @@ const (
 	pEntry      = 'E' // conv tag map index
 	pEntryID    = 'e' // conv tag id
 	pReconcile  = 'R' // conv tag
+	pHostEntry  = 'h' // conv index
 	pOrder      = 'O' // conv seq
 	pTurn       = 'T' // conv key
 	pCheckpoint = 'F' // esc(agent) 'f' path, or esc(agent) 'h' conv
@@ -35,7 +36,7 @@ const (
 )
 
 // convScoped are the families DeleteConversationData deletes.
-var convScoped = []byte{pMessage, pHash, pLarge, pItem, pSummary, pEntry, pEntryID, pReconcile, pOrder, pTurn}
+var convScoped = []byte{pMessage, pHash, pLarge, pItem, pSummary, pEntry, pEntryID, pReconcile, pHostEntry, pOrder, pTurn}
 
 type key []byte
 
@@ -78,7 +79,10 @@ func cloneConv(r store.Conversation) store.Conversation {
 	return r
 }
 
+// cloneMessage copies m, without Encoded (memstore has no MessageEncoder:
+// it ignores Encoded and reads never set it).
 func cloneMessage(m store.Message, withRaw bool) store.Message {
+	m.Encoded = nil
 	if withRaw {
 		m.Raw = cloneBytes(m.Raw)
 	} else {
@@ -146,6 +150,10 @@ func valueSize(v any) int {
 			n += len(v.Host.Conv) + len(v.Host.Cursor)
 		}
 		return n
+	case store.HostEntryRecord:
+		return 8 + len(v.Key) + len(v.EntryID)
+	case store.SubagentLinkRecord:
+		return len(v.ChildKey)
 	case store.SubagentRecord:
 		s := v.Subagent
 		return hdr*6 + len(s.Agent) + len(s.ChildSessionKey) + len(s.ChildSessionID) + len(s.ParentAgent) +
@@ -341,6 +349,23 @@ func (r *reader) ReconcileFrom(c store.ConvID, tag store.FileTag) (uint64, error
 	return v, err
 }
 
+func hostEntryKey(c store.ConvID) key { return kConv(pHostEntry, c) }
+
+func (r *reader) HostEntry(c store.ConvID, index uint64) (store.HostEntry, error) {
+	v, ok, err := lookup[store.HostEntryRecord](r, hostEntryKey(c).u64(index))
+	if err == nil && !ok {
+		err = notFound("host entry %d of %s", index, c)
+	}
+	return v.HostEntry, err
+}
+
+func (r *reader) HostEntries(c store.ConvID, from uint64) iter.Seq2[store.HostEntryRecord, error] {
+	p := hostEntryKey(c)
+	return scan(r, string(p.u64(from)), prefixEnd(string(p)), false, func(_ string, v any) (store.HostEntryRecord, bool) {
+		return v.(store.HostEntryRecord), true
+	})
+}
+
 func (r *reader) Order(c store.ConvID, seq uint64) (uint64, error) {
 	v, ok, err := lookup[store.Pair](r, kConv(pOrder, c).u64(seq))
 	if err == nil && !ok {
@@ -443,8 +468,10 @@ func (r *reader) ForkSnapshots() iter.Seq2[store.SubID, error] {
 	}
 }
 
-func (r *reader) SubagentLinks(parent store.ConvID) iter.Seq2[store.SubID, error] {
-	return scanPrefix(r, kConv(pLink, parent), func(_ string, v any) (store.SubID, bool) { return v.(store.SubID), true })
+func (r *reader) SubagentLinks(parent store.ConvID) iter.Seq2[store.SubagentLinkRecord, error] {
+	return scanPrefix(r, kConv(pLink, parent), func(_ string, v any) (store.SubagentLinkRecord, bool) {
+		return v.(store.SubagentLinkRecord), true
+	})
 }
 
 // kv is where a writer's writes go: a transaction applies them, a batch
@@ -527,12 +554,24 @@ func (w writer) PutEntryIndex(c store.ConvID, tag store.FileTag, id string, inde
 	return w.kv.put(kConv(pEntryID, c).id(tag[:]).str(id).String(), index)
 }
 
+func (w writer) DeleteEntryIndex(c store.ConvID, tag store.FileTag, id string) error {
+	return w.kv.del(kConv(pEntryID, c).id(tag[:]).str(id).String())
+}
+
 func (w writer) PutReconcileFrom(c store.ConvID, tag store.FileTag, seq uint64) error {
 	return w.kv.put(kConv(pReconcile, c).id(tag[:]).String(), seq)
 }
 
 func (w writer) DeleteReconcileFrom(c store.ConvID, tag store.FileTag) error {
 	return w.kv.del(kConv(pReconcile, c).id(tag[:]).String())
+}
+
+func (w writer) PutHostEntry(c store.ConvID, index uint64, e store.HostEntry) error {
+	return w.kv.put(hostEntryKey(c).u64(index).String(), store.HostEntryRecord{Index: index, HostEntry: e})
+}
+
+func (w writer) DeleteHostEntries(c store.ConvID) error {
+	return w.kv.delPrefix(hostEntryKey(c).String())
 }
 
 func (w writer) PutOrder(c store.ConvID, seq, pos uint64) error {
@@ -563,6 +602,10 @@ func (w writer) PutTurn(c store.ConvID, advKey string, t store.Turn) error {
 	return w.kv.put(kConv(pTurn, c).str(advKey).String(), cloneTurn(t))
 }
 
+func (w writer) DeleteTurn(c store.ConvID, advKey string) error {
+	return w.kv.del(kConv(pTurn, c).str(advKey).String())
+}
+
 func (w writer) PutSubagent(s store.SubID, r store.Subagent) error {
 	return w.kv.put(k(pSubagent).id(s[:]).String(), store.SubagentRecord{ID: s, Subagent: r})
 }
@@ -585,8 +628,8 @@ func (w writer) DeleteForkItems(s store.SubID) error {
 	return w.kv.delPrefix(k(pFork).id(s[:]).String())
 }
 
-func (w writer) PutSubagentLink(parent store.ConvID, s store.SubID) error {
-	return w.kv.put(kConv(pLink, parent).id(s[:]).String(), s)
+func (w writer) PutSubagentLink(parent store.ConvID, s store.SubID, childKey string) error {
+	return w.kv.put(kConv(pLink, parent).id(s[:]).String(), store.SubagentLinkRecord{ID: s, ChildKey: childKey})
 }
 
 func (w writer) DeleteSubagentLink(parent store.ConvID, s store.SubID) error {

@@ -96,7 +96,7 @@ func families() []family {
 		m     store.EntryMap
 		index uint64
 	}{{cA, tagA, store.EntriesCurrent, 256}, {cA, tagA, store.EntriesPrevious, 256}, {cA, tagB, store.EntriesCurrent, 256},
-		{cB, tagA, store.EntriesCurrent, 256}, {cA, tagA, store.EntriesHost, 255}}
+		{cB, tagA, store.EntriesCurrent, 256}, {cA, tagA, store.EntriesCurrent, 255}}
 	return []family{
 		{name: "Meta", keys: 1,
 			put: func(w store.Writer, _, ver int) error {
@@ -168,7 +168,8 @@ func families() []family {
 				return w.PutEntryIndex(strConv[key], tagA, str[key], uint64(ver)+math.MaxUint32)
 			},
 			get:  func(r store.Reader, key int) (any, error) { return r.EntryIndex(strConv[key], tagA, str[key]) },
-			want: func(_, ver int) any { return uint64(ver) + math.MaxUint32 }},
+			want: func(_, ver int) any { return uint64(ver) + math.MaxUint32 },
+			del:  func(w store.Writer, key int) error { return w.DeleteEntryIndex(strConv[key], tagA, str[key]) }},
 		{name: "ReconcileFrom", keys: 3,
 			put: func(w store.Writer, key, ver int) error {
 				return w.PutReconcileFrom(entries[key+1].c, entries[key+1].tag, uint64(ver))
@@ -180,6 +181,35 @@ func families() []family {
 			del: func(w store.Writer, key int) error {
 				return w.DeleteReconcileFrom(entries[key+1].c, entries[key+1].tag)
 			}},
+		{name: "HostEntry", keys: 3,
+			put: func(w store.Writer, key, ver int) error {
+				e := hostEntry(convKeys[key], hostIndex[key], ver)
+				return w.PutHostEntry(convKeys[key], e.Index, e.HostEntry)
+			},
+			get:  func(r store.Reader, key int) (any, error) { return r.HostEntry(convKeys[key], hostIndex[key]) },
+			want: func(key, ver int) any { return hostEntry(convKeys[key], hostIndex[key], ver).HostEntry },
+			del:  func(w store.Writer, key int) error { return w.DeleteHostEntries(convKeys[key]) }},
+		{name: "HostEntries", keys: 3,
+			put: func(w store.Writer, key, ver int) error {
+				for _, index := range []uint64{hostIndex[key], hostIndex[key] + 1} {
+					e := hostEntry(convKeys[key], index, ver)
+					if err := w.PutHostEntry(convKeys[key], e.Index, e.HostEntry); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+			get: func(r store.Reader, key int) (any, error) {
+				es, err := all(r.HostEntries(convKeys[key], hostIndex[key]))
+				if err == nil && len(es) == 0 {
+					err = store.ErrNotFound
+				}
+				return es, err
+			},
+			want: func(key, ver int) any {
+				return []store.HostEntryRecord{hostEntry(convKeys[key], hostIndex[key], ver), hostEntry(convKeys[key], hostIndex[key]+1, ver)}
+			},
+			del: func(w store.Writer, key int) error { return w.DeleteHostEntries(convKeys[key]) }},
 		{name: "Order", keys: 4,
 			put: func(w store.Writer, key, ver int) error {
 				return w.PutOrder(seqKeys[key].c, seqKeys[key].seq, uint64(ver)*65536)
@@ -210,7 +240,8 @@ func families() []family {
 				return w.PutTurn(strConv[key], str[key], newConvData(cA, "main", 0).turns["adv-"+fmt.Sprint(ver)])
 			},
 			get:  func(r store.Reader, key int) (any, error) { return r.Turn(strConv[key], str[key]) },
-			want: func(_, ver int) any { return newConvData(cA, "main", 0).turns["adv-"+fmt.Sprint(ver)] }},
+			want: func(_, ver int) any { return newConvData(cA, "main", 0).turns["adv-"+fmt.Sprint(ver)] },
+			del:  func(w store.Writer, key int) error { return w.DeleteTurn(strConv[key], str[key]) }},
 		{name: "Subagent", keys: 3,
 			put: func(w store.Writer, key, ver int) error {
 				return w.PutSubagent(subKeys[key], newGlobals(ver).subs[subID(2)])
@@ -241,17 +272,33 @@ func families() []family {
 			want: func(_, ver int) any { return []store.Item{itemVersion(256, ver)} },
 			del:  func(w store.Writer, key int) error { return w.DeleteForkItems(subKeys[key]) }},
 		{name: "SubagentLink", keys: 3,
-			put: func(w store.Writer, key, _ int) error { return w.PutSubagentLink(convKeys[key], subKeys[key]) },
+			put: func(w store.Writer, key, ver int) error {
+				return w.PutSubagentLink(convKeys[key], subKeys[key], childKey(key, ver))
+			},
 			get: func(r store.Reader, key int) (any, error) {
-				ids, err := all(r.SubagentLinks(convKeys[key]))
-				if err == nil && len(ids) == 0 {
+				links, err := all(r.SubagentLinks(convKeys[key]))
+				if err == nil && len(links) == 0 {
 					err = store.ErrNotFound
 				}
-				return ids, err
+				return links, err
 			},
-			want: func(key, _ int) any { return []store.SubID{subKeys[key]} },
-			del:  func(w store.Writer, key int) error { return w.DeleteSubagentLink(convKeys[key], subKeys[key]) }},
+			want: func(key, ver int) any {
+				return []store.SubagentLinkRecord{{ID: subKeys[key], ChildKey: childKey(key, ver)}}
+			},
+			del: func(w store.Writer, key int) error { return w.DeleteSubagentLink(convKeys[key], subKeys[key]) }},
 	}
+}
+
+// hostIndex are the entry indexes of the HostEntry families, one per
+// conversation of convKeys.
+var hostIndex = []uint64{256, 255, 256}
+
+// childKey is a subagent link's session key (empty for one version).
+func childKey(key, ver int) string {
+	if ver == 2 {
+		return ""
+	}
+	return fmt.Sprintf("agent:main:subagent:%d:%d", key, ver)
 }
 
 // itemVersion is a context item whose every field depends on ver.
@@ -399,11 +446,11 @@ func testBounds(t *testing.T, s store.Store) {
 		for _, cc := range append([]store.ConvID{c}, neighbours...) {
 			for _, seq := range seqSet {
 				errs = append(errs, tx.PutMessage(cc, message(cc, seq, 0)), tx.PutItem(cc, messageItem(seq, seq, 0)),
-					tx.PutEntrySeq(cc, tagA, store.EntriesCurrent, seq, seq))
+					tx.PutEntrySeq(cc, tagA, store.EntriesCurrent, seq, seq), tx.PutHostEntry(cc, seq, hostEntry(cc, seq, 0).HostEntry))
 				for _, tag := range []store.FileTag{fileTag(0), fileTag(1, 0), fileTag(2)} {
 					errs = append(errs, tx.PutEntrySeq(cc, tag, store.EntriesCurrent, seq, 1))
 				}
-				errs = append(errs, tx.PutEntrySeq(cc, tagA, store.EntriesPrevious, seq, 2), tx.PutEntrySeq(cc, tagA, store.EntriesHost, seq, 3))
+				errs = append(errs, tx.PutEntrySeq(cc, tagA, store.EntriesPrevious, seq, 2))
 			}
 		}
 		return errors.Join(errs...)
@@ -415,16 +462,20 @@ func testBounds(t *testing.T, s store.Store) {
 		for _, from := range bounds {
 			var wantMsgs []store.Message
 			var wantEntries []store.EntryPair
+			var wantHosts []store.HostEntryRecord
 			for _, seq := range seqSet {
 				if seq >= from {
 					wantMsgs = append(wantMsgs, message(c, seq, 0))
 					wantEntries = append(wantEntries, store.EntryPair{Index: seq, Seq: seq})
+					wantHosts = append(wantHosts, hostEntry(c, seq, 0))
 				}
 			}
 			got, err := all(r.Messages(c, from, true))
 			errs = append(errs, expectScan(fmt.Sprintf("Messages(%s, from %d)", c, from), got, err, wantMsgs))
 			entries, err := all(r.Entries(c, tagA, store.EntriesCurrent, from))
 			errs = append(errs, expectScan(fmt.Sprintf("Entries(%s, %x, x, from %d)", c, tagA, from), entries, err, wantEntries))
+			hosts, err := all(r.HostEntries(c, from))
+			errs = append(errs, expectScan(fmt.Sprintf("HostEntries(%s, from %d)", c, from), hosts, err, wantHosts))
 			for _, to := range bounds {
 				var want []store.Item
 				for _, it := range items {

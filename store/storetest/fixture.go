@@ -108,12 +108,13 @@ type convData struct {
 	entries   map[entryK]uint64
 	entryIDs  map[entryIDK]uint64
 	reconcile map[store.FileTag]uint64
+	hosts     []store.HostEntryRecord
 	orders    []store.Pair
 	turns     map[string]store.Turn
 	filePath  string
 	fileCP    store.FileCheckpoint
 	hostCP    store.HostCheckpoint
-	links     []store.SubID
+	links     []store.SubagentLinkRecord
 }
 
 // newConvData builds a conversation of every family, keyed at seqSet.
@@ -142,9 +143,11 @@ func newConvData(c store.ConvID, agent string, salt int) *convData {
 			d.entries[entryK{tag, store.EntriesCurrent, seq}] = seq ^ uint64(j)
 			if i%2 == 0 {
 				d.entries[entryK{tag, store.EntriesPrevious, seq}] = seq / 3
-				d.entries[entryK{tag, store.EntriesHost, seq}] = seq / 5
 			}
 			d.entryIDs[entryIDK{tag, fmt.Sprintf("entry-%d", seq)}] = seq
+		}
+		if i%2 == 0 {
+			d.hosts = append(d.hosts, hostEntry(c, seq, salt))
 		}
 	}
 	d.items[3] = summaryItem(d.items[3].Pos, "sum_a", 0)
@@ -165,8 +168,18 @@ func newConvData(c store.ConvID, agent string, salt int) *convData {
 	d.fileCP = store.FileCheckpoint{SessionID: d.names[1].Value, Conv: c.String(), Offset: 4096, Line: 12, Index: 11,
 		MtimeNs: 1_700_000_000_000_000_000, HeadHash: "h", PrefixHash: "p", TailStart: 4000, TailHash: "t", Reconcile: 3}
 	d.hostCP = store.HostCheckpoint{Conv: c.String(), Cursor: "cur-" + c.String(), Entries: 33, Imported: 30, Skipped: 3}
-	d.links = []store.SubID{subID(byte(salt), 1), subID(byte(salt), 2)}
+	for i := range 2 {
+		s := subID(byte(salt), byte(i+1))
+		d.links = append(d.links, store.SubagentLinkRecord{ID: s, ChildKey: fmt.Sprintf("agent:main:subagent:%x", s)})
+	}
+	d.links[1].ChildKey = "" // a link whose value is empty
 	return d
+}
+
+// hostEntry is entry index of c's host-kept transcript.
+func hostEntry(c store.ConvID, index uint64, salt int) store.HostEntryRecord {
+	return store.HostEntryRecord{Index: index, HostEntry: store.HostEntry{Seq: index/5 + uint64(salt),
+		Key: hashOf(fmt.Appendf(nil, "%s %d %d", c, index, salt)), EntryID: fmt.Sprintf("host-entry-%d-%d", index, salt)}}
 }
 
 func (d *convData) write(w store.Writer) error {
@@ -198,6 +211,9 @@ func (d *convData) write(w store.Writer) error {
 	for tag, seq := range d.reconcile {
 		errs = append(errs, w.PutReconcileFrom(d.id, tag, seq))
 	}
+	for _, e := range d.hosts {
+		errs = append(errs, w.PutHostEntry(d.id, e.Index, e.HostEntry))
+	}
 	for _, p := range d.orders {
 		errs = append(errs, w.PutOrder(d.id, p.Key, p.Value))
 	}
@@ -205,8 +221,8 @@ func (d *convData) write(w store.Writer) error {
 		errs = append(errs, w.PutTurn(d.id, k, t))
 	}
 	errs = append(errs, w.PutFileCheckpoint(d.agent, d.filePath, d.fileCP), w.PutHostCheckpoint(d.agent, d.id, d.hostCP))
-	for _, s := range d.links {
-		errs = append(errs, w.PutSubagentLink(d.id, s))
+	for _, l := range d.links {
+		errs = append(errs, w.PutSubagentLink(d.id, l.ID, l.ChildKey))
 	}
 	return errors.Join(errs...)
 }
@@ -267,6 +283,12 @@ func (d *convData) checkScoped(r store.Reader, present bool) error {
 		got, err := r.ReconcileFrom(d.id, tag)
 		add(expect(fmt.Sprintf("ReconcileFrom(%s, %x)", d.id, tag), got, err, seq, present))
 	}
+	for _, e := range d.hosts {
+		got, err := r.HostEntry(d.id, e.Index)
+		add(expect(fmt.Sprintf("HostEntry(%s, %d)", d.id, e.Index), got, err, e.HostEntry, present))
+	}
+	hosts, err := all(r.HostEntries(d.id, 0))
+	add(expectScan(fmt.Sprintf("HostEntries(%s, 0)", d.id), hosts, err, keep(d.hosts, present)))
 	for _, p := range d.orders {
 		got, err := r.Order(d.id, p.Key)
 		add(expect(fmt.Sprintf("Order(%s, %d)", d.id, p.Key), got, err, p.Value, present))
@@ -296,7 +318,7 @@ func (d *convData) checkUnscoped(r store.Reader, present bool) error {
 	hcp, err := r.HostCheckpoint(d.agent, d.id)
 	add(expect(fmt.Sprintf("HostCheckpoint(%q, %s)", d.agent, d.id), hcp, err, d.hostCP, present))
 	links, err := all(r.SubagentLinks(d.id))
-	add(expectScan(fmt.Sprintf("SubagentLinks(%s)", d.id), sortedIDs(links), err, keep(d.links, present)))
+	add(expectScan(fmt.Sprintf("SubagentLinks(%s)", d.id), sortedLinks(links), err, keep(d.links, present)))
 	return errors.Join(errs...)
 }
 
@@ -461,6 +483,12 @@ func sortedIDs[T store.SubID | store.ConvID](ids []T) []T {
 		x, y := [8]byte(a), [8]byte(b)
 		return bytes.Compare(x[:], y[:])
 	})
+	return out
+}
+
+func sortedLinks(links []store.SubagentLinkRecord) []store.SubagentLinkRecord {
+	out := slices.Clone(links)
+	slices.SortFunc(out, func(a, b store.SubagentLinkRecord) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	return out
 }
 

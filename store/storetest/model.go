@@ -31,7 +31,7 @@ var (
 	mHashes   = []store.Hash{{}, {1}, {0: 1, 15: 1}, {15: 1}, {0xff}, {0: 0xff, 15: 0xff}}
 	mSumIDs   = []string{"a", "a0", "aa", "b", "sum_1", "sum_10", "sum_2"}
 	mTags     = []store.FileTag{fileTag(1), fileTag(1, 0)}
-	mMaps     = []store.EntryMap{store.EntriesHost, store.EntriesPrevious, store.EntriesCurrent}
+	mMaps     = []store.EntryMap{store.EntriesPrevious, store.EntriesCurrent}
 	mEntryIDs = []string{"e1", "e10", "e2", "ü"}
 	mTurnKeys = []string{"k1", "k10", "k2"}
 	mAgents   = []string{"ma", "main", "main2"}
@@ -104,6 +104,7 @@ type model struct {
 	entries   map[centry]uint64
 	entryIDs  map[cid]uint64
 	reconcile map[ctag]uint64
+	hosts     map[cseq]store.HostEntry
 	orders    map[cseq]uint64
 	fileCPs   map[[2]string]store.FileCheckpoint
 	hostCPs   map[agentConv]store.HostCheckpoint
@@ -111,7 +112,7 @@ type model struct {
 	subs      map[store.SubID]store.Subagent
 	children  map[[2]string]store.SubID
 	forks     map[subPos]store.Item
-	links     map[convSub]bool
+	links     map[convSub]string // the child's session key
 
 	undo []func()
 }
@@ -120,9 +121,9 @@ func newModel() *model {
 	return &model{meta: map[struct{}]store.Meta{}, convs: map[store.ConvID]store.Conversation{}, names: map[store.Name]store.ConvID{},
 		msgs: map[cseq]store.Message{}, hashes: map[chash]uint64{}, large: map[cseq][]byte{}, items: map[cseq]store.Item{},
 		sums: map[cstr]dag.Summary{}, entries: map[centry]uint64{}, entryIDs: map[cid]uint64{}, reconcile: map[ctag]uint64{},
-		orders: map[cseq]uint64{}, fileCPs: map[[2]string]store.FileCheckpoint{}, hostCPs: map[agentConv]store.HostCheckpoint{},
+		hosts: map[cseq]store.HostEntry{}, orders: map[cseq]uint64{}, fileCPs: map[[2]string]store.FileCheckpoint{}, hostCPs: map[agentConv]store.HostCheckpoint{},
 		turns: map[cstr]store.Turn{}, subs: map[store.SubID]store.Subagent{}, children: map[[2]string]store.SubID{},
-		forks: map[subPos]store.Item{}, links: map[convSub]bool{}}
+		forks: map[subPos]store.Item{}, links: map[convSub]string{}}
 }
 
 func mset[K comparable, V any](m *model, mp map[K]V, k K, v V) {
@@ -173,6 +174,7 @@ func (m *model) deleteConversationData(c store.ConvID) {
 	mdelConv(m, m.entries, func(k centry) store.ConvID { return k.c }, c)
 	mdelConv(m, m.entryIDs, func(k cid) store.ConvID { return k.c }, c)
 	mdelConv(m, m.reconcile, func(k ctag) store.ConvID { return k.c }, c)
+	mdelConv(m, m.hosts, func(k cseq) store.ConvID { return k.c }, c)
 	mdelConv(m, m.orders, func(k cseq) store.ConvID { return k.c }, c)
 	mdelConv(m, m.turns, func(k cstr) store.ConvID { return k.c }, c)
 }
@@ -197,6 +199,7 @@ type readOp struct {
 type sim struct {
 	t     *testing.T
 	s     store.Store
+	enc   store.MessageEncoder // the store's, or nil
 	rng   *rand.Rand
 	seed  uint64
 	m     *model
@@ -284,6 +287,29 @@ func (s *sim) message(seq uint64) store.Message {
 		Role: pick(s.rng, []string{"user", "assistant", "toolResult", "system", ""}), Hash: h, Raw: s.bytes()}
 }
 
+// encoded returns m as PutMessage gets it: half the time with Encoded set,
+// by the store's MessageEncoder or, for a store without one (which ignores
+// Encoded), to bytes that are no record.
+func (s *sim) encoded(m store.Message) store.Message {
+	if s.rng.IntN(2) == 0 {
+		return m
+	}
+	if s.enc != nil {
+		m.Encoded = s.enc.EncodeMessage(m)
+	} else {
+		m.Encoded = []byte("not an encoding of this backend")
+	}
+	return m
+}
+
+func (s *sim) hostEntry() store.HostEntry {
+	var h store.Hash
+	for i := range h {
+		h[i] = byte(s.rng.Uint32())
+	}
+	return store.HostEntry{Seq: s.u64(), Key: h, EntryID: s.str(10)}
+}
+
 func (s *sim) item(pos uint64) store.Item {
 	it := store.Item{Item: dag.Item{Pos: pos, Tokens: s.rng.IntN(1 << 20), Timestamp: s.i64()}, Flags: byte(s.rng.IntN(16))}
 	if s.rng.IntN(3) == 0 {
@@ -345,9 +371,9 @@ func (s *sim) write(prefix bool) writeOp {
 	c, seq := pick(r, mConvs), pick(r, mSeqs)
 	tag, mp := pick(r, mTags), pick(r, mMaps)
 	sid := pick(r, mSubs)
-	n := 38
+	n := 42
 	if prefix {
-		n = 40
+		n = 45
 	}
 	switch r.IntN(n) {
 	case 0:
@@ -371,8 +397,9 @@ func (s *sim) write(prefix bool) writeOp {
 			model: func(m *model) { mdel(m, m.names, nm) }}
 	case 6, 7, 8:
 		v := s.message(seq)
-		return writeOp{desc: fmt.Sprintf("PutMessage(%s, %d, %d raw bytes)", c, seq, len(v.Raw)),
-			apply: func(w store.Writer) error { return w.PutMessage(c, copyOf(v)) },
+		put := s.encoded(copyOf(v))
+		return writeOp{desc: fmt.Sprintf("PutMessage(%s, %d, %d raw bytes, %d encoded)", c, seq, len(v.Raw), len(put.Encoded)),
+			apply: func(w store.Writer) error { return w.PutMessage(c, put) },
 			model: func(m *model) { mset(m, m.msgs, cseq{c, seq}, v) }}
 	case 9:
 		return writeOp{desc: fmt.Sprintf("DeleteMessage(%s, %d)", c, seq), apply: func(w store.Writer) error { return w.DeleteMessage(c, seq) },
@@ -484,12 +511,28 @@ func (s *sim) write(prefix bool) writeOp {
 		return writeOp{desc: fmt.Sprintf("PutForkItem(%x, %d)", sid, seq), apply: func(w store.Writer) error { return w.PutForkItem(sid, v) },
 			model: func(m *model) { mset(m, m.forks, subPos{sid, seq}, v) }}
 	case 36:
-		return writeOp{desc: fmt.Sprintf("PutSubagentLink(%s, %x)", c, sid), apply: func(w store.Writer) error { return w.PutSubagentLink(c, sid) },
-			model: func(m *model) { mset(m, m.links, convSub{c, sid}, true) }}
+		key := s.str(12)
+		return writeOp{desc: fmt.Sprintf("PutSubagentLink(%s, %x, %q)", c, sid, key),
+			apply: func(w store.Writer) error { return w.PutSubagentLink(c, sid, key) },
+			model: func(m *model) { mset(m, m.links, convSub{c, sid}, key) }}
 	case 37:
 		return writeOp{desc: fmt.Sprintf("DeleteSubagentLink(%s, %x)", c, sid), apply: func(w store.Writer) error { return w.DeleteSubagentLink(c, sid) },
 			model: func(m *model) { mdel(m, m.links, convSub{c, sid}) }}
-	case 38:
+	case 38, 39:
+		v := s.hostEntry()
+		return writeOp{desc: fmt.Sprintf("PutHostEntry(%s, %d, %+v)", c, seq, v),
+			apply: func(w store.Writer) error { return w.PutHostEntry(c, seq, v) },
+			model: func(m *model) { mset(m, m.hosts, cseq{c, seq}, v) }}
+	case 40:
+		id := pick(r, mEntryIDs)
+		return writeOp{desc: fmt.Sprintf("DeleteEntryIndex(%s, %x, %q)", c, tag, id),
+			apply: func(w store.Writer) error { return w.DeleteEntryIndex(c, tag, id) },
+			model: func(m *model) { mdel(m, m.entryIDs, cid{c, tag, id}) }}
+	case 41:
+		key := pick(r, mTurnKeys)
+		return writeOp{desc: fmt.Sprintf("DeleteTurn(%s, %q)", c, key), apply: func(w store.Writer) error { return w.DeleteTurn(c, key) },
+			model: func(m *model) { mdel(m, m.turns, cstr{c, key}) }}
+	case 42:
 		return writeOp{desc: fmt.Sprintf("DeleteForkItems(%x)", sid), prefix: true,
 			apply: func(w store.Writer) error { return w.DeleteForkItems(sid) },
 			model: func(m *model) {
@@ -499,6 +542,10 @@ func (s *sim) write(prefix bool) writeOp {
 					}
 				}
 			}}
+	case 43:
+		return writeOp{desc: fmt.Sprintf("DeleteHostEntries(%s)", c), prefix: true,
+			apply: func(w store.Writer) error { return w.DeleteHostEntries(c) },
+			model: func(m *model) { mdelConv(m, m.hosts, func(k cseq) store.ConvID { return k.c }, c) }}
 	default:
 		if r.IntN(4) != 0 { // rarer than the others
 			return s.write(prefix)
@@ -602,7 +649,7 @@ func (s *sim) read() readOp {
 	c, seq := pick(r, mConvs), pick(r, mSeqs)
 	tag, mp := pick(r, mTags), pick(r, mMaps)
 	sid := pick(r, mSubs)
-	switch r.IntN(30) {
+	switch r.IntN(32) {
 	case 0:
 		return getOp("Meta()", func(r store.Reader) (store.Meta, error) { return r.Meta() },
 			func(m *model) (store.Meta, bool) { return lookup(m.meta, struct{}{}) })
@@ -796,18 +843,43 @@ func (s *sim) read() readOp {
 				})
 		}
 		return scanOp("ForkSnapshots()", s.limit(), func(r store.Reader) iter.Seq2[store.SubID, error] { return r.ForkSnapshots() }, modelSnapshots)
+	case 29:
+		return linksOp(c)
+	case 30:
+		return getOp(fmt.Sprintf("HostEntry(%s, %d)", c, seq), func(r store.Reader) (store.HostEntry, error) { return r.HostEntry(c, seq) },
+			func(m *model) (store.HostEntry, bool) { return lookup(m.hosts, cseq{c, seq}) })
 	default:
-		return scanOp(fmt.Sprintf("SubagentLinks(%s) (as a set)", c), -1, func(r store.Reader) iter.Seq2[store.SubID, error] {
-			return sortedScan(r.SubagentLinks(c), sortedIDs)
-		}, func(m *model) (out []store.SubID) {
-			for _, s := range mSubs {
-				if m.links[convSub{c, s}] {
-					out = append(out, s)
+		from := s.bound()
+		return hostEntriesOp(c, from, s.limit())
+	}
+}
+
+// linksOp checks SubagentLinks(c) against the model, as a set.
+func linksOp(c store.ConvID) readOp {
+	return scanOp(fmt.Sprintf("SubagentLinks(%s) (as a set)", c), -1, func(r store.Reader) iter.Seq2[store.SubagentLinkRecord, error] {
+		return sortedScan(r.SubagentLinks(c), sortedLinks)
+	}, func(m *model) (out []store.SubagentLinkRecord) {
+		for _, s := range mSubs {
+			if key, ok := m.links[convSub{c, s}]; ok {
+				out = append(out, store.SubagentLinkRecord{ID: s, ChildKey: key})
+			}
+		}
+		return out
+	})
+}
+
+// hostEntriesOp checks HostEntries(c, from) against the model.
+func hostEntriesOp(c store.ConvID, from uint64, n int) readOp {
+	return scanOp(fmt.Sprintf("HostEntries(%s, %d)", c, from), n,
+		func(r store.Reader) iter.Seq2[store.HostEntryRecord, error] { return r.HostEntries(c, from) },
+		func(m *model) (out []store.HostEntryRecord) {
+			for _, index := range mSeqs {
+				if v, ok := m.hosts[cseq{c, index}]; ok && index >= from {
+					out = append(out, store.HostEntryRecord{Index: index, HostEntry: v})
 				}
 			}
 			return out
 		})
-	}
 }
 
 // sortedScan yields a scan's records sorted (for scans whose order the
@@ -881,6 +953,8 @@ func everything() []readOp {
 				func(m *model) (store.Item, bool) { return lookup(m.items, k) }))
 			add(getOp(fmt.Sprintf("Order(%s, %d)", c, seq), func(r store.Reader) (uint64, error) { return r.Order(c, seq) },
 				func(m *model) (uint64, bool) { return lookup(m.orders, k) }))
+			add(getOp(fmt.Sprintf("HostEntry(%s, %d)", c, seq), func(r store.Reader) (store.HostEntry, error) { return r.HostEntry(c, seq) },
+				func(m *model) (store.HostEntry, bool) { return lookup(m.hosts, k) }))
 			for _, tag := range mTags {
 				for _, mp := range mMaps {
 					add(getOp(fmt.Sprintf("EntrySeq(%s, %x, %c, %d)", c, tag, mp, seq),
@@ -988,16 +1062,8 @@ func everything() []readOp {
 			}))
 	}
 	for _, c := range mConvs {
-		add(scanOp(fmt.Sprintf("SubagentLinks(%s) (as a set)", c), -1, func(r store.Reader) iter.Seq2[store.SubID, error] {
-			return sortedScan(r.SubagentLinks(c), sortedIDs)
-		}, func(m *model) (out []store.SubID) {
-			for _, s := range mSubs {
-				if m.links[convSub{c, s}] {
-					out = append(out, s)
-				}
-			}
-			return out
-		}))
+		add(linksOp(c))
+		add(hostEntriesOp(c, 0, -1))
 		add(scanOp(fmt.Sprintf("Summaries(%s)", c), -1, func(r store.Reader) iter.Seq2[dag.Summary, error] { return r.Summaries(c) },
 			func(m *model) (out []dag.Summary) {
 				for _, id := range mSumIDs {
@@ -1193,7 +1259,8 @@ func testModel(t *testing.T, st store.Store) {
 		seed = uint64(n)
 	}
 	t.Logf("seed %d, %d operations (replay: LOSSLESS_TEST_SEED=%d; size: LOSSLESS_STORE_OPS)", seed, ops, seed)
-	s := &sim{t: t, s: st, rng: rand.New(rand.NewPCG(seed, 0x5eed)), seed: seed, m: newModel(), stats: map[string]int{}}
+	enc, _ := st.(store.MessageEncoder)
+	s := &sim{t: t, s: st, enc: enc, rng: rand.New(rand.NewPCG(seed, 0x5eed)), seed: seed, m: newModel(), stats: map[string]int{}}
 	start := time.Now()
 	for s.ops < ops {
 		switch p := s.rng.IntN(100); {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -42,6 +43,7 @@ func scanners(c store.ConvID, s store.SubID) []scanner {
 		{"ItemsReverse", func(r store.Reader, n int) (int, error) { return count(r.Items(c, 0, math.MaxUint64, true), n) }},
 		{"Summaries", func(r store.Reader, n int) (int, error) { return count(r.Summaries(c), n) }},
 		{"Entries", func(r store.Reader, n int) (int, error) { return count(r.Entries(c, tagA, store.EntriesCurrent, 0), n) }},
+		{"HostEntries", func(r store.Reader, n int) (int, error) { return count(r.HostEntries(c, 0), n) }},
 		{"Orders", func(r store.Reader, n int) (int, error) { return count(r.Orders(c), n) }},
 		{"Checkpoints", func(r store.Reader, n int) (int, error) { return count(r.Checkpoints(), n) }},
 		{"Subagents", func(r store.Reader, n int) (int, error) { return count(r.Subagents(), n) }},
@@ -221,6 +223,79 @@ func testHeaderOnly(t *testing.T, s store.Store) {
 			}
 		}
 		return nil
+	})
+}
+
+// testEncoded stores messages with Message.Encoded set — by the store's
+// MessageEncoder, or, for a store without one (which ignores Encoded), to
+// bytes that are no record — in an Update and in a batch: they read back as
+// the messages put without it, with Encoded nil, and a caller changing
+// Encoded after the Put changes nothing.
+func testEncoded(t *testing.T, s store.Store) {
+	enc, _ := s.(store.MessageEncoder)
+	if enc == nil {
+		t.Log("the store has no MessageEncoder: Encoded must be ignored")
+	}
+	d := newConvData(cA, "main", 0)
+	encoded := func(m store.Message) store.Message {
+		m.Raw = slices.Clone(m.Raw)
+		if enc == nil {
+			m.Encoded = []byte("not an encoding of this backend")
+			return m
+		}
+		m.Encoded = enc.EncodeMessage(m)
+		if again := enc.EncodeMessage(m); !bytes.Equal(again, m.Encoded) {
+			t.Errorf("message %d: EncodeMessage of a message with Encoded set differs from EncodeMessage without", m.Seq)
+		}
+		return m
+	}
+	scribble := func(m store.Message) {
+		for i := range m.Encoded {
+			m.Encoded[i] ^= 0xa5
+		}
+	}
+	half := len(d.msgs) / 2
+	update(t, s, func(tx store.Tx) error {
+		for _, m := range d.msgs[:half] {
+			e := encoded(m)
+			if err := tx.PutMessage(cA, e); err != nil {
+				return fmt.Errorf("PutMessage with Encoded: %w", err)
+			}
+			scribble(e)
+		}
+		return nil
+	})
+	b, err := s.NewBatch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Cancel()
+	for _, m := range d.msgs[half:] {
+		e := encoded(m)
+		if err := b.PutMessage(cA, e); err != nil {
+			t.Fatalf("batch PutMessage with Encoded: %v", err)
+		}
+		scribble(e)
+	}
+	if err := b.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	view(t, s, func(r store.Reader) error {
+		var errs []error
+		for _, m := range d.msgs {
+			got, err := r.Message(cA, m.Seq)
+			errs = append(errs, expect(fmt.Sprintf("Message(%d) put with Encoded", m.Seq), got, err, m, true))
+			if got.Encoded != nil {
+				errs = append(errs, fmt.Errorf("Message(%d): Encoded set on a read", m.Seq))
+			}
+			h := m
+			h.Raw = nil
+			got, err = r.MessageHeader(cA, m.Seq)
+			errs = append(errs, expect(fmt.Sprintf("MessageHeader(%d) put with Encoded", m.Seq), got, err, h, true))
+		}
+		got, err := all(r.Messages(cA, 0, true))
+		errs = append(errs, expectScan("Messages put with Encoded", got, err, d.msgs))
+		return errors.Join(errs...)
 	})
 }
 

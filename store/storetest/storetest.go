@@ -22,6 +22,9 @@
 //   - RoundTrip, Empty, Order, Bounds, ScanBreak, Copies, HeaderOnly,
 //     ReadOwnWrites: every Reader and Writer method, scans in numeric key
 //     order, scan bounds, scans broken off, values owned by the caller.
+//   - Encoded: messages put with Message.Encoded (made by the store's
+//     MessageEncoder, or ignored by a store without one) read back as
+//     those put without.
 //   - Atomic: a failed ingest, a failed commit-turn, a failed summary
 //     replacement and an Update with a cancelled context commit nothing.
 //   - Idempotent, DeleteConversationData, Batch, TooBig, Closed.
@@ -37,7 +40,9 @@
 //     one.
 //
 // Orders the interface does not specify are not checked: Checkpoints and
-// SubagentLinks are compared as sets.
+// SubagentLinks are compared as sets. Neither is whether a Batch's deletion
+// by prefix removes the batch's own earlier writes: the model's batches make
+// no deletion by prefix.
 package storetest
 
 import (
@@ -68,6 +73,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 	t.Run("ScanBreak", func(t *testing.T) { testScanBreak(t, open(t)) })
 	t.Run("Copies", func(t *testing.T) { testCopies(t, open(t)) })
 	t.Run("HeaderOnly", func(t *testing.T) { testHeaderOnly(t, open(t)) })
+	t.Run("Encoded", func(t *testing.T) { testEncoded(t, open(t)) })
 	t.Run("ReadOwnWrites", func(t *testing.T) { testReadOwnWrites(t, open(t)) })
 	t.Run("Atomic", func(t *testing.T) { testAtomic(t, open) })
 	t.Run("Idempotent", func(t *testing.T) { testIdempotent(t, open(t)) })

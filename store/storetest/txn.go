@@ -389,7 +389,8 @@ func testBatch(t *testing.T, open OpenFunc) {
 		b := newBatch(t, s)
 		defer b.Cancel()
 		err := errors.Join(b.DeleteMessage(cA, d.msgs[0].Seq), b.DeleteItem(cA, d.items[0].Pos), b.DeleteConversation(cA),
-			b.DeleteName(d.names[0]), b.DeleteFileCheckpoint(d.agent, d.filePath), b.DeleteForkItems(subID(2)))
+			b.DeleteName(d.names[0]), b.DeleteFileCheckpoint(d.agent, d.filePath), b.DeleteForkItems(subID(2)),
+			b.DeleteHostEntries(cA))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,6 +412,8 @@ func testBatch(t *testing.T, open OpenFunc) {
 			errs = append(errs, expect("deleted FileCheckpoint", cp, err, nil, false))
 			its, err := all(r.ForkItems(subID(2)))
 			errs = append(errs, expectScan("deleted ForkItems", its, err, nil))
+			hosts, err := all(r.HostEntries(cA, 0))
+			errs = append(errs, expectScan("deleted HostEntries", hosts, err, nil))
 			m, err = r.Message(cA, d.msgs[1].Seq)
 			errs = append(errs, expect("kept Message", m, err, d.msgs[1], true))
 			return errors.Join(errs...)
@@ -577,7 +580,7 @@ func testReopen(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 			err = errors.Join(err, tx.DeleteName(n))
 		}
 		for _, l := range gone.links {
-			err = errors.Join(err, tx.DeleteSubagentLink(gone.id, l))
+			err = errors.Join(err, tx.DeleteSubagentLink(gone.id, l.ID))
 		}
 		return err
 	})
