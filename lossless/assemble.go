@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"runtime"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Recall tools the system prompt addition may mention.
@@ -98,11 +98,11 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	nextSums := make(map[string]core.Message, len(prevSums))
 	var todo []parseJob
 	var win window
-	err := e.db.View(func(txn *badger.Txn) (err error) {
-		win, err = budgetWalk(ctx, txn, convPrefix(pItem, c), itemKey(c, math.MaxUint64), avail, "assemble",
+	err := e.st.View(ctx, func(r store.Reader) (err error) {
+		win, err = budgetWalk(ctx, r.Items(c, 0, math.MaxUint64, true), avail, "assemble",
 			func(i int, item dag.Item, flags byte) (core.Message, error) {
 				if item.IsSummary() {
-					m, err := e.summaryMessage(txn, c, item.Ref.ID, prevSums)
+					m, err := e.summaryMessage(r, c, item.Ref.ID, prevSums)
 					nextSums[item.Ref.ID] = m
 					return m, err
 				}
@@ -112,7 +112,7 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 				}
 				// Parsed after the scan, in parallel (parsing is the cost
 				// of a cold assemble).
-				raw, err := itemRaw(txn, c, item.Ref.Seq, flags)
+				raw, err := itemRaw(r, c, item.Ref.Seq, flags)
 				todo = append(todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
 				return core.Message{}, err
 			})
@@ -151,34 +151,31 @@ type window struct {
 	scanned int // items scanned, including skipped ones
 }
 
-// budgetWalk reads the context items under prefix newest first (a reverse
-// scan from seek), skips heartbeat and hidden items, and calls visit for
-// each item while the budget avail allows, stopping at the first that does
-// not fit. visit returns the item's message; i is its index in the window's
-// rev (a message visit cannot produce yet may be filled in there later).
-// Shared by assemble and the fork prefix of a subagent.
-func budgetWalk(ctx context.Context, txn *badger.Txn, prefix, seek []byte, avail int, what string,
+// budgetWalk reads context items newest first (items is a reverse scan:
+// the breaking loop ends it), skips heartbeat and hidden items, and calls
+// visit for each item while the budget avail allows, stopping at the first
+// that does not fit. visit returns the item's message; i is its index in
+// the window's rev (a message visit cannot produce yet may be filled in
+// there later). Shared by assemble and the fork prefix of a subagent.
+func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail int, what string,
 	visit func(i int, item dag.Item, flags byte) (core.Message, error)) (window, error) {
 	var w window
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
-	defer it.Close()
-	for it.Seek(seek); it.Valid(); it.Next() {
+	for item, err := range items {
 		if w.scanned++; w.scanned%256 == 0 {
 			if err := ctx.Err(); err != nil {
 				return w, fmt.Errorf("lossless: %s: %w", what, err)
 			}
 		}
-		item, flags, err := itemAt(it.Item())
 		if err != nil {
 			return w, err
 		}
-		if flags&(flagHeartbeat|flagHidden|flagSuperseded) != 0 {
+		if item.Flags&(flagHeartbeat|flagHidden|flagSuperseded) != 0 {
 			continue
 		}
 		if w.used+item.Tokens > avail {
 			break
 		}
-		m, err := visit(len(w.rev), item, flags)
+		m, err := visit(len(w.rev), item.Item, item.Flags)
 		if err != nil {
 			return w, err
 		}
@@ -214,35 +211,15 @@ func dropLeadingToolResults(msgs []core.Message) ([]core.Message, []core.Message
 	return msgs[i:], msgs[:i]
 }
 
-func (e *Engine) itemMessage(txn *badger.Txn, c convID, seq uint64, flags byte, cache map[uint64]core.Message) (core.Message, error) {
+// itemMessage returns the message standing for message seq of c in the
+// context (itemRaw, parsed), from cache when it is there.
+func (e *Engine) itemMessage(r store.Reader, c convID, seq uint64, flags byte, cache map[uint64]core.Message) (core.Message, error) {
 	if m, ok := cache[seq]; ok {
 		return m, nil
 	}
-	var raw []byte
-	if flags&flagLarge != 0 {
-		v, err := getValue(txn, largeKey(c, seq))
-		if err != nil {
-			return core.Message{}, fmt.Errorf("lossless: large reference %d: %w", seq, err)
-		}
-		raw = v
-	} else {
-		kv, err := txn.Get(msgKey(c, seq))
-		if err != nil {
-			return core.Message{}, fmt.Errorf("lossless: message %d: %w", seq, err)
-		}
-		var m core.Message
-		err = kv.Value(func(v []byte) error {
-			r, err := decodeMsg(v, false)
-			if err != nil {
-				return err
-			}
-			m, err = core.ParseMessage(r.Raw) // copies the bytes
-			if err != nil {
-				return fmt.Errorf("lossless: stored message %d: %w", seq, err)
-			}
-			return nil
-		})
-		return m, err
+	raw, err := itemRaw(r, c, seq, flags)
+	if err != nil {
+		return core.Message{}, err
 	}
 	m, err := core.ParseMessage(raw)
 	if err != nil {
@@ -251,17 +228,15 @@ func (e *Engine) itemMessage(txn *badger.Txn, c convID, seq uint64, flags byte, 
 	return m, nil
 }
 
-func (e *Engine) summaryMessage(txn *badger.Txn, c convID, id string, cache map[string]core.Message) (core.Message, error) {
+// summaryMessage returns summary id of c rendered (RenderSummary), from
+// cache when it is there.
+func (e *Engine) summaryMessage(r store.Reader, c convID, id string, cache map[string]core.Message) (core.Message, error) {
 	if m, ok := cache[id]; ok {
 		return m, nil
 	}
-	v, err := getValue(txn, summaryKey(c, id))
+	s, err := r.Summary(c, id)
 	if err != nil {
-		return core.Message{}, fmt.Errorf("lossless: summary %q: %w", id, err)
-	}
-	s, err := decodeSummary(v)
-	if err != nil {
-		return core.Message{}, err
+		return core.Message{}, fmt.Errorf("lossless: summary %q: %w", id, notFoundErr(err))
 	}
 	return RenderSummary(s), nil
 }
@@ -298,30 +273,21 @@ func parseParallel(jobs []parseJob) error {
 }
 
 // itemRaw returns the bytes that stand for message seq in the context: the
-// message itself, or its large-content reference.
-func itemRaw(txn *badger.Txn, c convID, seq uint64, flags byte) ([]byte, error) {
+// message itself, or its large-content reference (the caller's: the store
+// copies them out).
+func itemRaw(r store.Reader, c convID, seq uint64, flags byte) ([]byte, error) {
 	if flags&flagLarge != 0 {
-		v, err := getValue(txn, largeKey(c, seq))
+		v, err := r.Large(c, seq)
 		if err != nil {
-			return nil, fmt.Errorf("lossless: large reference %d: %w", seq, err)
+			return nil, fmt.Errorf("lossless: large reference %d: %w", seq, notFoundErr(err))
 		}
 		return v, nil
 	}
-	kv, err := txn.Get(msgKey(c, seq))
+	m, err := r.Message(c, seq)
 	if err != nil {
 		return nil, fmt.Errorf("lossless: message %d: %w", seq, err)
 	}
-	var raw []byte
-	err = kv.Value(func(v []byte) error {
-		r, err := decodeMsg(v, false)
-		if err != nil {
-			return err
-		}
-		raw = r.Raw // ParseMessage copies it; the value is only valid here
-		raw = append([]byte(nil), raw...)
-		return nil
-	})
-	return raw, err
+	return m.Raw, nil
 }
 
 // passThrough returns the host's messages trimmed to budget (newest kept).

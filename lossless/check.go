@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // CheckProblem is one thing Check found wrong in one conversation.
@@ -64,12 +63,15 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 		}
 		conv := &Conversation{e: e, id: c, Agent: in.Agent}
 		var seqs []uint64 // in transcript order (reconcile.go)
-		err := e.db.View(func(txn *badger.Txn) error {
+		err := e.st.View(ctx, func(r store.Reader) error {
 			var err error
-			seqs, err = orderedSeqs(txn, c, in.Messages)
+			seqs, err = orderedSeqs(r, c, in.Messages)
 			return err
 		})
 		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return res, err
+			}
 			report(err)
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
@@ -401,20 +402,20 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 	var reps []core.TranscriptRewrite
 	var aliases []alias
 	first := -1
-	err = e.db.View(func(txn *badger.Txn) error {
+	err = e.st.View(ctx, func(sr store.Reader) error {
 		for i := 0; i < tail; i++ {
 			en := entries[i]
 			if en.id == "" {
 				continue
 			}
-			h, err := getMsgHeader(txn, c, en.seq)
+			h, err := getMsgHeader(sr, c, en.seq)
 			if err != nil {
 				return err
 			}
 			if h.Role != core.RoleToolResult || h.Tokens <= min || h.Hash != en.hash {
 				continue // not a tool result, small, or already a reference
 			}
-			r, err := getMsg(txn, c, en.seq)
+			r, err := getMsg(sr, c, en.seq)
 			if err != nil {
 				return err
 			}

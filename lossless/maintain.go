@@ -4,14 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // DefaultMaintainMinTokens is Config.MaintainMinTokens's default.
@@ -102,7 +98,7 @@ func (e *Engine) requestRewrite(ctx context.Context, rc *core.RuntimeContext, c 
 	if err := e.writeAliases(ctx, c, aliases); err != nil {
 		return core.MaintainResult{}, err
 	}
-	if err := e.syncAll(); err != nil {
+	if err := e.st.Sync(ctx); err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
 	}
 	res, err := rc.RewriteTranscriptEntries(ctx, req)
@@ -169,7 +165,7 @@ func (e *Engine) rewritesFor(ctx context.Context, c convID, entries, window []co
 	}
 	var reps []core.TranscriptRewrite
 	var aliases []alias
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := e.st.View(ctx, func(r store.Reader) error {
 		for i, ent := range entries {
 			if i%256 == 0 {
 				if err := ctx.Err(); err != nil {
@@ -186,25 +182,21 @@ func (e *Engine) rewritesFor(ctx context.Context, c convID, entries, window []co
 				continue
 			}
 			h := hashRaw(m.Raw())
-			v, err := getValue(txn, hashKey(c, h))
-			if errors.Is(err, core.ErrNotFound) {
+			seq, err := r.SeqByHash(c, h)
+			if errors.Is(err, store.ErrNotFound) {
 				continue // not stored byte for byte: never rewrite what could be lost
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("lossless: read: %w", err)
 			}
-			seq, ok := getU64(v)
-			if !ok {
-				return fmt.Errorf("%w: hash index", errBadRecord)
-			}
-			r, err := getMsgHeader(txn, c, seq)
+			rec, err := getMsgHeader(r, c, seq)
 			if err != nil {
 				return err
 			}
-			if r.Hash != h || r.Tokens <= min {
+			if rec.Hash != h || rec.Tokens <= min {
 				continue // an alias (already a reference) or small
 			}
-			ref, err := core.ParseMessage(largeReference(m, r.Tokens))
+			ref, err := core.ParseMessage(largeReference(m, rec.Tokens))
 			if err != nil {
 				return fmt.Errorf("lossless: maintain: reference: %w", err)
 			}
@@ -227,57 +219,19 @@ func (e *Engine) writeAliases(ctx context.Context, c convID, aliases []alias) er
 		return err
 	}
 	defer s.mu.Unlock()
-	return e.update(func(txn *badger.Txn) error {
+	return e.storeUpdate(ctx, func(tx store.Tx) error {
 		for _, a := range aliases {
-			if _, err := txn.Get(hashKey(c, a.ref)); err == nil {
+			// An entry that exists, even one that does not decode, is left
+			// alone.
+			if _, err := tx.SeqByHash(c, a.ref); err == nil || errors.Is(err, store.ErrCorrupt) {
 				continue
-			} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			} else if !errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("lossless: maintain: %w", err)
 			}
-			var b [8]byte
-			putU64(b[:], a.seq)
-			if err := txn.Set(hashKey(c, a.ref), b[:]); err != nil {
+			if err := tx.PutHash(c, a.ref, a.seq); err != nil {
 				return fmt.Errorf("lossless: maintain: write alias: %w", err)
 			}
 		}
 		return nil
 	})
-}
-
-// syncAll makes everything written so far durable. Badger's DB.Sync syncs
-// the value log and the active memtable's write-ahead log only; a memtable
-// that filled up and waits to be flushed keeps its (memory-mapped) log
-// unsynced until the flush, so every *.mem and *.vlog file of the store is
-// fsynced as well (fsync on any descriptor of a file writes back its dirty
-// pages, those written through a mapping included).
-func (e *Engine) syncAll() error {
-	if err := e.db.Sync(); err != nil {
-		return err
-	}
-	if e.cfg.StoreDir == "" {
-		return nil
-	}
-	ents, err := os.ReadDir(e.cfg.StoreDir)
-	if err != nil {
-		return err
-	}
-	for _, ent := range ents {
-		name := ent.Name()
-		if !ent.Type().IsRegular() || (!strings.HasSuffix(name, ".mem") && !strings.HasSuffix(name, ".vlog")) {
-			continue
-		}
-		f, err := os.Open(filepath.Join(e.cfg.StoreDir, name))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // flushed and removed meanwhile: its data is in a synced table
-		}
-		if err != nil {
-			return err
-		}
-		err = f.Sync()
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("sync %s: %w", name, err)
-		}
-	}
-	return nil
 }

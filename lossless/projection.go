@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Context projection for hosts with persistent backend threads, and the
@@ -24,7 +23,7 @@ import (
 // the epoch changes. The epoch is derived from the conversation record,
 // which every summary write (Conversation.Replace) and every transcript
 // rotation (a new session id mapped to the conversation) rewrite in the
-// same Badger transaction: epoch = summaries + session ids. Ingest changes
+// same store transaction: epoch = summaries + session ids. Ingest changes
 // neither, so the epoch is stable across turns and changes exactly when a
 // compaction or a rotation changed the prefix. The fingerprint is a hash of
 // the assembled payload (messages byte for byte, then the system prompt
@@ -134,7 +133,12 @@ func (e *Engine) projectionEpoch(ctx context.Context, agent, sessionID, sessionK
 		return "0"
 	}
 	var rec convRecord
-	if err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, convKey(c), &rec) }); err != nil {
+	err = e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		rec, err = r.Conversation(c)
+		return err
+	})
+	if err != nil {
 		return "0"
 	}
 	return strconv.FormatInt(rec.Summaries+int64(len(rec.SessionIDs)), 10)

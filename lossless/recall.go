@@ -38,6 +38,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // Recall defaults (Config.Recall).
@@ -1068,7 +1070,8 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 	}
 	var entries []entry
 	gone := func(err error) bool { return errors.Is(err, core.ErrNotFound) || errors.Is(err, dag.ErrNotFound) }
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := e.st.View(ctx, func(r store.Reader) error {
+		txn := badgerstore.TxnOf(r) // transitional (#16)
 		for _, it := range items {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: recall: %w", err)
@@ -1092,7 +1095,7 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 				}
 				body = "summary: " + s.Text
 			} else {
-				_, raw, err := getMsgText(txn, c, it.Seq)
+				_, raw, err := getMsgText(r, c, it.Seq)
 				if gone(err) {
 					continue
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Reconciling a rewritten transcript.
@@ -244,9 +245,9 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 		return err
 	}
 	var moves map[uint64]uint64
-	if err := e.db.View(func(txn *badger.Txn) error {
+	if err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		moves, err = movedSeqs(txn, c)
+		moves, err = movedSeqs(r, c)
 		return err
 	}); err != nil {
 		return err
@@ -562,27 +563,13 @@ func (e *Engine) coverPositions(ctx context.Context, conv *Conversation, items [
 
 // movedSeqs returns the order positions of the conversation's moved
 // messages (the 'O' records).
-func movedSeqs(txn *badger.Txn, c convID) (map[uint64]uint64, error) {
+func movedSeqs(r store.Reader, c convID) (map[uint64]uint64, error) {
 	moved := map[uint64]uint64{}
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pOrder, c)})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		k := it.Item().Key()
-		seq, ok := getU64(k[len(k)-8:])
-		if !ok || len(k) != 17 {
-			return nil, fmt.Errorf("%w: order key", errBadRecord)
-		}
-		err := it.Item().Value(func(v []byte) error {
-			pos, ok := getU64(v)
-			if !ok {
-				return fmt.Errorf("%w: order record", errBadRecord)
-			}
-			moved[seq] = pos
-			return nil
-		})
+	for p, err := range r.Orders(c) {
 		if err != nil {
 			return nil, err
 		}
+		moved[p.Key] = p.Value
 	}
 	return moved, nil
 }
@@ -598,8 +585,8 @@ func orderAt(moved map[uint64]uint64, seq uint64) uint64 {
 // orderedSeqs returns the conversation's messages 1..n sorted by their
 // order positions (seq*posStep unless a reconciliation moved them): the
 // conversation in transcript order.
-func orderedSeqs(txn *badger.Txn, c convID, n int64) ([]uint64, error) {
-	moved, err := movedSeqs(txn, c)
+func orderedSeqs(r store.Reader, c convID, n int64) ([]uint64, error) {
+	moved, err := movedSeqs(r, c)
 	if err != nil {
 		return nil, err
 	}

@@ -9,11 +9,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/google/uuid"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Transcript rotation: when the active transcript grows past
@@ -252,14 +252,17 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	rec := st.rec
 	rec.SessionIDs = append(append([]string(nil), rec.SessionIDs...), newID)
 	rec.Updated = time.Now().UnixMilli()
-	err = e.update(func(txn *badger.Txn) error {
-		if err := txn.Set(nameKey(agent, "s:"+newID), conv.id[:]); err != nil {
+	err = e.storeUpdate(ctx, func(tx store.Tx) error {
+		if err := tx.PutName(store.Name{Agent: agent, Kind: store.NameSessionID, Value: newID}, conv.id); err != nil {
 			return fmt.Errorf("lossless: rotate: map session: %w", err)
 		}
-		if err := setJSON(txn, checkKey(agent, cpPath), cp); err != nil {
-			return err
+		if err := tx.PutFileCheckpoint(agent, cpPath, store.FileCheckpoint(cp)); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
 		}
-		return setJSON(txn, convKey(conv.id), rec)
+		if err := tx.PutConversation(conv.id, rec); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -185,6 +185,33 @@ func getJSON(txn *badger.Txn, key []byte, v any) error {
 	})
 }
 
+// getValue returns a copy of key's value; a missing key is "lossless: not
+// found", wrapping core.ErrNotFound (for the files not yet converted to the
+// store interface: issue #16).
+func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
+	it, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, fmt.Errorf("lossless: %w", core.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lossless: read: %w", err)
+	}
+	v, err := it.ValueCopy(nil)
+	if err != nil {
+		return nil, fmt.Errorf("lossless: read: %w", err)
+	}
+	return v, nil
+}
+
+// storeUpdate is e.st.Update behind the engine's free-space guard, as update
+// (space.go) is db.Update: a write on a full disk is an ErrDiskFull error.
+func (e *Engine) storeUpdate(ctx context.Context, fn func(store.Tx) error) error {
+	if err := e.checkSpace(); err != nil {
+		return err
+	}
+	return e.st.Update(ctx, fn)
+}
+
 // convState is the in-memory state of one conversation: its lock (held by
 // every write to it) and its record. It lives in a cache bounded in bytes
 // and may be evicted when idle (asmcache.go): lock it only through

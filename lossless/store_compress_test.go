@@ -176,8 +176,8 @@ func TestHeaderReadsSkipTheBody(t *testing.T) {
 	if err != nil || meta.Role != "user" || meta.Timestamp != 1700000000000 || meta.Tokens <= 0 {
 		t.Fatalf("MessageMeta with a corrupt body: %+v, %v (want the header)", meta, err)
 	}
-	if _, err := conv.Message(ctx, 1); !errors.Is(err, errBadRecord) {
-		t.Fatalf("Message with a corrupt body: err %v, want errBadRecord", err)
+	if _, err := conv.Message(ctx, 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Message with a corrupt body: err %v, want ErrCorrupt", err)
 	}
 	// Put the record back for the store invariants checked at cleanup.
 	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(msgKey(conv.id, 1), orig) }); err != nil {

@@ -1,21 +1,19 @@
 package lossless
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Conversation is one stored conversation. It implements dag.Store, so the
@@ -75,18 +73,19 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 		return convID{}, fmt.Errorf("lossless: %w", err)
 	}
 	var c convID
-	err := e.db.View(func(txn *badger.Txn) error {
-		for _, name := range []string{"k:" + sessionKey, "s:" + sessionID, "k:" + sessionID} {
-			if name == "k:" || name == "s:" {
+	err := e.st.View(ctx, func(r store.Reader) error {
+		for _, n := range [...]store.Name{{Agent: agent, Kind: store.NameSessionKey, Value: sessionKey},
+			{Agent: agent, Kind: store.NameSessionID, Value: sessionID}, {Agent: agent, Kind: store.NameSessionKey, Value: sessionID}} {
+			if n.Value == "" {
 				continue
 			}
-			got, ok, err := getConvName(txn, agent, name)
-			if err != nil {
-				return err
-			}
-			if ok {
+			got, err := r.ConvByName(n)
+			if err == nil {
 				c = got
 				return nil
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("lossless: read session map: %w", err)
 			}
 		}
 		return fmt.Errorf("lossless: session %q of agent %q: %w", sessionID+sessionKey, agent, core.ErrUnknownSession)
@@ -108,49 +107,30 @@ func (c *Conversation) Items(ctx context.Context) ([]dag.Item, error) {
 }
 
 func (c *Conversation) items(ctx context.Context) ([]dag.Item, error) {
-	var err error
 	var out []dag.Item
-	err = c.e.db.View(func(txn *badger.Txn) error {
+	err := c.e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		out, err = readItems(ctx, txn, c.id)
+		out, err = readItems(ctx, r, c.id)
 		return err
 	})
 	return out, err
 }
 
-func readItems(ctx context.Context, txn *badger.Txn, c convID) ([]dag.Item, error) {
-	prefix := convPrefix(pItem, c)
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
-	defer it.Close()
+// readItems returns conversation c's context items in position order.
+func readItems(ctx context.Context, r store.Reader, c convID) ([]dag.Item, error) {
 	var out []dag.Item
-	for it.Rewind(); it.Valid(); it.Next() {
+	for it, err := range r.Items(c, 0, math.MaxUint64, false) {
+		if err != nil {
+			return nil, err
+		}
 		if len(out)%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, fmt.Errorf("lossless: %w", err)
 			}
 		}
-		item, err := decodeItemKV(it.Item())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, item)
+		out = append(out, it.Item)
 	}
 	return out, nil
-}
-
-func decodeItemKV(kv *badger.Item) (dag.Item, error) {
-	k := kv.Key()
-	pos, ok := getU64(k[len(k)-8:])
-	if !ok || len(k) != 17 {
-		return dag.Item{}, fmt.Errorf("%w: item key", errBadRecord)
-	}
-	var out dag.Item
-	err := kv.Value(func(v []byte) error {
-		var err error
-		out, _, err = decodeItem(pos, v)
-		return err
-	})
-	return out, err
 }
 
 // MessageText returns raw message seq rendered as plain text for a
@@ -163,8 +143,8 @@ func (c *Conversation) MessageText(ctx context.Context, seq uint64) (string, err
 	}
 	defer done()
 	var out string
-	err = c.e.db.View(func(txn *badger.Txn) error {
-		_, raw, err := getMsgText(txn, c.id, seq)
+	err = c.e.st.View(ctx, func(r store.Reader) error {
+		_, raw, err := getMsgText(r, c.id, seq)
 		if err != nil {
 			return err
 		}
@@ -210,23 +190,22 @@ func (c *Conversation) Summary(ctx context.Context, id string) (dag.Summary, err
 }
 
 func (c *Conversation) summary(ctx context.Context, id string) (dag.Summary, error) {
-	var err error
 	var s dag.Summary
-	err = c.e.db.View(func(txn *badger.Txn) error {
-		v, err := getValue(txn, summaryKey(c.id, id))
-		if err != nil {
-			if errors.Is(err, core.ErrNotFound) {
-				return fmt.Errorf("lossless: summary %q: %w", id, dag.ErrNotFound)
-			}
-			return err
+	err := c.e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		s, err = r.Summary(c.id, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("lossless: summary %q: %w", id, dag.ErrNotFound)
 		}
-		s, err = decodeSummary(v)
-		return err
+		if err != nil {
+			return fmt.Errorf("lossless: summary %q: %w", id, err)
+		}
+		return nil
 	})
 	return s, err
 }
 
-// Replace atomically, in one Badger transaction, checks that the items at
+// Replace atomically, in one store transaction, checks that the items at
 // old's positions are still exactly old and contiguous (else
 // dag.ErrConflict), deletes them, and stores s with item at old[0].Pos
 // (dag.Store). Positions of other items never change.
@@ -258,30 +237,33 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 	}
 	defer st.mu.Unlock()
 	rec := st.rec
-	err = c.e.update(func(txn *badger.Txn) error {
-		if err := checkRange(txn, c.id, old); err != nil {
+	err = c.e.storeUpdate(ctx, func(tx store.Tx) error {
+		if err := checkRange(tx, c.id, old); err != nil {
 			return err
 		}
-		if _, err := txn.Get(summaryKey(c.id, s.ID)); err == nil {
+		// A summary record that exists, even one that does not decode, is
+		// never overwritten.
+		if _, err := tx.Summary(c.id, s.ID); err == nil || errors.Is(err, store.ErrCorrupt) {
 			return fmt.Errorf("lossless: replace: summary %q exists: %w", s.ID, dag.ErrConflict)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("lossless: replace: read summary %q: %w", s.ID, err)
 		}
-		v, err := encodeSummary(s)
-		if err != nil {
-			return err
-		}
-		if err := txn.Set(summaryKey(c.id, s.ID), v); err != nil {
+		if err := tx.PutSummary(c.id, s); err != nil {
 			return fmt.Errorf("lossless: write summary: %w", err)
 		}
 		for _, o := range old[1:] {
-			if err := txn.Delete(itemKey(c.id, o.Pos)); err != nil {
+			if err := tx.DeleteItem(c.id, o.Pos); err != nil {
 				return fmt.Errorf("lossless: delete item: %w", err)
 			}
 		}
-		if err := txn.Set(itemKey(c.id, item.Pos), encodeItem(item, 0)); err != nil {
+		if err := tx.PutItem(c.id, store.Item{Item: item}); err != nil {
 			return fmt.Errorf("lossless: write item: %w", err)
 		}
 		rec.Summaries++
-		return setJSON(txn, convKey(c.id), rec)
+		if err := tx.PutConversation(c.id, rec); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -293,16 +275,16 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 
 // checkRange verifies that the items from old[0].Pos to old[len-1].Pos are
 // exactly old.
-func checkRange(txn *badger.Txn, c convID, old []dag.Item) error {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pItem, c)})
-	defer it.Close()
+func checkRange(r store.Reader, c convID, old []dag.Item) error {
 	i := 0
-	for it.Seek(itemKey(c, old[0].Pos)); it.Valid() && i < len(old); it.Next() {
-		got, err := decodeItemKV(it.Item())
+	for got, err := range r.Items(c, old[0].Pos, math.MaxUint64, false) {
+		if i == len(old) {
+			break // the items after old are not read
+		}
 		if err != nil {
 			return err
 		}
-		if got != old[i] {
+		if got.Item != old[i] {
 			return fmt.Errorf("lossless: replace: item at %d changed: %w", old[i].Pos, dag.ErrConflict)
 		}
 		i++
@@ -313,63 +295,56 @@ func checkRange(txn *badger.Txn, c convID, old []dag.Item) error {
 	return nil
 }
 
-func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
-	it, err := txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, fmt.Errorf("lossless: %w", core.ErrNotFound)
+// notFoundErr returns err, from a store read, with a missing record as the
+// engine reports one: "lossless: not found", wrapping core.ErrNotFound.
+func notFoundErr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("lossless: %w", core.ErrNotFound)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("lossless: read: %w", err)
-	}
-	v, err := it.ValueCopy(nil)
-	if err != nil {
-		return nil, fmt.Errorf("lossless: read: %w", err)
-	}
-	return v, nil
+	return err
 }
 
-// msgValue returns the stored record of message seq (dag.ErrNotFound when
+// msgErr returns the error of a read of message seq: a missing message
+// wraps dag.ErrNotFound.
+func msgErr(seq uint64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
+	}
+	return fmt.Errorf("lossless: message %d: %w", seq, err)
+}
+
+// getMsg returns message seq of c with its raw bytes (dag.ErrNotFound when
 // there is none).
-func msgValue(txn *badger.Txn, c convID, seq uint64) ([]byte, error) {
-	v, err := getValue(txn, msgKey(c, seq))
-	if errors.Is(err, core.ErrNotFound) {
-		return nil, fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
-	}
-	return v, err
+func getMsg(r store.Reader, c convID, seq uint64) (msgRecord, error) {
+	m, err := r.Message(c, seq)
+	return m, msgErr(seq, err)
 }
 
-func getMsg(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
-	v, err := msgValue(txn, c, seq)
-	if err != nil {
-		return msgRecord{}, err
-	}
-	return decodeMsg(v, false)
-}
-
-// getMsgHeader is getMsg without the body (decodeMsgHeader).
-func getMsgHeader(txn *badger.Txn, c convID, seq uint64) (msgRecord, error) {
-	v, err := msgValue(txn, c, seq)
-	if err != nil {
-		return msgRecord{}, err
-	}
-	return decodeMsgHeader(v)
+// getMsgHeader is getMsg without the body (neither copied nor
+// decompressed).
+func getMsgHeader(r store.Reader, c convID, seq uint64) (msgRecord, error) {
+	m, err := r.MessageHeader(c, seq)
+	return m, msgErr(seq, err)
 }
 
 // getMsgText returns the bytes that stand for message seq in text: its
 // large-content reference when it has one (the body is then not read),
 // else its raw bytes.
-func getMsgText(txn *badger.Txn, c convID, seq uint64) (msgRecord, []byte, error) {
-	r, err := getMsgHeader(txn, c, seq)
+func getMsgText(r store.Reader, c convID, seq uint64) (msgRecord, []byte, error) {
+	m, err := getMsgHeader(r, c, seq)
 	if err != nil {
-		return r, nil, err
+		return m, nil, err
 	}
-	if r.Flags&flagLarge != 0 {
-		if v, err := getValue(txn, largeKey(c, seq)); err == nil {
-			return r, v, nil
+	if m.Flags&flagLarge != 0 {
+		if v, err := r.Large(c, seq); err == nil {
+			return m, v, nil
 		}
 	}
-	r, err = getMsg(txn, c, seq)
-	return r, r.Raw, err
+	m, err = getMsg(r, c, seq)
+	return m, m.Raw, err
 }
 
 // Message returns stored message seq, bytes exactly as ingested.
@@ -380,12 +355,12 @@ func (c *Conversation) Message(ctx context.Context, seq uint64) (core.Message, e
 	}
 	defer done()
 	var m core.Message
-	err = c.e.db.View(func(txn *badger.Txn) error {
-		r, err := getMsg(txn, c.id, seq)
+	err = c.e.st.View(ctx, func(r store.Reader) error {
+		rec, err := getMsg(r, c.id, seq)
 		if err != nil {
 			return err
 		}
-		m, err = core.ParseMessage(r.Raw)
+		m, err = core.ParseMessage(rec.Raw)
 		return err
 	})
 	return m, err
@@ -402,14 +377,14 @@ func (c *Conversation) MessageByKey(ctx context.Context, key string) (uint64, co
 	var h msgHash
 	copy(h[:], b)
 	var seq uint64
-	err = c.e.db.View(func(txn *badger.Txn) error {
-		v, err := getValue(txn, hashKey(c.id, h))
-		if err != nil {
-			return err
+	err = c.e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		seq, err = r.SeqByHash(c.id, h)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFoundErr(err)
 		}
-		var ok bool
-		if seq, ok = getU64(v); !ok {
-			return fmt.Errorf("%w: hash index", errBadRecord)
+		if err != nil {
+			return fmt.Errorf("lossless: read: %w", err)
 		}
 		return nil
 	})
@@ -450,29 +425,21 @@ type SessionInfo struct {
 // stored message of c (sequence numbers 1 and rec.Messages), the earlier
 // first; a message without a timestamp counts as the other one, and 0, 0
 // means neither has one.
-func messageTimes(txn *badger.Txn, c convID, rec convRecord) (first, last int64, err error) {
+func messageTimes(r store.Reader, c convID, rec convRecord) (first, last int64, err error) {
 	if rec.Messages <= 0 {
 		return 0, 0, nil
 	}
 	at := func(seq uint64) (int64, error) {
-		kv, err := txn.Get(msgKey(c, seq))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return 0, nil // a missing record: Check reports it
+		m, err := r.MessageHeader(c, seq)
+		switch {
+		case err == nil:
+			return m.Timestamp, nil
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
+			// A missing record, or one that does not decode, has no
+			// time: Check reports it.
+			return 0, nil
 		}
-		if err != nil {
-			return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
-		}
-		var ts int64
-		err = kv.Value(func(v []byte) error {
-			if r, err := decodeMsgHeader(v); err == nil {
-				ts = r.Timestamp
-			} // a record that does not decode has no time: Check reports it
-			return nil
-		})
-		if err != nil {
-			return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
-		}
-		return ts, nil
+		return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
 	}
 	if first, err = at(1); err != nil {
 		return 0, 0, err
@@ -500,28 +467,23 @@ func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, err
 	}
 	defer done()
 	var out []SessionInfo
-	err = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: read conversations: %w", err)
+			}
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: %w", err)
 			}
-			var rec convRecord
-			k := it.Item().Key()
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err != nil {
-				return fmt.Errorf("%w: conversation: %v", errBadRecord, err)
-			}
+			rec := cr.Conversation
 			if agent != "" && rec.Agent != agent {
 				continue
 			}
-			var c convID
-			copy(c[:], k[1:])
-			first, last, err := messageTimes(txn, c, rec)
+			first, last, err := messageTimes(r, cr.ID, rec)
 			if err != nil {
 				return err
 			}
-			out = append(out, SessionInfo{Agent: rec.Agent, ID: hex.EncodeToString(k[1:]),
+			out = append(out, SessionInfo{Agent: rec.Agent, ID: cr.ID.String(),
 				SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
 				Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
 				FirstMessage: first, LastMessage: last, Retiring: rec.Retiring})
@@ -550,39 +512,30 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 		return err
 	}
 	defer done()
-	return e.db.View(func(txn *badger.Txn) error {
-		var rec convRecord
-		if err := getJSON(txn, convKey(conv.id), &rec); err != nil {
-			return fmt.Errorf("lossless: conversation %s: read record: %w", conv.id, err)
+	return e.st.View(ctx, func(r store.Reader) error {
+		rec, err := r.Conversation(conv.id)
+		if err != nil {
+			return fmt.Errorf("lossless: conversation %s: read record: %w", conv.id, notFoundErr(err))
 		}
 		if rec.Retiring {
 			return retiringErr(conv.id, sessionID)
 		}
-		prefix := convPrefix(pMsg, conv.id)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 64})
-		defer it.Close()
 		// Sequence numbers run from 1 without a gap; a gap or a short count
 		// is corruption, reported with the missing range, never a short list.
 		want := uint64(1)
-		for it.Rewind(); it.Valid(); it.Next() {
+		for msg, err := range r.Messages(conv.id, 0, true) {
+			if err != nil {
+				return fmt.Errorf("lossless: read message: %w", err)
+			}
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: %w", err)
 			}
-			k := it.Item().Key()
-			seq, _ := getU64(k[9:])
+			seq := msg.Seq
 			if seq != want {
 				return missingErr(conv.id, sessionID, want, seq-1)
 			}
 			want++
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return fmt.Errorf("lossless: read message: %w", err)
-			}
-			r, err := decodeMsg(v, false)
-			if err != nil {
-				return err
-			}
-			m, err := core.ParseMessage(r.Raw)
+			m, err := core.ParseMessage(msg.Raw)
 			if err != nil {
 				return fmt.Errorf("lossless: stored message %d: %w", seq, err)
 			}
@@ -604,8 +557,9 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 
 // ErrCorrupt is wrapped by errors that find the store damaged: a missing
 // range of messages, a record that does not decode. What could be read is
-// never returned as if it were all.
-var ErrCorrupt = errors.New("lossless: store corrupt")
+// never returned as if it were all. It is the store's store.ErrCorrupt, so
+// that a record the store cannot decode is ErrCorrupt as well.
+var ErrCorrupt = store.ErrCorrupt
 
 func missingErr(c convID, sessionID string, from, to uint64) error {
 	return fmt.Errorf("lossless: conversation %s (session %s): messages %d-%d are missing: %w", c, sessionID, from, to, ErrCorrupt)
@@ -653,8 +607,9 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 		a.Tokens += in.Tokens
 		st.Agents[in.Agent] = a
 	}
-	lsm, vlog := e.db.Size()
-	st.DiskBytes = lsm + vlog
+	if st.DiskBytes, err = e.st.Size(); err != nil {
+		return Stats{}, fmt.Errorf("lossless: stats: %w", err)
+	}
 	_ = filepath.WalkDir(e.indexDir(), func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			if info, err := d.Info(); err == nil {
@@ -665,8 +620,6 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	})
 	return st, nil
 }
-
-var _ = bytes.Equal
 
 var _ dag.MessageMetaReader = (*Conversation)(nil)
 
@@ -680,22 +633,13 @@ func (c *Conversation) MessageMeta(ctx context.Context, seq uint64) (dag.Message
 	}
 	defer done()
 	var out dag.MessageMeta
-	err = c.e.db.View(func(txn *badger.Txn) error {
-		kv, err := txn.Get(msgKey(c.id, seq))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("lossless: message %d: %w", seq, dag.ErrNotFound)
-		}
+	err = c.e.st.View(ctx, func(r store.Reader) error {
+		m, err := getMsgHeader(r, c.id, seq)
 		if err != nil {
-			return fmt.Errorf("lossless: read: %w", err)
+			return err
 		}
-		return kv.Value(func(v []byte) error {
-			r, err := decodeMsgHeader(v)
-			if err != nil {
-				return err
-			}
-			out = dag.MessageMeta{Seq: seq, Tokens: r.Tokens, Timestamp: r.Timestamp, Role: r.Role}
-			return nil
-		})
+		out = dag.MessageMeta{Seq: seq, Tokens: m.Tokens, Timestamp: m.Timestamp, Role: m.Role}
+		return nil
 	})
 	return out, err
 }

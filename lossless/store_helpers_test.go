@@ -13,6 +13,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // testConfig is a config for tests in dir: chars4 counting unless the test
@@ -55,7 +57,8 @@ func openTest(t testing.TB, mutate ...func(*Config)) *Engine {
 // is reachable from the items (directly or through summaries); positions
 // are unique and increasing (guaranteed by the key order).
 func checkInvariants(e *Engine) error {
-	return e.db.View(func(txn *badger.Txn) error {
+	return e.st.View(context.Background(), func(r store.Reader) error {
+		txn := badgerstore.TxnOf(r)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -65,7 +68,7 @@ func checkInvariants(e *Engine) error {
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err != nil {
 				return err
 			}
-			if err := checkConv(txn, c, rec); err != nil {
+			if err := checkConv(r, c, rec); err != nil {
 				return fmt.Errorf("conversation %s (%v): %w", c, rec.SessionIDs, err)
 			}
 		}
@@ -73,7 +76,8 @@ func checkInvariants(e *Engine) error {
 	})
 }
 
-func checkConv(txn *badger.Txn, c convID, rec convRecord) error {
+func checkConv(r store.Reader, c convID, rec convRecord) error {
+	txn := badgerstore.TxnOf(r)
 	msgs := map[uint64]bool{}
 	var bytes int64
 	mi := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pMsg, c)})
@@ -113,7 +117,7 @@ func checkConv(txn *badger.Txn, c convID, rec convRecord) error {
 	if int64(len(msgs)) != rec.Messages || bytes != rec.Bytes {
 		return fmt.Errorf("record says %d messages/%d bytes, store has %d/%d", rec.Messages, rec.Bytes, len(msgs), bytes)
 	}
-	items, err := readItems(context.Background(), txn, c)
+	items, err := readItems(context.Background(), r, c)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -256,4 +257,22 @@ func itemAt(kv *badger.Item) (dag.Item, byte, error) {
 		return err
 	})
 	return item, flags, err
+}
+
+// badgerItemsReverse scans the item records under prefix (a fork
+// snapshot's) from seek down, as store.Reader's Items scans a
+// conversation's in reverse; the loop breaking ends it. Transitional
+// (#16): store.Reader scans a fork snapshot forward only (ForkItems), and
+// the fork prefix of a subagent's assemble walks back from its newest item.
+func badgerItemsReverse(txn *badger.Txn, prefix, seek []byte) iter.Seq2[store.Item, error] {
+	return func(yield func(store.Item, error) bool) {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, Reverse: true})
+		defer it.Close()
+		for it.Seek(seek); it.Valid(); it.Next() {
+			item, flags, err := itemAt(it.Item())
+			if !yield(store.Item{Item: item, Flags: flags}, err) || err != nil {
+				return
+			}
+		}
+	}
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // ErrRetiring is wrapped by the error of a read of, or a write to, a
@@ -87,7 +90,8 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 	}
 	var convs []conv
 	mapped := map[convID]bool{}
-	err = e.db.View(func(txn *badger.Txn) error {
+	err = e.st.View(ctx, func(r store.Reader) error {
+		txn := badgerstore.TxnOf(r) // transitional (#16)
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -96,7 +100,7 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &c.rec) }); err != nil {
 				return fmt.Errorf("%w: conversation: %v", errBadRecord, err)
 			}
-			_, last, err := messageTimes(txn, c.id, c.rec)
+			_, last, err := messageTimes(r, c.id, c.rec)
 			if err != nil {
 				return err
 			}

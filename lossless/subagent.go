@@ -17,8 +17,9 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents.
@@ -657,16 +658,17 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	nextMsgs := make(map[uint64]core.Message, len(cache.msgs))
 	nextSums := make(map[string]core.Message, len(cache.sums))
 	var win window
-	err = e.db.View(func(txn *badger.Txn) (err error) {
-		win, err = budgetWalk(ctx, txn, forkPrefixKey(sub), forkItemKey(sub, math.MaxUint64), avail, "assemble fork",
+	err = e.st.View(ctx, func(r store.Reader) (err error) {
+		txn := badgerstore.TxnOf(r) // transitional (#16): the store scans a fork snapshot forward only
+		win, err = budgetWalk(ctx, badgerItemsReverse(txn, forkPrefixKey(sub), forkItemKey(sub, math.MaxUint64)), avail, "assemble fork",
 			func(_ int, item dag.Item, flags byte) (core.Message, error) {
 				var m core.Message
 				var err error
 				if item.IsSummary() {
-					m, err = e.summaryMessage(txn, parent, item.Ref.ID, cache.sums)
+					m, err = e.summaryMessage(r, parent, item.Ref.ID, cache.sums)
 					nextSums[item.Ref.ID] = m
 				} else {
-					m, err = e.itemMessage(txn, parent, item.Ref.Seq, flags, cache.msgs)
+					m, err = e.itemMessage(r, parent, item.Ref.Seq, flags, cache.msgs)
 					nextMsgs[item.Ref.Seq] = m
 				}
 				if err != nil {

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Recall tools: Grep, DescribeSummary and ExpandSummary as Engine methods,
@@ -207,65 +206,59 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 		return nil, err
 	}
 	defer done()
+	// Without time bounds every message's body is read: the scan reads
+	// them with the headers. With bounds only those in time are: the scan
+	// reads headers, then the bodies of those.
+	bounded := p.Since != 0 || p.Until != 0
 	var hits []GrepHit
 	for _, c := range convs {
-		err := e.db.View(func(txn *badger.Txn) error {
+		err := e.st.View(ctx, func(r store.Reader) error {
 			if p.Kind == "" || p.Kind == "message" {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pMsg, c), PrefetchValues: true, PrefetchSize: 64})
-				defer it.Close()
 				n := 0
-				for it.Rewind(); it.Valid(); it.Next() {
+				for rec, err := range r.Messages(c, 0, !bounded) {
 					if n++; n%256 == 0 {
 						if err := ctx.Err(); err != nil {
 							return fmt.Errorf("lossless: grep: %w", err)
 						}
 					}
-					k := it.Item().Key()
-					seq, _ := getU64(k[9:])
-					err := it.Item().Value(func(v []byte) error {
-						r, err := decodeMsgHeader(v)
-						if err != nil {
-							return err
-						}
-						if !inTime(r.Timestamp) {
-							return nil
-						}
-						if r, err = decodeMsg(v, false); err != nil {
-							return err
-						}
-						msg, err := core.ParseMessage(r.Raw)
-						if err != nil {
-							return nil
-						}
-						text := MessagePlainText(msg)
-						if score, at := m.match(text); score > 0 {
-							hits = append(hits, GrepHit{Kind: "message", Conversation: c.String(), Seq: seq, Role: r.Role,
-								Timestamp: r.Timestamp, Score: score, Snippet: snippet(text, at)})
-						}
-						return nil
-					})
 					if err != nil {
-						return err
+						return fmt.Errorf("lossless: grep: %w", err)
+					}
+					if !inTime(rec.Timestamp) {
+						continue
+					}
+					if bounded {
+						if rec, err = getMsg(r, c, rec.Seq); err != nil {
+							return err
+						}
+					}
+					msg, err := core.ParseMessage(rec.Raw)
+					if err != nil {
+						continue
+					}
+					text := MessagePlainText(msg)
+					if score, at := m.match(text); score > 0 {
+						hits = append(hits, GrepHit{Kind: "message", Conversation: c.String(), Seq: rec.Seq, Role: rec.Role,
+							Timestamp: rec.Timestamp, Score: score, Snippet: snippet(text, at)})
 					}
 				}
 			}
 			if p.Kind == "" || p.Kind == "summary" {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pSummary, c), PrefetchValues: true})
-				defer it.Close()
-				for it.Rewind(); it.Valid(); it.Next() {
-					err := it.Item().Value(func(v []byte) error {
-						s, err := decodeSummary(v)
-						if err != nil || !inTime(s.Latest) {
-							return nil
-						}
-						if score, at := m.match(s.Text); score > 0 {
-							hits = append(hits, GrepHit{Kind: "summary", Conversation: c.String(), SummaryID: s.ID,
-								Timestamp: s.Latest, Score: score, Snippet: snippet(s.Text, at)})
-						}
-						return nil
-					})
+				for s, err := range r.Summaries(c) {
+					if errors.Is(err, store.ErrCorrupt) {
+						// A summary that does not decode is left out (and,
+						// the scan ending at it, those after it).
+						break
+					}
 					if err != nil {
-						return err
+						return fmt.Errorf("lossless: grep: %w", err)
+					}
+					if !inTime(s.Latest) {
+						continue
+					}
+					if score, at := m.match(s.Text); score > 0 {
+						hits = append(hits, GrepHit{Kind: "summary", Conversation: c.String(), SummaryID: s.ID,
+							Timestamp: s.Latest, Score: score, Snippet: snippet(s.Text, at)})
 					}
 				}
 			}
