@@ -77,7 +77,8 @@
 // written without fsync: a process crash (kill -9) loses no acknowledged
 // message (TestCrash). Config.SyncWrites fsyncs every commit and survives
 // power loss. Badger opens with small memtables and caches (about 14 MB of
-// heap; Config.Badger overrides), ZSTD block compression, and its log is
+// heap; Config.Badger overrides), without block compression (message bodies
+// are compressed in their records; see store/badgerstore), and its log is
 // routed to slog at warning level.
 //
 // # Versions

@@ -10,7 +10,7 @@
 //
 // Options mirrors lossless.BadgerConfig (Badger's sizes, small by default)
 // plus the directory, SyncWrites and ReadOnly; Badger is opened with the
-// options package lossless uses (ZSTD block compression, 1 KiB value
+// options package lossless uses (no block compression: see options.go; 1 KiB value
 // threshold, no conflict detection, checksums verified on every block read,
 // one table size at every level), and its log goes to slog at warning level.
 //

@@ -110,8 +110,17 @@ func badgerOptions(o Options) badger.Options {
 		WithNumLevelZeroTables(2).
 		WithNumLevelZeroTablesStall(8).
 		WithNumCompactors(2).
-		WithCompression(options.ZSTD).
-		WithZSTDCompressionLevel(1).
+		// No block compression: a table builder then holds its table
+		// once, not its blocks uncompressed and again compressed. With
+		// ZSTD, compactions' builders (up to 8 + 5 per compaction, two
+		// compactions) were the largest part of a bulk load's heap peak:
+		// 260.6 MB at 200K messages against 170.9 MB without, for 2.4%
+		// more disk (1.225x -> 1.254x the raw JSON), since message bodies
+		// of 256 bytes or more are zstd-compressed in their records
+		// already and larger values live in the value log, which Badger
+		// never compresses. Tables written compressed by earlier versions
+		// stay readable: the manifest records each table's compression.
+		WithCompression(options.None).
 		WithValueThreshold(1 << 10).
 		WithDetectConflicts(false).
 		// Every SST block read from disk is checked against its checksum,
