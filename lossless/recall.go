@@ -18,8 +18,9 @@ package lossless
 // configuredMinScore reads Config.Recall.MinScore once config.go has it.
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,13 +34,10 @@ import (
 	"time"
 	"weak"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/store"
-	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // Recall defaults (Config.Recall).
@@ -199,13 +197,10 @@ func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index
 // plus summaries over all conversations.
 func (e *Engine) storeGeneration() (uint64, error) {
 	var gen uint64
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var rec convRecord
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err != nil {
-				return fmt.Errorf("lossless: recall: conversation record: %w", err)
+	err := e.st.View(context.Background(), func(r store.Reader) error {
+		for rec, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: recall: conversation record: %w", fromStore(err))
 			}
 			if rec.NextSeq > 0 {
 				gen += rec.NextSeq - 1
@@ -367,109 +362,75 @@ func (e *Engine) closeRecall() {
 }
 
 // indexSource yields every stored message and summary (the store is the
-// source of truth of the index), from one snapshot: conversations in key
-// order, each one's messages in seq order, then its summaries. A doc's
-// position is its conversation id, 0 (message) or 1 (summary), and the
-// rest of its key; with after set, it yields the docs after that one (a
-// rebuild resumed).
+// source of truth of the index), from one snapshot: conversations in id
+// order, each one's messages in seq order, then its summaries in id order.
+// A doc's position is its conversation id, 0 (message) or 1 (summary), and
+// the message's seq (8 bytes, big-endian) or the summary's id; with after
+// set, it yields the docs after that one (a rebuild resumed). The position
+// is the store's order, not its keys: a position written by a rebuild of an
+// earlier build (the same bytes) resumes here.
 func (e *Engine) indexSource(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
 	var from convID
 	var fromKind byte
 	var fromRest []byte
 	resume := len(after) > 0
 	if resume {
-		if len(after) < 9 || after[8] > 1 {
+		if len(after) < 9 || after[8] > 1 || (after[8] == 0 && len(after) != 17) {
 			return fmt.Errorf("lossless: recall: bad rebuild position %x", after)
 		}
 		copy(from[:], after[:8])
 		fromKind, fromRest = after[8], after[9:]
 	}
-	return e.db.View(func(txn *badger.Txn) error {
+	return e.st.View(ctx, func(r store.Reader) error {
 		var convs []convID
 		var agents []string
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}, PrefetchValues: true})
-		start := []byte{pConv}
-		if resume {
-			start = convKey(from)
-		}
-		for it.Seek(start); it.Valid(); it.Next() {
-			var rec convRecord
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err != nil {
-				it.Close()
-				return fmt.Errorf("lossless: recall: conversation record: %w", err)
+		for rec, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: recall: conversation record: %w", fromStore(err))
 			}
-			var c convID
-			copy(c[:], it.Item().Key()[1:])
-			convs = append(convs, c)
+			if resume && bytes.Compare(rec.ID[:], from[:]) < 0 {
+				continue
+			}
+			convs = append(convs, rec.ID)
 			agents = append(agents, rec.Agent)
 		}
-		it.Close()
 		pos := make([]byte, 0, 64)
 		for i, c := range convs {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			at := resume && c == from // the conversation the position is in
-			if !at || fromKind == 0 {
-				mi := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pMsg, c), PrefetchValues: true, PrefetchSize: 64})
-				mi.Rewind()
-				if at {
-					mi.Seek(append(convPrefix(pMsg, c), fromRest...))
-					if mi.Valid() && string(mi.Item().Key()[9:]) == string(fromRest) {
-						mi.Next()
-					}
-				}
-				for ; mi.Valid(); mi.Next() {
-					key := mi.Item().Key()
-					seq, _ := getU64(key[9:])
-					var d index.Doc
-					var ok bool
-					err := mi.Item().Value(func(v []byte) error {
-						r, err := decodeMsg(v, false)
-						if err != nil {
-							return err
-						}
-						d, ok = messageDoc(c, agents[i], seq, r)
-						return nil
-					})
+			msgs, start := true, uint64(0)
+			if at {
+				seq, _ := getU64(fromRest)
+				msgs = fromKind == 0 && seq < math.MaxUint64
+				start = seq + 1
+			}
+			if msgs {
+				for m, err := range r.Messages(c, start, true) {
 					if err != nil {
-						mi.Close()
-						return err
+						return fromStore(err)
 					}
-					pos = append(append(append(pos[:0], c[:]...), 0), key[9:]...)
+					d, ok := messageDoc(c, agents[i], m.Seq, m)
+					pos = append(append(pos[:0], c[:]...), 0)
+					pos = binary.BigEndian.AppendUint64(pos, m.Seq)
 					if ok && !yield(d, pos) {
-						mi.Close()
 						return nil
 					}
 				}
-				mi.Close()
 			}
-			si := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pSummary, c), PrefetchValues: true})
-			si.Rewind()
-			if at && fromKind == 1 {
-				si.Seek(append(convPrefix(pSummary, c), fromRest...))
-				if si.Valid() && string(si.Item().Key()[9:]) == string(fromRest) {
-					si.Next()
-				}
-			}
-			for ; si.Valid(); si.Next() {
-				var s dag.Summary
-				err := si.Item().Value(func(v []byte) error {
-					var err error
-					s, err = decodeSummary(v)
-					return err
-				})
+			for s, err := range r.Summaries(c) {
 				if err != nil {
-					si.Close()
-					return err
+					return fromStore(err)
 				}
-				pos = append(append(append(pos[:0], c[:]...), 1), si.Item().Key()[9:]...)
+				if at && fromKind == 1 && s.ID <= string(fromRest) {
+					continue
+				}
+				pos = append(append(append(pos[:0], c[:]...), 1), s.ID...)
 				if !yield(summaryDoc(c, agents[i], s), pos) {
-					si.Close()
 					return nil
 				}
 			}
-			si.Close()
 		}
 		return nil
 	})
@@ -1071,7 +1032,6 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 	var entries []entry
 	gone := func(err error) bool { return errors.Is(err, core.ErrNotFound) || errors.Is(err, dag.ErrNotFound) }
 	err := e.st.View(ctx, func(r store.Reader) error {
-		txn := badgerstore.TxnOf(r) // transitional (#16)
 		for _, it := range items {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: recall: %w", err)
@@ -1082,14 +1042,11 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 			}
 			var body string
 			if it.Kind == index.KindSummary {
-				v, err := getValue(txn, summaryKey(c, it.SummaryID))
+				s, err := r.Summary(c, it.SummaryID)
+				err = fromStore(err)
 				if gone(err) {
 					continue
 				}
-				if err != nil {
-					return fmt.Errorf("lossless: recall: read summary %s: %w", it.ID, err)
-				}
-				s, err := decodeSummary(v)
 				if err != nil {
 					return fmt.Errorf("lossless: recall: read summary %s: %w", it.ID, err)
 				}
@@ -1113,7 +1070,7 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 			if cite {
 				fmt.Fprintf(&sb, " id=%q", it.ID)
 			}
-			fmt.Fprintf(&sb, " session=%q time=%q>\n", e.sessionName(txn, c), fmtTime(it.Timestamp))
+			fmt.Fprintf(&sb, " session=%q time=%q>\n", e.sessionName(r, c), fmtTime(it.Timestamp))
 			pre := sb.String()
 			cost := e.tc.CountText(pre) + 4
 			room := max - used - cost
@@ -1161,12 +1118,12 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 
 // sessionName names a conversation for the model: its sessionKey, else its
 // latest session id.
-func (e *Engine) sessionName(txn *badger.Txn, c convID) string {
+func (e *Engine) sessionName(r store.Reader, c convID) string {
 	if name, ok := e.cachedName(c); ok {
 		return name
 	}
-	var rec convRecord
-	if err := getJSON(txn, convKey(c), &rec); err != nil {
+	rec, err := r.Conversation(c)
+	if err != nil {
 		return c.String()
 	}
 	name := rec.Key

@@ -2,13 +2,11 @@ package lossless
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -52,26 +50,16 @@ import (
 var reconcileFault func(stage string) error
 
 // pOrder is 'O' conv seq(8) -> pos(8): the order position of a message
-// placed out of sequence by a reconciliation.
+// placed out of sequence by a reconciliation (store.Reader.Order).
 const pOrder = 'O'
 
-func orderKey(c convID, seq uint64) []byte { return seqKey(pOrder, c, seq) }
-
-// oldEntryKey is 'E' conv tag 'o' index(8) -> seq(8): the entry map of the
-// previous read of a rewritten file, kept until its reconciliation ends.
-func oldEntryKey(c convID, tag [8]byte, index int) []byte {
-	k := entryIndexKey(c, tag, index)
-	k[17] = 'o'
-	return k
-}
-
-// entryMapPrefix returns the prefix of the 'x' (or 'o') entry map of
-// (c, tag).
-func entryMapPrefix(c convID, tag [8]byte, kind byte) []byte {
-	k := entryIndexKey(c, tag, 0)[:18]
-	k[17] = kind
-	return k
-}
+// The saved map of a rewritten file is its store.EntriesPrevious map
+// ('E' conv tag 'o' index(8) -> seq(8)), kept until its reconciliation
+// ends; the first sequence number a read of the file not yet reconciled may
+// have appended is its ReconcileFrom record ('E' conv tag 'f' -> seq(8)).
+// ReconcileFrom is written after the saved map is complete and before the
+// read stores anything, and dropped last by the reconciliation: when it
+// exists, the saved map is whole and from is right.
 
 // reconcileState is what a rewrite import carries from its start to its
 // reconciliation.
@@ -84,13 +72,6 @@ type reconcileState struct {
 	comps []core.Entry
 }
 
-// reconcileFromKey is 'E' conv tag 'f' -> seq(8): the first sequence
-// number a read of the file not yet reconciled may have appended. It is
-// written after the saved 'o' map is complete and before the read stores
-// anything, and dropped last by the reconciliation: when it exists, the
-// saved map is whole and from is right.
-func reconcileFromKey(c convID, tag [8]byte) []byte { return entryMapPrefix(c, tag, 'f') }
-
 // maybeReconcile returns the reconciliation state of a read from the start
 // into conversation c, or nil when there is nothing to reconcile (the
 // conversation held no message before and no interrupted reconciliation is
@@ -98,18 +79,18 @@ func reconcileFromKey(c convID, tag [8]byte) []byte { return entryMapPrefix(c, t
 // checkpoint's Reconcile.
 func (e *Engine) maybeReconcile(ctx context.Context, c convID, tag [8]byte, pending uint64) (*reconcileState, error) {
 	var from uint64
-	err := e.db.View(func(txn *badger.Txn) error {
-		v, err := getValue(txn, reconcileFromKey(c, tag))
-		if errors.Is(err, core.ErrNotFound) {
+	err := e.st.View(ctx, func(r store.Reader) error {
+		v, err := r.ReconcileFrom(c, store.FileTag(tag))
+		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
+		if errors.Is(err, store.ErrCorrupt) {
+			return fmt.Errorf("%w: reconcile record: %w", errBadRecord, err)
+		}
 		if err != nil {
-			return err
+			return fromStore(err)
 		}
-		var ok bool
-		if from, ok = getU64(v); !ok {
-			return fmt.Errorf("%w: reconcile record", errBadRecord)
-		}
+		from = v
 		return nil
 	})
 	if err != nil {
@@ -117,15 +98,11 @@ func (e *Engine) maybeReconcile(ctx context.Context, c convID, tag [8]byte, pend
 	}
 	if from != 0 { // an interrupted run: its saved map and its from
 		st := &reconcileState{from: from, old: map[uint64]bool{}}
-		err := e.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: entryMapPrefix(c, tag, 'o')})
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				if err := collectSeq(it.Item(), st.old); err != nil {
-					return err
-				}
-			}
-			return nil
+		err := e.st.View(ctx, func(r store.Reader) error {
+			return collectSeqs(r, c, tag, store.EntriesPrevious, func(p store.EntryPair) error {
+				st.old[p.Seq] = true
+				return nil
+			})
 		})
 		return st, err
 	}
@@ -146,60 +123,55 @@ func (e *Engine) maybeReconcile(ctx context.Context, c convID, tag [8]byte, pend
 	return e.beginReconcile(ctx, c, tag, next)
 }
 
-// beginReconcile saves the file's previous entry map under 'o', then from
-// under 'f', and returns the state.
+// beginReconcile saves the file's previous entry map (EntriesCurrent) as
+// its EntriesPrevious map, then from as its ReconcileFrom record, and
+// returns the state.
 func (e *Engine) beginReconcile(ctx context.Context, c convID, tag [8]byte, from uint64) (*reconcileState, error) {
 	st := &reconcileState{from: from, old: map[uint64]bool{}}
-	wb, err := e.writeBatch()
+	wb, err := e.batchMapped(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer wb.Cancel()
-	err = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: entryMapPrefix(c, tag, 'x')})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+	err = e.st.View(ctx, func(r store.Reader) error {
+		return collectSeqs(r, c, tag, store.EntriesCurrent, func(p store.EntryPair) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: reconcile: %w", err)
 			}
-			if err := collectSeq(it.Item(), st.old); err != nil {
-				return err
+			st.old[p.Seq] = true
+			if err := wb.PutEntrySeq(c, store.FileTag(tag), store.EntriesPrevious, p.Index, p.Seq); err != nil {
+				return fmt.Errorf("lossless: save entry map: %w", fromStore(err))
 			}
-			k := it.Item().KeyCopy(nil)
-			k[17] = 'o'
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return fmt.Errorf("lossless: read entry map: %w", err)
-			}
-			if err := wb.Set(k, v); err != nil {
-				return fmt.Errorf("lossless: save entry map: %w", err)
-			}
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	if err := wb.Flush(); err != nil {
-		return nil, fmt.Errorf("lossless: save entry map: %w", err)
+		return nil, fmt.Errorf("lossless: save entry map: %w", fromStore(err))
 	}
-	var fb [8]byte
-	putU64(fb[:], from)
-	if err := e.update(func(txn *badger.Txn) error { return txn.Set(reconcileFromKey(c, tag), fb[:]) }); err != nil {
+	if err := e.updateMapped(ctx, func(tx store.Tx) error { return tx.PutReconcileFrom(c, store.FileTag(tag), from) }); err != nil {
 		return nil, fmt.Errorf("lossless: save reconcile record: %w", err)
 	}
 	return st, nil
 }
 
-func collectSeq(kv *badger.Item, into map[uint64]bool) error {
-	return kv.Value(func(v []byte) error {
-		seq, ok := getU64(v)
-		if !ok {
-			return fmt.Errorf("%w: entry map", errBadRecord)
+// collectSeqs calls fn with every pair of map m of file tag, in index
+// order. A pair that does not decode is errBadRecord ("entry map").
+func collectSeqs(r store.Reader, c convID, tag [8]byte, m store.EntryMap, fn func(store.EntryPair) error) error {
+	for p, err := range r.Entries(c, store.FileTag(tag), m, 0) {
+		if err != nil {
+			if errors.Is(err, store.ErrCorrupt) {
+				return fmt.Errorf("%w: entry map: %w", errBadRecord, err)
+			}
+			return fmt.Errorf("lossless: read entry map: %w", fromStore(err))
 		}
-		into[seq] = true
-		return nil
-	})
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reconcile puts the conversation's context in the file's order (see the
@@ -221,17 +193,14 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	defer s.mu.Unlock()
 	var items []dag.Item
 	flags := map[uint64]byte{} // raw item pos -> flags
-	err = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pItem, c)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item, fl, err := itemAt(it.Item())
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for it, err := range r.Items(c, 0, math.MaxUint64, false) {
 			if err != nil {
-				return err
+				return fromStore(err)
 			}
-			items = append(items, item)
-			if !item.IsSummary() {
-				flags[item.Pos] = fl
+			items = append(items, it.Item)
+			if !it.IsSummary() {
+				flags[it.Pos] = it.Flags
 			}
 		}
 		return nil
@@ -278,26 +247,35 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	}
 	st.order = order
 
+	// A write puts item val at pos (deleting the item at del first when
+	// move is set), or the order record of seq (order set); a write
+	// dropped (merged into a later one) has none of them.
 	type write struct {
-		key, val []byte
-		del      []byte
+		item  bool // val at pos
+		pos   uint64
+		val   store.Item
+		move  bool // the item at del is deleted
+		del   uint64
+		order bool // seq's order position is pos
+		seq   uint64
 	}
 	var writes []write
-	setFlags := func(pos uint64, fl byte) error {
-		var val []byte
-		err := e.db.View(func(txn *badger.Txn) error {
-			v, err := getValue(txn, itemKey(c, pos))
-			val = v
-			return err
+	readItem := func(pos uint64) (store.Item, error) {
+		var val store.Item
+		err := e.st.View(ctx, func(r store.Reader) error {
+			var err error
+			val, err = r.Item(c, pos)
+			return fromStore(err)
 		})
+		return val, err
+	}
+	setFlags := func(pos uint64, fl byte) error {
+		val, err := readItem(pos)
 		if err != nil {
 			return err
 		}
-		if len(val) < 2 {
-			return fmt.Errorf("%w: item", errBadRecord)
-		}
-		val[1] = fl
-		writes = append(writes, write{key: itemKey(c, pos), val: val})
+		val.Flags = fl
+		writes = append(writes, write{item: true, pos: pos, val: val})
 		return nil
 	}
 
@@ -402,26 +380,19 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 		for n, seq := range run {
 			from := cover[seq]
 			to := lo + step*uint64(n+1)
-			var val []byte
-			err := e.db.View(func(txn *badger.Txn) error {
-				v, err := getValue(txn, itemKey(c, from))
-				val = v
-				return err
-			})
+			val, err := readItem(from)
 			if err != nil {
 				return err
 			}
 			for w := range writes { // a hidden-flag write of the same item
-				if string(writes[w].key) == string(itemKey(c, from)) {
+				if writes[w].item && writes[w].pos == from {
 					val = writes[w].val
-					writes[w] = write{del: nil}
+					writes[w] = write{}
 				}
 			}
-			var ob [8]byte
-			binary.BigEndian.PutUint64(ob[:], to)
 			writes = append(writes,
-				write{key: itemKey(c, to), val: val, del: itemKey(c, from)},
-				write{key: orderKey(c, seq), val: append([]byte(nil), ob[:]...)})
+				write{item: true, pos: to, val: val, move: true, del: from},
+				write{order: true, seq: seq, pos: to})
 			flags[to] = flags[from]
 			delete(flags, from)
 			cover[seq] = to
@@ -438,46 +409,61 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	// Write in transactions of whole moves (an item's new key, the old
 	// key's delete and its order key together), then drop the saved map
 	// and the stale indexes.
-	txn := e.db.NewTransaction(true)
-	defer func() { txn.Discard() }()
-	ops := 0
-	commit := func() error {
-		if err := txn.Commit(); err != nil {
-			return fmt.Errorf("lossless: reconcile: %w", err)
+	commit := func(chunk []write) error {
+		if len(chunk) == 0 {
+			return nil
 		}
-		txn = e.db.NewTransaction(true)
-		ops = 0
+		err := e.st.Update(ctx, func(tx store.Tx) error {
+			for _, w := range chunk {
+				if w.move {
+					if err := tx.DeleteItem(c, w.del); err != nil {
+						return err
+					}
+				}
+				if w.order {
+					if err := tx.PutOrder(c, w.seq, w.pos); err != nil {
+						return err
+					}
+					continue
+				}
+				it := w.val
+				it.Pos = w.pos
+				if err := tx.PutItem(c, it); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("lossless: reconcile: %w", fromStore(err))
+		}
 		return nil
 	}
+	var chunk []write
+	ops := 0
 	for _, w := range writes {
-		if w.key == nil {
+		if !w.item && !w.order {
 			continue
 		}
 		if ops >= 512 {
-			if err := commit(); err != nil {
+			if err := commit(chunk); err != nil {
 				return err
 			}
+			chunk, ops = chunk[:0], 0
 		}
-		if w.del != nil {
-			if err := txn.Delete(w.del); err != nil {
-				return fmt.Errorf("lossless: reconcile: %w", err)
-			}
-		}
-		if err := txn.Set(w.key, w.val); err != nil {
-			return fmt.Errorf("lossless: reconcile: %w", err)
-		}
+		chunk = append(chunk, w)
 		ops += 2
 	}
-	if err := commit(); err != nil {
+	if err := commit(chunk); err != nil {
 		return err
 	}
-	if err := e.dropPrefixFrom(ctx, entryMapPrefix(c, tag, 'o'), nil); err != nil {
+	if err := e.dropEntries(ctx, c, tag, store.EntriesPrevious, 0); err != nil {
 		return err
 	}
-	if err := e.dropPrefixFrom(ctx, entryMapPrefix(c, tag, 'x'), entryIndexKey(c, tag, entries)); err != nil {
+	if err := e.dropEntries(ctx, c, tag, store.EntriesCurrent, uint64(entries)); err != nil {
 		return err
 	}
-	if err := e.update(func(txn *badger.Txn) error { return txn.Delete(reconcileFromKey(c, tag)) }); err != nil {
+	if err := e.updateMapped(ctx, func(tx store.Tx) error { return tx.DeleteReconcileFrom(c, store.FileTag(tag)) }); err != nil {
 		return fmt.Errorf("lossless: reconcile: %w", err)
 	}
 	if hidden > 0 || moved > 0 || shown > 0 {
@@ -486,41 +472,38 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	return nil
 }
 
-// dropPrefixFrom deletes the keys under prefix from seek on (all when seek
-// is nil).
-func (e *Engine) dropPrefixFrom(ctx context.Context, prefix, seek []byte) error {
-	var keys [][]byte
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
-		defer it.Close()
-		if seek == nil {
-			seek = prefix
-		}
-		for it.Seek(seek); it.Valid(); it.Next() {
-			keys = append(keys, it.Item().KeyCopy(nil))
+// dropEntries deletes the pairs of map m of file tag from index from on.
+func (e *Engine) dropEntries(ctx context.Context, c convID, tag [8]byte, m store.EntryMap, from uint64) error {
+	var indexes []uint64
+	err := e.st.View(ctx, func(r store.Reader) error {
+		for p, err := range r.Entries(c, store.FileTag(tag), m, from) {
+			if err != nil {
+				return err
+			}
+			indexes = append(indexes, p.Index)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("lossless: reconcile: %w", err)
+		return fmt.Errorf("lossless: reconcile: %w", fromStore(err))
 	}
-	wb, err := e.writeBatch()
+	wb, err := e.batchMapped(ctx)
 	if err != nil {
 		return err
 	}
 	defer wb.Cancel()
-	for i, k := range keys {
+	for i, index := range indexes {
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: reconcile: %w", err)
 			}
 		}
-		if err := wb.Delete(k); err != nil {
-			return fmt.Errorf("lossless: reconcile: %w", err)
+		if err := wb.DeleteEntrySeq(c, store.FileTag(tag), m, index); err != nil {
+			return fmt.Errorf("lossless: reconcile: %w", fromStore(err))
 		}
 	}
 	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("lossless: reconcile: %w", err)
+		return fmt.Errorf("lossless: reconcile: %w", fromStore(err))
 	}
 	return nil
 }
@@ -562,12 +545,15 @@ func (e *Engine) coverPositions(ctx context.Context, conv *Conversation, items [
 }
 
 // movedSeqs returns the order positions of the conversation's moved
-// messages (the 'O' records).
+// messages (its order records, store.Reader.Orders).
 func movedSeqs(r store.Reader, c convID) (map[uint64]uint64, error) {
 	moved := map[uint64]uint64{}
 	for p, err := range r.Orders(c) {
 		if err != nil {
-			return nil, err
+			if errors.Is(err, store.ErrCorrupt) {
+				return nil, fmt.Errorf("%w: order record: %w", errBadRecord, err)
+			}
+			return nil, fromStore(err)
 		}
 		moved[p.Key] = p.Value
 	}
@@ -590,6 +576,11 @@ func orderedSeqs(r store.Reader, c convID, n int64) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
+	return sortByOrder(moved, n), nil
+}
+
+// sortByOrder returns 1..n sorted by their order positions.
+func sortByOrder(moved map[uint64]uint64, n int64) []uint64 {
 	seqs := make([]uint64, n)
 	for i := range seqs {
 		seqs[i] = uint64(i + 1)
@@ -597,21 +588,62 @@ func orderedSeqs(r store.Reader, c convID, n int64) ([]uint64, error) {
 	if len(moved) > 0 {
 		sort.SliceStable(seqs, func(i, j int) bool { return orderAt(moved, seqs[i]) < orderAt(moved, seqs[j]) })
 	}
-	return seqs, nil
+	return seqs
 }
 
-// orderPos returns seq's order position (see orderedSeqs).
-func orderPos(txn *badger.Txn, c convID, seq uint64) (uint64, error) {
-	v, err := getValue(txn, orderKey(c, seq))
-	if err != nil {
-		if errors.Is(err, core.ErrNotFound) {
-			return seq * posStep, nil
-		}
-		return 0, err
-	}
-	p, ok := getU64(v)
-	if !ok {
-		return 0, fmt.Errorf("%w: order record", errBadRecord)
+// orderPosOf returns seq's order position (see orderedSeqs). (orderPos
+// is its transitional twin on a Badger transaction.)
+func orderPosOf(r store.Reader, c convID, seq uint64) (uint64, error) {
+	p, err := r.Order(c, seq)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return seq * posStep, nil
+	case errors.Is(err, store.ErrCorrupt):
+		return 0, fmt.Errorf("%w: order record: %w", errBadRecord, err)
+	case err != nil:
+		return 0, fromStore(err)
 	}
 	return p, nil
+}
+
+// Local store helpers of the files converted on branch convC (reconcile,
+// subagent, retention, recall). Transitional: the other files' helpers of
+// the same kind are merged with them once every file is converted.
+
+// fromStore maps the store's sentinels to the package's: a missing record
+// wraps core.ErrNotFound, a corrupt one errBadRecord (ErrCorrupt), a full
+// disk ErrDiskFull; the store's error stays in the chain.
+func fromStore(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound) && !errors.Is(err, core.ErrNotFound):
+		return fmt.Errorf("lossless: %w: %w", core.ErrNotFound, err)
+	case errors.Is(err, store.ErrCorrupt) && !errors.Is(err, ErrCorrupt):
+		return fmt.Errorf("%w: %w", errBadRecord, err)
+	case errors.Is(err, store.ErrDiskFull) && !errors.Is(err, ErrDiskFull):
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
+	return err
+}
+
+// updateMapped is e.st.Update behind the free-space guard (as update), its
+// error mapped by fromStore.
+func (e *Engine) updateMapped(ctx context.Context, fn func(tx store.Tx) error) error {
+	if err := e.checkSpace(); err != nil {
+		return err
+	}
+	return fromStore(e.st.Update(ctx, fn))
+}
+
+// batchMapped is e.st.NewBatch behind the free-space guard (as writeBatch).
+func (e *Engine) batchMapped(ctx context.Context) (store.Batch, error) {
+	if err := e.checkSpace(); err != nil {
+		return nil, err
+	}
+	b, err := e.st.NewBatch(ctx)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return b, nil
 }

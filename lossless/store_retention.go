@@ -1,9 +1,7 @@
 package lossless
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,10 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/store"
-	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // ErrRetiring is wrapped by the error of a read of, or a write to, a
@@ -40,10 +35,6 @@ type DeletedConversation struct {
 	ID     string `json:"id"`
 	Reason string `json:"reason"`
 }
-
-// conversation-scoped key prefixes: every key starting with one of them
-// followed by the conversation id belongs to that conversation.
-var convScoped = []byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, pOrder, 'T'}
 
 // Retain applies Config.Retention (both limits are off by default) and
 // removes orphaned conversations:
@@ -91,15 +82,14 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 	var convs []conv
 	mapped := map[convID]bool{}
 	err = e.st.View(ctx, func(r store.Reader) error {
-		txn := badgerstore.TxnOf(r) // transitional (#16)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var c conv
-			copy(c.id[:], it.Item().Key()[1:])
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &c.rec) }); err != nil {
-				return fmt.Errorf("%w: conversation: %v", errBadRecord, err)
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				if errors.Is(err, store.ErrCorrupt) {
+					return fmt.Errorf("%w: conversation: %w", errBadRecord, err)
+				}
+				return fromStore(err)
 			}
+			c := conv{id: cr.ID, rec: cr.Conversation}
 			_, last, err := messageTimes(r, c.id, c.rec)
 			if err != nil {
 				return err
@@ -112,17 +102,13 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 			}
 			convs = append(convs, c)
 		}
-		nt := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pName}})
-		defer nt.Close()
-		for nt.Rewind(); nt.Valid(); nt.Next() {
-			_ = nt.Item().Value(func(v []byte) error {
-				var c convID
-				if len(v) == len(c) {
-					copy(c[:], v)
-					mapped[c] = true
-				}
-				return nil
-			})
+		// A name that does not decode fails the pass: skipping it could
+		// take its conversation for an orphan.
+		for n, err := range r.Names() {
+			if err != nil {
+				return fmt.Errorf("lossless: retain: %w", fromStore(err))
+			}
+			mapped[n.Conv] = true
 		}
 		return nil
 	})
@@ -273,14 +259,15 @@ func (e *Engine) startRetention() {
 // retention pass left it partly deleted).
 func (e *Engine) anyRetiring() bool {
 	found := false
-	_ = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
-		defer it.Close()
-		for it.Rewind(); it.Valid() && !found; it.Next() {
-			_ = it.Item().Value(func(v []byte) error {
-				found = bytes.Contains(v, []byte(`"retiring":true`))
-				return nil
-			})
+	_ = e.st.View(context.Background(), func(r store.Reader) error {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				break
+			}
+			if cr.Retiring {
+				found = true
+				break
+			}
 		}
 		return nil
 	})
@@ -321,26 +308,26 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 			s.mu.Unlock()
 		}
 	}()
+	// The record is read and marked whatever ctx: a pass stopped from here
+	// on leaves the conversation marked for the next one to finish.
 	var now convRecord
-	err := e.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(convKey(c))
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error { return json.Unmarshal(v, &now) })
+	err := e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
+		var err error
+		now, err = r.Conversation(c)
+		return err
 	})
-	if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
-		return fmt.Errorf("lossless: retain: %w", err)
-	}
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return errConvGone // deleted by a concurrent pass
+	}
+	if err != nil {
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
 	}
 	if now.Updated != updated {
 		return errConvChanged
 	}
 	if !now.Retiring {
 		now.Retiring = true
-		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, convKey(c), now) }); err != nil {
+		if err := e.updateMapped(context.WithoutCancel(ctx), func(tx store.Tx) error { return tx.PutConversation(c, now) }); err != nil {
 			return fmt.Errorf("lossless: retain: %w", err)
 		}
 		if s.loaded {
@@ -354,45 +341,38 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	if err := e.unindexConversation(ctx, c); err != nil {
 		return err
 	}
-	wb, err := e.writeBatch()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lossless: retain: %w", err)
+	}
+	// The conversation's data, and the links of its ended subagents, in a
+	// batch (written in parts as it grows).
+	var links []subID
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		for l, err := range r.SubagentLinks(c) {
+			if err != nil {
+				return err
+			}
+			links = append(links, l.ID)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
+	}
+	wb, err := e.batchMapped(ctx)
 	if err != nil {
 		return err
 	}
 	defer wb.Cancel()
-	// deleteWhere deletes the keys under prefix that match accepts (every
-	// key when match is nil; values are read only for match).
-	deleteWhere := func(wb *badger.WriteBatch, prefix []byte, match func(k, v []byte) bool) error {
-		return e.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: match != nil})
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: retain: %w", err)
-				}
-				k := it.Item().KeyCopy(nil)
-				if match != nil {
-					v, err := it.Item().ValueCopy(nil)
-					if err != nil {
-						return fmt.Errorf("lossless: retain: %w", err)
-					}
-					if !match(k, v) {
-						continue
-					}
-				}
-				if err := wb.Delete(k); err != nil {
-					return fmt.Errorf("lossless: retain: %w", err)
-				}
-			}
-			return nil
-		})
+	if err := wb.DeleteConversationData(c); err != nil {
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
 	}
-	for _, p := range convScoped {
-		if err := deleteWhere(wb, convPrefix(p, c), nil); err != nil {
-			return err
+	for _, sub := range links {
+		if err := wb.DeleteSubagentLink(c, sub); err != nil {
+			return fmt.Errorf("lossless: retain: %w", fromStore(err))
 		}
 	}
 	if err := wb.Flush(); err != nil {
-		return fmt.Errorf("lossless: retain: %w", err)
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
 	}
 	// Names, checkpoints and the record go together, under metaMu: a
 	// session resolved meanwhile either finds the conversation whole or
@@ -406,26 +386,57 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	defer e.metaMu.Unlock()
 	s = e.lockLive(c)
 	locked = true
-	last, err := e.writeBatch()
+	var names []store.Name
+	var files []store.CheckpointRecord
+	id := c.String()
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for n, err := range r.Names() {
+			if err != nil {
+				return err
+			}
+			if n.Conv == c {
+				names = append(names, n.Name)
+			}
+		}
+		for cp, err := range r.Checkpoints() {
+			if err != nil {
+				return err
+			}
+			if (cp.File != nil && cp.File.Conv == id) || (cp.Host != nil && cp.Host.Conv == id) {
+				files = append(files, cp)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
+	}
+	last, err := e.batchMapped(ctx)
 	if err != nil {
 		return err
 	}
 	defer last.Cancel()
-	if err := deleteWhere(last, []byte{pName}, func(_, v []byte) bool { return bytes.Equal(v, c[:]) }); err != nil {
-		return err
+	for _, n := range names {
+		if err := last.DeleteName(n); err != nil {
+			return fmt.Errorf("lossless: retain: %w", fromStore(err))
+		}
 	}
-	id := c.String()
-	if err := deleteWhere(last, []byte{pCheck}, func(_, v []byte) bool {
-		var cp checkpoint
-		return json.Unmarshal(v, &cp) == nil && cp.Conv == id
-	}); err != nil {
-		return err
+	for _, cp := range files {
+		var err error
+		if cp.Host != nil {
+			err = last.DeleteHostCheckpoint(cp.Agent, cp.HostConv)
+		} else {
+			err = last.DeleteFileCheckpoint(cp.Agent, cp.Path)
+		}
+		if err != nil {
+			return fmt.Errorf("lossless: retain: %w", fromStore(err))
+		}
 	}
-	if err := last.Delete(convKey(c)); err != nil {
-		return fmt.Errorf("lossless: retain: %w", err)
+	if err := last.DeleteConversation(c); err != nil {
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
 	}
 	if err := last.Flush(); err != nil {
-		return fmt.Errorf("lossless: retain: %w", err)
+		return fmt.Errorf("lossless: retain: %w", fromStore(err))
 	}
 	e.forgetIndexedConversation(now)
 	// Forget cached state: resolution entries and the conversation state.

@@ -6,20 +6,17 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
-	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents.
@@ -30,12 +27,14 @@ import (
 // parent's messages and summaries: sequence numbers and summary ids, never
 // the messages themselves), at the parent's positions:
 //
-//	'G' sub(8)               -> subagentRecord (JSON)
-//	'g' agent 0x00 sessionId -> sub(8)          the child's session id, when given
-//	'Y' sub(8) pos(8)        -> the parent's item record at pos, as it was
-//	'K' parentConv(8) sub(8) -> child session key  link of an ended child
+//	Subagent(sub)                   the record (store.Subagent)
+//	SubagentByChild(agent, id)      the child's session id, when given
+//	ForkItems(sub)                  the parent's items, as they were at the spawn
+//	SubagentLinks(parentConv)       the ended children linked to a parent,
+//	                                with their session keys
 //
-// where sub is the first 8 bytes of SHA-256 over agent 0x00 childSessionKey.
+// (badgerstore keys them under 'G', 'g', 'Y' and 'K'), where sub is the
+// first 8 bytes of SHA-256 over agent 0x00 childSessionKey.
 // The child's own messages are stored under the child's conversation by
 // the ordinary write path. Assemble of a forked child returns its own
 // context after the parent's snapshot (the snapshot fills what the child's
@@ -45,7 +44,7 @@ import (
 // The snapshot is written before the record: a crash in between leaves
 // snapshot keys without a record, invisible and removed by SweepSubagents.
 
-// Key prefixes of subagent state.
+// Key prefixes of subagent state in badgerstore (tests poke raw keys).
 const (
 	pSub      = 'G'
 	pSubAlias = 'g'
@@ -73,20 +72,14 @@ func subIDOf(agent, childKey string) subID {
 	return s
 }
 
-func subKey(s subID) []byte { return append([]byte{pSub}, s[:]...) }
-func subAliasKey(agent, sessionID string) []byte {
-	return append(append(append([]byte{pSubAlias}, agent...), 0), sessionID...)
-}
-func forkPrefixKey(s subID) []byte { return append([]byte{pForkItem}, s[:]...) }
+// forkItemKey is the Badger key of item pos of sub's fork snapshot (tests
+// poke it).
 func forkItemKey(s subID, pos uint64) []byte {
 	k := make([]byte, 17)
 	k[0] = pForkItem
 	copy(k[1:9], s[:])
 	putU64(k[9:], pos)
 	return k
-}
-func subLinkKey(parent convID, s subID) []byte {
-	return append(append([]byte{pSubLink}, parent[:]...), s[:]...)
 }
 
 // SubagentInfo is the stored record of a subagent preparation.
@@ -214,12 +207,12 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 		}
 		rec.SnapshotItems, rec.SnapshotTokens = n, tokens
 	}
-	err = e.update(func(txn *badger.Txn) error {
-		if err := setJSON(txn, subKey(sub), rec); err != nil {
-			return err
+	err = e.updateMapped(ctx, func(tx store.Tx) error {
+		if err := tx.PutSubagent(sub, store.Subagent(rec)); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
 		}
 		if p.ChildSessionID != "" {
-			if err := txn.Set(subAliasKey(agent, p.ChildSessionID), sub[:]); err != nil {
+			if err := tx.PutSubagentByChild(agent, p.ChildSessionID, sub); err != nil {
 				return fmt.Errorf("lossless: prepare subagent: %w", err)
 			}
 		}
@@ -253,35 +246,25 @@ func newToken() string {
 // the fork snapshot of sub, in transactions of at most snapshotTxnItems.
 func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (int, int, error) {
 	const snapshotTxnItems = 2048
-	type kv struct {
-		pos uint64
-		v   []byte
-	}
-	var all []kv
+	var all []store.Item
 	tokens := 0
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pItem, parent), PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
+	err := e.st.View(ctx, func(r store.Reader) error {
+		for it, err := range r.Items(parent, 0, math.MaxUint64, false) {
+			if err != nil {
+				if errors.Is(err, store.ErrCorrupt) {
+					return fromStore(err)
+				}
+				return fmt.Errorf("lossless: prepare subagent: read item: %w", fromStore(err))
+			}
 			if len(all)%1024 == 0 {
 				if err := ctx.Err(); err != nil {
 					return fmt.Errorf("lossless: prepare subagent: %w", err)
 				}
 			}
-			k := it.Item().Key()
-			pos, _ := getU64(k[9:])
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return fmt.Errorf("lossless: prepare subagent: read item: %w", err)
+			if it.Flags&(flagHeartbeat|flagHidden|flagSuperseded) == 0 {
+				tokens += it.Tokens
 			}
-			item, flags, err := decodeItem(pos, v)
-			if err != nil {
-				return err
-			}
-			if flags&(flagHeartbeat|flagHidden|flagSuperseded) == 0 {
-				tokens += item.Tokens
-			}
-			all = append(all, kv{pos, v})
+			all = append(all, it)
 		}
 		return nil
 	})
@@ -291,9 +274,9 @@ func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (
 	count := len(all)
 	for len(all) > 0 {
 		n := min(len(all), snapshotTxnItems)
-		err := e.update(func(txn *badger.Txn) error {
-			for _, x := range all[:n] {
-				if err := txn.Set(forkItemKey(sub, x.pos), x.v); err != nil {
+		err := e.updateMapped(ctx, func(tx store.Tx) error {
+			for _, it := range all[:n] {
+				if err := tx.PutForkItem(sub, it); err != nil {
 					return fmt.Errorf("lossless: prepare subagent: write snapshot: %w", err)
 				}
 			}
@@ -308,13 +291,17 @@ func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (
 }
 
 // getSub reads sub's record (ok false when absent).
-func getSub(txn *badger.Txn, sub subID) (SubagentInfo, bool, error) {
-	var rec SubagentInfo
-	err := getJSON(txn, subKey(sub), &rec)
-	if errors.Is(err, core.ErrNotFound) {
-		return rec, false, nil
+func getSub(r store.Reader, sub subID) (SubagentInfo, bool, error) {
+	rec, err := r.Subagent(sub)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return SubagentInfo{}, false, nil
+	case errors.Is(err, store.ErrCorrupt):
+		return SubagentInfo{}, false, fmt.Errorf("lossless: decode record %q: %w", []byte{pSub}, fromStore(err))
+	case err != nil:
+		return SubagentInfo{}, false, fmt.Errorf("lossless: read: %w", fromStore(err))
 	}
-	return rec, err == nil, err
+	return SubagentInfo(rec), true, nil
 }
 
 // removeSub deletes sub's record, alias, snapshot and parent link. With a
@@ -324,9 +311,9 @@ func getSub(txn *badger.Txn, sub subID) (SubagentInfo, bool, error) {
 func (e *Engine) removeSub(ctx context.Context, sub subID, token string) error {
 	var rec SubagentInfo
 	var have bool
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		rec, have, err = getSub(txn, sub)
+		rec, have, err = getSub(r, sub)
 		return err
 	})
 	if err != nil {
@@ -336,55 +323,54 @@ func (e *Engine) removeSub(ctx context.Context, sub subID, token string) error {
 		return nil
 	}
 	e.dropForkCache(sub)
-	// Snapshot keys first (possibly many), the record last: a crash
-	// in between leaves a record whose snapshot is partly gone, which the
-	// next removal finishes.
-	for {
-		var keys [][]byte
-		err := e.db.View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: forkPrefixKey(sub), PrefetchValues: false})
-			defer it.Close()
-			for it.Rewind(); it.Valid() && len(keys) < 2048; it.Next() {
-				keys = append(keys, it.Item().KeyCopy(nil))
+	// Snapshot first (possibly many items, in a batch), the record last: a
+	// crash in between leaves a record whose snapshot is partly gone, which
+	// the next removal finishes.
+	snapshot := false
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for _, err := range r.ForkItems(sub) {
+			if err != nil && !errors.Is(err, store.ErrCorrupt) {
+				return err
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("lossless: remove subagent: %w", err)
-		}
-		if len(keys) == 0 {
+			snapshot = true // an item, whole or not
 			break
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lossless: remove subagent: %w", fromStore(err))
+	}
+	if snapshot {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("lossless: remove subagent: %w", err)
 		}
-		err = e.update(func(txn *badger.Txn) error {
-			for _, k := range keys {
-				if err := txn.Delete(k); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		wb, err := e.batchMapped(ctx)
 		if err != nil {
 			return fmt.Errorf("lossless: remove subagent: %w", err)
+		}
+		defer wb.Cancel()
+		if err := wb.DeleteForkItems(sub); err != nil {
+			return fmt.Errorf("lossless: remove subagent: %w", fromStore(err))
+		}
+		if err := wb.Flush(); err != nil {
+			return fmt.Errorf("lossless: remove subagent: %w", fromStore(err))
 		}
 	}
 	if !have {
 		return nil
 	}
-	return e.update(func(txn *badger.Txn) error {
+	return e.updateMapped(ctx, func(tx store.Tx) error {
 		if rec.ChildSessionID != "" {
-			if err := txn.Delete(subAliasKey(rec.Agent, rec.ChildSessionID)); err != nil {
+			if err := tx.DeleteSubagentByChild(rec.Agent, rec.ChildSessionID); err != nil {
 				return fmt.Errorf("lossless: remove subagent: %w", err)
 			}
 		}
 		if pc, ok := parseConvID(rec.ParentConv); ok {
-			if err := txn.Delete(subLinkKey(pc, sub)); err != nil {
+			if err := tx.DeleteSubagentLink(pc, sub); err != nil {
 				return fmt.Errorf("lossless: remove subagent: %w", err)
 			}
 		}
-		if err := txn.Delete(subKey(sub)); err != nil {
+		if err := tx.DeleteSubagent(sub); err != nil {
 			return fmt.Errorf("lossless: remove subagent: %w", err)
 		}
 		return nil
@@ -420,17 +406,17 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	default:
 		return fmt.Errorf("lossless: subagent ended: reason %q (want deleted, completed, swept or released): %w", p.Reason, ErrBadParams)
 	}
-	return e.update(func(txn *badger.Txn) error {
-		rec, ok, err := getSub(txn, sub)
+	return e.updateMapped(ctx, func(tx store.Tx) error {
+		rec, ok, err := getSub(tx, sub)
 		if err != nil || !ok {
 			return err
 		}
 		rec.State, rec.EndReason, rec.EndedAt, rec.ExpiresAt = SubagentEnded, p.Reason, time.Now().UnixMilli(), 0
-		if err := setJSON(txn, subKey(sub), rec); err != nil {
-			return err
+		if err := tx.PutSubagent(sub, store.Subagent(rec)); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
 		}
 		if pc, ok := parseConvID(rec.ParentConv); ok {
-			if err := txn.Set(subLinkKey(pc, sub), []byte(rec.ChildSessionKey)); err != nil {
+			if err := tx.PutSubagentLink(pc, sub, rec.ChildSessionKey); err != nil {
 				return fmt.Errorf("lossless: subagent ended: link: %w", err)
 			}
 		}
@@ -455,43 +441,26 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 	now := time.Now().UnixMilli()
 	var expired []subID
 	orphans := map[subID]bool{}
-	err = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pSub}, PrefetchValues: true})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var sub subID
-			k := it.Item().Key()
-			if len(k) != 9 {
-				continue
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for sr, err := range r.Subagents() {
+			if err != nil {
+				if errors.Is(err, store.ErrCorrupt) {
+					return fmt.Errorf("%w: subagent: %w", errBadRecord, err)
+				}
+				return fromStore(err)
 			}
-			copy(sub[:], k[1:])
-			var rec SubagentInfo
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err != nil {
-				return fmt.Errorf("%w: subagent: %v", errBadRecord, err)
-			}
-			if e.expired(ctx, txn, rec, now) {
-				expired = append(expired, sub)
+			if e.expired(ctx, r, SubagentInfo(sr.Subagent), now) {
+				expired = append(expired, sr.ID)
 			}
 		}
-		// One look-up per snapshot, not per item: seek past each one.
-		fi := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pForkItem}, PrefetchValues: false})
-		defer fi.Close()
-		for fi.Rewind(); fi.Valid(); {
-			k := fi.Item().Key()
-			if len(k) != 17 {
-				fi.Next()
-				continue
+		// One look-up per snapshot, not per item.
+		for sub, err := range r.ForkSnapshots() {
+			if err != nil {
+				return fromStore(err)
 			}
-			var sub subID
-			copy(sub[:], k[1:9])
-			if _, err := txn.Get(subKey(sub)); errors.Is(err, badger.ErrKeyNotFound) {
+			if _, err := r.Subagent(sub); errors.Is(err, store.ErrNotFound) {
 				orphans[sub] = true
 			}
-			next, ok := nextSub(sub)
-			if !ok {
-				break
-			}
-			fi.Seek(forkPrefixKey(next))
 		}
 		return nil
 	})
@@ -511,43 +480,39 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 	return len(expired), nil
 }
 
-// nextSub returns the subagent id after s in key order (false after the
-// last one).
-func nextSub(s subID) (subID, bool) {
-	for i := len(s) - 1; i >= 0; i-- {
-		s[i]++
-		if s[i] != 0 {
-			return s, true
-		}
-	}
-	return s, false
-}
-
 // expired reports whether rec is a preparation past its TTL whose child
 // never started (the child's conversation stored no message).
-func (e *Engine) expired(ctx context.Context, txn *badger.Txn, rec SubagentInfo, now int64) bool {
+func (e *Engine) expired(ctx context.Context, r store.Reader, rec SubagentInfo, now int64) bool {
 	if rec.State != SubagentPrepared || rec.ExpiresAt == 0 || now < rec.ExpiresAt {
 		return false
 	}
-	return !e.childStarted(txn, rec)
+	return !e.childStarted(r, rec)
 }
 
 // childStarted reports whether the child's conversation has messages.
-func (e *Engine) childStarted(txn *badger.Txn, rec SubagentInfo) bool {
-	for _, name := range []string{"k:" + rec.ChildSessionKey, "s:" + rec.ChildSessionID} {
-		if name == "s:" {
-			continue
-		}
-		c, ok, err := getConvName(txn, rec.Agent, name)
-		if err != nil || !ok {
-			continue
-		}
-		var cr convRecord
-		if err := getJSON(txn, convKey(c), &cr); err == nil && cr.Messages > 0 {
+func (e *Engine) childStarted(r store.Reader, rec SubagentInfo) bool {
+	for _, c := range childConvs(r, rec) {
+		if cr, err := r.Conversation(c); err == nil && cr.Messages > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// childConvs returns the conversations the child's names resolve to: by
+// its session key, then by its session id (when it has one).
+func childConvs(r store.Reader, rec SubagentInfo) []convID {
+	var out []convID
+	names := []store.Name{{Agent: rec.Agent, Kind: store.NameSessionKey, Value: rec.ChildSessionKey}}
+	if rec.ChildSessionID != "" {
+		names = append(names, store.Name{Agent: rec.Agent, Kind: store.NameSessionID, Value: rec.ChildSessionID})
+	}
+	for _, n := range names {
+		if c, err := r.ConvByName(n); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Subagent returns the record of the child with session key childKey.
@@ -559,9 +524,9 @@ func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, b
 	defer done()
 	var rec SubagentInfo
 	var ok bool
-	err = e.db.View(func(txn *badger.Txn) error {
+	err = e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		rec, ok, err = getSub(txn, subIDOf(e.agentFor("", childKey), childKey))
+		rec, ok, err = getSub(r, subIDOf(e.agentFor("", childKey), childKey))
 		return err
 	})
 	return rec, ok, err
@@ -574,10 +539,10 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 	var sub subID
 	var rec SubagentInfo
 	found := false
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := e.st.View(ctx, func(sr store.Reader) error {
 		if sessionKey != "" {
 			sub = subIDOf(agent, sessionKey)
-			r, ok, err := getSub(txn, sub)
+			r, ok, err := getSub(sr, sub)
 			if err != nil {
 				return err
 			}
@@ -589,15 +554,15 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 		if sessionID == "" {
 			return nil
 		}
-		v, err := getValue(txn, subAliasKey(agent, sessionID))
-		if errors.Is(err, core.ErrNotFound) {
+		s, err := sr.SubagentByChild(agent, sessionID)
+		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
 		if err != nil {
-			return err
+			return fromStore(err)
 		}
-		copy(sub[:], v)
-		r, ok, err := getSub(txn, sub)
+		sub = s
+		r, ok, err := getSub(sr, sub)
 		rec, found = r, ok
 		return err
 	})
@@ -608,8 +573,8 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 	mu.Lock()
 	defer mu.Unlock()
 	now := time.Now().UnixMilli()
-	err = e.update(func(txn *badger.Txn) error {
-		cur, ok, err := getSub(txn, sub)
+	err = e.updateMapped(ctx, func(tx store.Tx) error {
+		cur, ok, err := getSub(tx, sub)
 		if err != nil || !ok {
 			found = false
 			return err
@@ -618,12 +583,15 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 		if rec.State != SubagentPrepared {
 			return nil
 		}
-		if e.expired(ctx, txn, rec, now) {
+		if e.expired(ctx, tx, rec, now) {
 			found = false
 			return nil
 		}
 		rec.State, rec.ExpiresAt = SubagentActive, 0
-		return setJSON(txn, subKey(sub), rec)
+		if err := tx.PutSubagent(sub, store.Subagent(rec)); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return sub, rec, false, err
@@ -659,8 +627,16 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	nextSums := make(map[string]core.Message, len(cache.sums))
 	var win window
 	err = e.st.View(ctx, func(r store.Reader) (err error) {
-		txn := badgerstore.TxnOf(r) // transitional (#16): the store scans a fork snapshot forward only
-		win, err = budgetWalk(ctx, badgerItemsReverse(txn, forkPrefixKey(sub), forkItemKey(sub, math.MaxUint64)), avail, "assemble fork",
+		// The store scans a snapshot forward only: its items (small
+		// records, references) are read first, then walked newest first.
+		var items []store.Item
+		for it, err := range r.ForkItems(sub) {
+			if err != nil {
+				return fromStore(err)
+			}
+			items = append(items, it)
+		}
+		win, err = budgetWalk(ctx, reversed(items), avail, "assemble fork",
 			func(_ int, item dag.Item, flags byte) (core.Message, error) {
 				var m core.Message
 				var err error
@@ -688,6 +664,17 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	return nil
 }
 
+// reversed yields items from the last to the first.
+func reversed(items []store.Item) iter.Seq2[store.Item, error] {
+	return func(yield func(store.Item, error) bool) {
+		for i := len(items) - 1; i >= 0; i-- {
+			if !yield(items[i], nil) {
+				return
+			}
+		}
+	}
+}
+
 // forkMsgCache holds the parent messages of a fork's last assembly.
 type forkMsgCache struct {
 	mu   sync.Mutex
@@ -709,33 +696,21 @@ func (e *Engine) dropForkCache(sub subID) {
 // conversation parent.
 func (e *Engine) linkedChildren(ctx context.Context, parent convID) []convID {
 	var out []convID
-	_ = e.db.View(func(txn *badger.Txn) error {
-		prefix := append([]byte{pSubLink}, parent[:]...)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: false})
-		defer it.Close()
+	_ = e.st.View(ctx, func(r store.Reader) error {
 		var subs []subID
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().Key()
-			if len(k) != 17 {
-				continue
+		for l, err := range r.SubagentLinks(parent) {
+			if err != nil {
+				break
 			}
-			var s subID
-			copy(s[:], k[9:])
-			subs = append(subs, s)
+			subs = append(subs, l.ID)
 		}
 		for _, s := range subs {
-			rec, ok, err := getSub(txn, s)
+			rec, ok, err := getSub(r, s)
 			if err != nil || !ok {
 				continue
 			}
-			for _, name := range []string{"k:" + rec.ChildSessionKey, "s:" + rec.ChildSessionID} {
-				if name == "s:" {
-					continue
-				}
-				if c, ok, err := getConvName(txn, rec.Agent, name); err == nil && ok {
-					out = append(out, c)
-					break
-				}
+			if cs := childConvs(r, rec); len(cs) > 0 {
+				out = append(out, cs[0])
 			}
 		}
 		return nil
@@ -764,9 +739,9 @@ func (e *Engine) LinkedChildren(ctx context.Context, sessionID, sessionKey strin
 
 // forkParent returns the parent conversation of a forked child's
 // conversation c (found through its session key), if any.
-func (e *Engine) forkParent(txn *badger.Txn, conv *Conversation) (convID, bool) {
-	var cr convRecord
-	if err := getJSON(txn, convKey(conv.id), &cr); err != nil {
+func (e *Engine) forkParent(r store.Reader, conv *Conversation) (convID, bool) {
+	cr, err := r.Conversation(conv.id)
+	if err != nil {
 		return convID{}, false
 	}
 	keys := []string{cr.Key}
@@ -777,14 +752,12 @@ func (e *Engine) forkParent(txn *badger.Txn, conv *Conversation) (convID, bool) 
 		}
 	}
 	for _, id := range cr.SessionIDs {
-		if v, err := getValue(txn, subAliasKey(cr.Agent, id)); err == nil && len(v) == 8 {
-			var s subID
-			copy(s[:], v)
+		if s, err := r.SubagentByChild(cr.Agent, id); err == nil {
 			candidates = append(candidates, s)
 		}
 	}
 	for _, s := range candidates {
-		rec, ok, err := getSub(txn, s)
+		rec, ok, err := getSub(r, s)
 		if err != nil || !ok || rec.Mode != core.ContextModeFork {
 			continue
 		}
@@ -800,7 +773,9 @@ func (e *Engine) forkParent(txn *badger.Txn, conv *Conversation) (convID, bool) 
 // conv itself, else a forked child's parent (the child sees the parent's
 // summaries), else an ended child linked to conv. conv when none does.
 func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string) *Conversation {
-	has := func(txn *badger.Txn, c convID) bool {
+	// has reports whether c holds the record (whole or not: a damaged one
+	// is c's too).
+	has := func(r store.Reader, c convID) bool {
 		if key, ok := bytes.CutPrefix([]byte(id), []byte(LargeRefPrefix)); ok {
 			b, err := hex.DecodeString(string(key))
 			if err != nil || len(b) != 16 {
@@ -808,18 +783,18 @@ func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string)
 			}
 			var h msgHash
 			copy(h[:], b)
-			_, err = txn.Get(hashKey(c, h))
-			return err == nil
+			_, err = r.SeqByHash(c, h)
+			return err == nil || errors.Is(err, store.ErrCorrupt)
 		}
-		_, err := txn.Get(summaryKey(c, id))
-		return err == nil
+		_, err := r.Summary(c, id)
+		return err == nil || errors.Is(err, store.ErrCorrupt)
 	}
 	out := conv
-	_ = e.db.View(func(txn *badger.Txn) error {
-		if has(txn, conv.id) {
+	_ = e.st.View(ctx, func(r store.Reader) error {
+		if has(r, conv.id) {
 			return nil
 		}
-		if pc, ok := e.forkParent(txn, conv); ok && has(txn, pc) {
+		if pc, ok := e.forkParent(r, conv); ok && has(r, pc) {
 			out = &Conversation{e: e, id: pc, Agent: conv.Agent}
 			return nil
 		}
@@ -830,7 +805,7 @@ func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string)
 	}
 	for _, c := range e.linkedChildren(ctx, conv.id) {
 		found := false
-		_ = e.db.View(func(txn *badger.Txn) error { found = has(txn, c); return nil })
+		_ = e.st.View(ctx, func(r store.Reader) error { found = has(r, c); return nil })
 		if found {
 			return &Conversation{e: e, id: c, Agent: conv.Agent}
 		}
