@@ -627,13 +627,10 @@ func fromStore(err error) error {
 	return err
 }
 
-// updateMapped is e.st.Update behind the free-space guard (as update), its
-// error mapped by fromStore.
+// updateMapped is storeUpdate (store.go: e.st.Update behind the
+// free-space guard), its error mapped by fromStore.
 func (e *Engine) updateMapped(ctx context.Context, fn func(tx store.Tx) error) error {
-	if err := e.checkSpace(); err != nil {
-		return err
-	}
-	return fromStore(e.st.Update(ctx, fn))
+	return fromStore(e.storeUpdate(ctx, fn))
 }
 
 // batchMapped is e.st.NewBatch behind the free-space guard (as writeBatch).
