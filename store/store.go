@@ -446,10 +446,13 @@ type Store interface {
 	Update(ctx context.Context, fn func(Tx) error) error
 	// NewBatch returns a bulk writer (ErrDiskFull on a full disk).
 	NewBatch(ctx context.Context) (Batch, error)
-	// MaxTxnBytes is about how much one Update may write, counting whole
-	// keys and values; the engine splits larger writes. A backend may allow
-	// some margin over it (badgerstore fails an Update past twice it with
-	// ErrTooBig).
+	// MaxTxnBytes is about how much one Update may write; the engine
+	// splits larger writes. A backend may allow some margin over it and
+	// may count a value it stores out of line for less than its size
+	// (badgerstore counts a value-log value as its pointer, as Badger
+	// does), but an Update holding one message of any size the engine
+	// accepts (Config.MaxMessageBytes) beside a few small records must
+	// commit.
 	MaxTxnBytes() int64
 	// Sync makes every committed write durable (fsync), whatever the
 	// store's sync setting.

@@ -121,7 +121,7 @@ func badgerOptions(o Options) badger.Options {
 		// never compresses. Tables written compressed by earlier versions
 		// stay readable: the manifest records each table's compression.
 		WithCompression(options.None).
-		WithValueThreshold(1 << 10).
+		WithValueThreshold(valueThreshold).
 		WithDetectConflicts(false).
 		// Every SST block read from disk is checked against its checksum,
 		// so a corrupt block is an error, never a silently short read.

@@ -32,10 +32,11 @@ type writer struct {
 	// end is set when the transaction or batch ended: every write then
 	// fails with it.
 	end error
-	// limit bounds the bytes (keys and whole values) an Update writes (0 in
-	// a batch); size counts them. Badger's own limit counts a value stored
-	// in its value log as a 12-byte pointer, so without this one an Update
-	// of large messages would have none.
+	// limit bounds the bytes an Update writes (0 in a batch); size counts
+	// them as Badger does: a key and its value when the value is stored in
+	// the LSM tree, a key and a pointer when it goes to the value log (from
+	// valueThreshold bytes), so that one message of any size the engine
+	// accepts fits in an Update beside others, as it does in Badger.
 	limit, size int64
 	// failed is the first write of an Update that failed in Badger or went
 	// over limit: the Update then fails with it whatever fn returns, so
@@ -66,6 +67,19 @@ func (w *writer) check() error {
 	return nil
 }
 
+// valueThreshold is Badger's ValueThreshold (options.go): values of this
+// size or more are stored in the value log.
+const valueThreshold = 1 << 10
+
+// valueCost is what a value of n bytes counts toward an Update's size: the
+// value, or the value-log pointer standing for it in the LSM tree.
+func valueCost(n int) int {
+	if n >= valueThreshold {
+		return 16
+	}
+	return n
+}
+
 // count adds n bytes to an Update's size: store.ErrTooBig over its limit.
 func (w *writer) count(n int, what string) error {
 	if w.limit == 0 {
@@ -89,7 +103,7 @@ func (w *writer) set(k, v []byte, what string) error {
 	if err := w.check(); err != nil {
 		return err
 	}
-	if err := w.count(len(k)+len(v), what); err != nil {
+	if err := w.count(len(k)+valueCost(len(v)), what); err != nil {
 		return w.fail(err)
 	}
 	if err := w.kv.Set(k, v); err != nil {

@@ -80,6 +80,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 	t.Run("DeleteConversationData", func(t *testing.T) { testDeleteConversationData(t, open) })
 	t.Run("Batch", func(t *testing.T) { testBatch(t, open) })
 	t.Run("TooBig", func(t *testing.T) { testTooBig(t, open(t)) })
+	t.Run("OneLargeMessage", func(t *testing.T) { testOneLargeMessage(t, open(t)) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, open(t)) })
 	t.Run("Concurrent", func(t *testing.T) { testConcurrent(t, open) })
 	t.Run("Reopen", func(t *testing.T) {

@@ -486,27 +486,42 @@ func bigMessage(seq uint64) store.Message {
 	return store.Message{Seq: seq, Role: "toolResult", Tokens: bigSize / 4, Hash: hashOf(raw), Raw: raw}
 }
 
-// testTooBig checks that an Update writing well over MaxTxnBytes fails
-// with ErrTooBig and commits nothing, and that one writing a quarter of it
-// commits.
+// smallSize is the size of the messages testTooBig fills an Update with:
+// small enough that no backend stores them out of line.
+const smallSize = 512
+
+// smallMessages is how many smallMessages make more than n bytes.
+func smallMessages(n int64) uint64 { return uint64(n/smallSize) + 1 }
+
+// smallMessage is a 512-byte message that does not compress much.
+func smallMessage(seq uint64) store.Message {
+	m := bigMessage(seq)
+	m.Raw = m.Raw[:smallSize]
+	m.Hash, m.Tokens = hashOf(m.Raw), smallSize/4
+	return m
+}
+
+// testTooBig checks that an Update writing well over MaxTxnBytes of small
+// records fails with ErrTooBig and commits nothing, and that one writing a
+// quarter of it commits.
 func testTooBig(t *testing.T, s store.Store) {
 	limit := s.MaxTxnBytes()
 	if limit > 64<<20 {
 		t.Skipf("MaxTxnBytes is %d: an Update over it would take too much memory here", limit)
 	}
-	quarter := bigMessages(limit/4 - bigSize)
+	quarter := smallMessages(limit/4 - smallSize)
 	update(t, s, func(tx store.Tx) error {
 		for seq := range quarter {
-			if err := tx.PutMessage(cA, bigMessage(seq)); err != nil {
-				return fmt.Errorf("write %d of %d (%d bytes each, MaxTxnBytes %d): %w", seq, quarter, bigSize, limit, err)
+			if err := tx.PutMessage(cA, smallMessage(seq)); err != nil {
+				return fmt.Errorf("write %d of %d (%d bytes each, MaxTxnBytes %d): %w", seq, quarter, smallSize, limit, err)
 			}
 		}
 		return nil
 	})
-	n, written := bigMessages(2*limit+1<<20), uint64(0)
+	n, written := smallMessages(2*limit+1<<20), uint64(0)
 	err := s.Update(t.Context(), func(tx store.Tx) error {
 		for seq := range n {
-			if err := tx.PutMessage(cB, bigMessage(seq)); err != nil {
+			if err := tx.PutMessage(cB, smallMessage(seq)); err != nil {
 				return err
 			}
 			written++
@@ -515,7 +530,7 @@ func testTooBig(t *testing.T, s store.Store) {
 	})
 	if !errors.Is(err, store.ErrTooBig) {
 		t.Fatalf("an Update writing %d bytes (%d messages; MaxTxnBytes %d) = %v, want an error wrapping ErrTooBig",
-			written*bigSize, written, limit, err)
+			written*smallSize, written, limit, err)
 	}
 	view(t, s, func(r store.Reader) error {
 		got, err := count(r.Messages(cB, 0, false), -1)
@@ -667,4 +682,43 @@ func testReadOnly(t *testing.T, open OpenFunc, readOnly ReadOnlyFunc) {
 	if err := ro.Close(); err != nil {
 		t.Errorf("Close of the read-only store: %v", err)
 	}
+}
+
+// testOneLargeMessage checks that an Update holding one large message (8
+// MiB, incompressible) beside small records and a turn commits, and that
+// the message reads back byte for byte: a commitTurn with a large tool
+// result is one Update.
+func testOneLargeMessage(t *testing.T, s store.Store) {
+	const size = 8 << 20
+	big := bigMessage(2)
+	raw := make([]byte, 0, size)
+	for seq := uint64(0); len(raw) < size; seq++ {
+		raw = append(raw, bigMessage(100+seq).Raw...)
+	}
+	big.Raw = raw[:size]
+	big.Hash, big.Tokens = hashOf(big.Raw), size/4
+	update(t, s, func(tx store.Tx) error {
+		for _, m := range []store.Message{smallMessage(0), smallMessage(1), big} {
+			if err := tx.PutMessage(cA, m); err != nil {
+				return err
+			}
+			if err := tx.PutHash(cA, m.Hash, m.Seq); err != nil {
+				return err
+			}
+		}
+		return tx.PutTurn(cA, "turn-large", store.Turn{Seqs: []uint64{0, 1, 2}, Stored: 3})
+	})
+	view(t, s, func(r store.Reader) error {
+		m, err := r.Message(cA, 2)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(m.Raw, big.Raw) {
+			t.Errorf("the large message came back with %d bytes, not the %d written", len(m.Raw), len(big.Raw))
+		}
+		if _, err := r.Turn(cA, "turn-large"); err != nil {
+			t.Errorf("the turn committed with the large message: %v", err)
+		}
+		return nil
+	})
 }
