@@ -7,25 +7,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Durable turn commits (CommitTurn) and the lifecycle declarations of Info
 // (transcriptSemantics, hostRequirements).
 //
 // A turn commit writes the turn's messages that are not stored yet and the
-// turn's advancement key in ONE Badger transaction:
-//
-//	'T' conv(8) advancementKey -> turnRecord (JSON)
-//
+// turn's advancement key in ONE store transaction (Update; the key maps to
+// a store.Turn: badgerstore keeps it as 'T' conv(8) advancementKey -> JSON),
 // so after a crash either the whole turn and its key are stored or
 // neither is; a retry with the same key finds the key and answers
 // "duplicate" without writing anything, across restarts.
-
-// pTurn prefixes turn-commit records: 'T' conv(8) advancementKey.
-const pTurn = 'T'
 
 // ErrBadParams is wrapped by the errors of lifecycle calls whose parameters
 // cannot be used (an empty advancement key, an unknown context mode or end
@@ -54,26 +48,13 @@ func declareLifecycle(info *core.Info) {
 }
 
 // turnRecord is what the store keeps of a committed turn.
-type turnRecord struct {
-	LogicalTurnID    string `json:"logicalTurnId,omitempty"`
-	AdmissionEntryID string `json:"admissionEntryId,omitempty"`
-	TerminalEntryID  string `json:"terminalEntryId,omitempty"`
-	// Seqs are the sequence numbers of the turn's messages, in order (a
-	// message already stored before the commit keeps its sequence).
-	Seqs        []uint64 `json:"seqs"`
-	Stored      int      `json:"stored"`
-	CommittedAt int64    `json:"committedAt"`
-}
-
-func turnKey(c convID, key string) []byte {
-	return append(convPrefix(pTurn, c), key...)
-}
+type turnRecord = store.Turn
 
 var _ core.TurnCommitter = (*Engine)(nil)
 
 // CommitTurn commits a turn durably: the messages of p (from the admitted
 // user entry through the terminal entry) not already stored and the
-// advancement key are written in one Badger transaction, so a crash leaves
+// advancement key are written in one store transaction, so a crash leaves
 // either the whole turn with its key or nothing. A commit whose
 // advancement key is already recorded for the conversation stores nothing
 // and returns status "duplicate" — also after a restart. Messages already
@@ -83,7 +64,7 @@ var _ core.TurnCommitter = (*Engine)(nil)
 // The session is p.SessionID (else the admission anchor's), keyed by
 // p.SessionKey as for Ingest. An empty advancement key is refused
 // (ErrBadParams), invalid messages as for IngestBatch; a turn too large for
-// one Badger transaction is refused and stores nothing.
+// one transaction is refused and stores nothing.
 func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.CommitTurnResult, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -123,60 +104,20 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	rec := s.rec
 	var fresh []*pending
 	dup := false
-	txn := e.db.NewTransaction(true)
-	defer txn.Discard()
-	tk := turnKey(c, p.AdvancementKey)
-	if _, err := txn.Get(tk); err == nil {
-		dup = true
-	} else if !errors.Is(err, badger.ErrKeyNotFound) {
-		return core.CommitTurnResult{}, fmt.Errorf("lossless: commit turn: read key: %w", err)
-	}
-	if dup {
-		return core.CommitTurnResult{Status: core.CommitDuplicate}, nil
-	}
-	tr := turnRecord{LogicalTurnID: p.Admission.LogicalTurnID, AdmissionEntryID: p.Admission.EntryID,
-		TerminalEntryID: p.Terminal.EntryID, Seqs: make([]uint64, 0, len(ps)), CommittedAt: time.Now().UnixMilli()}
-	inTurn := make(map[msgHash]uint64, len(ps))
-	for i := range ps {
-		pp := &ps[i]
-		if seq, ok := inTurn[pp.hash]; ok {
-			tr.Seqs = append(tr.Seqs, seq)
-			continue
-		}
-		v, err := getValue(txn, hashKey(c, pp.hash))
-		switch {
-		case err == nil:
-			seq, ok := getU64(v)
-			if !ok {
-				return core.CommitTurnResult{}, fmt.Errorf("%w: hash index", errBadRecord)
-			}
-			pp.seq = seq
-		case errors.Is(err, core.ErrNotFound):
-			if err := e.writeMessage(txn, c, &rec, pp); err != nil {
-				return core.CommitTurnResult{}, commitErr(err)
-			}
-			fresh = append(fresh, pp)
-		default:
-			return core.CommitTurnResult{}, err
-		}
-		inTurn[pp.hash] = pp.seq
-		tr.Seqs = append(tr.Seqs, pp.seq)
-	}
-	tr.Stored = len(fresh)
-	if err := setJSON(txn, tk, tr); err != nil {
+	// fnErr is the error fn returned (already explained); any other error
+	// of the Update is its own (the commit, the context, a full disk).
+	var fnErr error
+	err = e.st.Update(ctx, func(tx store.Tx) error {
+		fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
+		return fnErr
+	})
+	switch {
+	case err != nil && err == fnErr:
+		return core.CommitTurnResult{}, err
+	case err != nil:
 		return core.CommitTurnResult{}, commitErr(err)
-	}
-	if len(fresh) > 0 {
-		rec.Updated = time.Now().UnixMilli()
-		if err := setJSON(txn, convKey(c), rec); err != nil {
-			return core.CommitTurnResult{}, commitErr(err)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return core.CommitTurnResult{}, fmt.Errorf("lossless: commit turn: %w", err)
-	}
-	if err := txn.Commit(); err != nil {
-		return core.CommitTurnResult{}, fmt.Errorf("lossless: commit turn: %w", err)
+	case dup:
+		return core.CommitTurnResult{Status: core.CommitDuplicate}, nil
 	}
 	s.rec = rec
 	if len(fresh) > 0 {
@@ -188,9 +129,58 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	return core.CommitTurnResult{Status: core.CommitCommitted}, nil
 }
 
+// commitTurnTx writes, in tx, the turn's messages not stored yet (into
+// rec, appending them to fresh) and its advancement key; dup is set, and
+// nothing written, when the key is already recorded.
+func commitTurnTx(tx store.Tx, c convID, rec *convRecord, p core.CommitTurnParams, ps []pending, fresh *[]*pending, dup *bool) error {
+	// A turn record that is there but does not decode still records the
+	// key (the key's presence is what counts).
+	if _, err := tx.Turn(c, p.AdvancementKey); err == nil || errors.Is(err, store.ErrCorrupt) {
+		*dup = true
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("lossless: commit turn: read key: %w", err)
+	}
+	tr := turnRecord{LogicalTurnID: p.Admission.LogicalTurnID, AdmissionEntryID: p.Admission.EntryID,
+		TerminalEntryID: p.Terminal.EntryID, Seqs: make([]uint64, 0, len(ps)), CommittedAt: time.Now().UnixMilli()}
+	inTurn := make(map[msgHash]uint64, len(ps))
+	for i := range ps {
+		pp := &ps[i]
+		if seq, ok := inTurn[pp.hash]; ok {
+			tr.Seqs = append(tr.Seqs, seq)
+			continue
+		}
+		seq, err := tx.SeqByHash(c, pp.hash)
+		switch {
+		case err == nil:
+			pp.seq = seq
+		case errors.Is(err, store.ErrNotFound):
+			if err := writeMessage(tx, c, rec, pp); err != nil {
+				return commitErr(err)
+			}
+			*fresh = append(*fresh, pp)
+		default:
+			return hashIndexErr(err)
+		}
+		inTurn[pp.hash] = pp.seq
+		tr.Seqs = append(tr.Seqs, pp.seq)
+	}
+	tr.Stored = len(*fresh)
+	if err := tx.PutTurn(c, p.AdvancementKey, tr); err != nil {
+		return commitErr(err)
+	}
+	if len(*fresh) > 0 {
+		rec.Updated = time.Now().UnixMilli()
+		if err := tx.PutConversation(c, *rec); err != nil {
+			return commitErr(err)
+		}
+	}
+	return nil
+}
+
 // commitErr explains a turn too large for one transaction.
 func commitErr(err error) error {
-	if errors.Is(err, badger.ErrTxnTooBig) {
+	if errors.Is(err, store.ErrTooBig) {
 		return fmt.Errorf("lossless: commit turn: the turn is too large for one atomic write (raise badger.memTableSize): %w", core.ErrTooLarge)
 	}
 	return fmt.Errorf("lossless: commit turn: %w", err)
@@ -213,8 +203,12 @@ func (e *Engine) TurnCommitted(ctx context.Context, sessionID, sessionKey, advan
 		return false, nil, err
 	}
 	var tr turnRecord
-	err = e.db.View(func(txn *badger.Txn) error { return getJSON(txn, turnKey(c, advancementKey), &tr) })
-	if errors.Is(err, core.ErrNotFound) {
+	err = e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		tr, err = r.Turn(c, advancementKey)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
 		return false, nil, nil
 	}
 	if err != nil {

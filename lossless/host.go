@@ -1,17 +1,13 @@
 package lossless
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -28,54 +24,18 @@ import (
 // bootstrap reads only what is new. Every entry read is mapped to the
 // stored message it holds (stored now, or earlier by commitTurn: messages
 // are identified by their bytes), which gives maintain the host's entry
-// ids without reading the transcript again:
-//
-//	'F' agent 0x00 "host:" conv          -> hostCheckpoint (JSON): the cursor
-//	'E' conv hostTag(8) 'h' index(8)     -> seq(8) key(16) entryId   entries in transcript order
-//
-// (key is the hash of the entry's own bytes: it differs from the stored
-// message's when the entry holds a reference maintain put there.)
+// ids without reading the transcript again: the store keeps, per
+// conversation, a host checkpoint (store.HostCheckpoint: the cursor) and
+// the entries in transcript order (store.HostEntry: seq, key, entry id;
+// key is the hash of the entry's own bytes: it differs from the stored
+// message's when the entry holds a reference maintain put there).
 //
 // A "reset" answer (the host rewrote or reset the transcript) or a rewrite
 // made by maintain drops the cursor and the map; the next read starts
 // over, storing nothing twice.
 
-// hostTag is the entry-map tag of a host-kept transcript.
-var hostTag = func() [8]byte {
-	s := sha256.Sum256([]byte("host-transcript"))
-	var t [8]byte
-	copy(t[:], s[:8])
-	return t
-}()
-
 // hostCheckpoint is the progress of reading a host-kept transcript.
-type hostCheckpoint struct {
-	// Conv names the conversation (retention deletes checkpoints by it).
-	Conv string `json:"conv"`
-	// Cursor is the host's cursor after the last page stored.
-	Cursor string `json:"cursor,omitempty"`
-	// Entries is the number of entries mapped (the next entry's index).
-	Entries uint64 `json:"entries"`
-	// Imported counts the messages this engine stored from the reads,
-	// Skipped the entries it could not store (reported when read).
-	Imported int `json:"imported"`
-	Skipped  int `json:"skipped,omitempty"`
-}
-
-func hostCheckKey(agent string, c convID) []byte { return checkKey(agent, "host:"+c.String()) }
-
-func hostEntryKey(c convID, index uint64) []byte {
-	k := make([]byte, 0, 26)
-	k = append(k, pEntry)
-	k = append(k, c[:]...)
-	k = append(k, hostTag[:]...)
-	k = append(k, 'h')
-	var b [8]byte
-	putU64(b[:], index)
-	return append(k, b[:]...)
-}
-
-func hostEntryPrefix(c convID) []byte { return hostEntryKey(c, 0)[:18] }
+type hostCheckpoint = store.HostCheckpoint
 
 // sessionIdentity resolves a call's agent, session id and key: the call's
 // own fields first, then its sessionTarget (OpenClaw's typed identity), the
@@ -119,9 +79,15 @@ func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core
 	lock.Lock()
 	defer lock.Unlock()
 	var cp hostCheckpoint
-	err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, hostCheckKey(agent, c), &cp) })
-	if err != nil && !errors.Is(err, core.ErrNotFound) {
-		return res, err
+	err := e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
+		var err error
+		cp, err = r.HostCheckpoint(agent, c)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		cp = hostCheckpoint{}
+	} else if err != nil {
+		return res, fmt.Errorf("lossless: read: %w", err)
 	}
 	cp.Conv = c.String()
 	resets := 0
@@ -185,14 +151,14 @@ func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core
 		if !page.HasMore || next == "" {
 			if next != "" {
 				cp.Cursor = next
-				if err := e.saveHostCheckpoint(agent, c, cp); err != nil {
+				if err := e.saveHostCheckpoint(ctx, agent, c, cp); err != nil {
 					return res, err
 				}
 			}
 			return res, nil
 		}
 		cp.Cursor = next
-		if err := e.saveHostCheckpoint(agent, c, cp); err != nil {
+		if err := e.saveHostCheckpoint(ctx, agent, c, cp); err != nil {
 			return res, err
 		}
 	}
@@ -232,17 +198,15 @@ func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *
 		return 0, err
 	}
 	cp.Imported += n
-	wb, err := e.writeBatch()
+	// The entries of messages stored: mapped whether or not ctx is done
+	// by then.
+	wb, err := e.storeBatch(context.WithoutCancel(ctx))
 	if err != nil {
 		return 0, err
 	}
 	defer wb.Cancel()
 	for i := range ps {
-		v := make([]byte, 8, 8+len(ps[i].hash)+len(ids[i]))
-		putU64(v, ps[i].seq)
-		v = append(v, ps[i].hash[:]...)
-		v = append(v, ids[i]...)
-		if err := wb.Set(hostEntryKey(c, cp.Entries), v); err != nil {
+		if err := wb.PutHostEntry(c, cp.Entries, store.HostEntry{Seq: ps[i].seq, Key: ps[i].hash, EntryID: ids[i]}); err != nil {
 			return 0, fmt.Errorf("lossless: write host entry map: %w", err)
 		}
 		cp.Entries++
@@ -253,32 +217,31 @@ func (e *Engine) storeHostPage(ctx context.Context, agent string, c convID, cp *
 	return n, nil
 }
 
-func (e *Engine) saveHostCheckpoint(agent string, c convID, cp hostCheckpoint) error {
-	return e.update(func(txn *badger.Txn) error { return setJSON(txn, hostCheckKey(agent, c), cp) })
+// saveHostCheckpoint writes the checkpoint of c's host-kept transcript
+// (whether or not ctx is done by then: the pages it records are stored).
+func (e *Engine) saveHostCheckpoint(ctx context.Context, agent string, c convID, cp hostCheckpoint) error {
+	return e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		if err := tx.PutHostCheckpoint(agent, c, cp); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
+		}
+		return nil
+	})
 }
 
 // dropHostMap forgets the cursor and entry map of conversation c's
-// host-kept transcript (the next sync reads it from the start).
+// host-kept transcript (the next sync reads it from the start). The
+// entries go in a batch: a long transcript's map is over what one
+// transaction may delete.
 func (e *Engine) dropHostMap(ctx context.Context, agent string, c convID) error {
-	wb, err := e.writeBatch()
+	wb, err := e.storeBatch(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}
 	defer wb.Cancel()
-	err = e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: hostEntryPrefix(c)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := wb.DeleteHostEntries(c); err != nil {
 		return fmt.Errorf("lossless: drop host entry map: %w", err)
 	}
-	if err := wb.Delete(hostCheckKey(agent, c)); err != nil {
+	if err := wb.DeleteHostCheckpoint(agent, c); err != nil {
 		return fmt.Errorf("lossless: drop host entry map: %w", err)
 	}
 	if err := wb.Flush(); err != nil {
@@ -298,28 +261,15 @@ type hostEntry struct {
 // order.
 func (e *Engine) hostEntries(ctx context.Context, c convID) ([]hostEntry, error) {
 	var out []hostEntry
-	err := e.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: hostEntryPrefix(c), PrefetchValues: true, PrefetchSize: 256})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if len(out)%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
+	err := e.st.View(ctx, func(r store.Reader) error {
+		for en, err := range r.HostEntries(c, 0) {
+			if errors.Is(err, store.ErrCorrupt) {
+				return fmt.Errorf("%w: host entry map: %w", errBadRecord, err)
 			}
-			err := it.Item().Value(func(v []byte) error {
-				var h msgHash
-				if len(v) < 8+len(h) {
-					return fmt.Errorf("%w: host entry map", errBadRecord)
-				}
-				seq, _ := getU64(v[:8])
-				copy(h[:], v[8:])
-				out = append(out, hostEntry{id: string(bytes.Clone(v[8+len(h):])), seq: seq, hash: h})
-				return nil
-			})
 			if err != nil {
 				return err
 			}
+			out = append(out, hostEntry{id: en.EntryID, seq: en.Seq, hash: en.Key})
 		}
 		return nil
 	})
@@ -515,11 +465,12 @@ func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
 }
 
 // hostKept reports whether conversation c was read through the host (it
-// has a host checkpoint): its transcript is the host's, never a file.
+// has a host checkpoint): its transcript is the host's, never a file. A
+// checkpoint that does not decode counts: it is there.
 func (e *Engine) hostKept(agent string, c convID) bool {
-	err := e.db.View(func(txn *badger.Txn) error {
-		_, err := txn.Get(hostCheckKey(agent, c))
+	err := e.st.View(context.Background(), func(r store.Reader) error {
+		_, err := r.HostCheckpoint(agent, c)
 		return err
 	})
-	return err == nil
+	return err == nil || errors.Is(err, store.ErrCorrupt)
 }

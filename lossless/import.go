@@ -17,10 +17,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // ImportResult reports one import of a session file.
@@ -47,30 +46,9 @@ type ImportResult struct {
 // not a regular file (a directory, a device such as /dev/zero, a pipe).
 var ErrNotSessionFile = errors.New("lossless: not a session file")
 
-// checkpoint is an imported file's progress: F agent path -> JSON.
-type checkpoint struct {
-	SessionID string `json:"sessionId"`
-	Conv      string `json:"conv"`
-	Offset    int64  `json:"offset"`
-	Line      int    `json:"line"`
-	Index     int    `json:"index"`
-	MtimeNs   int64  `json:"mtimeNs"`
-	// HeadHash and TailHash are SHA-256 of the first line and of the bytes
-	// from the last entry's start to Offset: a file rewritten before Offset
-	// is detected and imported again (without duplicates).
-	HeadHash string `json:"headHash"`
-	// PrefixHash is SHA-256 of the bytes [0, Offset): any change to the
-	// imported part, of the same length or not, is detected (checkpoints
-	// written before it have none and are checked as before).
-	PrefixHash string `json:"prefixHash,omitempty"`
-	TailStart  int64  `json:"tailStart"`
-	TailHash   string `json:"tailHash"`
-	// Reconcile is set while a read from the start into a conversation that
-	// held messages before is not reconciled yet (reconcile.go): the first
-	// sequence number the read may have appended. Such a checkpoint is not
-	// trusted; the next import reads the file again.
-	Reconcile uint64 `json:"reconcile,omitempty"`
-}
+// checkpoint is an imported file's progress (the store keeps it by agent
+// and path; badgerstore as F agent 0x00 path -> JSON).
+type checkpoint = store.FileCheckpoint
 
 // importBatch is the number of message entries counted and stored at once.
 const importBatch = 512
@@ -186,7 +164,14 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 		return ImportResult{}, fmt.Errorf("lossless: import: %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrNotSessionFile)
 	}
 	var cp checkpoint
-	hasCP := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, checkKey(agent, path), &cp) }) == nil
+	hasCP := e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
+		var err error
+		cp, err = r.FileCheckpoint(agent, path)
+		return err
+	}) == nil
+	if !hasCP {
+		cp = checkpoint{}
+	}
 	res := ImportResult{}
 	start := int64(0)
 	line, index := 0, 0
@@ -291,7 +276,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 			ncp.Reconcile = rs.from
 		}
 		last = ncp
-		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), ncp) }); err != nil {
+		if err := e.saveCheckpoint(ctx, agent, path, ncp); err != nil {
 			return err
 		}
 		res.Bytes = offset - start
@@ -359,13 +344,24 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 			}
 		}
 		last.Reconcile = 0
-		if err := e.update(func(txn *badger.Txn) error { return setJSON(txn, checkKey(agent, path), last) }); err != nil {
+		if err := e.saveCheckpoint(ctx, agent, path, last); err != nil {
 			return res, err
 		}
 	}
 	res.Malformed = append(parseErrs, res.Malformed...)
 	sort.Slice(res.Malformed, func(i, j int) bool { return res.Malformed[i].Line < res.Malformed[j].Line })
 	return res, nil
+}
+
+// saveCheckpoint writes file path's checkpoint (whether or not ctx is done
+// by then: the writes it records are made).
+func (e *Engine) saveCheckpoint(ctx context.Context, agent, path string, cp checkpoint) error {
+	return e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		if err := tx.PutFileCheckpoint(agent, path, cp); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
+		}
+		return nil
+	})
 }
 
 // checkpointValid reports whether the file still holds, byte for byte, the
@@ -422,30 +418,9 @@ func fileTag(sessionID string) [8]byte {
 	return t
 }
 
-// Entry-map keys: E conv tag 'x' index(8) -> seq (message entries), and
-// E conv tag 'i' id -> index(8) (every entry with an id). They resolve a
+// Entry maps (store.EntriesCurrent: entry index -> seq, for message
+// entries; and entry id -> index, for every entry with an id) resolve a
 // compaction entry's firstKeptEntryId/Index to message sequence numbers.
-const pEntry = 'E'
-
-func entryIndexKey(c convID, tag [8]byte, index int) []byte {
-	k := make([]byte, 0, 26)
-	k = append(k, pEntry)
-	k = append(k, c[:]...)
-	k = append(k, tag[:]...)
-	k = append(k, 'x')
-	var b [8]byte
-	putU64(b[:], uint64(index))
-	return append(k, b[:]...)
-}
-
-func entryIDKey(c convID, tag [8]byte, id string) []byte {
-	k := make([]byte, 0, 18+len(id))
-	k = append(k, pEntry)
-	k = append(k, c[:]...)
-	k = append(k, tag[:]...)
-	k = append(k, 'i')
-	return append(k, id...)
-}
 
 // storeChunk stores a chunk: its messages, the entry maps, then its
 // compaction entry as a summary.
@@ -459,22 +434,20 @@ func (e *Engine) storeChunk(ctx context.Context, conv *Conversation, tag [8]byte
 		res.Duplicates += len(ch.ps) - n
 	}
 	if len(ch.ps) > 0 || len(ch.ids) > 0 {
-		wb, err := e.writeBatch()
+		// Bookkeeping of messages stored: written whether or not ctx is
+		// done by then.
+		wb, err := e.storeBatch(context.WithoutCancel(ctx))
 		if err != nil {
 			return err
 		}
 		defer wb.Cancel()
 		for i, p := range ch.ps {
-			var b [8]byte
-			putU64(b[:], p.seq)
-			if err := wb.Set(entryIndexKey(conv.id, tag, ch.indexes[i]), b[:]); err != nil {
+			if err := wb.PutEntrySeq(conv.id, tag, store.EntriesCurrent, uint64(ch.indexes[i]), p.seq); err != nil {
 				return fmt.Errorf("lossless: write entry map: %w", err)
 			}
 		}
 		for _, ent := range ch.ids {
-			var b [8]byte
-			putU64(b[:], uint64(ent.Index))
-			if err := wb.Set(entryIDKey(conv.id, tag, ent.ID), b[:]); err != nil {
+			if err := wb.PutEntryIndex(conv.id, tag, ent.ID, uint64(ent.Index)); err != nil {
 				return fmt.Errorf("lossless: write entry map: %w", err)
 			}
 		}
@@ -494,6 +467,22 @@ func (e *Engine) storeChunk(ctx context.Context, conv *Conversation, tag [8]byte
 	return nil
 }
 
+// importOrderPos returns message seq's place in conversation c: its order
+// record (reconcile.go), else seq*posStep (reconcile.go's orderPos, on the
+// store interface).
+func importOrderPos(r store.Reader, c convID, seq uint64) (uint64, error) {
+	p, err := r.Order(c, seq)
+	switch {
+	case err == nil:
+		return p, nil
+	case errors.Is(err, store.ErrNotFound):
+		return seq * posStep, nil
+	case errors.Is(err, store.ErrCorrupt):
+		return 0, fmt.Errorf("%w: order record: %w", errBadRecord, err)
+	}
+	return 0, fmt.Errorf("lossless: read: %w", err)
+}
+
 // importCompaction turns a transcript compaction entry into a leaf summary
 // (Method "imported") over the raw messages before its first kept entry
 // that no summary covers yet. The summary id is derived from the entry, so
@@ -506,34 +495,29 @@ func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [
 	}
 	firstKept := ent.Index
 	posEnd := ^uint64(0)
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := e.st.View(ctx, func(r store.Reader) error {
 		switch {
 		case ent.FirstKeptEntryID != "":
-			v, err := getValue(txn, entryIDKey(conv.id, tag, ent.FirstKeptEntryID))
-			if err == nil {
-				if x, ok := getU64(v); ok {
-					firstKept = int(x)
-				}
+			if x, err := r.EntryIndex(conv.id, tag, ent.FirstKeptEntryID); err == nil {
+				firstKept = int(x)
 			}
 		case ent.FirstKeptEntryIndex != nil:
 			firstKept = *ent.FirstKeptEntryIndex
 		}
-		prefix := entryIndexKey(conv.id, tag, 0)[:18]
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-		defer it.Close()
-		it.Seek(entryIndexKey(conv.id, tag, firstKept))
-		if it.Valid() {
-			v, err := it.Item().ValueCopy(nil)
+		for en, err := range r.Entries(conv.id, tag, store.EntriesCurrent, uint64(firstKept)) {
+			if errors.Is(err, store.ErrCorrupt) {
+				break // an entry that does not decode bounds nothing
+			}
 			if err != nil {
 				return fmt.Errorf("lossless: read entry map: %w", err)
 			}
-			if x, ok := getU64(v); ok {
-				// The first kept message's place in the conversation (a
-				// reconciled transcript may have moved it: reconcile.go).
-				if posEnd, err = orderPos(txn, conv.id, x); err != nil {
-					return err
-				}
+			// The first kept message's place in the conversation (a
+			// reconciled transcript may have moved it: reconcile.go).
+			var perr error
+			if posEnd, perr = importOrderPos(r, conv.id, en.Seq); perr != nil {
+				return perr
 			}
+			break
 		}
 		return nil
 	})

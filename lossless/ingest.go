@@ -9,10 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Ingest stores one message (idempotent: a message already stored in the
@@ -94,8 +93,9 @@ type pending struct {
 	hash   msgHash
 	tokens int
 	flags  byte
-	// rec is the encoded message record (encodeMsg), made by ingestInto
-	// for the messages it stores (writeMessage encodes when it is nil).
+	// rec is the encoded message record (the store's MessageEncoder), made
+	// by ingestInto for the messages it stores, outside the transaction;
+	// nil: the store encodes it in PutMessage (commitTurn's path).
 	rec []byte
 	// ref is the reference message representing large content (flagLarge).
 	ref       []byte
@@ -152,17 +152,26 @@ func parallelFor(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// Limits of one write transaction (kept well under Badger's batch limits,
-// which scale with the memtable size).
+// Limits of one write transaction: at most txnMaxMessages messages and
+// about the store's MaxTxnBytes (whole keys and values).
 const (
 	txnMaxMessages = 1024
+	// txnRecordBytes is what a message costs besides its record and its
+	// large reference: its keys, key index, context item and their share
+	// of the conversation record (an over-estimate).
+	txnRecordBytes = 200
+	// preEncodeMin is the size from which a message's record is encoded
+	// ahead (store.MessageEncoder): badgerstore compresses bodies from 256
+	// bytes.
+	preEncodeMin = 256
 )
 
 // ingestInto stores the prepared messages not already in conversation c and
-// returns how many it stored. Each Badger transaction holds whole messages
-// (message, hash index, context item, optional large reference) and the
-// conversation record, so a crash leaves the store consistent: a message is
-// either fully stored or absent.
+// returns how many it stored. Each transaction (one store Update) holds
+// whole messages (message, key index, context item, optional large
+// reference) and the conversation record, so a crash leaves the store
+// consistent: a message is either fully stored or absent. A batch larger
+// than one transaction is split into several, each of whole messages.
 func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, error) {
 	if err := e.checkSpace(); err != nil {
 		return 0, err
@@ -176,7 +185,7 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 	fresh := make([]*pending, 0, len(ps))
 	seen := make(map[msgHash]*pending, len(ps))
 	var dups []*pending
-	err = e.db.View(func(txn *badger.Txn) error {
+	err = e.st.View(ctx, func(r store.Reader) error {
 		for i := range ps {
 			p := &ps[i]
 			if _, dup := seen[p.hash]; dup {
@@ -184,24 +193,15 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 				continue
 			}
 			seen[p.hash] = p
-			kv, err := txn.Get(hashKey(c, p.hash))
-			if err == nil {
-				err = kv.Value(func(v []byte) error {
-					var ok bool
-					if p.seq, ok = getU64(v); !ok {
-						return fmt.Errorf("%w: hash index", errBadRecord)
-					}
-					return nil
-				})
-				if err != nil {
-					return err
-				}
-				continue
+			seq, err := r.SeqByHash(c, p.hash)
+			switch {
+			case err == nil:
+				p.seq = seq
+			case errors.Is(err, store.ErrNotFound):
+				fresh = append(fresh, p)
+			default:
+				return hashIndexErr(err)
 			}
-			if !errors.Is(err, badger.ErrKeyNotFound) {
-				return fmt.Errorf("lossless: read hash index: %w", err)
-			}
-			fresh = append(fresh, p)
 		}
 		return nil
 	})
@@ -214,40 +214,53 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 		}
 	}()
 	// The records of the new messages (bodies compressed), across the
-	// cores; duplicates cost none.
-	parallelFor(len(fresh), func(i int) {
-		p := fresh[i]
-		p.rec = encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: p.msg.Timestamp(), Role: p.msg.Role(), Hash: p.hash, Raw: p.msg.Raw()})
-	})
-	maxBytes := e.cfg.Badger.MemTableSize * 15 / 100 / 2
+	// cores, before the transactions; duplicates cost none, nor do small
+	// messages (nothing to compress: PutMessage encodes them for less than
+	// handing a record over costs).
+	if enc, ok := store.Store(e.st).(store.MessageEncoder); ok {
+		parallelFor(len(fresh), func(i int) {
+			if p := fresh[i]; len(p.msg.Raw()) >= preEncodeMin {
+				p.rec = enc.EncodeMessage(p.message())
+			}
+		})
+	}
+	maxBytes := e.st.MaxTxnBytes()
 	stored := 0
 	for len(fresh) > 0 {
 		if err := ctx.Err(); err != nil {
 			return stored, fmt.Errorf("lossless: ingest: %w", err)
 		}
-		rec := s.rec
-		txn := e.db.NewTransaction(true)
+		// The transaction's messages: whole ones, at least one.
 		var size int64
 		n := 0
 		for n < len(fresh) && n < txnMaxMessages {
-			p := fresh[n]
-			est := entrySize(len(p.msg.Raw())) + entrySize(len(p.ref)) + 200
+			est := fresh[n].storedBytes()
 			if n > 0 && size+est > maxBytes {
 				break
-			}
-			if err := e.writeMessage(txn, c, &rec, p); err != nil {
-				txn.Discard()
-				return stored, err
 			}
 			size += est
 			n++
 		}
-		rec.Updated = time.Now().UnixMilli()
-		if err := setJSON(txn, convKey(c), rec); err != nil {
-			txn.Discard()
-			return stored, err
-		}
-		if err := txn.Commit(); err != nil {
+		rec := s.rec
+		err := e.st.Update(ctx, func(tx store.Tx) error {
+			for _, p := range fresh[:n] {
+				if err := writeMessage(tx, c, &rec, p); err != nil {
+					return err
+				}
+			}
+			rec.Updated = time.Now().UnixMilli()
+			if err := tx.PutConversation(c, rec); err != nil {
+				return fmt.Errorf("lossless: write conversation: %w", err)
+			}
+			return nil
+		})
+		if err != nil {
+			if n == 1 && errors.Is(err, store.ErrTooBig) {
+				// One message whose record alone is over what the store
+				// writes at once (its limit counts whole values).
+				return stored, fmt.Errorf("lossless: commit: a message of %d bytes is too large for one store transaction (raise badger.memTableSize): %w (%w)",
+					len(fresh[0].msg.Raw()), core.ErrTooLarge, err)
+			}
 			return stored, fmt.Errorf("lossless: commit: %w", err)
 		}
 		s.rec = rec
@@ -258,42 +271,56 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 	return stored, nil
 }
 
-// entrySize estimates the memtable bytes of a value of n bytes (values over
-// the value threshold live in the value log and cost a pointer).
-func entrySize(n int) int64 {
-	if n > 1<<10 {
-		return 64
+// hashIndexErr is the error of a failed read of the message key index: a
+// damaged record is errBadRecord (and the store's ErrCorrupt).
+func hashIndexErr(err error) error {
+	if errors.Is(err, store.ErrCorrupt) {
+		return fmt.Errorf("%w: hash index: %w", errBadRecord, err)
 	}
-	return int64(n) + 64
+	return fmt.Errorf("lossless: read hash index: %w", err)
 }
 
-func (e *Engine) writeMessage(txn *badger.Txn, c convID, rec *convRecord, p *pending) error {
+// message returns the message record of p (its sequence number unset).
+func (p *pending) message() msgRecord {
+	return msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: p.msg.Timestamp(), Role: p.msg.Role(), Hash: p.hash, Raw: p.msg.Raw()}
+}
+
+// storedBytes estimates the bytes p's records take in a transaction: whole
+// values, as the store counts them.
+func (p *pending) storedBytes() int64 {
+	n := len(p.rec)
+	if p.rec == nil {
+		n = len(p.msg.Raw())
+	}
+	return int64(n+len(p.ref)) + txnRecordBytes
+}
+
+// writeMessage writes p as the next message of c (message, key index,
+// large reference, context item) in tx and advances rec.
+func writeMessage(tx store.Tx, c convID, rec *convRecord, p *pending) error {
 	seq := rec.NextSeq
 	pos := rec.NextPos
 	p.seq = seq
 	m := p.msg
 	ts := m.Timestamp()
-	val := p.rec
-	if val == nil { // commitTurn's path encodes here
-		val = encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: ts, Role: m.Role(), Hash: p.hash, Raw: m.Raw()})
-	}
-	if err := txn.Set(msgKey(c, seq), val); err != nil {
+	mr := p.message()
+	mr.Seq = seq
+	mr.Encoded = p.rec
+	if err := tx.PutMessage(c, mr); err != nil {
 		return fmt.Errorf("lossless: write message: %w", err)
 	}
-	var sb [8]byte
-	putU64(sb[:], seq)
-	if err := txn.Set(hashKey(c, p.hash), sb[:]); err != nil {
+	if err := tx.PutHash(c, p.hash, seq); err != nil {
 		return fmt.Errorf("lossless: write hash index: %w", err)
 	}
 	tokens := p.tokens
 	if p.flags&flagLarge != 0 {
-		if err := txn.Set(largeKey(c, seq), p.ref); err != nil {
+		if err := tx.PutLarge(c, seq, p.ref); err != nil {
 			return fmt.Errorf("lossless: write reference: %w", err)
 		}
 		tokens = p.refTokens
 	}
 	it := dag.Item{Pos: pos, Ref: dag.MessageRef(seq), Tokens: tokens, Depth: -1, Timestamp: ts, Role: m.Role()}
-	if err := txn.Set(itemKey(c, pos), encodeItem(it, p.flags)); err != nil {
+	if err := tx.PutItem(c, store.Item{Item: it, Flags: p.flags}); err != nil {
 		return fmt.Errorf("lossless: write item: %w", err)
 	}
 	rec.NextSeq++
@@ -345,16 +372,18 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	}
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
+	sn := store.Name{Agent: agent, Kind: store.NameSessionID, Value: sessionID}
+	kn := store.Name{Agent: agent, Kind: store.NameSessionKey, Value: sessionKey}
 	var c convID
 	newID := false
-	err := e.update(func(txn *badger.Txn) error {
-		sc, sok, err := getConvName(txn, agent, sname)
+	err := e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
+		sc, sok, err := convByName(tx, sn)
 		if err != nil {
 			return err
 		}
 		kc, kok := convID{}, false
 		if kname != "" {
-			if kc, kok, err = getConvName(txn, agent, kname); err != nil {
+			if kc, kok, err = convByName(tx, kn); err != nil {
 				return err
 			}
 		}
@@ -373,17 +402,17 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 			c = newConvID(agent, name)
 			now := time.Now().UnixMilli()
 			rec := convRecord{Agent: agent, Key: sessionKey, Created: now, Updated: now, NextSeq: 1, NextPos: posStep}
-			if err := setJSON(txn, convKey(c), rec); err != nil {
-				return err
+			if err := tx.PutConversation(c, rec); err != nil {
+				return fmt.Errorf("lossless: write: %w", err)
 			}
 		}
 		if kname != "" && !kok {
-			if err := txn.Set(nameKey(agent, kname), c[:]); err != nil {
+			if err := tx.PutName(kn, c); err != nil {
 				return fmt.Errorf("lossless: write session map: %w", err)
 			}
 		}
 		if !sok || sc != c {
-			if err := txn.Set(nameKey(agent, sname), c[:]); err != nil {
+			if err := tx.PutName(sn, c); err != nil {
 				return fmt.Errorf("lossless: write session map: %w", err)
 			}
 			newID = true
@@ -407,10 +436,10 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 	s := e.lockLive(c)
 	defer s.mu.Unlock()
-	return e.update(func(txn *badger.Txn) error {
-		var rec convRecord
-		if err := getJSON(txn, convKey(c), &rec); err != nil {
-			return err
+	return e.storeUpdate(context.Background(), func(tx store.Tx) error {
+		rec, err := tx.Conversation(c)
+		if err != nil {
+			return convReadErr(err)
 		}
 		for _, id := range rec.SessionIDs {
 			if id == sessionID {
@@ -421,8 +450,8 @@ func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 		if rec.Key == "" {
 			rec.Key = sessionKey
 		}
-		if err := setJSON(txn, convKey(c), rec); err != nil {
-			return err
+		if err := tx.PutConversation(c, rec); err != nil {
+			return fmt.Errorf("lossless: write: %w", err)
 		}
 		s.rec, s.loaded = rec, true
 		e.noteRecord(s)
@@ -430,21 +459,25 @@ func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 	})
 }
 
-func getConvName(txn *badger.Txn, agent, name string) (convID, bool, error) {
-	it, err := txn.Get(nameKey(agent, name))
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return convID{}, false, nil
+// convReadErr is the error of a failed read of a conversation record, as
+// getJSON reports it: core.ErrNotFound when it is missing.
+func convReadErr(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("lossless: %w", core.ErrNotFound)
 	}
-	if err != nil {
+	return fmt.Errorf("lossless: read: %w", err)
+}
+
+// convByName resolves name n (found false when it is not mapped).
+func convByName(r store.Reader, n store.Name) (convID, bool, error) {
+	c, err := r.ConvByName(n)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return convID{}, false, nil
+	case errors.Is(err, store.ErrCorrupt):
+		return convID{}, false, fmt.Errorf("%w: session map value: %w", errBadRecord, err)
+	case err != nil:
 		return convID{}, false, fmt.Errorf("lossless: read session map: %w", err)
 	}
-	var c convID
-	err = it.Value(func(v []byte) error {
-		if len(v) != len(c) {
-			return fmt.Errorf("%w: session map value", errBadRecord)
-		}
-		copy(c[:], v)
-		return nil
-	})
-	return c, err == nil, err
+	return c, true, nil
 }

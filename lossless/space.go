@@ -1,25 +1,27 @@
 package lossless
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // ErrDiskFull is wrapped by the error of a write refused because the
 // store's filesystem has less free space than the engine keeps in reserve.
 // Nothing is written; what is stored stays readable, and writes succeed
-// again once space is freed.
+// again once space is freed. It is the store's error (store.ErrDiskFull).
 //
 // Badger writes its memtables and value log through memory maps: a write
 // into a mapped page of a full filesystem is a SIGBUS that kills the
 // process, not an error. So the engine looks before it writes: a write
 // needs at least the space Badger may map for the next memtable and value
-// log file (spaceReserve).
-var ErrDiskFull = errors.New("lossless: disk full")
+// log file (spaceReserve). The store (badgerstore) has the same guard of
+// its own; the engine's stays in front of it while the store offers tests
+// no way to replace its free-space lookup (freeSpace below).
+var ErrDiskFull = store.ErrDiskFull
 
 // freeSpace reports a directory's free bytes (freeBytes; tests replace it).
 var freeSpace = freeBytes
@@ -54,27 +56,18 @@ func (e *Engine) checkSpace() error {
 		return nil
 	}
 	if need := e.spaceReserve(); s.free < need {
-		return fmt.Errorf("%w: %s has %d MiB free, writes need %d MiB (free some space; everything stored stays readable)",
+		return fmt.Errorf("lossless: %w: %s has %d MiB free, writes need %d MiB (free some space; everything stored stays readable)",
 			ErrDiskFull, e.cfg.StoreDir, s.free>>20, need>>20)
 	}
 	return nil
 }
 
-// update is db.Update behind the free-space guard: every write of the
-// engine goes through it (or checks checkSpace itself before a write batch
-// or a write transaction), so a full disk is an ErrDiskFull error, never a
-// SIGBUS.
-func (e *Engine) update(fn func(txn *badger.Txn) error) error {
-	if err := e.checkSpace(); err != nil {
-		return err
-	}
-	return e.db.Update(fn)
-}
-
-// writeBatch is db.NewWriteBatch behind the free-space guard (see update).
-func (e *Engine) writeBatch() (*badger.WriteBatch, error) {
+// storeBatch is e.st.NewBatch behind the free-space guard, as storeUpdate
+// (store.go) is e.st.Update: every write of the engine through the store
+// interface goes through one of them (or checks checkSpace itself first).
+func (e *Engine) storeBatch(ctx context.Context) (store.Batch, error) {
 	if err := e.checkSpace(); err != nil {
 		return nil, err
 	}
-	return e.db.NewWriteBatch(), nil
+	return e.st.NewBatch(ctx)
 }
