@@ -35,7 +35,7 @@ func TestMessagesReportsMissingRange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(conv.id, lost)) }); err != nil {
+			if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(conv.id, lost)) }); err != nil {
 				t.Fatal(err)
 			}
 			n := 0

@@ -9,9 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
@@ -32,11 +31,10 @@ const (
 // for concurrent use.
 type Engine struct {
 	cfg Config
-	// st is the store (package store/badgerstore). db is its Badger
-	// database, which the files not yet converted to the store interface
-	// still use directly (transitional: issue #16).
-	st *badgerstore.Store
-	db *badger.DB
+	// st is the store: package store/badgerstore's, opened by Open. The
+	// engine uses it only through the store.Store interface (and the
+	// optional store.MessageEncoder).
+	st store.Store
 	tc core.TokenCounter
 
 	// life guards Close against in-flight calls: calls hold it shared.
@@ -129,7 +127,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
 	}
-	e := &Engine{cfg: cfg, st: st, db: st.DB(), tc: tc, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
+	e := &Engine{cfg: cfg, st: st, tc: tc, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
 	if err := e.checkFormat(); err != nil {
 		st.Close()
 		return nil, err

@@ -121,7 +121,7 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatalf("older format: %v", err)
 	}
 	var m metaRecord
-	if err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
+	if err := badgerDB(e).View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()

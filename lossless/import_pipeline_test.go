@@ -65,7 +65,7 @@ func pipelineFixture() (lines [][]byte, torn []byte) {
 func dumpStore(t testing.TB, e *Engine) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := badgerDB(e).View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

@@ -217,7 +217,7 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 	// cores, before the transactions; duplicates cost none, nor do small
 	// messages (nothing to compress: PutMessage encodes them for less than
 	// handing a record over costs).
-	if enc, ok := store.Store(e.st).(store.MessageEncoder); ok {
+	if enc, ok := e.st.(store.MessageEncoder); ok {
 		parallelFor(len(fresh), func(i int) {
 			if p := fresh[i]; len(p.msg.Raw()) >= preEncodeMin {
 				p.rec = enc.EncodeMessage(p.message())

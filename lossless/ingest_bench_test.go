@@ -164,7 +164,7 @@ func buildStore(b *testing.B, dir string, n int) {
 		base = append(base, ps...)
 	}
 	rec := convRecord{Agent: "main", SessionIDs: []string{"bench"}, NextSeq: 1, NextPos: posStep}
-	wb := e.db.NewWriteBatch()
+	wb := badgerDB(e).NewWriteBatch()
 	for i := 0; i < n; i++ {
 		p := base[i%len(base)]
 		m, _ := p.msg.WithField("n", i)
@@ -191,7 +191,7 @@ func buildStore(b *testing.B, dir string, n int) {
 	if err := wb.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if err := e.db.Update(func(txn *badger.Txn) error { return setJSON(txn, convKey(c), rec) }); err != nil {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return setJSON(txn, convKey(c), rec) }); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -331,7 +331,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 		}
 	}
 	c, _ := parseConvID(hit.Conversation)
-	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(msgKey(c, hit.Seq), []byte{0xff, 0x00, 0x13}) }); err != nil {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Set(msgKey(c, hit.Seq), []byte{0xff, 0x00, 0x13}) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1); err == nil || !strings.Contains(err.Error(), hit.ID) {
@@ -346,7 +346,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 	}
 
 	// Gone from the store (the index lags a deletion): left out, no error.
-	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(c, hit.Seq)) }); err != nil {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(c, hit.Seq)) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1); err != nil {

@@ -49,10 +49,6 @@ import (
 // checkpoint) or "reconcile" (before the reconciliation starts).
 var reconcileFault func(stage string) error
 
-// pOrder is 'O' conv seq(8) -> pos(8): the order position of a message
-// placed out of sequence by a reconciliation (store.Reader.Order).
-const pOrder = 'O'
-
 // The saved map of a rewritten file is its store.EntriesPrevious map
 // ('E' conv tag 'o' index(8) -> seq(8)), kept until its reconciliation
 // ends; the first sequence number a read of the file not yet reconciled may

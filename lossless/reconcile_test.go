@@ -477,7 +477,7 @@ func TestRetentionDropsOrderRecords(t *testing.T) {
 	}
 	countOrder := func() int {
 		n := 0
-		_ = e.db.View(func(txn *badger.Txn) error {
+		_ = badgerDB(e).View(func(txn *badger.Txn) error {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pOrder, c)})
 			defer it.Close()
 			for it.Rewind(); it.Valid(); it.Next() {

@@ -17,7 +17,7 @@ import (
 func storeDigest(t *testing.T, e *Engine) [32]byte {
 	t.Helper()
 	h := sha256.New()
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := badgerDB(e).View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

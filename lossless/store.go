@@ -4,15 +4,11 @@ import (
 	"container/list"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/store"
@@ -26,19 +22,6 @@ const FormatVersion = 2
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes.
 const DefaultMaxMessageBytes = 32 << 20
 
-// Key prefixes (see doc.go for the layout).
-const (
-	pMeta    = 0x00 // 0x00 "format" -> metaRecord JSON
-	pConv    = 'C'  // C conv(8) -> convRecord JSON
-	pName    = 'N'  // N agent 0x00 kind:name -> conv(8)
-	pMsg     = 'M'  // M conv(8) seq(8) -> message record
-	pHash    = 'H'  // H conv(8) hash(16) -> seq(8)
-	pItem    = 'I'  // I conv(8) pos(8) -> item record
-	pLarge   = 'L'  // L conv(8) seq(8) -> large-content description (text)
-	pSummary = 'S'  // S conv(8) id -> summary record
-	pCheck   = 'F'  // F agent 0x00 path -> import checkpoint JSON
-)
-
 // posStep is the gap between consecutive appended positions: positions are
 // sparse so that a range can be replaced by one summary at its first
 // position without renumbering anything.
@@ -47,55 +30,11 @@ const posStep = 1 << 16
 // convID identifies a conversation (store.ConvID).
 type convID = store.ConvID
 
-var metaKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
-
 // metaRecord is the store's format record.
 type metaRecord = store.Meta
 
 // convRecord is a conversation's record: C conv -> JSON.
 type convRecord = store.Conversation
-
-func convKey(c convID) []byte { return append([]byte{pConv}, c[:]...) }
-
-func nameKey(agent, name string) []byte {
-	k := make([]byte, 0, 2+len(agent)+len(name))
-	k = append(k, pName)
-	k = append(k, agent...)
-	k = append(k, 0)
-	return append(k, name...)
-}
-
-func seqKey(prefix byte, c convID, seq uint64) []byte {
-	k := make([]byte, 17)
-	k[0] = prefix
-	copy(k[1:9], c[:])
-	binary.BigEndian.PutUint64(k[9:], seq)
-	return k
-}
-
-func msgKey(c convID, seq uint64) []byte   { return seqKey(pMsg, c, seq) }
-func itemKey(c convID, pos uint64) []byte  { return seqKey(pItem, c, pos) }
-func largeKey(c convID, seq uint64) []byte { return seqKey(pLarge, c, seq) }
-
-func hashKey(c convID, h msgHash) []byte {
-	k := make([]byte, 25)
-	k[0] = pHash
-	copy(k[1:9], c[:])
-	copy(k[9:], h[:])
-	return k
-}
-
-func summaryKey(c convID, id string) []byte {
-	return append(append([]byte{pSummary}, c[:]...), id...)
-}
-
-func checkKey(agent, path string) []byte {
-	k := append([]byte{pCheck}, agent...)
-	k = append(k, 0)
-	return append(k, path...)
-}
-
-func convPrefix(prefix byte, c convID) []byte { return append([]byte{prefix}, c[:]...) }
 
 // newConvID derives a conversation id from its agent and first name.
 func newConvID(agent, name string) convID {
@@ -158,51 +97,6 @@ func (e *Engine) checkFormat() error {
 	})
 }
 
-func setJSON(txn *badger.Txn, key []byte, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("lossless: encode: %w", err)
-	}
-	if err := txn.Set(key, b); err != nil {
-		return fmt.Errorf("lossless: write: %w", err)
-	}
-	return nil
-}
-
-func getJSON(txn *badger.Txn, key []byte, v any) error {
-	it, err := txn.Get(key)
-	if err != nil {
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("lossless: %w", core.ErrNotFound)
-		}
-		return fmt.Errorf("lossless: read: %w", err)
-	}
-	return it.Value(func(b []byte) error {
-		if err := json.Unmarshal(b, v); err != nil {
-			return fmt.Errorf("lossless: decode record %q: %w", key[:1], err)
-		}
-		return nil
-	})
-}
-
-// getValue returns a copy of key's value; a missing key is "lossless: not
-// found", wrapping core.ErrNotFound (for the files not yet converted to the
-// store interface: issue #16).
-func getValue(txn *badger.Txn, key []byte) ([]byte, error) {
-	it, err := txn.Get(key)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return nil, fmt.Errorf("lossless: %w", core.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lossless: read: %w", err)
-	}
-	v, err := it.ValueCopy(nil)
-	if err != nil {
-		return nil, fmt.Errorf("lossless: read: %w", err)
-	}
-	return v, nil
-}
-
 // storeUpdate is e.st.Update behind the engine's free-space guard, as update
 // (space.go) is db.Update: a write on a full disk is an ErrDiskFull error.
 func (e *Engine) storeUpdate(ctx context.Context, fn func(store.Tx) error) error {
@@ -261,7 +155,14 @@ type convState struct {
 func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 	s := e.lockLive(c)
 	if !s.loaded {
-		err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, convKey(c), &s.rec) })
+		err := e.st.View(ctx, func(r store.Reader) error {
+			rec, err := r.Conversation(c)
+			if err != nil {
+				return convReadErr(err)
+			}
+			s.rec = rec
+			return nil
+		})
 		if err != nil {
 			s.mu.Unlock()
 			return nil, err

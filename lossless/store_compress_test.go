@@ -113,7 +113,7 @@ func TestCompressedStoreRoundTrip(t *testing.T) {
 		}
 	}
 	compressed := 0
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := badgerDB(e).View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pMsg}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -156,7 +156,7 @@ func TestHeaderReadsSkipTheBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	var orig []byte
-	err = e.db.Update(func(txn *badger.Txn) error {
+	err = badgerDB(e).Update(func(txn *badger.Txn) error {
 		v, err := getValue(txn, msgKey(conv.id, 1))
 		if err != nil {
 			return err
@@ -180,7 +180,7 @@ func TestHeaderReadsSkipTheBody(t *testing.T) {
 		t.Fatalf("Message with a corrupt body: err %v, want ErrCorrupt", err)
 	}
 	// Put the record back for the store invariants checked at cleanup.
-	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(msgKey(conv.id, 1), orig) }); err != nil {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Set(msgKey(conv.id, 1), orig) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -215,7 +215,7 @@ func TestFormat1StoreOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rewrite the store as format 1: uncompressed records, format 1.
-	err = e.db.Update(func(txn *badger.Txn) error {
+	err = badgerDB(e).Update(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pMsg}})
 		defer it.Close()
 		type kv struct{ k, v []byte }
@@ -260,7 +260,7 @@ func TestFormat1StoreOpens(t *testing.T) {
 	}
 	defer e.Close()
 	var m metaRecord
-	if err := e.db.View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
+	if err := badgerDB(e).View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
 		t.Fatal(err)
 	}
 	if m.Format != FormatVersion {

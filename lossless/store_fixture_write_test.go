@@ -832,7 +832,7 @@ func (b *fixtureBuilder) checkCoverage() {
 // golden file's reader; the test never reads keys.
 func (b *fixtureBuilder) countRecords() map[string]int {
 	n := map[string]int{}
-	err := b.e.db.View(func(txn *badger.Txn) error {
+	err := badgerDB(b.e).View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

@@ -62,7 +62,7 @@ func TestRetention(t *testing.T) {
 	}
 	// No key of a deleted conversation is left, and the session starts
 	// afresh when it comes back.
-	err = e.db.View(func(txn *badger.Txn) error {
+	err = badgerDB(e).View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
@@ -82,7 +82,7 @@ func TestRetention(t *testing.T) {
 	}
 	// An orphan: a conversation no session maps to.
 	c, _ := e.resolve(ctx, "a", "old", "agent:a:old", false)
-	_ = e.db.Update(func(txn *badger.Txn) error {
+	_ = badgerDB(e).Update(func(txn *badger.Txn) error {
 		_ = txn.Delete(nameKey("a", "s:old"))
 		return txn.Delete(nameKey("a", "k:agent:a:old"))
 	})
@@ -296,7 +296,7 @@ func TestRetentionAfterInterruptedDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The interrupted pass: the first 200 message keys deleted, nothing else.
-	err = e.db.Update(func(txn *badger.Txn) error {
+	err = badgerDB(e).Update(func(txn *badger.Txn) error {
 		for seq := uint64(1); seq <= 200; seq++ {
 			if err := txn.Delete(msgKey(c, seq)); err != nil {
 				return err
@@ -358,7 +358,7 @@ func TestInterruptedRetentionIsNotCorruption(t *testing.T) {
 	}
 	retainBeforeDelete = nil
 	e.cfg.Retention.MaxAgeDays = 0
-	if err := e.db.Update(func(txn *badger.Txn) error {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error {
 		for seq := uint64(1); seq <= 150; seq++ {
 			if err := txn.Delete(msgKey(c, seq)); err != nil {
 				return err
@@ -422,7 +422,7 @@ func TestOpenFinishesInterruptedRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A pass marks "gone" and is stopped before it deletes anything.
-	if err := e.db.Update(func(txn *badger.Txn) error {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error {
 		var rec convRecord
 		if err := getJSON(txn, convKey(c), &rec); err != nil {
 			return err

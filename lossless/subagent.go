@@ -44,14 +44,6 @@ import (
 // The snapshot is written before the record: a crash in between leaves
 // snapshot keys without a record, invisible and removed by SweepSubagents.
 
-// Key prefixes of subagent state in badgerstore (tests poke raw keys).
-const (
-	pSub      = 'G'
-	pSubAlias = 'g'
-	pForkItem = 'Y'
-	pSubLink  = 'K'
-)
-
 // Subagent states (SubagentInfo.State).
 const (
 	// SubagentPrepared: prepared, the child has not started; the TTL runs.
@@ -70,16 +62,6 @@ func subIDOf(agent, childKey string) subID {
 	var s subID
 	copy(s[:], h[:8])
 	return s
-}
-
-// forkItemKey is the Badger key of item pos of sub's fork snapshot (tests
-// poke it).
-func forkItemKey(s subID, pos uint64) []byte {
-	k := make([]byte, 17)
-	k[0] = pForkItem
-	copy(k[1:9], s[:])
-	putU64(k[9:], pos)
-	return k
 }
 
 // SubagentInfo is the stored record of a subagent preparation.
@@ -297,7 +279,7 @@ func getSub(r store.Reader, sub subID) (SubagentInfo, bool, error) {
 	case errors.Is(err, store.ErrNotFound):
 		return SubagentInfo{}, false, nil
 	case errors.Is(err, store.ErrCorrupt):
-		return SubagentInfo{}, false, fmt.Errorf("lossless: decode record %q: %w", []byte{pSub}, fromStore(err))
+		return SubagentInfo{}, false, fmt.Errorf("lossless: decode record %q: %w", "G", fromStore(err))
 	case err != nil:
 		return SubagentInfo{}, false, fmt.Errorf("lossless: read: %w", fromStore(err))
 	}

@@ -64,7 +64,7 @@ func assembleChild(t testing.TB, e *Engine, budget int, host ...core.Message) co
 func subKeys(t testing.TB, e *Engine) map[byte]int {
 	t.Helper()
 	out := map[byte]int{}
-	err := e.db.View(func(txn *badger.Txn) error {
+	err := badgerDB(e).View(func(txn *badger.Txn) error {
 		for _, p := range []byte{pSub, pSubAlias, pForkItem, pSubLink} {
 			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{p}, PrefetchValues: false})
 			for it.Rewind(); it.Valid(); it.Next() {
@@ -407,7 +407,7 @@ func TestSubagentTTL(t *testing.T) {
 	// A snapshot without a record (a crash between the two writes) is
 	// removed by the sweep.
 	orphan := subIDOf("main", "agent:main:subagent:orphan")
-	if err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(forkItemKey(orphan, 1), []byte{1}) }); err != nil {
+	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Set(forkItemKey(orphan, 1), []byte{1}) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.SweepSubagents(ctx); err != nil {
