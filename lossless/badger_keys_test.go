@@ -155,14 +155,6 @@ func checkKey(agent, path string) []byte {
 
 func convPrefix(prefix byte, c convID) []byte { return append([]byte{prefix}, c[:]...) }
 
-// Key prefixes of subagent state in badgerstore (tests poke raw keys).
-const (
-	pSub      = 'G'
-	pSubAlias = 'g'
-	pForkItem = 'Y'
-	pSubLink  = 'K'
-)
-
 // pOrder is 'O' conv seq(8) -> pos(8): the order position of a message
 // placed out of sequence by a reconciliation (store.Reader.Order).
 const pOrder = 'O'

@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // TestMessagesReportsMissingRange: a message gone from the store (a lost
@@ -35,7 +34,7 @@ func TestMessagesReportsMissingRange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(conv.id, lost)) }); err != nil {
+			if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.DeleteMessage(conv.id, lost) }); err != nil {
 				t.Fatal(err)
 			}
 			n := 0

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/store"
@@ -121,7 +119,11 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatalf("older format: %v", err)
 	}
 	var m metaRecord
-	if err := badgerDB(e).View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		m, err = r.Meta()
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	e.Close()

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
@@ -60,36 +58,11 @@ func pipelineFixture() (lines [][]byte, torn []byte) {
 	return lines, torn
 }
 
-// dumpStore returns every key and value of e's store, with the
+// dumpStore returns every record of e's store (dumpRecords), with the
 // conversation records' wall-clock times zeroed.
 func dumpStore(t testing.TB, e *Engine) map[string]string {
 	t.Helper()
-	out := map[string]string{}
-	err := badgerDB(e).View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().KeyCopy(nil)
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			if len(k) > 0 && k[0] == pConv && len(k) == 1+len(convID{}) {
-				var rec convRecord
-				if err := json.Unmarshal(v, &rec); err != nil {
-					return err
-				}
-				rec.Created, rec.Updated = 0, 0
-				v, _ = json.Marshal(rec)
-			}
-			out[string(k)] = string(v)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return dumpRecords(t, e, true)
 }
 
 func diffStores(a, b map[string]string) string {
@@ -178,7 +151,7 @@ func TestImportPipelineEquivalent(t *testing.T) {
 		t.Fatalf("one worker, resumed: %+v", r)
 	}
 	want := dumpStore(t, engines[0])
-	if _, ok := want[string(checkKey("main", path))]; !ok {
+	if _, ok := want["checkpoint file main "+path]; !ok {
 		t.Fatal("no checkpoint stored")
 	}
 	for i := 1; i < len(configs); i++ {

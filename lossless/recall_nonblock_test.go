@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // storeWithoutIndex fills a store with convs conversations of n messages
@@ -331,7 +330,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 		}
 	}
 	c, _ := parseConvID(hit.Conversation)
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Set(msgKey(c, hit.Seq), []byte{0xff, 0x00, 0x13}) }); err != nil {
+	if err := corruptMessageBody(ctx, e, c, hit.Seq); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1); err == nil || !strings.Contains(err.Error(), hit.ID) {
@@ -346,7 +345,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 	}
 
 	// Gone from the store (the index lags a deletion): left out, no error.
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Delete(msgKey(c, hit.Seq)) }); err != nil {
+	if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.DeleteMessage(c, hit.Seq) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1); err != nil {

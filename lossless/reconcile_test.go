@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // toolTranscript returns the lines of a transcript of n rounds, each a user
@@ -477,10 +476,11 @@ func TestRetentionDropsOrderRecords(t *testing.T) {
 	}
 	countOrder := func() int {
 		n := 0
-		_ = badgerDB(e).View(func(txn *badger.Txn) error {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pOrder, c)})
-			defer it.Close()
-			for it.Rewind(); it.Valid(); it.Next() {
+		_ = e.st.View(ctx, func(r store.Reader) error {
+			for _, err := range r.Orders(c) {
+				if err != nil {
+					return err
+				}
 				n++
 			}
 			return nil

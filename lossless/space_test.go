@@ -5,33 +5,22 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"testing"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/lossless-engine/contextengine/core"
 )
 
-// storeDigest hashes every key and value of the store.
+// storeDigest hashes every record of the store (dumpRecords).
 func storeDigest(t *testing.T, e *Engine) [32]byte {
 	t.Helper()
 	h := sha256.New()
-	err := badgerDB(e).View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.DefaultIteratorOptions)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			h.Write(it.Item().Key())
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			h.Write(v)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
+	d := dumpRecords(t, e, false)
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		fmt.Fprintf(h, "%q=%q\n", k, d[k])
 	}
 	var out [32]byte
 	copy(out[:], h.Sum(nil))

@@ -2,19 +2,15 @@ package lossless
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
-	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // testConfig is a config for tests in dir: chars4 counting unless the test
@@ -58,18 +54,12 @@ func openTest(t testing.TB, mutate ...func(*Config)) *Engine {
 // are unique and increasing (guaranteed by the key order).
 func checkInvariants(e *Engine) error {
 	return e.st.View(context.Background(), func(r store.Reader) error {
-		txn := badgerstore.TxnOf(r)
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pConv}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var c convID
-			copy(c[:], it.Item().Key()[1:])
-			var rec convRecord
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &rec) }); err != nil {
+		for cr, err := range r.Conversations() {
+			if err != nil {
 				return err
 			}
-			if err := checkConv(r, c, rec); err != nil {
-				return fmt.Errorf("conversation %s (%v): %w", c, rec.SessionIDs, err)
+			if err := checkConv(r, cr.ID, cr.Conversation); err != nil {
+				return fmt.Errorf("conversation %s (%v): %w", cr.ID, cr.SessionIDs, err)
 			}
 		}
 		return nil
@@ -77,43 +67,29 @@ func checkInvariants(e *Engine) error {
 }
 
 func checkConv(r store.Reader, c convID, rec convRecord) error {
-	txn := badgerstore.TxnOf(r)
 	msgs := map[uint64]bool{}
 	var bytes int64
-	mi := txn.NewIterator(badger.IteratorOptions{Prefix: convPrefix(pMsg, c)})
-	for mi.Rewind(); mi.Valid(); mi.Next() {
-		seq, _ := getU64(mi.Item().Key()[9:])
-		v, err := mi.Item().ValueCopy(nil)
+	for m, err := range r.Messages(c, 0, true) {
 		if err != nil {
-			mi.Close()
-			return err
+			return fmt.Errorf("message after %d: %w", len(msgs), err)
 		}
-		r, err := decodeMsg(v, true)
-		if err != nil {
-			mi.Close()
+		seq := m.Seq
+		if _, err := core.ParseMessage(m.Raw); err != nil {
 			return fmt.Errorf("message %d: %w", seq, err)
 		}
-		if _, err := core.ParseMessage(r.Raw); err != nil {
-			mi.Close()
-			return fmt.Errorf("message %d: %w", seq, err)
-		}
-		hv, err := getValue(txn, hashKey(c, r.Hash))
+		got, err := r.SeqByHash(c, m.Hash)
 		if err != nil {
-			mi.Close()
 			return fmt.Errorf("message %d: hash index: %w", seq, err)
 		}
-		if got, _ := getU64(hv); got != seq {
-			mi.Close()
+		if got != seq {
 			return fmt.Errorf("message %d: hash index says %d", seq, got)
 		}
 		if seq >= rec.NextSeq {
-			mi.Close()
 			return fmt.Errorf("message %d at or past nextSeq %d", seq, rec.NextSeq)
 		}
 		msgs[seq] = false
-		bytes += int64(len(r.Raw))
+		bytes += int64(len(m.Raw))
 	}
-	mi.Close()
 	if int64(len(msgs)) != rec.Messages || bytes != rec.Bytes {
 		return fmt.Errorf("record says %d messages/%d bytes, store has %d/%d", rec.Messages, rec.Bytes, len(msgs), bytes)
 	}
@@ -121,6 +97,7 @@ func checkConv(r store.Reader, c convID, rec convRecord) error {
 	if err != nil {
 		return err
 	}
+	r2 := r
 	var reach func(r dag.Ref) error
 	reach = func(r dag.Ref) error {
 		if r.Kind == dag.RefMessage {
@@ -134,13 +111,9 @@ func checkConv(r store.Reader, c convID, rec convRecord) error {
 			msgs[r.Seq] = true
 			return nil
 		}
-		v, err := getValue(txn, summaryKey(c, r.ID))
+		s, err := r2.Summary(c, r.ID)
 		if err != nil {
 			return fmt.Errorf("summary %q: %w", r.ID, err)
-		}
-		s, err := decodeSummary(v)
-		if err != nil {
-			return err
 		}
 		for _, src := range s.Sources {
 			if err := reach(src); err != nil {
@@ -220,3 +193,173 @@ func countMessages(t testing.TB, e *Engine) int64 {
 
 func isConflict(err error) bool { return errors.Is(err, dag.ErrConflict) }
 func isNotFound(err error) bool { return errors.Is(err, dag.ErrNotFound) }
+
+// corruptMessageBody makes message seq of c a record whose header decodes
+// and whose body does not, through the store interface: its backend's
+// encoding (store.MessageEncoder) with an uncompressed body marked as
+// compressed (badgerstore's record byte 2), or a compressed body's last
+// byte (its checksum) flipped. Reading the body then fails with
+// store.ErrCorrupt; its header still reads.
+func corruptMessageBody(ctx context.Context, e *Engine, c convID, seq uint64) error {
+	enc, ok := e.st.(store.MessageEncoder)
+	if !ok {
+		return fmt.Errorf("store %T has no MessageEncoder", e.st)
+	}
+	return e.st.Update(ctx, func(tx store.Tx) error {
+		m, err := tx.Message(c, seq)
+		if err != nil {
+			return err
+		}
+		m.Encoded = enc.EncodeMessage(m)
+		switch m.Encoded[0] {
+		case 1:
+			m.Encoded[0] = 2
+		case 2:
+			m.Encoded[len(m.Encoded)-1] ^= 0xff
+		default:
+			return fmt.Errorf("message %d: record byte %d", seq, m.Encoded[0])
+		}
+		return tx.PutMessage(c, m)
+	})
+}
+
+// dumpRecords returns every record of e's store that the store interface
+// can enumerate, keyed by a description of the record: the format record,
+// names, conversations with their messages, key index, large references,
+// items, summaries, order positions and host entries, the entry maps of
+// every session id a conversation has had, checkpoints, subagents, their
+// aliases, fork snapshots and links. Committed turns and entry indexes by
+// entry id are not enumerable and left out. With zeroTimes the conversation records'
+// wall-clock times are zeroed.
+func dumpRecords(t testing.TB, e *Engine, zeroTimes bool) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	put := func(v any, k string, a ...any) { out[fmt.Sprintf(k, a...)] = fmt.Sprintf("%+v", v) }
+	err := e.st.View(context.Background(), func(r store.Reader) error {
+		if m, err := r.Meta(); err == nil {
+			put(m, "meta")
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		for n, err := range r.Names() {
+			if err != nil {
+				return err
+			}
+			put(n.Conv, "name %s %c %s", n.Agent, n.Kind, n.Value)
+		}
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return err
+			}
+			c, rec := cr.ID, cr.Conversation
+			if zeroTimes {
+				rec.Created, rec.Updated = 0, 0
+			}
+			put(rec, "conv %s", c)
+			for m, err := range r.Messages(c, 0, true) {
+				if err != nil {
+					return err
+				}
+				m.Raw, m.Encoded = nil, nil
+				raw, err := r.Message(c, m.Seq)
+				if err != nil {
+					return err
+				}
+				put(fmt.Sprintf("%+v %s", m, raw.Raw), "msg %s %d", c, m.Seq)
+				seq, err := r.SeqByHash(c, m.Hash)
+				if err != nil {
+					return err
+				}
+				put(seq, "hash %s %x", c, m.Hash)
+				if ref, err := r.Large(c, m.Seq); err == nil {
+					put(string(ref), "large %s %d", c, m.Seq)
+				} else if !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+			}
+			for it, err := range r.Items(c, 0, ^uint64(0), false) {
+				if err != nil {
+					return err
+				}
+				put(it, "item %s %d", c, it.Pos)
+			}
+			for s, err := range r.Summaries(c) {
+				if err != nil {
+					return err
+				}
+				put(s, "summary %s %s", c, s.ID)
+			}
+			for p, err := range r.Orders(c) {
+				if err != nil {
+					return err
+				}
+				put(p.Value, "order %s %d", c, p.Key)
+			}
+			for h, err := range r.HostEntries(c, 0) {
+				if err != nil {
+					return err
+				}
+				put(h.HostEntry, "host entry %s %d", c, h.Index)
+			}
+			for _, sid := range rec.SessionIDs {
+				tag := store.FileTag(fileTag(sid))
+				for _, m := range []store.EntryMap{store.EntriesCurrent, store.EntriesPrevious} {
+					for p, err := range r.Entries(c, tag, m, 0) {
+						if err != nil {
+							return err
+						}
+						put(p.Seq, "entry %s %x %c %d", c, tag, m, p.Index)
+					}
+				}
+				if from, err := r.ReconcileFrom(c, tag); err == nil {
+					put(from, "reconcile %s %x", c, tag)
+				} else if !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+			}
+			for l, err := range r.SubagentLinks(c) {
+				if err != nil {
+					return err
+				}
+				put(l.ChildKey, "sublink %s %x", c, l.ID)
+			}
+		}
+		for cp, err := range r.Checkpoints() {
+			if err != nil {
+				return err
+			}
+			if cp.Host != nil {
+				put(*cp.Host, "checkpoint host %s %s", cp.Agent, cp.HostConv)
+			} else {
+				put(*cp.File, "checkpoint file %s %s", cp.Agent, cp.Path)
+			}
+		}
+		for s, err := range r.Subagents() {
+			if err != nil {
+				return err
+			}
+			put(s.Subagent, "subagent %x", s.ID)
+			if s.ChildSessionID != "" {
+				if id, err := r.SubagentByChild(s.Agent, s.ChildSessionID); err == nil {
+					put(id, "subalias %s %s", s.Agent, s.ChildSessionID)
+				}
+			}
+		}
+		for s, err := range r.ForkSnapshots() {
+			if err != nil {
+				return err
+			}
+			for it, err := range r.ForkItems(s) {
+				if err != nil {
+					return err
+				}
+				put(it, "fork %x %d", s, it.Pos)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

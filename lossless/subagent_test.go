@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 const (
@@ -60,17 +60,76 @@ func assembleChild(t testing.TB, e *Engine, budget int, host ...core.Message) co
 	return res
 }
 
-// subKeys counts the store's subagent keys of each kind.
+// The kinds of subagent records subKeys counts (named after their
+// badgerstore key prefixes).
+const (
+	pSub      = 'G' // subagent records
+	pSubAlias = 'g' // child session id -> subagent
+	pForkItem = 'Y' // fork snapshot items
+	pSubLink  = 'K' // parent -> ended child links
+)
+
+// subKeys counts the store's subagent records of each kind, through the
+// store interface: records, fork items of every snapshot (orphans
+// included), links of every conversation, and aliases of every subagent's
+// child session id and of every session id a conversation has had.
 func subKeys(t testing.TB, e *Engine) map[byte]int {
 	t.Helper()
 	out := map[byte]int{}
-	err := badgerDB(e).View(func(txn *badger.Txn) error {
-		for _, p := range []byte{pSub, pSubAlias, pForkItem, pSubLink} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{p}, PrefetchValues: false})
-			for it.Rewind(); it.Valid(); it.Next() {
-				out[p]++
+	err := e.st.View(context.Background(), func(r store.Reader) error {
+		type alias struct{ agent, id string }
+		ids := map[alias]bool{}
+		for rec, err := range r.Subagents() {
+			if err != nil {
+				return err
 			}
-			it.Close()
+			out[pSub]++
+			if rec.ChildSessionID != "" {
+				ids[alias{rec.Agent, rec.ChildSessionID}] = true
+			}
+		}
+		for n, err := range r.Names() {
+			if err != nil {
+				return err
+			}
+			if n.Kind == store.NameSessionID {
+				ids[alias{n.Agent, n.Value}] = true
+			}
+		}
+		for a := range ids {
+			_, err := r.SubagentByChild(a.agent, a.id)
+			if err == nil {
+				out[pSubAlias]++
+			} else if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		for s, err := range r.ForkSnapshots() {
+			if err != nil {
+				return err
+			}
+			for _, err := range r.ForkItems(s) {
+				if err != nil {
+					return err
+				}
+				out[pForkItem]++
+			}
+		}
+		for c, err := range r.Conversations() {
+			if err != nil {
+				return err
+			}
+			for _, err := range r.SubagentLinks(c.ID) {
+				if err != nil {
+					return err
+				}
+				out[pSubLink]++
+			}
+		}
+		for k, n := range out {
+			if n == 0 {
+				delete(out, k)
+			}
 		}
 		return nil
 	})
@@ -407,7 +466,9 @@ func TestSubagentTTL(t *testing.T) {
 	// A snapshot without a record (a crash between the two writes) is
 	// removed by the sweep.
 	orphan := subIDOf("main", "agent:main:subagent:orphan")
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Set(forkItemKey(orphan, 1), []byte{1}) }); err != nil {
+	if err := e.st.Update(ctx, func(tx store.Tx) error {
+		return tx.PutForkItem(orphan, store.Item{Item: dag.Item{Pos: 1, Ref: dag.Ref{Kind: dag.RefMessage, Seq: 1}}})
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.SweepSubagents(ctx); err != nil {
