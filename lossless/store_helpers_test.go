@@ -1,11 +1,14 @@
 package lossless
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -229,9 +232,11 @@ func corruptMessageBody(ctx context.Context, e *Engine, c convID, seq uint64) er
 // items, summaries, order positions and host entries, the entry maps of
 // every session id a conversation has had, checkpoints, subagents, their
 // aliases, fork snapshots and links. Committed turns and entry indexes by
-// entry id are not enumerable and left out. With zeroTimes the conversation records'
-// wall-clock times are zeroed.
-func dumpRecords(t testing.TB, e *Engine, zeroTimes bool) map[string]string {
+// entry id are not enumerable and left out. With zeroTimes the
+// conversation records' wall-clock times are zeroed. The records scoped to
+// each conversation of also (one the caller saw before it was deleted) are
+// dumped too, whether or not its record is left.
+func dumpRecords(t testing.TB, e *Engine, zeroTimes bool, also ...store.ConvRecord) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	put := func(v any, k string, a ...any) { out[fmt.Sprintf(k, a...)] = fmt.Sprintf("%+v", v) }
@@ -247,15 +252,27 @@ func dumpRecords(t testing.TB, e *Engine, zeroTimes bool) map[string]string {
 			}
 			put(n.Conv, "name %s %c %s", n.Agent, n.Kind, n.Value)
 		}
+		convs := map[convID]store.ConvRecord{}
+		for _, cr := range also {
+			convs[cr.ID] = cr
+		}
 		for cr, err := range r.Conversations() {
 			if err != nil {
 				return err
 			}
-			c, rec := cr.ID, cr.Conversation
+			rec := cr.Conversation
 			if zeroTimes {
 				rec.Created, rec.Updated = 0, 0
 			}
-			put(rec, "conv %s", c)
+			put(rec, "conv %s", cr.ID)
+			if old, ok := convs[cr.ID]; ok {
+				cr.SessionIDs = append(cr.SessionIDs, old.SessionIDs...)
+			}
+			convs[cr.ID] = cr
+		}
+		ids := slices.SortedFunc(maps.Keys(convs), func(a, b convID) int { return bytes.Compare(a[:], b[:]) })
+		for _, c := range ids {
+			rec := convs[c].Conversation
 			for m, err := range r.Messages(c, 0, true) {
 				if err != nil {
 					return err

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 func TestRetention(t *testing.T) {
@@ -34,6 +33,19 @@ func TestRetention(t *testing.T) {
 	ingest("recent", 1)
 	// Nothing is old yet at the messages' time (turn's timestamps: age is
 	// by message time); the agent is over its byte cap.
+	// The conversations, to look for their records once they are deleted.
+	var convs []store.ConvRecord
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return err
+			}
+			convs = append(convs, cr)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	then := time.UnixMilli(1_700_000_000_000)
 	res, err := e.Retain(ctx, then)
 	if err != nil {
@@ -62,19 +74,10 @@ func TestRetention(t *testing.T) {
 	}
 	// No key of a deleted conversation is left, and the session starts
 	// afresh when it comes back.
-	err = badgerDB(e).View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			k := it.Item().Key()
-			if k[0] != pMeta {
-				t.Errorf("key %q left", k)
-			}
+	for k := range dumpRecords(t, e, false, convs...) {
+		if k != "meta" {
+			t.Errorf("record %s left", k)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	ingest("old", 1)
 	if got := storedMessages(t, e, "a", "old"); len(got) != 4 {
@@ -82,9 +85,9 @@ func TestRetention(t *testing.T) {
 	}
 	// An orphan: a conversation no session maps to.
 	c, _ := e.resolve(ctx, "a", "old", "agent:a:old", false)
-	_ = badgerDB(e).Update(func(txn *badger.Txn) error {
-		_ = txn.Delete(nameKey("a", "s:old"))
-		return txn.Delete(nameKey("a", "k:agent:a:old"))
+	_ = e.st.Update(ctx, func(tx store.Tx) error {
+		_ = tx.DeleteName(store.Name{Agent: "a", Kind: store.NameSessionID, Value: "old"})
+		return tx.DeleteName(store.Name{Agent: "a", Kind: store.NameSessionKey, Value: "agent:a:old"})
 	})
 	e.forgetResolved(c)
 	res, err = e.Retain(ctx, time.Time{})
@@ -296,9 +299,9 @@ func TestRetentionAfterInterruptedDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The interrupted pass: the first 200 message keys deleted, nothing else.
-	err = badgerDB(e).Update(func(txn *badger.Txn) error {
+	err = e.st.Update(ctx, func(tx store.Tx) error {
 		for seq := uint64(1); seq <= 200; seq++ {
-			if err := txn.Delete(msgKey(c, seq)); err != nil {
+			if err := tx.DeleteMessage(c, seq); err != nil {
 				return err
 			}
 		}
@@ -358,9 +361,9 @@ func TestInterruptedRetentionIsNotCorruption(t *testing.T) {
 	}
 	retainBeforeDelete = nil
 	e.cfg.Retention.MaxAgeDays = 0
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error {
+	if err := e.st.Update(ctx, func(tx store.Tx) error {
 		for seq := uint64(1); seq <= 150; seq++ {
-			if err := txn.Delete(msgKey(c, seq)); err != nil {
+			if err := tx.DeleteMessage(c, seq); err != nil {
 				return err
 			}
 		}
@@ -422,13 +425,13 @@ func TestOpenFinishesInterruptedRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A pass marks "gone" and is stopped before it deletes anything.
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error {
-		var rec convRecord
-		if err := getJSON(txn, convKey(c), &rec); err != nil {
+	if err := e.st.Update(ctx, func(tx store.Tx) error {
+		rec, err := tx.Conversation(c)
+		if err != nil {
 			return err
 		}
 		rec.Retiring = true
-		return setJSON(txn, convKey(c), rec)
+		return tx.PutConversation(c, rec)
 	}); err != nil {
 		t.Fatal(err)
 	}
