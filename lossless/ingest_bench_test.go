@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // benchEngine opens an engine with the DEFAULT tokenizer (o200k_base) unless
@@ -164,25 +163,33 @@ func buildStore(b *testing.B, dir string, n int) {
 		base = append(base, ps...)
 	}
 	rec := convRecord{Agent: "main", SessionIDs: []string{"bench"}, NextSeq: 1, NextPos: posStep}
-	wb := badgerDB(e).NewWriteBatch()
+	wb, err := e.st.NewBatch(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i := 0; i < n; i++ {
 		p := base[i%len(base)]
 		m, _ := p.msg.WithField("n", i)
 		p.msg = m
 		p.hash = hashRaw(m.Raw())
 		seq, pos := rec.NextSeq, rec.NextPos
-		if err := wb.Set(msgKey(c, seq), encodeMsg(msgRecord{Flags: p.flags, Tokens: p.tokens, Timestamp: m.Timestamp(), Role: m.Role(), Hash: p.hash, Raw: m.Raw()})); err != nil {
+		if err := wb.PutMessage(c, msgRecord{Seq: seq, Flags: p.flags, Tokens: p.tokens, Timestamp: m.Timestamp(), Role: m.Role(), Hash: p.hash, Raw: m.Raw()}); err != nil {
 			b.Fatal(err)
 		}
-		var sb [8]byte
-		putU64(sb[:], seq)
-		wb.Set(hashKey(c, p.hash), sb[:])
+		if err := wb.PutHash(c, p.hash, seq); err != nil {
+			b.Fatal(err)
+		}
 		tok := p.tokens
 		if p.flags&flagLarge != 0 {
-			wb.Set(largeKey(c, seq), p.ref)
+			if err := wb.PutLarge(c, seq, p.ref); err != nil {
+				b.Fatal(err)
+			}
 			tok = p.refTokens
 		}
-		wb.Set(itemKey(c, pos), encodeItem(dag.Item{Pos: pos, Ref: dag.MessageRef(seq), Tokens: tok, Depth: -1, Timestamp: m.Timestamp(), Role: m.Role()}, p.flags))
+		it := dag.Item{Pos: pos, Ref: dag.MessageRef(seq), Tokens: tok, Depth: -1, Timestamp: m.Timestamp(), Role: m.Role()}
+		if err := wb.PutItem(c, store.Item{Item: it, Flags: p.flags}); err != nil {
+			b.Fatal(err)
+		}
 		rec.NextSeq++
 		rec.NextPos += posStep
 		rec.Messages++
@@ -191,7 +198,7 @@ func buildStore(b *testing.B, dir string, n int) {
 	if err := wb.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return setJSON(txn, convKey(c), rec) }); err != nil {
+	if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.PutConversation(c, rec) }); err != nil {
 		b.Fatal(err)
 	}
 }
