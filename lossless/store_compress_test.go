@@ -7,59 +7,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
-
-// TestMessageRecordCompression: long compressible bodies are stored
-// compressed (record byte 2, smaller), short or incompressible ones as they
-// are (record byte 1), and every one decodes to its exact bytes; a
-// format-1 record still decodes; a corrupt compressed body is an error.
-func TestMessageRecordCompression(t *testing.T) {
-	long := []byte(`{"role":"toolResult","toolCallId":"c1","content":[{"type":"text","text":"` +
-		string(bytes.Repeat([]byte("func main() { fmt.Println(\"hello\") }\\n"), 40)) + `"}],"timestamp":1700000000000}`)
-	short := []byte(`{"role":"user","content":"hi","timestamp":1}`)
-	noise := make([]byte, 2048) // incompressible: bytes of a hash chain
-	h := hashRaw([]byte("seed"))
-	for i := 0; i < len(noise); i += 16 {
-		h = hashRaw(h[:])
-		copy(noise[i:], h[:])
-	}
-	for _, c := range []struct {
-		name string
-		raw  []byte
-		kind byte
-	}{{"long", long, recordZstd}, {"short", short, recordVersion}, {"noise", noise, recordVersion}} {
-		rec := msgRecord{Flags: flagLarge, Tokens: 77, Timestamp: 1700000000000, Role: "toolResult", Hash: hashRaw(c.raw), Raw: c.raw}
-		enc := encodeMsg(rec)
-		if enc[0] != c.kind {
-			t.Errorf("%s: record byte %d, want %d", c.name, enc[0], c.kind)
-		}
-		if c.kind == recordZstd && len(enc) >= len(c.raw)/2 {
-			t.Errorf("%s: %d-byte body stored in %d bytes", c.name, len(c.raw), len(enc))
-		}
-		got, err := decodeMsg(enc, false)
-		if err != nil {
-			t.Fatalf("%s: %v", c.name, err)
-		}
-		if !bytes.Equal(got.Raw, c.raw) || got.Tokens != 77 || got.Role != "toolResult" || got.Hash != rec.Hash || got.Flags != flagLarge {
-			t.Fatalf("%s: decoded record differs", c.name)
-		}
-	}
-	// A format-1 record (body uncompressed whatever its size) decodes.
-	v1 := encodeMsg(msgRecord{Role: "user"})
-	v1 = append(v1, long...)
-	if got, err := decodeMsg(v1, true); err != nil || !bytes.Equal(got.Raw, long) {
-		t.Fatalf("format-1 record: %v", err)
-	}
-	// A corrupt compressed body is reported, never returned.
-	enc := encodeMsg(msgRecord{Role: "user", Raw: long})
-	enc[len(enc)-3] ^= 0xff
-	if _, err := decodeMsg(enc, false); !errors.Is(err, errBadRecord) {
-		t.Fatalf("corrupt compressed body: err %v, want errBadRecord", err)
-	}
-}
 
 // TestCompressedStoreRoundTrip: through the engine, messages above and
 // below the compression threshold come back byte for byte after a reopen,
@@ -113,17 +63,24 @@ func TestCompressedStoreRoundTrip(t *testing.T) {
 		}
 	}
 	compressed := 0
-	err := badgerDB(e).View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pMsg}})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := it.Item().Value(func(v []byte) error {
-				if v[0] == recordZstd {
-					compressed++
-				}
-				return nil
-			}); err != nil {
+	// The store holds what its MessageEncoder makes (PutMessage stores it
+	// byte for byte): count the records it makes compressed (record byte
+	// 2, badgerstore's).
+	enc, ok := e.st.(store.MessageEncoder)
+	if !ok {
+		t.Fatalf("store %T has no MessageEncoder", e.st)
+	}
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for m, err := range r.Messages(conv.id, 0, true) {
+			if err != nil {
 				return err
+			}
+			if enc.EncodeMessage(m)[0] == 2 {
+				compressed++
 			}
 		}
 		return nil
@@ -155,21 +112,19 @@ func TestHeaderReadsSkipTheBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var orig []byte
-	err = badgerDB(e).Update(func(txn *badger.Txn) error {
-		v, err := getValue(txn, msgKey(conv.id, 1))
-		if err != nil {
-			return err
-		}
-		if v[0] != recordZstd {
-			return fmt.Errorf("record byte %d, want a compressed record", v[0])
-		}
-		orig = bytes.Clone(v)
-		v = bytes.Clone(v)
-		v[len(v)-4] ^= 0xff // inside the zstd frame
-		return txn.Set(msgKey(conv.id, 1), v)
+	var orig store.Message
+	err = e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		orig, err = r.Message(conv.id, 1)
+		return err
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if enc, ok := e.st.(store.MessageEncoder); !ok || enc.EncodeMessage(orig)[0] != 2 {
+		t.Fatal("the message is not stored compressed")
+	}
+	if err := corruptMessageBody(ctx, e, conv.id, 1); err != nil {
 		t.Fatal(err)
 	}
 	meta, err := conv.MessageMeta(ctx, 1)
@@ -180,7 +135,7 @@ func TestHeaderReadsSkipTheBody(t *testing.T) {
 		t.Fatalf("Message with a corrupt body: err %v, want ErrCorrupt", err)
 	}
 	// Put the record back for the store invariants checked at cleanup.
-	if err := badgerDB(e).Update(func(txn *badger.Txn) error { return txn.Set(msgKey(conv.id, 1), orig) }); err != nil {
+	if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.PutMessage(conv.id, orig) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -215,38 +170,43 @@ func TestFormat1StoreOpens(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rewrite the store as format 1: uncompressed records, format 1.
-	err = badgerDB(e).Update(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pMsg}})
-		defer it.Close()
-		type kv struct{ k, v []byte }
-		var old []kv
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
+	// The store's MessageEncoder encodes a message without a body as a
+	// format-1 record (record byte 1, badgerstore's) with an empty body:
+	// with the raw bytes appended, it is the format-1 record of the
+	// message.
+	enc, ok := e.st.(store.MessageEncoder)
+	if !ok {
+		t.Fatalf("store %T has no MessageEncoder", e.st)
+	}
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = e.st.Update(ctx, func(tx store.Tx) error {
+		var old []store.Message
+		for m, err := range tx.Messages(conv.id, 0, true) {
 			if err != nil {
 				return err
 			}
-			r, err := decodeMsg(v, true)
-			if err != nil {
-				return err
+			head := m
+			head.Raw = nil
+			m.Encoded = append(enc.EncodeMessage(head), m.Raw...)
+			if m.Encoded[0] != 1 {
+				return fmt.Errorf("format-1 record byte %d", m.Encoded[0])
 			}
-			raw := r.Raw
-			r.Raw = nil
-			old = append(old, kv{it.Item().KeyCopy(nil), append(encodeMsg(r), raw...)})
+			old = append(old, m)
 		}
-		for _, x := range old {
-			if x.v[0] != recordVersion {
-				return fmt.Errorf("format-1 record byte %d", x.v[0])
-			}
-			if err := txn.Set(x.k, x.v); err != nil {
+		for _, m := range old {
+			if err := tx.PutMessage(conv.id, m); err != nil {
 				return err
 			}
 		}
-		var m metaRecord
-		if err := getJSON(txn, metaKey, &m); err != nil {
+		m, err := tx.Meta()
+		if err != nil {
 			return err
 		}
 		m.Format = 1
-		return setJSON(txn, metaKey, m)
+		return tx.PutMeta(m)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +220,11 @@ func TestFormat1StoreOpens(t *testing.T) {
 	}
 	defer e.Close()
 	var m metaRecord
-	if err := badgerDB(e).View(func(txn *badger.Txn) error { return getJSON(txn, metaKey, &m) }); err != nil {
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		m, err = r.Meta()
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if m.Format != FormatVersion {

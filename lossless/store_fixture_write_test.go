@@ -18,6 +18,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 var writeFixture = flag.Bool("write-fixture", false,
@@ -826,13 +827,24 @@ func (b *fixtureBuilder) checkCoverage() {
 	}
 }
 
+// The key prefixes countRecords tells apart (store/badgerstore/doc.go has
+// the layout).
+const (
+	pMeta  = 0x00
+	pName  = 'N'
+	pMsg   = 'M'
+	pItem  = 'I'
+	pEntry = 'E'
+	pCheck = 'F'
+)
+
 // countRecords counts the store's records by family (doc.go's layout, and
 // host.go's for a transcript the host keeps) and fails when one is
 // missing. It reads raw keys: it checks what this code wrote, for the
 // golden file's reader; the test never reads keys.
 func (b *fixtureBuilder) countRecords() map[string]int {
 	n := map[string]int{}
-	err := badgerDB(b.e).View(func(txn *badger.Txn) error {
+	err := b.e.st.(*badgerstore.Store).DB().View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

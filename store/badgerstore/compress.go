@@ -11,8 +11,9 @@ import (
 // Message bodies are stored zstd-compressed (fastest level, one frame per
 // message, checksummed) when they are at least compressMin bytes long and
 // compression saves at least an eighth; shorter bodies are stored as they
-// are. The settings are those of package lossless (store_compress.go): a
-// record must come out byte for byte the same.
+// are. The settings are those package lossless used before it stored
+// through this package (format 2): a record must come out byte for byte
+// the same.
 const compressMin = 256
 
 // maxDecodedRaw bounds what one compressed record may decode to, so that a
