@@ -64,32 +64,9 @@ func subIDOf(agent, childKey string) subID {
 	return s
 }
 
-// SubagentInfo is the stored record of a subagent preparation.
-type SubagentInfo struct {
-	Agent           string `json:"agent"`
-	ChildSessionKey string `json:"childSessionKey"`
-	ChildSessionID  string `json:"childSessionId,omitempty"`
-	ParentAgent     string `json:"parentAgent"`
-	ParentKey       string `json:"parentSessionKey,omitempty"`
-	ParentSessionID string `json:"parentSessionId,omitempty"`
-	// ParentConv is the parent's conversation id (hex; "" when the parent
-	// was never stored).
-	ParentConv string `json:"parentConversation,omitempty"`
-	Mode       string `json:"contextMode"`
-	State      string `json:"state"`
-	// EndReason is the reason of OnSubagentEnded (completed, released).
-	EndReason string `json:"endReason,omitempty"`
-	Created   int64  `json:"created"`
-	// ExpiresAt is when a preparation whose child never started is swept
-	// (Unix ms; 0: never).
-	ExpiresAt int64 `json:"expiresAt,omitempty"`
-	EndedAt   int64 `json:"endedAt,omitempty"`
-	// SnapshotItems and SnapshotTokens describe the fork snapshot.
-	SnapshotItems  int `json:"snapshotItems"`
-	SnapshotTokens int `json:"snapshotTokens"`
-	// Token identifies one preparation: its rollback removes only it.
-	Token string `json:"token"`
-}
+// SubagentInfo is the stored record of a subagent preparation
+// (store.Subagent).
+type SubagentInfo = store.Subagent
 
 var (
 	_ core.SubagentSpawner     = (*Engine)(nil)
@@ -190,7 +167,7 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 		rec.SnapshotItems, rec.SnapshotTokens = n, tokens
 	}
 	err = e.updateMapped(ctx, func(tx store.Tx) error {
-		if err := tx.PutSubagent(sub, store.Subagent(rec)); err != nil {
+		if err := tx.PutSubagent(sub, rec); err != nil {
 			return fmt.Errorf("lossless: write: %w", err)
 		}
 		if p.ChildSessionID != "" {
@@ -283,7 +260,7 @@ func getSub(r store.Reader, sub subID) (SubagentInfo, bool, error) {
 	case err != nil:
 		return SubagentInfo{}, false, fmt.Errorf("lossless: read: %w", fromStore(err))
 	}
-	return SubagentInfo(rec), true, nil
+	return rec, true, nil
 }
 
 // removeSub deletes sub's record, alias, snapshot and parent link. With a
@@ -394,7 +371,7 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 			return err
 		}
 		rec.State, rec.EndReason, rec.EndedAt, rec.ExpiresAt = SubagentEnded, p.Reason, time.Now().UnixMilli(), 0
-		if err := tx.PutSubagent(sub, store.Subagent(rec)); err != nil {
+		if err := tx.PutSubagent(sub, rec); err != nil {
 			return fmt.Errorf("lossless: write: %w", err)
 		}
 		if pc, ok := parseConvID(rec.ParentConv); ok {
@@ -431,7 +408,7 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 				}
 				return fromStore(err)
 			}
-			if e.expired(ctx, r, SubagentInfo(sr.Subagent), now) {
+			if e.expired(ctx, r, sr.Subagent, now) {
 				expired = append(expired, sr.ID)
 			}
 		}
@@ -570,7 +547,7 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 			return nil
 		}
 		rec.State, rec.ExpiresAt = SubagentActive, 0
-		if err := tx.PutSubagent(sub, store.Subagent(rec)); err != nil {
+		if err := tx.PutSubagent(sub, rec); err != nil {
 			return fmt.Errorf("lossless: write: %w", err)
 		}
 		return nil
