@@ -36,7 +36,7 @@ func (r *reader) get(key []byte, what string, fn func(v []byte) error) error {
 	kv, err := r.txn.Get(key)
 	if err != nil {
 		if errors.Is(err, badger.ErrKeyNotFound) {
-			return fmt.Errorf("badgerstore: %s (key %x): %w", what, key, store.ErrNotFound)
+			return &notFoundError{what: what, key: key}
 		}
 		return wrapErr("read "+what, err)
 	}
@@ -46,6 +46,20 @@ func (r *reader) get(key []byte, what string, fn func(v []byte) error) error {
 	}
 	return ferr
 }
+
+// notFoundError is a missing record: store.ErrNotFound, with its message
+// formatted only when asked for (the ingest path looks up the key of every
+// new message, and almost all of those lookups miss).
+type notFoundError struct {
+	what string
+	key  []byte
+}
+
+func (e *notFoundError) Error() string {
+	return fmt.Sprintf("badgerstore: %s (key %x): %v", e.what, e.key, store.ErrNotFound)
+}
+
+func (e *notFoundError) Unwrap() error { return store.ErrNotFound }
 
 // getU64 reads a record holding one 8-byte integer.
 func (r *reader) getU64(key []byte, what string) (uint64, error) {
