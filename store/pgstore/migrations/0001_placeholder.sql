@@ -1,0 +1,2 @@
+-- replaced by the store schema
+SELECT 1;
