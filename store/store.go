@@ -463,6 +463,22 @@ type Store interface {
 	Close() error
 }
 
+// Locker is implemented by a backend that several processes share at once
+// (pgstore): its named locks hold across processes, where the engine's own
+// mutexes hold only within one. An engine on a store that implements Locker
+// treats the store as shared: it takes a conversation's lock around every
+// read-modify-write of it (and compaction's lock around a compaction), and
+// reads the conversation record afresh each time it holds the lock, since
+// another process may have written since. A lock is released by its unlock
+// func, or when the process holding it dies.
+type Locker interface {
+	// Lock takes the lock called name, waiting for it until ctx ends.
+	Lock(ctx context.Context, name string) (unlock func(), err error)
+	// TryLock takes the lock called name if no one holds it (ok false,
+	// err nil when someone does).
+	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
+}
+
 // ConvRecord is a conversation record with its id (Conversations).
 type ConvRecord struct {
 	ID ConvID
