@@ -1,2 +1,0 @@
--- replaced by the store schema
-SELECT 1;

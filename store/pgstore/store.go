@@ -1,0 +1,386 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// Options configures Open.
+type Options struct {
+	// URL is the database's connection string: a postgres:// URL or a
+	// key=value DSN, as libpq takes them (host, port, user, password,
+	// dbname, sslmode, ...).
+	URL string
+	// ReadOnly opens the store for reading only: every session is opened
+	// with default_transaction_read_only, the schema is checked but never
+	// migrated, and Update and NewBatch fail with store.ErrReadOnly.
+	ReadOnly bool
+	// MaxConns bounds the pool of connections transactions run on
+	// (default DefaultMaxConns). Named locks (Lock, TryLock) hold
+	// connections of a second pool of their own, so that held locks never
+	// starve transactions.
+	MaxConns int32
+	// MaxLockConns bounds the connections held by locks at once (default
+	// DefaultMaxLockConns): past it, Lock waits for one to be unlocked.
+	MaxLockConns int32
+	// ConnectTimeout bounds connecting and the first ping at Open
+	// (default 10 s).
+	ConnectTimeout time.Duration
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxConns     = 16
+	DefaultMaxLockConns = 64
+	defaultConnect      = 10 * time.Second
+)
+
+// MaxTxnBytes is what one Update may write, about (store.Store.MaxTxnBytes):
+// 64 MiB of keys and values, as sent. PostgreSQL itself has no such limit
+// (a bytea holds up to 1 GiB); the bound keeps what an Update queues and
+// the server's WAL for one commit moderate. An Update fails with
+// store.ErrTooBig past twice it, so that one message of the engine's
+// largest default size (32 MiB) commits beside anything the engine
+// splits by MaxTxnBytes.
+const MaxTxnBytes = 64 << 20
+
+// Store is a store.Store on PostgreSQL.
+type Store struct {
+	opts   Options
+	pool   *pgxpool.Pool
+	locks  *pgxpool.Pool
+	closed atomic.Bool
+	// held are the connections of held locks (Close closes them).
+	mu   sync.Mutex
+	held map[*heldLock]struct{}
+}
+
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Locker = (*Store)(nil)
+)
+
+// Open connects to the database at o.URL, checks that it answers, and
+// migrates its schema to this binary's version (Migrate), or checks it
+// when read-only (CheckSchema): a database whose schema is newer than
+// the binary is refused with ErrSchemaTooNew.
+func Open(ctx context.Context, o Options) (*Store, error) {
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxLockConns <= 0 {
+		o.MaxLockConns = DefaultMaxLockConns
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = defaultConnect
+	}
+	if o.URL == "" {
+		return nil, errors.New("pgstore: open: no database URL")
+	}
+	cfg, err := pgxpool.ParseConfig(o.URL)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open: bad database URL %s: %w", RedactURL(o.URL), err)
+	}
+	cfg.MaxConns = o.MaxConns
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	}
+	if o.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	where := serverName(cfg)
+	s := &Store{opts: o, held: map[*heldLock]struct{}{}}
+	if s.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("pgstore: open %s: %w", where, err)
+	}
+	lcfg := cfg.Copy()
+	lcfg.MaxConns = o.MaxLockConns
+	lcfg.MinConns = 0
+	if s.locks, err = pgxpool.NewWithConfig(ctx, lcfg); err != nil {
+		s.pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", where, err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	if err := s.pool.Ping(pctx); err != nil {
+		s.closePools()
+		return nil, fmt.Errorf("pgstore: open: cannot reach the PostgreSQL server at %s: %w", where, err)
+	}
+	if o.ReadOnly {
+		_, err = CheckSchema(ctx, s.pool)
+	} else {
+		_, _, err = Migrate(ctx, s.pool)
+	}
+	if err != nil {
+		s.closePools()
+		return nil, fmt.Errorf("pgstore: open %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// serverName names the server and database of cfg for errors.
+func serverName(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	host := c.Host
+	if c.Port != 0 && (len(host) == 0 || host[0] != '/') {
+		host = fmt.Sprintf("%s:%d", host, c.Port)
+	}
+	return fmt.Sprintf("host %s, database %q", host, c.Database)
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)`)
+
+// RedactURL returns a connection string with its password replaced by
+// "xxxxx", for messages.
+func RedactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	// Not a URL: a key=value DSN, or a URL that does not parse.
+	s = dsnPassword.ReplaceAllString(s, "${1}xxxxx")
+	return regexp.MustCompile(`(://[^:/@]*:)[^@/]*@`).ReplaceAllString(s, "${1}xxxxx@")
+}
+
+// Pool returns the store's connection pool (for the recall index, which
+// keeps its tables in the same database).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+func (s *Store) closePools() {
+	s.locks.Close()
+	s.pool.Close()
+}
+
+func (s *Store) enter(op string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("pgstore: %s: %w", op, store.ErrClosed)
+	}
+	return nil
+}
+
+// View implements store.Store: fn runs in a REPEATABLE READ, READ ONLY
+// transaction (one snapshot for all its reads).
+func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
+	if err := s.enter("view"); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: view: %w", err)
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return wrapErr("view: begin", err)
+	}
+	r := &reader{ctx: ctx, tx: tx}
+	err = fn(r)
+	r.done = true
+	// A read-only transaction has nothing to commit: ending it either way
+	// is the same, and Rollback does not fail on an aborted one.
+	rerr := tx.Rollback(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	if rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+		return wrapErr("view: end", rerr)
+	}
+	return nil
+}
+
+// Update implements store.Store: fn runs in a REPEATABLE READ read-write
+// transaction whose writes are queued and sent in few pipelined
+// statements (before each read, every flushBytes, and at the commit). It
+// commits when fn returns nil and the context is live; a serialization
+// failure is returned (wrapped), never retried: fn may have changed its
+// caller's state.
+func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := s.enter("update"); err != nil {
+		return err
+	}
+	if s.opts.ReadOnly {
+		return fmt.Errorf("pgstore: update: %w", store.ErrReadOnly)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: update: %w", err)
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		return wrapErr("update: begin", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit, a no-op
+	t := &txn{reader: reader{ctx: ctx, tx: tx}}
+	t.writer = writer{q: &queue{}, limit: 2 * MaxTxnBytes, check: t.check,
+		grown: func() error { return t.writer.q.send(ctx, tx) }}
+	t.reader.w = &t.writer
+	err = fn(t)
+	t.reader.done = true
+	if err != nil {
+		return err
+	}
+	if err := t.writer.failed; err != nil {
+		return fmt.Errorf("pgstore: commit refused after a failed write: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("pgstore: update: %w", err)
+	}
+	if err := t.writer.q.send(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return wrapErr("commit", err)
+	}
+	return nil
+}
+
+// txn is the store.Tx of an Update.
+type txn struct {
+	reader
+	writer
+}
+
+func (t *txn) check() error {
+	if t.reader.done {
+		return errEnded
+	}
+	return nil
+}
+
+// MaxTxnBytes implements store.Store (see the constant MaxTxnBytes).
+func (s *Store) MaxTxnBytes() int64 { return MaxTxnBytes }
+
+// Sync implements store.Store. It has nothing to do: a commit returns
+// once PostgreSQL has made it durable (with synchronous_commit on, its
+// default; a server configured otherwise trades that durability away for
+// every client, which the store cannot take back).
+func (s *Store) Sync(ctx context.Context) error {
+	return s.enter("sync")
+}
+
+// Size implements store.Store: the bytes of the database's tables in the
+// current schema (the store's, the recall index's and any other's there),
+// indexes and TOAST included.
+func (s *Store) Size() (int64, error) {
+	if err := s.enter("size"); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.pool.QueryRow(context.Background(), `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname = current_schema()`).Scan(&n)
+	if err != nil {
+		return 0, wrapErr("size", err)
+	}
+	return n, nil
+}
+
+// Close implements store.Store: it releases the held locks (closing their
+// connections) and closes the pools. Later calls fail with
+// store.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return fmt.Errorf("pgstore: close: %w", store.ErrClosed)
+	}
+	s.mu.Lock()
+	held := s.held
+	s.held = nil
+	s.mu.Unlock()
+	for h := range held {
+		h.drop()
+	}
+	s.closePools()
+	return nil
+}
+
+// NewBatch implements store.Store. A batch queues its writes and sends
+// them in parts, each its own transaction, when it grows past flushBytes
+// and at Flush; its deletions by prefix run in order with its other
+// writes, at Flush (so they also delete what the batch wrote before
+// them).
+func (s *Store) NewBatch(ctx context.Context) (store.Batch, error) {
+	if err := s.enter("batch"); err != nil {
+		return nil, err
+	}
+	if s.opts.ReadOnly {
+		return nil, fmt.Errorf("pgstore: batch: %w", store.ErrReadOnly)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: batch: %w", err)
+	}
+	b := &batch{s: s, ctx: ctx}
+	b.writer = writer{q: &queue{}, check: b.check, grown: b.part}
+	return b, nil
+}
+
+type batch struct {
+	writer
+	s    *Store
+	ctx  context.Context
+	done bool
+}
+
+func (b *batch) check() error {
+	if b.done {
+		return errors.New("pgstore: batch used after Flush or Cancel")
+	}
+	return b.s.enter("batch")
+}
+
+// part commits what the batch holds.
+func (b *batch) part() error {
+	if b.q.empty() {
+		return nil
+	}
+	if err := b.s.enter("batch"); err != nil {
+		return err
+	}
+	tx, err := b.s.pool.Begin(b.ctx)
+	if err != nil {
+		return wrapErr("batch: begin", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(b.ctx)) //nolint:errcheck // after Commit, a no-op
+	if err := b.q.send(b.ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(b.ctx); err != nil {
+		return wrapErr("batch: commit", err)
+	}
+	return nil
+}
+
+// Flush implements store.Batch.
+func (b *batch) Flush() error {
+	if b.failed != nil {
+		return b.failed
+	}
+	if err := b.check(); err != nil {
+		return err
+	}
+	err := b.part()
+	b.done = true
+	return err
+}
+
+// Cancel implements store.Batch.
+func (b *batch) Cancel() {
+	b.done = true
+	b.q.reset()
+}
+
+var errClosedStore = fmt.Errorf("pgstore: %w", store.ErrClosed)
