@@ -61,12 +61,12 @@ const (
 	numTables
 )
 
-func bcol(name string) column { return column{name, cBytes, "bytea"} }
+func bcol(name string) column  { return column{name, cBytes, "bytea"} }
 func i8col(name string) column { return column{name, cInt, "bigint"} }
 func i4col(name string) column { return column{name, cInt, "integer"} }
 func i2col(name string) column { return column{name, cInt, "smallint"} }
-func tcol(name string) column { return column{name, cText, "text"} }
-func jcol(name string) column { return column{name, cText, "json"} }
+func tcol(name string) column  { return column{name, cText, "text"} }
+func jcol(name string) column  { return column{name, cText, "json"} }
 
 var itemCols = []column{i2col("ref_kind"), i8col("ref_seq"), tcol("ref_id"), i8col("tokens"), i4col("depth"), i8col("ts"), tcol("role"), i2col("flags")}
 
@@ -180,7 +180,9 @@ type queue struct {
 	// bytes is what the queue holds; total what it was ever given (the
 	// transaction's size, for ErrTooBig).
 	bytes, total int64
-	keyBuf       []byte
+	// largest is the largest record's size.
+	largest int64
+	keyBuf  []byte
 }
 
 func (q *queue) empty() bool { return len(q.segs) == 0 }
@@ -236,6 +238,7 @@ func (q *queue) add(ti int, del bool, vals ...any) {
 	size += 16 // per record, about what a key and its row header cost
 	q.bytes += size
 	q.total += size
+	q.largest = max(q.largest, size)
 	if i, ok := ops.index[string(k)]; ok {
 		ops.ops[i] = op{del: del, vals: vals}
 		return
@@ -253,10 +256,10 @@ func (q *queue) addStmt(sql string, args ...any) {
 	q.total += 64
 }
 
-// batch returns the queue's writes as one pgx.Batch (and empties the
-// queue).
-func (q *queue) batch() *pgx.Batch {
-	var b pgx.Batch
+// appendTo queues the queue's writes in b (and empties the queue); it
+// returns how many statements it queued.
+func (q *queue) appendTo(b *pgx.Batch) int {
+	n := b.Len()
 	for _, seg := range q.segs {
 		for ti, ops := range seg.tabs {
 			if ops == nil {
@@ -283,7 +286,7 @@ func (q *queue) batch() *pgx.Batch {
 		}
 	}
 	q.reset()
-	return &b
+	return b.Len() - n
 }
 
 // columns turns rows into one array per column.
@@ -314,16 +317,33 @@ func columns(cols []column, ops []op) []any {
 	return args
 }
 
-// send runs the queue's writes on conn (in its transaction) in one round
-// trip.
-func (q *queue) send(ctx context.Context, conn interface {
-	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-}) error {
-	if q.empty() {
+// commit runs, in one round trip, begin (unless ""), the queue's writes
+// and end (COMMIT; unless "").
+func (q *queue) commit(ctx context.Context, conn *pgx.Conn, begin, end string) error {
+	var b pgx.Batch
+	if begin != "" {
+		b.Queue(begin)
+	}
+	q.appendTo(&b)
+	if end != "" {
+		b.Queue(end)
+	}
+	if b.Len() == 0 {
 		return nil
 	}
-	b := q.batch()
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+	br := conn.SendBatch(ctx, &b)
+	defer br.Close()
+	for i := range b.Len() {
+		tag, err := br.Exec()
+		if err != nil {
+			return wrapErr("write", err)
+		}
+		if end != "" && i == b.Len()-1 && tag.String() != end {
+			// COMMIT of a transaction a failed statement aborted.
+			return wrapErr("commit", fmt.Errorf("the transaction was rolled back (%s)", tag))
+		}
+	}
+	if err := br.Close(); err != nil {
 		return wrapErr("write", err)
 	}
 	return nil

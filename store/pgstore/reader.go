@@ -14,35 +14,91 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// reader is the store.Reader of a View or Update: a PostgreSQL transaction.
-// In an Update, w holds the transaction's queued writes, sent before every
-// read so that the transaction reads its own writes.
+// reader is the store.Reader of a View or Update: a PostgreSQL
+// transaction on one connection, begun with its first statement (begin is
+// the BEGIN not sent yet). In an Update, w holds the transaction's queued
+// writes, sent in the same round trip as its next read, so that the
+// transaction reads its own writes.
 type reader struct {
-	ctx  context.Context
-	tx   pgx.Tx
-	w    *writer // nil in a View
-	done bool
+	ctx   context.Context
+	conn  *pgx.Conn
+	begin string
+	w     *writer // nil in a View
+	done  bool
 }
 
 var _ store.Reader = (*reader)(nil)
 
 var errEnded = errors.New("pgstore: the transaction has ended (a Reader or Tx used after its View or Update returned)")
 
-// conn returns the transaction to query, the queued writes sent.
-func (r *reader) conn() (pgx.Tx, error) {
+// query runs a read, pipelined after the BEGIN and the queued writes when
+// there are any.
+func (r *reader) query(sql string, args ...any) (pgx.Rows, error) {
 	if r.done {
 		return nil, errEnded
 	}
-	if r.w != nil && !r.w.q.empty() {
+	pending := false
+	if r.w != nil {
 		if r.w.failed != nil {
 			return nil, r.w.failed
 		}
-		if err := r.w.q.send(r.ctx, r.tx); err != nil {
-			r.w.failed = err
+		pending = !r.w.q.empty()
+	}
+	if r.begin == "" && !pending {
+		rows, _ := r.conn.Query(r.ctx, sql, args...)
+		return rows, nil
+	}
+	var b pgx.Batch
+	n := 0
+	if r.begin != "" {
+		b.Queue(r.begin)
+		r.begin = ""
+		n++
+	}
+	if pending {
+		n += r.w.q.appendTo(&b)
+	}
+	b.Queue(sql, args...)
+	br := r.conn.SendBatch(r.ctx, &b)
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			err = wrapErr("write", err)
+			if r.w != nil {
+				r.w.failed = err
+			}
 			return nil, err
 		}
 	}
-	return r.tx, nil
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// batchRows are the rows of a batch's last statement: closing them closes
+// the batch.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+func (b *batchRows) Close() {
+	b.Rows.Close()
+	if b.br != nil {
+		b.err = b.br.Close()
+		b.br = nil
+	}
+}
+
+func (b *batchRows) Err() error {
+	if err := b.Rows.Err(); err != nil {
+		return err
+	}
+	return b.err
 }
 
 // notFoundError is a missing record: store.ErrNotFound, with its message
@@ -71,14 +127,23 @@ func wrapErr(op string, err error) error {
 
 // row reads one row into dest; key names the record in a not-found error.
 func (r *reader) row(what string, key any, sql string, args []any, dest ...any) error {
-	tx, err := r.conn()
+	rows, err := r.query(sql, args...)
 	if err != nil {
 		return err
 	}
-	if err := tx.QueryRow(r.ctx, sql, args...).Scan(dest...); err != nil {
-		if errors.Is(err, pgx.ErrNoRows) {
-			return &notFoundError{what: what, key: key}
+	if !rows.Next() {
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return wrapErr("read "+what, err)
 		}
+		return &notFoundError{what: what, key: key}
+	}
+	err = rows.Scan(dest...)
+	rows.Close()
+	if err == nil {
+		err = rows.Err()
+	}
+	if err != nil {
 		return wrapErr("read "+what, err)
 	}
 	return nil
@@ -164,15 +229,14 @@ func scanMessage(rows pgx.CollectableRow, withRaw bool) (store.Message, error) {
 }
 
 func (r *reader) message(c store.ConvID, seq uint64, withRaw bool) (store.Message, error) {
-	tx, err := r.conn()
-	if err != nil {
-		return store.Message{}, err
-	}
 	sql := "SELECT " + msgHeader + " FROM lossless_messages WHERE conv = $1 AND seq = $2"
 	if withRaw {
 		sql = "SELECT " + msgHeader + ", raw FROM lossless_messages WHERE conv = $1 AND seq = $2"
 	}
-	rows, _ := tx.Query(r.ctx, sql, c[:], u(seq))
+	rows, err := r.query(sql, c[:], u(seq))
+	if err != nil {
+		return store.Message{}, err
+	}
 	m, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (store.Message, error) { return scanMessage(row, withRaw) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, &notFoundError{what: "message", key: cseqKey{c, seq}}
@@ -189,7 +253,9 @@ type cseqKey struct {
 func (k cseqKey) String() string { return fmt.Sprintf("%s/%d", k.c, k.seq) }
 
 // Message implements store.Reader.
-func (r *reader) Message(c store.ConvID, seq uint64) (store.Message, error) { return r.message(c, seq, true) }
+func (r *reader) Message(c store.ConvID, seq uint64) (store.Message, error) {
+	return r.message(c, seq, true)
+}
 
 // MessageHeader implements store.Reader.
 func (r *reader) MessageHeader(c store.ConvID, seq uint64) (store.Message, error) {
@@ -243,11 +309,10 @@ func scanItem(row pgx.CollectableRow) (store.Item, uint64, error) {
 
 // Item implements store.Reader.
 func (r *reader) Item(c store.ConvID, pos uint64) (store.Item, error) {
-	tx, err := r.conn()
+	rows, err := r.query("SELECT "+itemColsSQL+" FROM lossless_items WHERE conv = $1 AND pos = $2", c[:], u(pos))
 	if err != nil {
 		return store.Item{}, err
 	}
-	rows, _ := tx.Query(r.ctx, "SELECT "+itemColsSQL+" FROM lossless_items WHERE conv = $1 AND pos = $2", c[:], u(pos))
 	it, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (store.Item, error) {
 		it, _, err := scanItem(row)
 		return it, err
@@ -343,11 +408,10 @@ func scanHostEntry(row pgx.CollectableRow) (store.HostEntryRecord, uint64, error
 
 // HostEntry implements store.Reader.
 func (r *reader) HostEntry(c store.ConvID, index uint64) (store.HostEntry, error) {
-	tx, err := r.conn()
+	rows, err := r.query("SELECT idx, seq, key, entry_id FROM lossless_host_entries WHERE conv = $1 AND idx = $2", c[:], u(index))
 	if err != nil {
 		return store.HostEntry{}, err
 	}
-	rows, _ := tx.Query(r.ctx, "SELECT idx, seq, key, entry_id FROM lossless_host_entries WHERE conv = $1 AND idx = $2", c[:], u(index))
 	e, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (store.HostEntryRecord, error) {
 		e, _, err := scanHostEntry(row)
 		return e, err

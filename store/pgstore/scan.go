@@ -62,13 +62,12 @@ func u64Scan[T any](r *reader, what string, from, to uint64, asc, desc string, m
 		for _, rg := range ranges {
 			lo, hi := rg.lo, rg.hi
 			for {
-				tx, err := r.conn()
+				args[1], args[2], args[3] = lo, hi, page
+				rows, err := r.query(sql, args...)
 				if err != nil {
 					yield(zero, err)
 					return
 				}
-				args[1], args[2], args[3] = lo, hi, page
-				rows, _ := tx.Query(r.ctx, sql, args...)
 				buf, keys = buf[:0], keys[:0]
 				var derr error
 				for rows.Next() {
@@ -123,13 +122,12 @@ func keysetScan[T any](r *reader, what string, query func(first bool) (string, [
 		var buf []T
 		page := firstPage
 		for first := true; ; first = false {
-			tx, err := r.conn()
+			sql, args := query(first)
+			rows, err := r.query(sql, append([]any{page}, args...)...)
 			if err != nil {
 				yield(zero, err)
 				return
 			}
-			sql, args := query(first)
-			rows, _ := tx.Query(r.ctx, sql, append([]any{page}, args...)...)
 			buf = buf[:0]
 			var derr error
 			for rows.Next() {

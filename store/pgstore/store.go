@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lossless-engine/contextengine/store"
@@ -47,13 +46,15 @@ const (
 )
 
 // MaxTxnBytes is what one Update may write, about (store.Store.MaxTxnBytes):
-// 64 MiB of keys and values, as sent. PostgreSQL itself has no such limit
-// (a bytea holds up to 1 GiB); the bound keeps what an Update queues and
-// the server's WAL for one commit moderate. An Update fails with
-// store.ErrTooBig past twice it, so that one message of the engine's
-// largest default size (32 MiB) commits beside anything the engine
-// splits by MaxTxnBytes.
-const MaxTxnBytes = 64 << 20
+// 16 MiB of keys and values, as queued. PostgreSQL itself has no such
+// limit (a bytea holds up to 1 GiB); the bound keeps what an Update
+// queues in memory (it sends its writes with its next read or its
+// commit) and the server's WAL for one commit moderate, and is far above
+// what the engine's batched ingest writes at once (1,024 messages). An
+// Update fails with store.ErrTooBig when it writes more than twice
+// MaxTxnBytes besides its largest record: the margin is for the engine's
+// estimates, and one message of any size the engine accepts commits.
+const MaxTxnBytes = 16 << 20
 
 // Store is a store.Store on PostgreSQL.
 type Store struct {
@@ -176,6 +177,35 @@ func (s *Store) enter(op string) error {
 	return nil
 }
 
+// Transactions begin with their first statement, in the same round trip
+// (a View or Update that reads nothing and writes nothing sends nothing).
+const (
+	beginView   = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+	beginUpdate = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+	beginBatch  = "BEGIN"
+)
+
+// acquire returns a connection of the pool.
+func (s *Store) acquire(ctx context.Context, op string) (*pgxpool.Conn, error) {
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, wrapErr(op+": acquire a connection", err)
+	}
+	return c, nil
+}
+
+// release gives a connection back, ending the transaction left open on it
+// (the pool drops a connection it cannot clean).
+func release(ctx context.Context, c *pgxpool.Conn) {
+	pc := c.Conn().PgConn()
+	if !pc.IsClosed() && pc.TxStatus() != 'I' && !pc.IsBusy() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	c.Release()
+}
+
 // View implements store.Store: fn runs in a REPEATABLE READ, READ ONLY
 // transaction (one snapshot for all its reads).
 func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
@@ -185,31 +215,23 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: view: %w", err)
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return wrapErr("view: begin", err)
-	}
-	r := &reader{ctx: ctx, tx: tx}
-	err = fn(r)
-	r.done = true
-	// A read-only transaction has nothing to commit: ending it either way
-	// is the same, and Rollback does not fail on an aborted one.
-	rerr := tx.Rollback(context.WithoutCancel(ctx))
+	c, err := s.acquire(ctx, "view")
 	if err != nil {
 		return err
 	}
-	if rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
-		return wrapErr("view: end", rerr)
-	}
-	return nil
+	defer release(ctx, c)
+	r := &reader{ctx: ctx, conn: c.Conn(), begin: beginView}
+	err = fn(r)
+	r.done = true
+	return err // release ends the transaction (a read-only one: nothing to commit)
 }
 
 // Update implements store.Store: fn runs in a REPEATABLE READ read-write
-// transaction whose writes are queued and sent in few pipelined
-// statements (before each read, every flushBytes, and at the commit). It
-// commits when fn returns nil and the context is live; a serialization
-// failure is returned (wrapped), never retried: fn may have changed its
-// caller's state.
+// transaction whose writes are queued and sent as a few pipelined
+// statements with its next read, or with the COMMIT. It commits when fn
+// returns nil and the context is live; a serialization failure is
+// returned (wrapped), never retried: fn may have changed its caller's
+// state.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := s.enter("update"); err != nil {
 		return err
@@ -220,14 +242,13 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: update: %w", err)
 	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	c, err := s.acquire(ctx, "update")
 	if err != nil {
-		return wrapErr("update: begin", err)
+		return err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // after Commit, a no-op
-	t := &txn{reader: reader{ctx: ctx, tx: tx}}
-	t.writer = writer{q: &queue{}, limit: 2 * MaxTxnBytes, check: t.check,
-		grown: func() error { return t.writer.q.send(ctx, tx) }}
+	defer release(ctx, c)
+	t := &txn{reader: reader{ctx: ctx, conn: c.Conn(), begin: beginUpdate}}
+	t.writer = writer{q: &queue{}, limit: 2 * MaxTxnBytes, check: t.check}
 	t.reader.w = &t.writer
 	err = fn(t)
 	t.reader.done = true
@@ -240,13 +261,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: update: %w", err)
 	}
-	if err := t.writer.q.send(ctx, tx); err != nil {
-		return err
+	if t.reader.begin != "" && t.writer.q.empty() {
+		return nil // nothing read, nothing written: nothing begun
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return wrapErr("commit", err)
-	}
-	return nil
+	return t.writer.q.commit(ctx, t.reader.conn, t.reader.begin, "COMMIT")
 }
 
 // txn is the store.Tx of an Update.
@@ -342,7 +360,7 @@ func (b *batch) check() error {
 	return b.s.enter("batch")
 }
 
-// part commits what the batch holds.
+// part commits what the batch holds, in one round trip.
 func (b *batch) part() error {
 	if b.q.empty() {
 		return nil
@@ -350,18 +368,12 @@ func (b *batch) part() error {
 	if err := b.s.enter("batch"); err != nil {
 		return err
 	}
-	tx, err := b.s.pool.Begin(b.ctx)
+	c, err := b.s.acquire(b.ctx, "batch")
 	if err != nil {
-		return wrapErr("batch: begin", err)
-	}
-	defer tx.Rollback(context.WithoutCancel(b.ctx)) //nolint:errcheck // after Commit, a no-op
-	if err := b.q.send(b.ctx, tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(b.ctx); err != nil {
-		return wrapErr("batch: commit", err)
-	}
-	return nil
+	defer release(b.ctx, c)
+	return b.q.commit(b.ctx, c.Conn(), beginBatch, "COMMIT")
 }
 
 // Flush implements store.Batch.

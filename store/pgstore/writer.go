@@ -8,17 +8,17 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// writer implements store.Writer over a queue, for a transaction (tx) and
-// a batch alike: every write is queued, copied, and sent later (before the
-// transaction's next read, when the queue grows past flushBytes, at commit
-// or Flush).
+// writer implements store.Writer over a queue, for a transaction (txn)
+// and a batch alike: every write is copied and queued, and sent later
+// (an Update's with its next read or at its commit; a batch's when it
+// grows past flushBytes and at Flush).
 type writer struct {
 	q *queue
 	// check is called before every write: the writer's state (ended, read
 	// only) as an error.
 	check func() error
-	// limit is the size past which writes fail with store.ErrTooBig (0:
-	// none, a batch).
+	// limit is the size past which writes fail with store.ErrTooBig,
+	// not counting the largest record (0: none, a batch).
 	limit int64
 	// grown is called when the queue holds flushBytes or more.
 	grown func() error
@@ -29,8 +29,7 @@ type writer struct {
 
 var _ store.Writer = (*writer)(nil)
 
-// flushBytes is how much a queue holds before it is sent: within an Update,
-// to the open transaction; in a batch, as one committed part.
+// flushBytes is how much a batch holds before it commits it as a part.
 const flushBytes = 4 << 20
 
 // u is a uint64 as its column holds it (the same 64 bits).
@@ -55,8 +54,8 @@ func (w *writer) write(ti int, del bool, vals []any) error {
 }
 
 func (w *writer) after(what string) error {
-	if w.limit > 0 && w.q.total > w.limit {
-		w.failed = fmt.Errorf("pgstore: write %s: the transaction writes over %d bytes: %w", what, w.limit, store.ErrTooBig)
+	if w.limit > 0 && w.q.total-w.q.largest > w.limit {
+		w.failed = fmt.Errorf("pgstore: write %s: the transaction writes over %d bytes besides its largest record: %w", what, w.limit, store.ErrTooBig)
 		return w.failed
 	}
 	if w.q.bytes >= flushBytes && w.grown != nil {
