@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -59,4 +60,42 @@ func BenchmarkUpdateMessages(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(conv.Messages)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// BenchmarkRoundTrip is the cost of one point read in an open View (a
+// missing message key: the ingest's dedup lookup), and of a View of one
+// such read.
+func BenchmarkRoundTrip(b *testing.B) {
+	s := openTest(b, Options{URL: pgtest.NewDB(b)})
+	ctx := context.Background()
+	c := store.ConvID{1}
+	b.Run("read", func(b *testing.B) {
+		b.ReportAllocs()
+		err := s.View(ctx, func(r store.Reader) error {
+			for b.Loop() {
+				if _, err := r.SeqByHash(c, store.Hash{1}); !errors.Is(err, store.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
+	b.Run("view", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			err := s.View(ctx, func(r store.Reader) error {
+				_, err := r.SeqByHash(c, store.Hash{1})
+				if errors.Is(err, store.ErrNotFound) {
+					return nil
+				}
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -9,6 +9,12 @@ import (
 	"github.com/lossless-engine/contextengine/store/storetest"
 )
 
+// testDB returns a fresh database's URL. The contract tests open it with
+// Options.AsyncCommit: commits that wait for the disk (fsync on a shared
+// CI disk) would take most of their time, and nothing they check depends
+// on it (no server crashes here).
+func testDB(t testing.TB) string { return pgtest.NewDB(t) }
+
 func openTest(t testing.TB, o Options) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), o)
@@ -24,13 +30,13 @@ func openTest(t testing.TB, o Options) *Store {
 // and opens its database again.
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		return openTest(t, Options{URL: pgtest.NewDB(t)})
+		return openTest(t, Options{URL: testDB(t), AsyncCommit: true})
 	}, func(t *testing.T, s store.Store) store.Store {
 		u := s.(*Store).opts.URL
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		return openTest(t, Options{URL: u})
+		return openTest(t, Options{URL: u, AsyncCommit: true})
 	})
 }
 
@@ -38,7 +44,7 @@ func TestContract(t *testing.T) {
 // opened again with Options.ReadOnly.
 func TestContractReadOnly(t *testing.T) {
 	storetest.RunReadOnly(t, func(t *testing.T) store.Store {
-		return openTest(t, Options{URL: pgtest.NewDB(t)})
+		return openTest(t, Options{URL: testDB(t), AsyncCommit: true})
 	}, func(t *testing.T, s store.Store) store.Store {
 		u := s.(*Store).opts.URL
 		if err := s.Close(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lossless-engine/contextengine/store"
@@ -36,6 +37,15 @@ type Options struct {
 	// ConnectTimeout bounds connecting and the first ping at Open
 	// (default 10 s).
 	ConnectTimeout time.Duration
+	// AsyncCommit lets a commit return before the server flushed it to
+	// disk (synchronous_commit off for the store's sessions), as the
+	// engine's default Badger store does without SyncWrites: a crash of a
+	// client process loses nothing it was told was committed, a crash of
+	// the server (or of its machine) may lose the last commits (about
+	// three times wal_writer_delay: 600 ms by default), never part of
+	// one. Sync then flushes them. Default false: the server's setting
+	// (on, unless its administrator chose otherwise).
+	AsyncCommit bool
 }
 
 // Defaults of Options.
@@ -99,6 +109,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if o.AsyncCommit {
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	}
 	where := serverName(cfg)
 	s := &Store{opts: o, held: map[*heldLock]struct{}{}}
@@ -283,12 +296,32 @@ func (t *txn) check() error {
 // MaxTxnBytes implements store.Store (see the constant MaxTxnBytes).
 func (s *Store) MaxTxnBytes() int64 { return MaxTxnBytes }
 
-// Sync implements store.Store. It has nothing to do: a commit returns
-// once PostgreSQL has made it durable (with synchronous_commit on, its
-// default; a server configured otherwise trades that durability away for
-// every client, which the store cannot take back).
+// Sync implements store.Store. Without Options.AsyncCommit it has nothing
+// to do: a commit returns once the server made it durable. With it, Sync
+// commits a transaction of its own synchronously (it takes a transaction
+// id, so that its commit is a WAL record), which flushes the WAL up to it,
+// every earlier commit of every session included.
 func (s *Store) Sync(ctx context.Context) error {
-	return s.enter("sync")
+	if err := s.enter("sync"); err != nil {
+		return err
+	}
+	if !s.opts.AsyncCommit || s.opts.ReadOnly {
+		return nil
+	}
+	c, err := s.acquire(ctx, "sync")
+	if err != nil {
+		return err
+	}
+	defer release(ctx, c)
+	var b pgx.Batch
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL synchronous_commit = on")
+	b.Queue("SELECT txid_current()")
+	b.Queue("COMMIT")
+	if err := c.SendBatch(ctx, &b).Close(); err != nil {
+		return wrapErr("sync", err)
+	}
+	return nil
 }
 
 // Size implements store.Store: the bytes of the database's tables in the

@@ -176,3 +176,25 @@ func TestSize(t *testing.T) {
 		t.Errorf("Size() after writing 8 MiB = %d, %v; before %d", after, err, before)
 	}
 }
+
+// TestAsyncCommit: AsyncCommit turns synchronous_commit off for the
+// store's sessions (the default leaves the server's on), and Sync's
+// synchronous commit runs.
+func TestAsyncCommit(t *testing.T) {
+	u := pgtest.NewDB(t)
+	ctx := t.Context()
+	for _, async := range []bool{false, true} {
+		s := openTest(t, Options{URL: u, AsyncCommit: async})
+		var got string
+		if err := s.Pool().QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil || (got == "off") != async {
+			t.Errorf("AsyncCommit %t: synchronous_commit = %q, %v", async, got, err)
+		}
+		if err := s.Update(ctx, func(tx store.Tx) error { return tx.PutMeta(store.Meta{Format: 1}) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Sync(ctx); err != nil {
+			t.Errorf("AsyncCommit %t: Sync: %v", async, err)
+		}
+		s.Close()
+	}
+}
