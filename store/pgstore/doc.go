@@ -68,7 +68,7 @@
 //
 // # Limits and durability
 //
-// MaxTxnBytes is 16 MiB; an Update fails with store.ErrTooBig when it
+// MaxTxnBytes is 8 MiB; an Update fails with store.ErrTooBig when it
 // writes more than twice that besides its largest record (so one message
 // of any size the engine accepts commits). A commit returns once the
 // server made it durable (synchronous_commit on, PostgreSQL's default), so

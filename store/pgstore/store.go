@@ -56,7 +56,7 @@ const (
 )
 
 // MaxTxnBytes is what one Update may write, about (store.Store.MaxTxnBytes):
-// 16 MiB of keys and values, as queued. PostgreSQL itself has no such
+// 8 MiB of keys and values, as queued. PostgreSQL itself has no such
 // limit (a bytea holds up to 1 GiB); the bound keeps what an Update
 // queues in memory (it sends its writes with its next read or its
 // commit) and the server's WAL for one commit moderate, and is far above
@@ -64,7 +64,7 @@ const (
 // Update fails with store.ErrTooBig when it writes more than twice
 // MaxTxnBytes besides its largest record: the margin is for the engine's
 // estimates, and one message of any size the engine accepts commits.
-const MaxTxnBytes = 16 << 20
+const MaxTxnBytes = 8 << 20
 
 // Store is a store.Store on PostgreSQL.
 type Store struct {
