@@ -10,8 +10,9 @@ import (
 	bindex "github.com/blevesearch/bleve_index_api"
 )
 
-// bm25K1 is BM25's term-frequency saturation (Bleve's default).
-const bm25K1 = 1.2
+// BM25K1 is BM25's term-frequency saturation (Bleve's default), for
+// a Retriever scoring as the index does.
+const BM25K1 = 1.2
 
 // bm25Query is a term query scored with BM25 and the index's own b
 // (Options.BM25B). Bleve's term scorer reads b from a package variable,
@@ -93,7 +94,7 @@ func (s *bm25Searcher) match(ctx *search.SearchContext, td *bindex.TermFieldDoc)
 		if s.avgLen > 0 {
 			norm += s.b * fieldLen / s.avgLen
 		}
-		sc := s.idf * tf * bm25K1 / (tf + bm25K1*norm)
+		sc := s.idf * tf * BM25K1 / (tf + BM25K1*norm)
 		if s.queryWeight != 1 {
 			sc *= s.queryWeight
 		}

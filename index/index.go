@@ -156,7 +156,7 @@ func (o *Options) fill() {
 		o.MaxLagBytes = 16 << 20
 	}
 	if o.BM25B <= 0 {
-		o.BM25B = 0.3
+		o.BM25B = DefaultBM25B
 	}
 }
 

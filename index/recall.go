@@ -78,106 +78,6 @@ var (
 	gateContextShare = 0.5
 )
 
-// Recall returns up to q.K distinct turns ranked for q.Text: hits without
-// those already in context, with near-identical texts collapsed, and the
-// neighbours of the best hits ranked in among them (at a decayed share of
-// the hit's score, NeighbourOf set); with q.MinRelevance, only what passes
-// the relevance gate.
-func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
-	if q.K <= 0 {
-		q.K = 10
-	}
-	if q.Agent == "" && !q.AllAgents {
-		return nil, ErrNoAgent
-	}
-	if q.NeighbourHits <= 0 {
-		q.NeighbourHits = 10
-	}
-	if q.Neighbours == 0 {
-		q.Neighbours = 2
-	}
-	if q.WaitForLag {
-		if err := ix.Flush(ctx); err != nil {
-			return nil, err
-		}
-	}
-	terms := ix.Terms(q.Text)
-	if len(terms) == 0 {
-		return nil, nil
-	}
-	sq := Query{
-		Agent:               q.Agent,
-		AllAgents:           q.AllAgents,
-		Conversations:       q.Conversations,
-		ExcludeConversation: q.ExcludeConversation,
-		Since:               q.Since,
-		Until:               q.Until,
-	}
-	fetch := max(q.K*2, recallFetchMin) + len(q.ExcludeIDs)
-	cands, err := ix.search(ctx, &sq, terms, fetch)
-	if err != nil {
-		return nil, err
-	}
-	if spans := DateSpans(q.Text); len(spans) > 0 && dateBoost > 0 {
-		dq := sq
-		dq.Spans = spans
-		dated, err := ix.search(ctx, &dq, terms, fetch)
-		if err != nil {
-			return nil, err
-		}
-		cands = mergeDated(cands, dated, dateBoost)
-	}
-	excluded := func(h *Hit) bool {
-		if q.ExcludeIDs[h.ID] || (h.hash != 0 && q.ExcludeTexts[h.hash]) {
-			return true
-		}
-		return q.CurrentSession != "" && h.Session == q.CurrentSession && h.Seq >= q.InContextFrom
-	}
-	agent := q.Agent
-	if q.AllAgents {
-		agent = ""
-	}
-	if err := ix.relevance(ctx, terms, cands, agent); err != nil {
-		return nil, err
-	}
-	inContext := 0.0 // the best relevance among the hits in context
-	kept := cands[:0]
-	for _, h := range cands {
-		if excluded(&h) {
-			inContext = max(inContext, h.Relevance.Value())
-			continue
-		}
-		kept = append(kept, h)
-	}
-	cands = kept
-	if q.MinRelevance > 0 {
-		q.MinRelevance = max(q.MinRelevance, gateContextShare*inContext)
-		cands = gate(cands, q.MinRelevance)
-	}
-	if q.Neighbours > 0 && len(cands) > 0 {
-		cands, err = ix.addNeighbours(ctx, &q, cands, excluded)
-		if err != nil {
-			return nil, err
-		}
-	}
-	out := make([]Hit, 0, q.K)
-	seenText := make(map[uint64]bool, q.K*2)
-	for i := range cands {
-		if len(out) >= q.K {
-			break
-		}
-		h := cands[i]
-		if h.hash != 0 {
-			if seenText[h.hash] {
-				continue
-			}
-			seenText[h.hash] = true
-		}
-		out = append(out, h)
-	}
-	return out, nil
-}
-
 // gate applies the relevance gate of threshold min to the candidates: none
 // when the best is below min (the prompt has nothing relevant here), else
 // those at least gateItemShare of min.
@@ -201,7 +101,7 @@ func gate(cands []Hit, min float64) []Hit {
 // addNeighbours fetches the turns within q.Neighbours of the best
 // q.NeighbourHits hits and merges them into the ranking with a decayed
 // score (a turn keeps the better of its own and its neighbour score).
-func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit, excluded func(*Hit) bool) ([]Hit, error) {
+func addNeighbours(ctx context.Context, r Retriever, q *RecallQuery, cands []Hit, excluded func(*Hit) bool) ([]Hit, error) {
 	type want struct {
 		of    int
 		score float64
@@ -261,16 +161,16 @@ func (ix *Index) addNeighbours(ctx context.Context, q *RecallQuery, cands []Hit,
 			sort.Sort(sort.Reverse(sort.Float64Slice(scores)))
 			floor = scores[limit-1]
 		}
-		keys := make([]string, 0, len(wants))
+		keys := make([]Position, 0, len(wants))
 		for k, w := range wants {
 			if w.score >= floor {
-				keys = append(keys, posKey(k.session, k.seq))
+				keys = append(keys, Position{Session: k.session, Seq: k.seq})
 			}
 		}
 		var got []Hit
 		if len(keys) > 0 {
 			var err error
-			if got, err = ix.byPos(ctx, q.Agent, q.AllAgents, keys); err != nil {
+			if got, err = r.AtPositions(ctx, q.Agent, q.AllAgents, keys); err != nil {
 				return nil, err
 			}
 		}
@@ -308,11 +208,11 @@ func mergeDated(cands, dated []Hit, boost float64) []Hit {
 	return cands
 }
 
-// byPos returns the agent's docs at the given position keys.
-func (ix *Index) byPos(ctx context.Context, agent string, allAgents bool, keys []string) ([]Hit, error) {
+// byPos returns the agent's docs at the given positions.
+func (ix *Index) byPos(ctx context.Context, agent string, allAgents bool, keys []Position) ([]Hit, error) {
 	qs := make([]query.Query, len(keys))
 	for i, k := range keys {
-		qs[i] = termQ(fPos, k)
+		qs[i] = termQ(fPos, posKey(k.Session, k.Seq))
 	}
 	bq := query.NewBooleanQuery(nil, qs, nil)
 	if !allAgents {

@@ -63,6 +63,21 @@ func termIDF(total, df uint64) float64 {
 	return math.Log(1 + (float64(total)-float64(df)+0.5)/(float64(df)+0.5))
 }
 
+// RelevanceSource is what the relevance gate reads from an index
+// (ComputeRelevance).
+type RelevanceSource interface {
+	// TermStats returns the number of docs in the index and the number
+	// of docs holding each of terms in their text (0: absent).
+	TermStats(ctx context.Context, terms []string) (total uint64, dfs []uint64, err error)
+	// Holds sets has[i] (len(has) == len(hits), all false on entry) when
+	// hits[i] holds term in its text, or, with context, in its context.
+	Holds(ctx context.Context, term string, context bool, hits []Hit, has []bool) error
+	// AgentHas reports whether some doc of agent holds term in its text,
+	// within about budget steps of work (beyond them: true); used is the
+	// steps taken.
+	AgentHas(ctx context.Context, term, agent string, budget int) (has bool, used int, err error)
+}
+
 // relevance sets Relevance on each of hits for the query terms.
 //
 // agent, when set, is the agent whose history is searched: a prompt term
@@ -70,9 +85,6 @@ func termIDF(total, df uint64) float64 {
 func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agent string) error {
 	if len(hits) == 0 || len(terms) == 0 {
 		return nil
-	}
-	if len(terms) > 64 {
-		terms = terms[:64]
 	}
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
@@ -84,30 +96,107 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agen
 		return fmt.Errorf("index: recall: %w", err)
 	}
 	defer rd.Close()
-	total, err := rd.DocCount()
+	return ComputeRelevance(ctx, &bleveRelevance{ix: ix, rd: rd}, terms, hits, agent)
+}
+
+// bleveRelevance is the Index's RelevanceSource, on one reader.
+type bleveRelevance struct {
+	ix *Index
+	rd bindex.IndexReader
+	// docs are the hits' internal ids in index order (term readers
+	// advance forward), found on the first Holds.
+	docs []bleveDoc
+	hits []Hit // the hits docs were found for
+}
+
+type bleveDoc struct {
+	iid bindex.IndexInternalID
+	hit int
+}
+
+func (b *bleveRelevance) TermStats(ctx context.Context, terms []string) (uint64, []uint64, error) {
+	total, err := b.rd.DocCount()
+	if err != nil {
+		return 0, nil, fmt.Errorf("index: recall: %w", err)
+	}
+	if total == 0 {
+		return 0, nil, nil
+	}
+	dfs, err := b.ix.termDFs(ctx, func() (bindex.IndexReader, error) { return b.rd, nil }, total, terms)
+	if err != nil {
+		return 0, nil, fmt.Errorf("index: recall: %w", err)
+	}
+	return total, dfs, nil
+}
+
+func (b *bleveRelevance) Holds(ctx context.Context, term string, context bool, hits []Hit, has []bool) error {
+	if b.docs == nil || len(b.hits) != len(hits) || (len(hits) > 0 && &b.hits[0] != &hits[0]) {
+		b.hits = hits
+		b.docs = make([]bleveDoc, 0, len(hits))
+		for i := range hits {
+			iid, err := b.rd.InternalID(hits[i].ID)
+			if err != nil {
+				return fmt.Errorf("index: recall: %w", err)
+			}
+			if iid != nil {
+				b.docs = append(b.docs, bleveDoc{append(bindex.IndexInternalID(nil), iid...), i})
+			}
+		}
+		sort.Slice(b.docs, func(i, j int) bool { return bytes.Compare(b.docs[i].iid, b.docs[j].iid) < 0 })
+	}
+	field := fText
+	if context {
+		field = fCtx
+	}
+	tfr, err := b.rd.TermFieldReader(ctx, []byte(term), field, false, false, false)
 	if err != nil {
 		return fmt.Errorf("index: recall: %w", err)
+	}
+	defer tfr.Close()
+	var cur bindex.IndexInternalID // where the reader is (nil: not started)
+	for _, d := range b.docs {
+		if cur == nil || bytes.Compare(cur, d.iid) < 0 {
+			td, err := tfr.Advance(d.iid, nil)
+			if err != nil {
+				return fmt.Errorf("index: recall: %w", err)
+			}
+			if td == nil {
+				break
+			}
+			cur = append(cur[:0], td.ID...)
+		}
+		if bytes.Equal(cur, d.iid) {
+			has[d.hit] = true
+		}
+	}
+	return nil
+}
+
+func (b *bleveRelevance) AgentHas(ctx context.Context, term, agent string, budget int) (bool, int, error) {
+	return agentHas(ctx, b.rd, term, agent, budget)
+}
+
+// ComputeRelevance sets Relevance on each of hits for the prompt's terms
+// (QueryTerms), reading document frequencies and matches from src: the
+// relevance gate's measure, the same over every index.
+//
+// agent, when set, is the agent whose history is searched: a prompt term
+// the index holds only in other agents' docs counts as absent.
+func ComputeRelevance(ctx context.Context, src RelevanceSource, terms []string, hits []Hit, agent string) error {
+	if len(hits) == 0 || len(terms) == 0 {
+		return nil
+	}
+	if len(terms) > 64 {
+		terms = terms[:64]
+	}
+	total, counts, err := src.TermStats(ctx, terms)
+	if err != nil {
+		return err
 	}
 	if total == 0 {
 		return nil
 	}
 	idf1 := termIDF(total, 1)
-	// The hits' internal ids, in index order (term readers advance forward).
-	type doc struct {
-		iid bindex.IndexInternalID
-		hit int
-	}
-	docs := make([]doc, 0, len(hits))
-	for i := range hits {
-		iid, err := rd.InternalID(hits[i].ID)
-		if err != nil {
-			return fmt.Errorf("index: recall: %w", err)
-		}
-		if iid != nil {
-			docs = append(docs, doc{append(bindex.IndexInternalID(nil), iid...), i})
-		}
-	}
-	sort.Slice(docs, func(i, j int) bool { return bytes.Compare(docs[i].iid, docs[j].iid) < 0 })
 	// The prompt's terms by document frequency: absent ones weigh as a
 	// term in one doc; the relMatchTerms rarest present ones are looked up
 	// in the hits (the rest of a long prompt is common or weighs little),
@@ -118,10 +207,6 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agen
 	}
 	present := make([]term, 0, len(terms))
 	idfs := make([]float64, 0, len(terms))
-	counts, err := ix.termDFs(ctx, func() (bindex.IndexReader, error) { return rd, nil }, total, terms)
-	if err != nil {
-		return fmt.Errorf("index: recall: %w", err)
-	}
 	for i, t := range terms {
 		if df := counts[i]; df == 0 {
 			idfs = append(idfs, idf1)
@@ -135,50 +220,47 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agen
 	cx := make([]float64, len(hits))   // matched IDF in the context field only
 	num := make([]float64, len(hits))  // matched IDF of short numbers
 	inText := make([]bool, len(hits))
+	has := make([]bool, len(hits))
 	var check []term // terms no hit holds: is the agent's history without them?
 	for ti, pt := range present {
 		idf := termIDF(total, pt.df)
+		short := shortNumber(pt.t)
 		clear(inText)
+		clear(has)
 		matched := false
-		for _, field := range []string{fText, fCtx} {
-			if field == fCtx && (ctxBoost <= 0 || ti >= ctxTerms) {
-				break
+		if err := src.Holds(ctx, pt.t, false, hits, has); err != nil {
+			return err
+		}
+		for i, h := range has {
+			if !h {
+				continue
 			}
-			tfr, err := rd.TermFieldReader(ctx, []byte(pt.t), field, false, false, false)
-			if err != nil {
-				return fmt.Errorf("index: recall: %w", err)
+			matched = true
+			inText[i] = true
+			if short {
+				num[i] += idf
+			} else {
+				text[i] += idf
 			}
-			var cur bindex.IndexInternalID // where the reader is (nil: not started)
-			for _, d := range docs {
-				if cur == nil || bytes.Compare(cur, d.iid) < 0 {
-					td, err := tfr.Advance(d.iid, nil)
-					if err != nil {
-						tfr.Close()
-						return fmt.Errorf("index: recall: %w", err)
-					}
-					if td == nil {
-						break
-					}
-					cur = append(cur[:0], td.ID...)
-				}
-				if !bytes.Equal(cur, d.iid) {
+		}
+		if ctxBoost > 0 && ti < ctxTerms {
+			clear(has)
+			if err := src.Holds(ctx, pt.t, true, hits, has); err != nil {
+				return err
+			}
+			for i, h := range has {
+				if !h {
 					continue
 				}
 				matched = true
 				switch {
-				case field == fText && shortNumber(pt.t):
-					inText[d.hit] = true
-					num[d.hit] += idf
-				case field == fText:
-					inText[d.hit] = true
-					text[d.hit] += idf
-				case !inText[d.hit] && shortNumber(pt.t):
-					num[d.hit] += ctxBoost * idf
-				case !inText[d.hit]:
-					cx[d.hit] += ctxBoost * idf
+				case inText[i]:
+				case short:
+					num[i] += ctxBoost * idf
+				default:
+					cx[i] += ctxBoost * idf
 				}
 			}
-			tfr.Close()
 		}
 		if matched {
 			idfs = append(idfs, idf)
@@ -194,7 +276,7 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []Hit, agen
 	}
 	for _, u := range check {
 		if budget > 0 {
-			has, used, err := agentHas(ctx, rd, u.t, agent, budget)
+			has, used, err := src.AgentHas(ctx, u.t, agent, budget)
 			if err != nil {
 				return err
 			}

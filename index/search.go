@@ -235,10 +235,6 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) (out []string, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: search: %w", err)
 	}
-	type tdf struct {
-		t  string
-		df uint64
-	}
 	var rd bindex.IndexReader
 	defer func() {
 		if rd != nil {
@@ -256,16 +252,32 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) (out []string, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: search: %w", err)
 	}
-	dfs := make([]tdf, 0, len(terms))
+	out, _, nctx = PruneTerms(terms, counts, total)
+	return out, nctx, nil
+}
+
+// PruneTerms keeps the terms worth searching, rarest first, given the
+// document frequency of each (dfs, parallel to terms; 0: absent) in an
+// index of total docs: the maxSearchTerms rarest present, without common
+// ones (see maxSearchTerms, commonTermShare, maxPostings), with their
+// frequencies; the first nctx of them are searched in the context field
+// too.
+func PruneTerms(terms []string, dfs []uint64, total uint64) (out []string, outDFs []uint64, nctx int) {
+	type tdf struct {
+		t  string
+		df uint64
+	}
+	sorted := make([]tdf, 0, len(terms))
 	for i, t := range terms {
-		if counts[i] > 0 {
-			dfs = append(dfs, tdf{t, counts[i]})
+		if dfs[i] > 0 {
+			sorted = append(sorted, tdf{t, dfs[i]})
 		}
 	}
-	sort.SliceStable(dfs, func(i, j int) bool { return dfs[i].df < dfs[j].df })
-	out = make([]string, 0, min(len(dfs), maxSearchTerms))
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].df < sorted[j].df })
+	out = make([]string, 0, min(len(sorted), maxSearchTerms))
+	outDFs = make([]uint64, 0, cap(out))
 	var postings uint64
-	for i, d := range dfs {
+	for i, d := range sorted {
 		if len(out) == maxSearchTerms {
 			break
 		}
@@ -277,11 +289,12 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) (out []string, 
 		}
 		postings += d.df
 		out = append(out, d.t)
+		outDFs = append(outDFs, d.df)
 		if nctx == i && i < ctxTerms && (total < commonTermMinDocs || d.df <= commonTermMaxDF) {
 			nctx++
 		}
 	}
-	return out, nctx, nil
+	return out, outDFs, nctx
 }
 
 func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {

@@ -1,0 +1,227 @@
+package index
+
+import (
+	"context"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/registry"
+)
+
+// Retriever is the search half of a recall index: it supplies scored
+// candidates, the relevance of hits and the docs at given positions.
+// RankRecall does the rest (date boost, exclusions, the relevance gate,
+// neighbours, de-duplication), so that every implementation of Recall
+// ranks the same way. *Index's own retriever is Bleve; package pgstore's is
+// PostgreSQL. A Retriever may be built per call (it can cache what one
+// recall reads twice, such as document frequencies).
+type Retriever interface {
+	// Candidates returns up to size docs matching q's filters (Agent or
+	// AllAgents, Conversations, ExcludeConversation, Sessions,
+	// ExcludeSessions, Kind, Since, Until, Spans) and any of terms (the
+	// analyzed prompt, QueryTerms), best first, scored like the index's
+	// BM25 (scores are compared within one recall only). It prunes terms
+	// as PruneTerms does.
+	Candidates(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error)
+	// Relevance sets Relevance on each of hits for the prompt's terms;
+	// ComputeRelevance does it from a RelevanceSource. agent, when set, is
+	// the agent whose history is searched.
+	Relevance(ctx context.Context, terms []string, hits []Hit, agent string) error
+	// AtPositions returns the docs of agent (of any agent when allAgents)
+	// at the given positions (none for a position without a doc).
+	AtPositions(ctx context.Context, agent string, allAgents bool, pos []Position) ([]Hit, error)
+}
+
+// Position is a turn's place: its session and Seq (neighbours are found
+// by it).
+type Position struct {
+	Session string
+	Seq     uint64
+}
+
+// SetTextKey sets the key under which Recall collapses the hit with
+// near-identical texts (TextKey of its text); a Retriever sets it on the
+// hits it returns (0: never collapsed).
+func (h *Hit) SetTextKey(k uint64) { h.hash = k }
+
+// TextKey returns the hit's text key (see SetTextKey).
+func (h *Hit) TextKey() uint64 { return h.hash }
+
+// Recall returns up to q.K distinct turns ranked for q.Text: hits without
+// those already in context, with near-identical texts collapsed, and the
+// neighbours of the best hits ranked in among them (at a decayed share of
+// the hit's score, NeighbourOf set); with q.MinRelevance, only what passes
+// the relevance gate.
+func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
+	if q.Agent == "" && !q.AllAgents {
+		return nil, ErrNoAgent
+	}
+	if q.WaitForLag {
+		if err := ix.Flush(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return RankRecall(ctx, bleveRetriever{ix}, ix.Terms(q.Text), q)
+}
+
+// bleveRetriever is the Index's Retriever.
+type bleveRetriever struct{ ix *Index }
+
+func (r bleveRetriever) Candidates(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {
+	return r.ix.search(ctx, q, terms, size)
+}
+
+func (r bleveRetriever) Relevance(ctx context.Context, terms []string, hits []Hit, agent string) error {
+	return r.ix.relevance(ctx, terms, hits, agent)
+}
+
+func (r bleveRetriever) AtPositions(ctx context.Context, agent string, allAgents bool, pos []Position) ([]Hit, error) {
+	return r.ix.byPos(ctx, agent, allAgents, pos)
+}
+
+// RankRecall is Recall over any Retriever: terms are q.Text's analyzed
+// terms (QueryTerms). It does not wait for lag (q.WaitForLag is the
+// caller's).
+func RankRecall(ctx context.Context, r Retriever, terms []string, q RecallQuery) ([]Hit, error) {
+	if q.K <= 0 {
+		q.K = 10
+	}
+	if q.Agent == "" && !q.AllAgents {
+		return nil, ErrNoAgent
+	}
+	if q.NeighbourHits <= 0 {
+		q.NeighbourHits = 10
+	}
+	if q.Neighbours == 0 {
+		q.Neighbours = 2
+	}
+	if len(terms) == 0 {
+		return nil, nil
+	}
+	sq := Query{
+		Agent:               q.Agent,
+		AllAgents:           q.AllAgents,
+		Conversations:       q.Conversations,
+		ExcludeConversation: q.ExcludeConversation,
+		Since:               q.Since,
+		Until:               q.Until,
+	}
+	fetch := max(q.K*2, recallFetchMin) + len(q.ExcludeIDs)
+	cands, err := r.Candidates(ctx, &sq, terms, fetch)
+	if err != nil {
+		return nil, err
+	}
+	if spans := DateSpans(q.Text); len(spans) > 0 && dateBoost > 0 {
+		dq := sq
+		dq.Spans = spans
+		dated, err := r.Candidates(ctx, &dq, terms, fetch)
+		if err != nil {
+			return nil, err
+		}
+		cands = mergeDated(cands, dated, dateBoost)
+	}
+	excluded := func(h *Hit) bool {
+		if q.ExcludeIDs[h.ID] || (h.hash != 0 && q.ExcludeTexts[h.hash]) {
+			return true
+		}
+		return q.CurrentSession != "" && h.Session == q.CurrentSession && h.Seq >= q.InContextFrom
+	}
+	agent := q.Agent
+	if q.AllAgents {
+		agent = ""
+	}
+	if err := r.Relevance(ctx, terms, cands, agent); err != nil {
+		return nil, err
+	}
+	inContext := 0.0 // the best relevance among the hits in context
+	kept := cands[:0]
+	for _, h := range cands {
+		if excluded(&h) {
+			inContext = max(inContext, h.Relevance.Value())
+			continue
+		}
+		kept = append(kept, h)
+	}
+	cands = kept
+	if q.MinRelevance > 0 {
+		q.MinRelevance = max(q.MinRelevance, gateContextShare*inContext)
+		cands = gate(cands, q.MinRelevance)
+	}
+	if q.Neighbours > 0 && len(cands) > 0 {
+		cands, err = addNeighbours(ctx, r, &q, cands, excluded)
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := make([]Hit, 0, q.K)
+	seenText := make(map[uint64]bool, q.K*2)
+	for i := range cands {
+		if len(out) >= q.K {
+			break
+		}
+		h := cands[i]
+		if h.hash != 0 {
+			if seenText[h.hash] {
+				continue
+			}
+			seenText[h.hash] = true
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// chatAnalyzer is AnalyzerChat outside any Bleve index (QueryTerms,
+// DocTerms).
+var chatAnalyzer = sync.OnceValue(func() analysis.Analyzer {
+	a, err := registry.NewCache().AnalyzerNamed(AnalyzerChat)
+	if err != nil {
+		panic("index: " + AnalyzerChat + ": " + err.Error()) // registered in init
+	}
+	return a
+})
+
+// QueryTerms returns the distinct analyzed terms of a prompt as Index.Terms
+// does (AnalyzerChat), for a Retriever outside Bleve.
+func QueryTerms(text string) []string { return queryTerms(chatAnalyzer(), text) }
+
+// DocTerms analyzes a doc's text as the index does (AnalyzerChat): the
+// frequency of each term and the field length (the number of tokens, what
+// BM25 normalises by).
+func DocTerms(text string) (freqs map[string]int, length int) {
+	if text == "" {
+		return nil, 0
+	}
+	if !utf8.ValidString(text) {
+		text = toValidUTF8(text)
+	}
+	toks := chatAnalyzer().Analyze([]byte(text))
+	freqs = make(map[string]int, len(toks))
+	for _, t := range toks {
+		freqs[string(t.Term)]++
+	}
+	return freqs, len(toks)
+}
+
+// TurnMemory gives each doc the context the index gives it (Doc.Context,
+// else the previous turn of its session, clipped, in the order docs are
+// given). The zero value is ready; not safe for concurrent use.
+type TurnMemory struct{ m turnMemory }
+
+// Context returns the context indexed with d and remembers d's text as
+// the context of its session's next turn.
+func (t *TurnMemory) Context(d *Doc) string { return t.m.context(d) }
+
+// DefaultBM25B is the default of Options.BM25B, BM25's length
+// normalisation b.
+const DefaultBM25B = 0.3
+
+// ContextBoost is the weight of a term matched in a doc's context (the
+// previous turn) against one in its text, in the search's BM25 score and
+// in Relevance.
+func ContextBoost() float64 { return ctxBoost }
+
+// TermIDF is BM25's IDF of a term in df of total docs, as the index
+// scores it.
+func TermIDF(total, df uint64) float64 { return termIDF(total, df) }
