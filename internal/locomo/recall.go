@@ -511,26 +511,31 @@ func RecallAtK(ranked, evidence []string, k int) float64 {
 	return float64(n) / float64(len(evidence))
 }
 
-// IndexRetriever drives the recall path of package index directly: each turn
-// is an index.Doc (id "<agent>/<dia id>"), and Recall is index.Recall, the
-// function assemble's recall calls.
+// IndexRetriever drives a recall index directly (package index's Bleve
+// index, or any index.Recall, such as PostgreSQL's): each turn is an
+// index.Doc (id "<agent>/<dia id>"), and Recall is index.Recall's Recall,
+// the method assemble's recall calls.
 type IndexRetriever struct {
 	// MinScore is the relevance gate of RecallGated (0:
 	// lossless.DefaultRecallMinScore; negative: none).
 	MinScore float64
 
-	ix         *index.Index
+	ix         index.Recall
 	neighbours int
-	seq        map[string]uint64
 }
 
-// NewIndexRetriever opens a fresh index in dir.
+// NewIndexRetriever opens a fresh Bleve index in dir.
 func NewIndexRetriever(dir string, neighbours int) (*IndexRetriever, error) {
 	ix, err := index.Open(filepath.Join(dir, "index"), index.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return &IndexRetriever{ix: ix, neighbours: neighbours, seq: map[string]uint64{}}, nil
+	return NewRecallRetriever(ix, neighbours), nil
+}
+
+// NewRecallRetriever drives rc, an empty recall index (Close closes it).
+func NewRecallRetriever(rc index.Recall, neighbours int) *IndexRetriever {
+	return &IndexRetriever{ix: rc, neighbours: neighbours}
 }
 
 // IngestSession implements Retriever.
@@ -542,7 +547,7 @@ func (r *IndexRetriever) IngestSession(_ context.Context, agent, session string,
 			Role: t.Role, Kind: index.KindMessage, Seq: uint64(i), Timestamp: t.Timestamp, Text: t.Text,
 		}
 	}
-	r.ix.Add(docs...)
+	r.ix.AddGeneration(0, docs...)
 	return nil
 }
 

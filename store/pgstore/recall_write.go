@@ -1,0 +1,319 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lossless-engine/contextengine/index"
+)
+
+// worker writes the queue in batches until Close (then until the queue is
+// empty or RecallOptions.CloseTimeout has passed).
+func (r *Recall) worker() {
+	defer r.wg.Done()
+	backoff := 50 * time.Millisecond
+	for {
+		r.mu.Lock()
+		for len(r.queue) == 0 && !r.closed {
+			r.mu.Unlock()
+			<-r.wake
+			r.mu.Lock()
+		}
+		if len(r.queue) == 0 {
+			r.mu.Unlock()
+			return
+		}
+		n := min(len(r.queue), r.opts.BatchSize)
+		items := make([]recallItem, n)
+		copy(items, r.queue[:n])
+		r.mu.Unlock()
+
+		// The rows are built once (the turn memory moves on), then retried
+		// as they are.
+		b := r.buildBatch(items)
+		if r.beforeBatch != nil {
+			r.beforeBatch()
+		}
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			err := r.pool.SendBatch(ctx, b).Close()
+			cancel()
+			r.mu.Lock()
+			if err == nil {
+				r.lastErr = nil
+				backoff = 50 * time.Millisecond
+				r.mu.Unlock()
+				break
+			}
+			r.lastErr = fmt.Errorf("pgstore: recall: write %d docs: %w", n, err)
+			giveUp := r.closed && time.Now().After(r.giveUp)
+			if giveUp {
+				r.dropped += n
+			}
+			last := r.lastErr
+			r.mu.Unlock()
+			if r.opts.Logf != nil {
+				r.opts.Logf("%v", last)
+			}
+			if giveUp {
+				break
+			}
+			time.Sleep(backoff)
+			backoff = min(2*backoff, 5*time.Second)
+		}
+		r.mu.Lock()
+		for i := range items {
+			r.queueBytes -= len(items[i].doc.Text) + len(items[i].doc.Context)
+		}
+		r.queue = r.queue[n:]
+		if len(r.queue) == 0 {
+			r.queue = nil
+		}
+		r.done += uint64(n)
+		close(r.progress)
+		r.progress = make(chan struct{})
+		r.mu.Unlock()
+	}
+}
+
+// buildBatch turns queued items into one pipelined, implicitly
+// transactional batch: lock the stats row (writers of every process take
+// turns), then each run of deletions or additions in queue order (an
+// addition replaces the doc of the same id).
+func (r *Recall) buildBatch(items []recallItem) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT 1 FROM recall_stats WHERE id = 1 FOR UPDATE`)
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && items[j].isDel == items[i].isDel {
+			j++
+		}
+		run := items[i:j]
+		if run[0].isDel {
+			ids := make([]string, len(run))
+			for k := range run {
+				ids[k] = cleanText(run[k].doc.ID)
+			}
+			b.Queue(sqlDeleteDocs, ids)
+		} else {
+			var rows recallRows
+			seen := make(map[string]int, len(run))
+			for k := range run {
+				d := &run[k].doc
+				cx := r.prev.Context(d)
+				id := cleanText(d.ID)
+				if at, ok := seen[id]; ok { // the last one wins
+					rows.set(at, d, id, cx)
+					continue
+				}
+				seen[id] = rows.add(d, id, cx)
+			}
+			b.Queue(sqlDeleteDocs, rows.id)
+			b.Queue(sqlInsertDocs, rows.args()...)
+		}
+		i = j
+	}
+	return b
+}
+
+// sqlDeleteDocs deletes docs by id ($1) and takes their terms off the
+// document frequencies and totals.
+const sqlDeleteDocs = `
+WITH d AS (
+	DELETE FROM recall_docs WHERE id = ANY($1::text[]) RETURNING text_tsv, ctx_tsv
+), c AS (
+	SELECT x AS term, sum(a)::bigint AS df, sum(b)::bigint AS ctx_df FROM (
+		SELECT unnest(tsvector_to_array(text_tsv)) AS x, 1 AS a, 0 AS b FROM d
+		UNION ALL
+		SELECT unnest(tsvector_to_array(ctx_tsv)), 0, 1 FROM d) y
+	GROUP BY x
+), t AS (
+	UPDATE recall_terms r SET df = r.df - c.df, ctx_df = r.ctx_df - c.ctx_df
+	FROM c WHERE r.term = c.term
+	RETURNING r.term, r.df, r.ctx_df
+)
+UPDATE recall_stats SET
+	docs = docs - (SELECT count(*) FROM d),
+	text_terms = text_terms - (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = 0),
+	ctx_terms = ctx_terms - (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = 0)
+WHERE id = 1`
+
+// sqlInsertDocs inserts docs (parallel arrays, recallRows.args) and adds
+// their terms to the document frequencies and totals.
+const sqlInsertDocs = `
+WITH n AS (
+	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
+	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
+		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
+	RETURNING text_tsv, ctx_tsv
+), c AS (
+	SELECT x AS term, sum(a)::bigint AS df, sum(b)::bigint AS ctx_df FROM (
+		SELECT unnest(tsvector_to_array(text_tsv)) AS x, 1 AS a, 0 AS b FROM n
+		UNION ALL
+		SELECT unnest(tsvector_to_array(ctx_tsv)), 0, 1 FROM n) y
+	GROUP BY x
+), t AS (
+	INSERT INTO recall_terms AS r (term, df, ctx_df)
+	SELECT term, df, ctx_df FROM c ORDER BY term
+	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
+	RETURNING r.term, r.df, r.ctx_df
+)
+UPDATE recall_stats SET
+	docs = docs + (SELECT count(*) FROM n),
+	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
+	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
+WHERE id = 1`
+
+// recallRows are docs as parallel column arrays (sqlInsertDocs).
+type recallRows struct {
+	id, agent, conv, sess, role, kind []string
+	seq, ts                           []int64
+	text, cx                          []string
+	key                               []int64
+	textLen, ctxLen                   []int32
+	textTSV, ctxTSV                   []string
+}
+
+func (w *recallRows) add(d *index.Doc, id, cx string) int {
+	w.id = append(w.id, "")
+	w.agent = append(w.agent, "")
+	w.conv = append(w.conv, "")
+	w.sess = append(w.sess, "")
+	w.role = append(w.role, "")
+	w.kind = append(w.kind, "")
+	w.seq = append(w.seq, 0)
+	w.ts = append(w.ts, 0)
+	w.text = append(w.text, "")
+	w.cx = append(w.cx, "")
+	w.key = append(w.key, 0)
+	w.textLen = append(w.textLen, 0)
+	w.ctxLen = append(w.ctxLen, 0)
+	w.textTSV = append(w.textTSV, "")
+	w.ctxTSV = append(w.ctxTSV, "")
+	i := len(w.id) - 1
+	w.set(i, d, id, cx)
+	return i
+}
+
+// set fills row i with d (id cleaned, cx its context).
+func (w *recallRows) set(i int, d *index.Doc, id, cx string) {
+	kind := d.Kind
+	if kind == "" {
+		kind = index.KindMessage
+	}
+	text := cleanText(d.Text)
+	cx = cleanText(cx)
+	tf, tl := index.DocTerms(clipAnalyzed(text))
+	cf, cl := index.DocTerms(clipAnalyzed(cx))
+	w.id[i] = id
+	w.agent[i] = cleanText(d.Agent)
+	w.conv[i] = cleanText(d.Conversation)
+	w.sess[i] = cleanText(d.Session)
+	w.role[i] = cleanText(d.Role)
+	w.kind[i] = kind
+	w.seq[i] = int64(d.Seq)
+	w.ts[i] = d.Timestamp
+	w.text[i] = text
+	w.cx[i] = cx
+	w.key[i] = int64(index.TextKey(d.Text))
+	w.textLen[i] = int32(min(tl, 1<<30))
+	w.ctxLen[i] = int32(min(cl, 1<<30))
+	w.textTSV[i] = tsvectorLiteral(tf, 'A')
+	w.ctxTSV[i] = tsvectorLiteral(cf, 'B')
+}
+
+func (w *recallRows) args() []any {
+	return []any{w.id, w.agent, w.conv, w.sess, w.role, w.kind, w.seq, w.ts, w.text, w.cx, w.key, w.textLen, w.ctxLen, w.textTSV, w.ctxTSV}
+}
+
+// cleanText makes s storable as PostgreSQL text: valid UTF-8, without NUL.
+func cleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "")
+	}
+	return s
+}
+
+// maxAnalyzedBytes caps the text analyzed into a tsvector (PostgreSQL
+// caps a tsvector at 1 MB): the first 256 KiB of a huge tool output are
+// searchable, the rest is stored but not indexed.
+const maxAnalyzedBytes = 256 << 10
+
+func clipAnalyzed(s string) string {
+	if len(s) <= maxAnalyzedBytes {
+		return s
+	}
+	n := maxAnalyzedBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// PostgreSQL's limits on a tsvector's lexemes: bytes per lexeme, positions
+// per lexeme.
+const (
+	maxLexemeBytes = 2046
+	maxPositions   = 256
+)
+
+// tsvectorLiteral writes term frequencies as a tsvector's text form: each
+// term with positions 1..frequency (capped at maxPositions) labelled
+// weight ("'term':1A,2A"), so that the number of positions is the
+// frequency BM25 reads (recall_sql.go). Terms are sorted (a stable text).
+func tsvectorLiteral(freqs map[string]int, weight byte) string {
+	if len(freqs) == 0 {
+		return ""
+	}
+	terms := make([]string, 0, len(freqs))
+	for t := range freqs {
+		if len(t) > 0 && len(t) <= maxLexemeBytes {
+			terms = append(terms, t)
+		}
+	}
+	sort.Strings(terms)
+	var sb strings.Builder
+	for i, t := range terms {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		writeLexeme(&sb, t)
+		sb.WriteByte(':')
+		for p := 1; p <= min(freqs[t], maxPositions); p++ {
+			if p > 1 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString(strconv.Itoa(p))
+			sb.WriteByte(weight)
+		}
+	}
+	return sb.String()
+}
+
+// writeLexeme writes t quoted for a tsvector or tsquery literal.
+func writeLexeme(sb *strings.Builder, t string) {
+	sb.WriteByte('\'')
+	for i := 0; i < len(t); i++ {
+		switch c := t[i]; c {
+		case '\'':
+			sb.WriteString("''")
+		case '\\':
+			sb.WriteString(`\\`)
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	sb.WriteByte('\'')
+}
