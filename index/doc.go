@@ -72,6 +72,13 @@
 // in the current session, by id, and by text: RecallQuery.ExcludeTexts).
 // A search or recall never crosses agents unless AllAgents is set.
 //
+// The ranking is shared: a Retriever supplies scored candidates, the
+// relevance of hits (ComputeRelevance over a RelevanceSource) and the
+// docs at given positions, and RankRecall does the date boost,
+// exclusions, gate, neighbours and de-duplication. *Index's retriever is
+// Bleve; package pgstore's Recall is PostgreSQL with the same analyzer
+// (QueryTerms, DocTerms) and the same BM25, and ranks identically.
+//
 // # Relevance gate
 //
 // BM25 ranks something for any prompt. Recall measures each hit's
