@@ -37,7 +37,7 @@ func TestContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		return openTest(t, Options{URL: u, AsyncCommit: true})
-	})
+	}, storetest.ModelOps(100_000)) // each operation is a round trip: 10⁵ fit CI
 }
 
 // TestContractReadOnly runs the suite's read-only case: the database

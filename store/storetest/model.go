@@ -1246,10 +1246,13 @@ func envInt(t *testing.T, name string) (int64, bool) {
 // testModel applies a seeded random sequence of operations to the store
 // and to the model, comparing every read, and everything every 2000 steps
 // and at the end.
-func testModel(t *testing.T, st store.Store) {
+func testModel(t *testing.T, st store.Store, defaultOps int) {
 	ops := 100_000
 	if !testing.Short() {
 		ops = 500_000
+	}
+	if defaultOps > 0 {
+		ops = defaultOps
 	}
 	if n, ok := envInt(t, "LOSSLESS_STORE_OPS"); ok {
 		ops = int(n)

@@ -63,9 +63,26 @@ type OpenFunc func(t *testing.T) store.Store
 // ReopenFunc closes s and opens its data again.
 type ReopenFunc func(t *testing.T, s store.Store) store.Store
 
+// Option changes how Run runs the suite for one backend.
+type Option func(*config)
+
+type config struct {
+	modelOps int
+}
+
+// ModelOps sets the model-based random test's operation count when
+// LOSSLESS_STORE_OPS does not (default 10⁵ under -short, 5·10⁵ without): a
+// backend whose every operation is a round trip to a server runs 10⁵ in
+// both, to fit CI.
+func ModelOps(n int) Option { return func(c *config) { c.modelOps = n } }
+
 // Run runs every contract case against stores made by open. reopen may be
 // nil (an in-memory store): the reopen cases are then skipped.
-func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
+func Run(t *testing.T, open OpenFunc, reopen ReopenFunc, opts ...Option) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
 	t.Run("Empty", func(t *testing.T) { testEmpty(t, open(t)) })
 	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, open) })
 	t.Run("Order", func(t *testing.T) { testOrder(t, open(t)) })
@@ -89,7 +106,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc) {
 		}
 		testReopen(t, open, reopen)
 	})
-	t.Run("Model", func(t *testing.T) { testModel(t, open(t)) })
+	t.Run("Model", func(t *testing.T) { testModel(t, open(t), cfg.modelOps) })
 }
 
 // ReadOnlyFunc returns a read-only store over s's data (it may close s
