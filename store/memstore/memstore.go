@@ -78,6 +78,8 @@ type db struct {
 	mu     sync.Mutex // serializes writers
 	root   atomic.Pointer[node]
 	maxTxn int64
+	// locks are the named locks of the handles Shared makes (shared.go).
+	locks locks
 }
 
 var _ store.Store = (*Store)(nil)
