@@ -98,7 +98,19 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	nextSums := make(map[string]core.Message, len(prevSums))
 	var todo []parseJob
 	var win window
+	created := s.asmCreated
 	err := e.st.View(ctx, func(r store.Reader) (err error) {
+		if e.locker != nil {
+			// A shared store: the conversation may have been deleted and
+			// made again by another process since the last assemble.
+			rec, err := r.Conversation(c)
+			if err != nil {
+				return fmt.Errorf("lossless: assemble: %w", convReadErr(err))
+			}
+			if rec.Created != created {
+				prevMsgs, prevSums, created = nil, nil, rec.Created
+			}
+		}
 		win, err = budgetWalk(ctx, r.Items(c, 0, math.MaxUint64, true), avail, "assemble",
 			func(i int, item dag.Item, flags byte) (core.Message, error) {
 				if item.IsSummary() {
@@ -128,7 +140,7 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 		win.rev[j.idx] = j.msg
 		nextMsgs[j.seq] = j.msg
 	}
-	s.asmMsgs, s.asmSums = nextMsgs, nextSums
+	s.asmMsgs, s.asmSums, s.asmCreated = nextMsgs, nextSums, created
 	// A parsed message holds about eight times its raw bytes (its view,
 	// decoded blocks and strings; measured with a heap profile).
 	size := int64(0)

@@ -100,7 +100,7 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	if err != nil {
 		return core.CommitTurnResult{}, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	rec := s.rec
 	var fresh []*pending
 	dup := false

@@ -186,8 +186,20 @@ type runOutcome struct {
 	summarizer   string
 }
 
-// runCompaction runs the DAG compactor on conv under its compaction lock.
-func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.Target) (runOutcome, error) {
+// errCompacting is runCompaction's error when another process of a shared
+// store compacts the conversation and the caller would not wait.
+var errCompacting = errors.New("lossless: compact: another process is compacting this conversation")
+
+// compactRunHook, when set (tests), is called once a compaction holds its
+// locks; the func it returns is called when the compaction ends.
+var compactRunHook func(e *Engine, c convID) func()
+
+// runCompaction runs the DAG compactor on conv under its compaction lock:
+// the engine's and, on a shared store, the store's, so that one process at
+// a time compacts a conversation. wait false (background and Maintain
+// compactions) skips with errCompacting when another process holds it;
+// wait true (Compact) waits for it.
+func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.Target, wait bool) (runOutcome, error) {
 	var out runOutcome
 	comp, err := e.Compactor()
 	if err != nil {
@@ -203,6 +215,25 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 		return out, fmt.Errorf("lossless: compact: waiting for a running compaction: %w", ctx.Err())
 	}
 	defer func() { <-lock }()
+	if e.locker != nil {
+		var release func()
+		if wait {
+			release, err = e.locker.Lock(ctx, compactLockName(conv.id))
+		} else {
+			var ok bool
+			release, ok, err = e.locker.TryLock(ctx, compactLockName(conv.id))
+			if err == nil && !ok {
+				return out, errCompacting
+			}
+		}
+		if err != nil {
+			return out, fmt.Errorf("lossless: compact: take the compaction lock in the shared store: %w", err)
+		}
+		defer release()
+	}
+	if hook := compactRunHook; hook != nil {
+		defer hook(e, conv.id)()
+	}
 	before, err := conv.Items(ctx)
 	if err != nil {
 		return out, err
@@ -318,7 +349,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	rotating := !host && p.SessionFile != "" && e.shouldRotate(p)
 	tgt := dag.Target{Budget: budget, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions}
 	tgt.Reserved = e.reserved(ctx, conv, p.CurrentTokenCount, budget)
-	out, err := e.runCompaction(ctx, conv, tgt)
+	out, err := e.runCompaction(ctx, conv, tgt, true)
 	if err != nil {
 		return core.CompactResult{}, err
 	}
@@ -494,7 +525,10 @@ func (e *Engine) backgroundRun(x *compactionState, conv *Conversation, budget in
 	if float64(itemTokens(items)) <= e.cfg.ContextThreshold*float64(budget) {
 		return
 	}
-	out, err := e.runCompaction(x.ctx, conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold})
+	out, err := e.runCompaction(x.ctx, conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false)
+	if errors.Is(err, errCompacting) {
+		return // another process compacts it now
+	}
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
 		slog.Warn("lossless: background compaction failed", "conversation", conv.ID(), "err", err)
 	}

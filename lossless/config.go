@@ -3,8 +3,10 @@ package lossless
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
 )
@@ -17,6 +19,13 @@ type Config struct {
 	// host gives an agent directory, else $XDG_DATA_HOME/lossless or
 	// ~/.local/share/lossless.
 	StoreDir string `json:"storeDir,omitempty"`
+	// StoreURL selects a PostgreSQL store instead of Badger:
+	// "postgres://user:password@host:port/database?options" (or
+	// "postgresql://…", any libpq URL). Several engine processes, on one
+	// machine or many, may share one database; the recall index is then
+	// the database's full-text search, and StoreDir is not used. Empty
+	// (default): Badger in StoreDir.
+	StoreURL string `json:"storeUrl,omitempty"`
 	// AgentID is the agent used when none can be derived from a call
 	// (CompactParams.AgentID, a sessionKey "agent:<id>:..."). Default "main".
 	AgentID string `json:"agentId,omitempty"`
@@ -282,8 +291,16 @@ func (c Config) withDefaults() Config {
 
 // validate reports a configuration that cannot work.
 func (c Config) validate() error {
-	if c.StoreDir == "" {
+	if c.StoreDir == "" && c.StoreURL == "" {
 		return fmt.Errorf("lossless: config: storeDir is empty")
+	}
+	return c.validateStoreless()
+}
+
+// validateStoreless is validate but for where the store is (OpenStore).
+func (c Config) validateStoreless() error {
+	if c.StoreURL != "" && !IsStoreURL(c.StoreURL) {
+		return fmt.Errorf("lossless: config: storeUrl %q is not a PostgreSQL URL (want postgres://… or postgresql://…)", RedactURL(c.StoreURL))
 	}
 	if c.ContextThreshold > 1 {
 		return fmt.Errorf("lossless: config: contextThreshold %v is above 1", c.ContextThreshold)
@@ -325,4 +342,45 @@ func DefaultStoreDir(agentDir string) (string, error) {
 		return "", fmt.Errorf("lossless: no store directory: %w", err)
 	}
 	return filepath.Join(home, ".local", "share", "lossless"), nil
+}
+
+// IsStoreURL reports whether s names a PostgreSQL store (a URL starting
+// with postgres:// or postgresql://) rather than a directory.
+func IsStoreURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// RedactURL returns a store URL with its password replaced by "xxxxx", for
+// messages and logs (s itself when it does not parse as a URL with a
+// password).
+func RedactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		// Unparsable: hide whatever stands between the scheme and an @.
+		if i := strings.Index(s, "://"); i >= 0 {
+			if j := strings.LastIndex(s, "@"); j > i {
+				return s[:i+3] + "xxxxx" + s[j:]
+			}
+		}
+		return s
+	}
+	if u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); !ok {
+		return s
+	}
+	return u.Redacted()
+}
+
+// storeName names the store in errors: the redacted StoreURL, else
+// StoreDir, else "the store".
+func (c Config) storeName() string {
+	switch {
+	case c.StoreURL != "":
+		return RedactURL(c.StoreURL)
+	case c.StoreDir != "":
+		return c.StoreDir
+	}
+	return "the store"
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -35,7 +36,14 @@ type Engine struct {
 	// engine uses it only through the store.Store interface (and the
 	// optional store.MessageEncoder).
 	st store.Store
-	tc core.TokenCounter
+	// locker is st as a store.Locker when several processes share it (nil
+	// for Badger): the engine then takes st's named locks besides its own
+	// and re-reads what another process may have written (store.go).
+	locker store.Locker
+	// where names the store in errors: its directory, or its URL without
+	// the password.
+	where string
+	tc    core.TokenCounter
 
 	// life guards Close against in-flight calls: calls hold it shared.
 	life   sync.RWMutex
@@ -95,20 +103,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ReadOnly {
-		off := false
-		cfg.Recall.Enabled = &off // the index is written as it is read
-	}
-	var tc core.TokenCounter
-	var err error
-	if cfg.Tokenizer == core.EncodingO200k {
-		tc, err = newFastO200k() // same counts as tiktoken-go, ~10x faster
-	} else {
-		tc, err = core.NewCounter(cfg.Tokenizer)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lossless: open: %w", err)
-	}
 	if !cfg.ReadOnly {
 		if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
 			return nil, fmt.Errorf("lossless: open: %w", err)
@@ -127,15 +121,83 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
 	}
-	e := &Engine{cfg: cfg, st: st, tc: tc, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
+	var recall func(*Engine) *recaller
+	if !cfg.ReadOnly && cfg.RecallEnabled() {
+		recall = (*Engine).openRecallOrLog // Bleve, in <StoreDir>/index (recall.go)
+	}
+	return openEngine(ctx, cfg, st, cfg.StoreDir, recall)
+}
+
+// OpenStore opens an engine on st, a store the caller opened (package
+// store/pgstore's, say), with rec as its recall index (nil: no recall).
+// The engine owns both from then on: its Close closes them, and so does a
+// failed OpenStore. cfg.StoreDir is not used (there is no directory: no
+// Bleve index, no free-space guard). When st implements store.Locker the
+// engine treats it as shared by several processes (see store.Locker).
+func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall) (*Engine, error) {
+	closeAll := func() {
+		st.Close()
+		if rec != nil {
+			rec.Close()
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("lossless: open: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	cfg.StoreDir = ""
+	if err := cfg.validateStoreless(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	var open func(*Engine) *recaller
+	if rec != nil {
+		open = func(e *Engine) *recaller {
+			if e.cfg.ReadOnly || !e.cfg.RecallEnabled() {
+				rec.Close()
+				return nil
+			}
+			return storeRecall(rec) // the store's own search (recall.go)
+		}
+	}
+	e, err := openEngine(ctx, cfg, st, cfg.storeName(), open)
+	if err != nil && rec != nil {
+		rec.Close()
+	}
+	return e, err
+}
+
+// openEngine opens the engine on st (closed on failure), named where in
+// errors; openRecall opens its recall index (nil: none) once the store is
+// checked, before any write, so that the generation the index counts from
+// is exact.
+func openEngine(ctx context.Context, cfg Config, st store.Store, where string, openRecall func(*Engine) *recaller) (*Engine, error) {
+	if cfg.ReadOnly {
+		off := false
+		cfg.Recall.Enabled = &off // the index is written as it is read
+	}
+	var tc core.TokenCounter
+	var err error
+	if cfg.Tokenizer == core.EncodingO200k {
+		tc, err = newFastO200k() // same counts as tiktoken-go, ~10x faster
+	} else {
+		tc, err = core.NewCounter(cfg.Tokenizer)
+	}
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("lossless: open: %w", err)
+	}
+	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
+	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
 	if err := e.checkFormat(); err != nil {
 		st.Close()
 		return nil, err
 	}
 	// The parts, in dependency order: a compaction indexes the summaries it
 	// makes, so the recall index opens first (and closes last).
-	if !cfg.ReadOnly && cfg.RecallEnabled() {
-		e.recall = e.openRecallOrLog() // before any write (recall.go)
+	if openRecall != nil {
+		e.recall = openRecall(e)
 	}
 	e.compaction = newCompactionState(cfg) // compact.go
 	if cfg.ReadOnly {

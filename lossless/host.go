@@ -75,11 +75,13 @@ type hostSyncResult struct {
 // page (storing nothing twice).
 func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core.HostTranscriptReader) (hostSyncResult, error) {
 	var res hostSyncResult
-	lock := e.importLock(agent, "host:"+c.String())
-	lock.Lock()
-	defer lock.Unlock()
+	unlock, err := e.lockImport(ctx, agent, "host:"+c.String())
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	var cp hostCheckpoint
-	err := e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
+	err = e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
 		var err error
 		cp, err = r.HostCheckpoint(agent, c)
 		return err
@@ -458,8 +460,8 @@ func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
 	if err != nil || float64(itemTokens(items)) <= e.cfg.ContextThreshold*float64(budget) {
 		return
 	}
-	if _, err := e.runCompaction(withHostLLM(ctx, p.RuntimeContext), conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}); err != nil &&
-		!errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
+	if _, err := e.runCompaction(withHostLLM(ctx, p.RuntimeContext), conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false); err != nil &&
+		!errors.Is(err, errCompacting) && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
 		slog.Warn("lossless: compaction in maintain failed", "conversation", conv.ID(), "err", err)
 	}
 }

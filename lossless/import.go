@@ -107,9 +107,25 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 	return r, nil
 }
 
-func (e *Engine) importLock(agent, path string) *sync.Mutex {
-	v, _ := e.importMus.LoadOrStore(agent+"\x00"+path, new(sync.Mutex))
-	return v.(*sync.Mutex)
+// lockImport serialises imports of one file (or syncs of one host-kept
+// transcript: path "host:<conversation>") of agent: the engine's lock and,
+// on a shared store, the store's, so that two processes never import the
+// same file at once (each would move its checkpoint). The returned func
+// releases both.
+func (e *Engine) lockImport(ctx context.Context, agent, path string) (func(), error) {
+	key := agent + "\x00" + path
+	v, _ := e.importMus.LoadOrStore(key, new(sync.Mutex))
+	mu := v.(*sync.Mutex)
+	mu.Lock()
+	release, err := e.storeLock(ctx, importLockName(key))
+	if err != nil {
+		mu.Unlock()
+		return nil, err
+	}
+	return func() {
+		release()
+		mu.Unlock()
+	}, nil
 }
 
 func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, path string) (ImportResult, error) {
@@ -140,9 +156,11 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	mu := e.importLock(agent, path)
-	mu.Lock()
-	defer mu.Unlock()
+	unlock, err := e.lockImport(ctx, agent, path)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer unlock()
 
 	// Look before opening: opening a named pipe blocks until a writer comes.
 	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {

@@ -180,7 +180,7 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 	if err != nil {
 		return 0, err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	// Drop duplicates: within the batch and against the store.
 	fresh := make([]*pending, 0, len(ps))
 	seen := make(map[msgHash]*pending, len(ps))
@@ -372,11 +372,19 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	}
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
+	// On a shared store another process may create the same conversation
+	// at once: the agent's names lock makes the look-up and the creation
+	// below one step across processes too.
+	release, err := e.storeLock(ctx, namesLockName(agent))
+	if err != nil {
+		return convID{}, err
+	}
+	defer release()
 	sn := store.Name{Agent: agent, Kind: store.NameSessionID, Value: sessionID}
 	kn := store.Name{Agent: agent, Kind: store.NameSessionKey, Value: sessionKey}
 	var c convID
 	newID := false
-	err := e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
+	err = e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		sc, sok, err := convByName(tx, sn)
 		if err != nil {
 			return err
@@ -434,8 +442,11 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 // addSessionID records sessionID on conversation c's record, under the
 // conversation's lock so that it does not race with ingest.
 func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
-	s := e.lockLive(c)
-	defer s.mu.Unlock()
+	s, err := e.lockShared(context.Background(), c)
+	if err != nil {
+		return err
+	}
+	defer s.unlock()
 	return e.storeUpdate(context.Background(), func(tx store.Tx) error {
 		rec, err := tx.Conversation(c)
 		if err != nil {

@@ -218,7 +218,7 @@ func (e *Engine) writeAliases(ctx context.Context, c convID, aliases []alias) er
 	if err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	return e.storeUpdate(ctx, func(tx store.Tx) error {
 		for _, a := range aliases {
 			// An entry that exists, even one that does not decode, is left

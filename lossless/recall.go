@@ -271,6 +271,14 @@ func (e *Engine) openRecall() (*recaller, error) {
 	return r, nil
 }
 
+// storeRecall is the recall state over a store's own search (OpenStore):
+// the store indexes itself, so there is nothing to rebuild.
+func storeRecall(ix index.Recall) *recaller {
+	r := &recaller{ix: ix, rebuild: make(chan struct{}), cancel: func() {}}
+	close(r.rebuild)
+	return r
+}
+
 func (r *recaller) rebuildProgress() int64 {
 	return r.rebuildDone.Load()
 }

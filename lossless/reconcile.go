@@ -112,7 +112,7 @@ func (e *Engine) maybeReconcile(ctx context.Context, c convID, tag [8]byte, pend
 		return nil, err
 	}
 	next := s.rec.NextSeq
-	s.mu.Unlock()
+	s.unlock()
 	if next <= 1 {
 		return nil, nil
 	}
@@ -186,7 +186,7 @@ func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *recon
 	if err != nil {
 		return err
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	var items []dag.Item
 	flags := map[uint64]byte{} // raw item pos -> flags
 	err = e.st.View(ctx, func(r store.Reader) error {

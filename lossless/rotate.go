@@ -244,11 +244,16 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	defer done()
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
+	release, err := e.storeLock(ctx, namesLockName(agent)) // the names of agent, as resolve
+	if err != nil {
+		return err
+	}
+	defer release()
 	st, err := e.lockConv(ctx, conv.id)
 	if err != nil {
 		return err
 	}
-	defer st.mu.Unlock()
+	defer st.unlock()
 	rec := st.rec
 	rec.SessionIDs = append(append([]string(nil), rec.SessionIDs...), newID)
 	rec.Updated = time.Now().UnixMilli()

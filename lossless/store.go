@@ -50,11 +50,11 @@ func (e *Engine) checkFormat() error {
 	ctx := context.Background()
 	check := func(m metaRecord) error {
 		if m.Engine != EngineID {
-			return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.cfg.StoreDir, m.Engine, EngineID)
+			return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.where, m.Engine, EngineID)
 		}
 		if m.Format > FormatVersion {
 			return fmt.Errorf("lossless: store %s has format %d, this build reads up to %d: %w",
-				e.cfg.StoreDir, m.Format, FormatVersion, core.ErrFormatTooNew)
+				e.where, m.Format, FormatVersion, core.ErrFormatTooNew)
 		}
 		return nil
 	}
@@ -62,7 +62,7 @@ func (e *Engine) checkFormat() error {
 		return e.st.View(ctx, func(r store.Reader) error {
 			m, err := r.Meta()
 			if err != nil {
-				return fmt.Errorf("lossless: store %s: read format: %w", e.cfg.StoreDir, err)
+				return fmt.Errorf("lossless: store %s: read format: %w", e.where, err)
 			}
 			return check(m)
 		})
@@ -109,13 +109,17 @@ func (e *Engine) storeUpdate(ctx context.Context, fn func(store.Tx) error) error
 // convState is the in-memory state of one conversation: its lock (held by
 // every write to it) and its record. It lives in a cache bounded in bytes
 // and may be evicted when idle (asmcache.go): lock it only through
-// lockLive, lockConv or lockWindow.
+// lockLive, lockShared, lockConv or lockWindow.
 type convState struct {
 	mu  sync.Mutex
 	id  convID
 	rec convRecord
-	// loaded is true once rec was read from the store.
+	// loaded is true once rec was read from the store (on a shared store,
+	// since the store's lock of the conversation was last taken).
 	loaded bool
+	// release releases the store's lock of the conversation, held with mu
+	// on a shared store (lockShared); nil otherwise. Guarded by mu.
+	release func()
 	// dead is set when the state was evicted (with mu and asmMu held): a
 	// goroutine that locked it looks the conversation up again.
 	dead bool
@@ -126,6 +130,11 @@ type convState struct {
 	asmMu   sync.Mutex
 	asmMsgs map[uint64]core.Message
 	asmSums map[string]core.Message
+	// asmCreated is the record's Created time the window was assembled
+	// from, on a shared store: another process may delete the
+	// conversation (retention) and create it again with the same id,
+	// whose sequence numbers then name other messages.
+	asmCreated int64
 
 	// lastBudget is the largest token budget of the assembles of the
 	// conversation's latest turn: the host's own figure (net of its
@@ -150,10 +159,70 @@ type convState struct {
 	name     string
 }
 
-// lockConv locks conversation c and loads its record. The caller unlocks
-// s.mu.
-func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
+// unlock releases what lockConv (or lockShared) took: the store's lock of
+// the conversation when the store is shared, then s.mu. Every path that
+// took them releases them through it.
+func (s *convState) unlock() {
+	if release := s.release; release != nil {
+		s.release = nil
+		release()
+	}
+	s.mu.Unlock()
+}
+
+// Names of the store's cross-process locks (store.Locker): a
+// conversation's (held with its convState.mu), the compaction of a
+// conversation's, the session names of an agent's (conversation creation,
+// rotation and retention, held with metaMu), an imported file's (held with
+// its importLock) and the subagent records' (held with subagents.mu).
+func convLockName(c convID) string      { return "conv:" + c.String() }
+func compactLockName(c convID) string   { return "compact:" + c.String() }
+func namesLockName(agent string) string { return "names:" + agent }
+func importLockName(key string) string  { return "import:" + key }
+
+const subagentsLockName = "subagents"
+
+// lockShared returns c's state with its write lock (mu) held and, when the
+// store is shared by several processes (e.locker), the store's lock of the
+// conversation too; the record is then marked unloaded, since another
+// process may have written it since this one last held the lock. The
+// caller releases both with s.unlock. On a store that is not shared it is
+// lockLive.
+func (e *Engine) lockShared(ctx context.Context, c convID) (*convState, error) {
 	s := e.lockLive(c)
+	if e.locker == nil {
+		return s, nil
+	}
+	release, err := e.locker.Lock(ctx, convLockName(c))
+	if err != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("lossless: conversation %s: take its lock in the shared store: %w", c, err)
+	}
+	s.release = release
+	s.loaded = false
+	return s, nil
+}
+
+// storeLock takes the store's lock called name when the store is shared
+// (a no-op release otherwise).
+func (e *Engine) storeLock(ctx context.Context, name string) (func(), error) {
+	if e.locker == nil {
+		return func() {}, nil
+	}
+	release, err := e.locker.Lock(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("lossless: take lock %q in the shared store: %w", name, err)
+	}
+	return release, nil
+}
+
+// lockConv locks conversation c and loads its record (lockShared: on a
+// shared store, reads it afresh). The caller unlocks with s.unlock.
+func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
+	s, err := e.lockShared(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	if !s.loaded {
 		err := e.st.View(ctx, func(r store.Reader) error {
 			rec, err := r.Conversation(c)
@@ -164,18 +233,23 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 			return nil
 		})
 		if err != nil {
-			s.mu.Unlock()
+			s.unlock()
+			if e.locker != nil && errors.Is(err, core.ErrNotFound) {
+				// Another process deleted it (retention): the session is
+				// resolved afresh next time.
+				e.forgetResolved(c)
+			}
 			return nil, err
 		}
 		s.loaded = true
 		e.noteRecord(s)
 	}
 	if err := ctx.Err(); err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return nil, fmt.Errorf("lossless: %w", err)
 	}
 	if s.rec.Retiring {
-		s.mu.Unlock()
+		s.unlock()
 		return nil, retiringErr(c, "")
 	}
 	return s, nil

@@ -235,7 +235,7 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 	if err != nil {
 		return err
 	}
-	defer st.mu.Unlock()
+	defer st.unlock()
 	rec := st.rec
 	err = c.e.storeUpdate(ctx, func(tx store.Tx) error {
 		if err := checkRange(tx, c.id, old); err != nil {
@@ -609,6 +609,9 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	}
 	if st.DiskBytes, err = e.st.Size(); err != nil {
 		return Stats{}, fmt.Errorf("lossless: stats: %w", err)
+	}
+	if e.cfg.StoreDir == "" {
+		return st, nil // no Bleve index beside the store
 	}
 	_ = filepath.WalkDir(e.indexDir(), func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

@@ -301,17 +301,20 @@ var errConvGone = errors.New("lossless: conversation already deleted")
 // conversation was written to since (an acknowledged ingest), nothing is
 // deleted and errConvChanged is returned.
 func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64) error {
-	s := e.lockLive(c)
+	s, err := e.lockShared(context.WithoutCancel(ctx), c)
+	if err != nil {
+		return err
+	}
 	locked := true
 	defer func() {
 		if locked {
-			s.mu.Unlock()
+			s.unlock()
 		}
 	}()
 	// The record is read and marked whatever ctx: a pass stopped from here
 	// on leaves the conversation marked for the next one to finish.
 	var now convRecord
-	err := e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
+	err = e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
 		var err error
 		now, err = r.Conversation(c)
 		return err
@@ -379,12 +382,20 @@ func (e *Engine) deleteConversation(ctx context.Context, c convID, updated int64
 	// creates it afresh after, never names without a record. metaMu comes
 	// before a conversation's lock (resolve's order: it takes metaMu, then
 	// the lock in addSessionID), so the lock is let go and taken again;
-	// meanwhile the Retiring mark keeps every writer out.
-	s.mu.Unlock()
+	// meanwhile the Retiring mark keeps every writer out. On a shared
+	// store the agent's names lock goes with metaMu (as in resolve).
+	s.unlock()
 	locked = false
 	e.metaMu.Lock()
 	defer e.metaMu.Unlock()
-	s = e.lockLive(c)
+	release, err := e.storeLock(context.WithoutCancel(ctx), namesLockName(now.Agent))
+	if err != nil {
+		return err
+	}
+	defer release()
+	if s, err = e.lockShared(context.WithoutCancel(ctx), c); err != nil {
+		return err
+	}
 	locked = true
 	var names []store.Name
 	var files []store.CheckpointRecord

@@ -85,7 +85,21 @@ type subagents struct {
 	forks sync.Map
 }
 
-func (e *Engine) subMu() *sync.Mutex { return &e.subagents.mu }
+// lockSubagents serialises subagent record changes: the engine's lock and,
+// on a shared store, the store's. The returned func releases both.
+func (e *Engine) lockSubagents(ctx context.Context) (func(), error) {
+	mu := &e.subagents.mu
+	mu.Lock()
+	release, err := e.storeLock(ctx, subagentsLockName)
+	if err != nil {
+		mu.Unlock()
+		return nil, err
+	}
+	return func() {
+		release()
+		mu.Unlock()
+	}, nil
+}
 
 func (e *Engine) sweepOnce(ctx context.Context) {
 	e.subagents.swept.Do(func() { _, _ = e.SweepSubagents(ctx) })
@@ -152,9 +166,11 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 			return nil, err
 		}
 	}
-	mu := e.subMu()
-	mu.Lock()
-	defer mu.Unlock()
+	unlock, err := e.lockSubagents(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := e.removeSub(ctx, sub, ""); err != nil { // a previous preparation of this child
 		return nil, err
 	}
@@ -188,9 +204,11 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 			return err
 		}
 		defer done()
-		mu := e.subMu()
-		mu.Lock()
-		defer mu.Unlock()
+		unlock, err := e.lockSubagents(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
 		return e.removeSub(ctx, sub, token)
 	}}, nil
 }
@@ -355,9 +373,11 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	}
 	agent := e.agentFor("", p.ChildSessionKey)
 	sub := subIDOf(agent, p.ChildSessionKey)
-	mu := e.subMu()
-	mu.Lock()
-	defer mu.Unlock()
+	unlock, err := e.lockSubagents(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	switch p.Reason {
 	case core.SubagentDeleted, core.SubagentSwept:
 		return e.removeSub(ctx, sub, "")
@@ -394,9 +414,11 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer done()
-	mu := e.subMu()
-	mu.Lock()
-	defer mu.Unlock()
+	unlock, err := e.lockSubagents(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
 	now := time.Now().UnixMilli()
 	var expired []subID
 	orphans := map[subID]bool{}
@@ -528,9 +550,11 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 	if err != nil || !found || rec.State != SubagentPrepared {
 		return sub, rec, found, err
 	}
-	mu := e.subMu()
-	mu.Lock()
-	defer mu.Unlock()
+	unlock, err := e.lockSubagents(ctx)
+	if err != nil {
+		return sub, rec, false, err
+	}
+	defer unlock()
 	now := time.Now().UnixMilli()
 	err = e.updateMapped(ctx, func(tx store.Tx) error {
 		cur, ok, err := getSub(tx, sub)
@@ -582,6 +606,11 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 	cache := e.forkCache(sub)
 	cache.mu.Lock()
 	defer cache.mu.Unlock()
+	if cache.token != rec.Token {
+		// Another preparation of the child (by another process of a
+		// shared store, or before a removal this one missed).
+		cache.msgs, cache.sums, cache.token = nil, nil, rec.Token
+	}
 	nextMsgs := make(map[uint64]core.Message, len(cache.msgs))
 	nextSums := make(map[string]core.Message, len(cache.sums))
 	var win window
@@ -636,9 +665,12 @@ func reversed(items []store.Item) iter.Seq2[store.Item, error] {
 
 // forkMsgCache holds the parent messages of a fork's last assembly.
 type forkMsgCache struct {
-	mu   sync.Mutex
-	msgs map[uint64]core.Message
-	sums map[string]core.Message
+	mu sync.Mutex
+	// token is the preparation's (SubagentInfo.Token) whose parent the
+	// messages are of.
+	token string
+	msgs  map[uint64]core.Message
+	sums  map[string]core.Message
 }
 
 func (e *Engine) forkCache(sub subID) *forkMsgCache {
