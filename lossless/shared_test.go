@@ -125,8 +125,8 @@ func TestSharedStoreTwoEngines(t *testing.T) {
 	}
 	start := make(chan struct{})
 	for ei, e := range engines {
-		// Writers: per engine, one per shared session and one on its own.
-		sessions := append(append([]string(nil), shared...), fmt.Sprintf("own-%d", ei))
+		// Writers: per engine, two per shared session and one on its own.
+		sessions := append(append(append([]string(nil), shared...), shared...), fmt.Sprintf("own-%d", ei))
 		for wi, sid := range sessions {
 			wg.Add(1)
 			go func() {
