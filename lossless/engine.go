@@ -95,6 +95,12 @@ var (
 // defaults of DefaultConfig for zero fields. A store written by a newer
 // format is refused with an error wrapping core.ErrFormatTooNew; a store of
 // another engine is refused too.
+//
+// With cfg.StoreURL set, the store is that PostgreSQL database instead
+// (package store/pgstore; its schema migrated on open, unless ReadOnly),
+// searched by the database's own full-text recall, and shared with every
+// other process opened on it. An unparsable URL, an unreachable server and
+// a schema newer than this binary are errors naming what is wrong.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
@@ -102,6 +108,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.StoreURL != "" {
+		return openPostgres(ctx, cfg) // pgopen.go
 	}
 	if !cfg.ReadOnly {
 		if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
@@ -210,13 +219,14 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 
 // Factory is the core.Factory registered as "lossless": it decodes
 // FactoryOptions.Config (JSON) over DefaultConfig and resolves the store
-// directory (DefaultStoreDir(opts.AgentDir) when storeDir is empty).
+// directory (DefaultStoreDir(opts.AgentDir) when storeDir and storeUrl are
+// empty).
 var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
 	cfg, err := ParseConfig(opts.Config)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.StoreDir == "" {
+	if cfg.StoreDir == "" && cfg.StoreURL == "" {
 		dir, err := DefaultStoreDir(opts.AgentDir)
 		if err != nil {
 			return nil, err

@@ -72,7 +72,7 @@ type cmdEnv struct {
 func commands() []*command {
 	return []*command{
 		cmdImport(), cmdSessions(), cmdStats(), cmdAssemble(), cmdCompact(),
-		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdRetain(), cmdDoctor(), cmdServe(), cmdTools(),
+		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdRetain(), cmdDoctor(), cmdServe(), cmdTools(), cmdMigrate(),
 	}
 }
 
@@ -88,7 +88,8 @@ Commands:
 		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, `
-Every command takes --store DIR (default %s),
+Every command takes --store DIR-or-URL (default %s;
+a postgres:// or postgresql:// URL selects a PostgreSQL store),
 --json for machine-readable output and --help. lossless --version prints the version.
 Exit codes: 0 ok, 1 runtime error, 2 usage error.
 `, defaultStoreHelp())
@@ -126,7 +127,7 @@ func run(ctx context.Context, args []string, io *stdio) int {
 	fs := flag.NewFlagSet("lossless "+cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.err)
 	env.fs = fs
-	fs.StringVar(&env.store, "store", "", "the store directory (default "+defaultStoreHelp()+")")
+	fs.StringVar(&env.store, "store", "", "the store: a directory, or a PostgreSQL URL (postgres://user:password@host/database) (default "+defaultStoreHelp()+")")
 	fs.StringVar(&env.agent, "agent", lossless.DefaultAgentID, "the agent id")
 	fs.BoolVar(&env.json, "json", false, "machine-readable JSON output")
 	fs.StringVar(&env.tokenizer, "tokenizer", os.Getenv("LOSSLESS_TOKENIZER"),
@@ -228,13 +229,25 @@ func defaultStoreHelp() string {
 	return "$LOSSLESS_STORE, else $XDG_DATA_HOME/lossless, else ~/.local/share/lossless"
 }
 
+// storeURL reports whether the command's store is a PostgreSQL URL.
+func (c *cmdEnv) storeURL() bool { return lossless.IsStoreURL(c.store) }
+
+// storeName names the command's store in output: a directory made
+// absolute, a URL without its password.
+func (c *cmdEnv) storeName() string {
+	if c.storeURL() {
+		return lossless.RedactURL(c.store)
+	}
+	return absPath(c.store)
+}
+
 // errNoStore is returned when a command that reads the store finds none.
 var errNoStore = errors.New("no store")
 
 // openEngine opens the store. create is false for commands that only read:
 // a missing store is then an error rather than a new empty store.
 func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossless.Config)) (*lossless.Engine, error) {
-	if !create {
+	if !create && !c.storeURL() {
 		// A command that only reads never makes a store: the directory must
 		// hold one already (Badger's MANIFEST), not be empty or someone
 		// else's.
@@ -250,7 +263,13 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 		}
 	}
 	cfg := lossless.DefaultConfig()
-	cfg.StoreDir = c.store
+	if c.storeURL() {
+		// A database: a read-only open of one never migrated says so
+		// (pgstore's ErrSchemaTooOld), as a missing directory does here.
+		cfg.StoreURL = c.store
+	} else {
+		cfg.StoreDir = c.store
+	}
 	cfg.AgentID = c.agent
 	if c.tokenizer != "" {
 		cfg.Tokenizer = c.tokenizer

@@ -80,7 +80,7 @@ func cmdImport() *command {
 			}
 			bar.done()
 			if c.json {
-				return printJSON(c.io.out, map[string]any{"agent": c.agent, "store": c.store, "files": results,
+				return printJSON(c.io.out, map[string]any{"agent": c.agent, "store": lossless.RedactURL(c.store), "files": results,
 					"imported": total.Imported, "duplicates": total.Duplicates, "summaries": total.Summaries,
 					"malformed": len(total.Malformed), "bytes": total.Bytes})
 			}
@@ -184,10 +184,10 @@ func cmdStats() *command {
 				return err
 			}
 			if c.json {
-				return printJSON(c.io.out, map[string]any{"store": c.store, "format": st.Format,
+				return printJSON(c.io.out, map[string]any{"store": lossless.RedactURL(c.store), "format": st.Format,
 					"diskBytes": st.DiskBytes, "indexBytes": st.IndexBytes, "agents": st.Agents})
 			}
-			fmt.Fprintf(c.io.out, "store %s (format %d), %s on disk, recall index %s\n", absPath(c.store), st.Format,
+			fmt.Fprintf(c.io.out, "store %s (format %d), %s on disk, recall index %s\n", c.storeName(), st.Format,
 				humanBytes(st.DiskBytes), humanBytes(st.IndexBytes))
 			if len(st.Agents) == 0 {
 				fmt.Fprintln(c.io.out, "no agents")

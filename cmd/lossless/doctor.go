@@ -80,14 +80,19 @@ var errNeedsRepair = errors.New("the store needs Badger's log repair")
 // (plugins.entries.lossless.config) for reading only: doctor writes
 // nothing, rebuilds no index and starts no retention pass.
 func openReadOnly(ctx context.Context, raw []byte, storeDir string) (*lossless.Engine, error) {
-	if _, err := os.Stat(storeDir); err != nil {
+	url := lossless.IsStoreURL(storeDir)
+	if _, err := os.Stat(storeDir); err != nil && !url {
 		return nil, fmt.Errorf("store %s: %w", storeDir, err)
 	}
 	cfg, err := lossless.ParseConfig(raw)
 	if err != nil {
 		return nil, err
 	}
-	cfg.StoreDir = storeDir
+	if url {
+		cfg.StoreURL, cfg.StoreDir = storeDir, ""
+	} else {
+		cfg.StoreDir, cfg.StoreURL = storeDir, ""
+	}
 	cfg.ReadOnly = true
 	e, err := lossless.Open(ctx, cfg)
 	if err != nil && strings.Contains(err.Error(), "Log truncate required") {
@@ -182,11 +187,15 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	}
 	if pc, err := lossless.ParseConfig(engCfg); err != nil {
 		problem("plugins.entries.lossless.config: %v", err)
+	} else if pc.StoreURL != "" {
+		rep.Store.Dir, rep.Store.Source = pc.StoreURL, "plugins.entries.lossless.config.storeUrl"
 	} else if pc.StoreDir != "" {
 		rep.Store.Dir, rep.Store.Source = pc.StoreDir, "plugins.entries.lossless.config.storeDir"
 	}
 	rep.Store.BuildFormat = lossless.FormatVersion
-	if st, err := os.Stat(rep.Store.Dir); err == nil && st.IsDir() {
+	if lossless.IsStoreURL(rep.Store.Dir) {
+		rep.Store.Exists = true // a database: opening it says whether it holds a store
+	} else if st, err := os.Stat(rep.Store.Dir); err == nil && st.IsDir() {
 		rep.Store.Exists = true
 	} else {
 		warn("store %s does not exist yet (it is created on first use)", rep.Store.Dir)
@@ -199,7 +208,8 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	reg := contextengine.NewRegistry()
 	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	storeDir := rep.Store.Dir
-	repair := false // the store needs Badger's log repair: nothing in it is checked
+	rep.Store.Dir = lossless.RedactURL(storeDir) // a URL's password is not shown
+	repair := false                              // the store needs Badger's log repair: nothing in it is checked
 	factory := func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
 		e, err := openReadOnly(ctx, opts.Config, storeDir)
 		if errors.Is(err, errNeedsRepair) {
@@ -236,9 +246,9 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 				repair = true
 				rep.Store.Error = ""
 			} else if errors.Is(err, core.ErrFormatTooNew) {
-				problem("store %s was written by a newer format than this build (%d): %v", storeDir, lossless.FormatVersion, err)
+				problem("store %s was written by a newer format than this build (%d): %v", rep.Store.Dir, lossless.FormatVersion, err)
 			} else {
-				problem("store %s cannot be opened: %v", storeDir, err)
+				problem("store %s cannot be opened: %v", rep.Store.Dir, err)
 			}
 		} else {
 			defer e.Close()
@@ -246,7 +256,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		}
 	}
 	if repair {
-		warn("store %s was left open by a process that stopped: Badger replays its log the next time the engine opens it for writing (OpenClaw, `lossless serve`, `import`); doctor reads only, so it checked nothing in the store", storeDir)
+		warn("store %s was left open by a process that stopped: Badger replays its log the next time the engine opens it for writing (OpenClaw, `lossless serve`, `import`); doctor reads only, so it checked nothing in the store", rep.Store.Dir)
 	}
 
 	// 5. Host requirements of the engine, on each known host.
@@ -274,7 +284,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		st, err := eng.Stats(ctx)
 		if err != nil {
 			rep.Store.Error = err.Error()
-			problem("store %s: %v", storeDir, err)
+			problem("store %s: %v", rep.Store.Dir, err)
 		} else {
 			rep.Store.Format, rep.Store.DiskBytes = st.Format, st.DiskBytes
 			for _, a := range st.Agents {
@@ -295,7 +305,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	// 7. The recall index, seen from outside: opening it may rebuild it
 	// (a missing or stale index is rebuilt from the store when the engine
 	// opens for writing), which doctor does not do.
-	if pc, err := lossless.ParseConfig(engCfg); err == nil && rep.Store.Exists {
+	if pc, err := lossless.ParseConfig(engCfg); err == nil && rep.Store.Exists && !lossless.IsStoreURL(storeDir) {
 		rr := &recallReport{Enabled: pc.RecallEnabled(), Dir: filepath.Join(storeDir, "index")}
 		if st, err := os.Stat(rr.Dir); err == nil && st.IsDir() {
 			rr.Exists = true

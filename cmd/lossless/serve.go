@@ -76,6 +76,14 @@ func cmdServe() *command {
 func serveFactory(c *cmdEnv) core.Factory {
 	return func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
 		defaults := map[string]any{"storeDir": c.store}
+		if c.storeURL() {
+			// The command's database, unless the config names a store of
+			// its own (a storeDir there means Badger).
+			defaults = map[string]any{}
+			if !hasKey(opts.Config, "storeDir") {
+				defaults["storeUrl"] = c.store
+			}
+		}
 		if c.tokenizer != "" {
 			defaults["tokenizer"] = c.tokenizer
 		}
@@ -86,6 +94,17 @@ func serveFactory(c *cmdEnv) core.Factory {
 		opts.Config = cfg
 		return lossless.Factory(ctx, opts)
 	}
+}
+
+// hasKey reports whether the JSON object raw has key (false when raw is no
+// object: withDefaults reports that).
+func hasKey(raw json.RawMessage, key string) bool {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return false
+	}
+	_, ok := obj[key]
+	return ok
 }
 
 // withDefaults sets keys absent from the JSON object raw.
