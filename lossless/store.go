@@ -67,6 +67,13 @@ func (e *Engine) checkFormat() error {
 			return check(m)
 		})
 	}
+	// Processes opening a fresh shared store at once write its format
+	// record one at a time.
+	release, err := e.storeLock(ctx, metaLockName)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return e.st.Update(ctx, func(tx store.Tx) error {
 		m, err := tx.Meta()
 		if errors.Is(err, store.ErrNotFound) {
@@ -174,13 +181,17 @@ func (s *convState) unlock() {
 // conversation's (held with its convState.mu), the compaction of a
 // conversation's, the session names of an agent's (conversation creation,
 // rotation and retention, held with metaMu), an imported file's (held with
-// its importLock) and the subagent records' (held with subagents.mu).
+// its importLock), the subagent records' (held with subagents.mu) and the
+// format record's (checkFormat).
 func convLockName(c convID) string      { return "conv:" + c.String() }
 func compactLockName(c convID) string   { return "compact:" + c.String() }
 func namesLockName(agent string) string { return "names:" + agent }
 func importLockName(key string) string  { return "import:" + key }
 
-const subagentsLockName = "subagents"
+const (
+	subagentsLockName = "subagents"
+	metaLockName      = "meta"
+)
 
 // lockShared returns c's state with its write lock (mu) held and, when the
 // store is shared by several processes (e.locker), the store's lock of the
