@@ -890,3 +890,10 @@ func TestDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateBadger: on a Badger directory migrate has nothing to do and
+// says so.
+func TestMigrateBadger(t *testing.T) {
+	t.Parallel()
+	runCLI(t, "", nil, "migrate", "--store", t.TempDir()).want(t, 0, "nothing to migrate")
+}

@@ -1,3 +1,5 @@
+//go:build pgstore
+
 package main
 
 import (
@@ -470,5 +472,35 @@ func liveCLI(t *testing.T, url string, log *ackLog, fail func(error)) {
 	}
 	if len(have) < len(before) {
 		fail(fmt.Errorf("export on the live store: %d messages, %d acknowledged before it started", len(have), len(before)))
+	}
+}
+
+// TestStoreURLCommands: `lossless migrate --store URL` applies the schema
+// of a fresh database and prints the version before and after (then that
+// it is up to date); every command takes the URL (LOSSLESS_STORE too); an
+// unreachable server and a bad URL are errors that say so, without the
+// password.
+func TestStoreURLCommands(t *testing.T) {
+	url := pgtest.NewDB(t)
+	r := runCLI(t, "", nil, "migrate", "--store", url)
+	r.want(t, 0, "schema version 0 -> ")
+	runCLI(t, "", nil, "migrate", "--store", url).want(t, 0, "up to date")
+	r = runCLI(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"config":{}}}
+{"jsonrpc":"2.0","id":2,"method":"ingest","params":{"sessionId":"pg1","message":{"role":"user","content":"stored in postgres","timestamp":5}}}
+`, []string{"LOSSLESS_STORE=" + url}, "serve", "--stdio")
+	r.want(t, 0, `"ingested":true`)
+	runCLI(t, "", nil, "sessions", "--store", url).want(t, 0, "pg1")
+	runCLI(t, "", []string{"LOSSLESS_STORE=" + url}, "export", "--session", "pg1").want(t, 0, `{"role":"user","content":"stored in postgres","timestamp":5}`)
+	runCLI(t, "", nil, "grep", "--store", url, "postgres").want(t, 0, "stored in postgres")
+
+	r = runCLI(t, "", nil, "sessions", "--store", "postgres://someone:s3cret@127.0.0.1:1/nothing")
+	r.want(t, 1, "cannot reach")
+	if strings.Contains(r.stdout+r.stderr, "s3cret") {
+		t.Fatalf("the password is shown:\n%s", r.stderr)
+	}
+	r = runCLI(t, "", nil, "migrate", "--store", "postgres://someone:s3cret@[::1/nothing")
+	r.want(t, 1, "postgres://")
+	if strings.Contains(r.stdout+r.stderr, "s3cret") {
+		t.Fatalf("the password is shown:\n%s", r.stderr)
 	}
 }
