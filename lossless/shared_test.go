@@ -84,11 +84,19 @@ func (l *sharedLog) add(session string, msgs ...core.Message) {
 // of its record under it) the engines overwrite each other's messages at
 // the same sequence numbers, and the check fails.
 func TestSharedStoreTwoEngines(t *testing.T) {
-	engines := openShared(t, 2, func(c *Config) {
-		c.FreshTailMessages = 6
-		c.LeafChunkTokens = 600
-		c.DefaultTokenBudget = 2000
-	})
+	testSharedEngines(t, openShared(t, 2, sharedTestConfig))
+}
+
+// sharedTestConfig makes conversations compact after a few turns.
+func sharedTestConfig(c *Config) {
+	c.FreshTailMessages = 6
+	c.LeafChunkTokens = 600
+	c.DefaultTokenBudget = 2000
+}
+
+// testSharedEngines is TestSharedStoreTwoEngines on engines open on one
+// shared store (pgstore_test.go runs it on PostgreSQL).
+func testSharedEngines(t *testing.T, engines []*Engine) {
 	ctx := context.Background()
 
 	// No two compactions of one conversation at once, across engines.
