@@ -36,6 +36,9 @@ type Config struct {
 	// SyncWrites fsyncs every write (survives power loss; ~30x slower
 	// single writes). Default false: a process crash (kill -9) loses no
 	// acknowledged message, a power loss may lose the last writes.
+	// On PostgreSQL (StoreURL) false means asynchronous commits: a killed
+	// engine process loses nothing acknowledged, a crash of the server may
+	// lose its last commits.
 	SyncWrites bool `json:"syncWrites,omitempty"`
 	// LargeContentTokens is the size above which a message is represented in
 	// the active context by a reference with a short description (the full
