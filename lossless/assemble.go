@@ -99,18 +99,20 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	var todo []parseJob
 	var win window
 	created := s.asmCreated
-	err := e.st.View(ctx, func(r store.Reader) (err error) {
-		if e.locker != nil {
-			// A shared store: the conversation may have been deleted and
-			// made again by another process since the last assemble.
-			rec, err := r.Conversation(c)
-			if err != nil {
-				return fmt.Errorf("lossless: assemble: %w", convReadErr(err))
-			}
-			if rec.Created != created {
-				prevMsgs, prevSums, created = nil, nil, rec.Created
-			}
+	if e.locker != nil {
+		// A shared store: the conversation may have been deleted and made
+		// again by another process since the last assemble (read apart, so
+		// that the scan below captures nothing more on a store that is not
+		// shared).
+		var err error
+		if created, err = e.convCreated(ctx, c); err != nil {
+			return nil, 0, 0, err
 		}
+		if created != s.asmCreated {
+			prevMsgs, prevSums = nil, nil
+		}
+	}
+	err := e.st.View(ctx, func(r store.Reader) (err error) {
 		win, err = budgetWalk(ctx, r.Items(c, 0, math.MaxUint64, true), avail, "assemble",
 			func(i int, item dag.Item, flags byte) (core.Message, error) {
 				if item.IsSummary() {
@@ -153,6 +155,20 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	e.asmTouch(s, size) // bounded by Config.AssembleCacheBytes (asmcache.go)
 	out, used := win.chronological()
 	return out, used, win.scanned, nil
+}
+
+// convCreated returns the Created time of conversation c's record.
+func (e *Engine) convCreated(ctx context.Context, c convID) (int64, error) {
+	var created int64
+	err := e.st.View(ctx, func(r store.Reader) error {
+		rec, err := r.Conversation(c)
+		if err != nil {
+			return fmt.Errorf("lossless: assemble: %w", convReadErr(err))
+		}
+		created = rec.Created
+		return nil
+	})
+	return created, err
 }
 
 // window is what budgetWalk read: messages newest first with their tokens.
