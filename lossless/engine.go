@@ -96,11 +96,13 @@ var (
 // format is refused with an error wrapping core.ErrFormatTooNew; a store of
 // another engine is refused too.
 //
-// With cfg.StoreURL set, the store is that PostgreSQL database instead
-// (package store/pgstore; its schema migrated on open, unless ReadOnly),
-// searched by the database's own full-text recall, and shared with every
-// other process opened on it. An unparsable URL, an unreachable server and
-// a schema newer than this binary are errors naming what is wrong.
+// With cfg.StoreURL set, the store is the one the opener registered for
+// its scheme opens (RegisterStore): import package lossless/postgres for
+// postgres:// URLs, a PostgreSQL database (its schema migrated on open,
+// unless ReadOnly) searched by its own full-text recall and shared with
+// every other process opened on it. An unparsable URL, an unreachable
+// server and a schema newer than this binary are errors naming what is
+// wrong.
 func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
@@ -110,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if cfg.StoreURL != "" {
-		return openPostgres(ctx, cfg) // pgopen.go
+		return openURL(ctx, cfg) // register_store.go (lossless/postgres)
 	}
 	if !cfg.ReadOnly {
 		if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {

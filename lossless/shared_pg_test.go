@@ -4,12 +4,14 @@ import (
 	"context"
 	"testing"
 
+	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
+	"github.com/lossless-engine/contextengine/store/pgstore"
 )
 
 // TestSharedStorePostgres is TestSharedStoreTwoEngines on PostgreSQL: two
-// engines opened with Config.StoreURL on one fresh database (Open through
-// pgstore and its recall), writing and compacting at once.
+// engines on one fresh database (pgstore and its recall, as package
+// lossless/postgres opens them), writing and compacting at once.
 func TestSharedStorePostgres(t *testing.T) {
 	url := pgtest.NewDB(t)
 	cfg := testConfig("")
@@ -17,7 +19,16 @@ func TestSharedStorePostgres(t *testing.T) {
 	sharedTestConfig(&cfg)
 	var engines []*Engine
 	for i := 0; i < 2; i++ {
-		e, err := Open(context.Background(), cfg)
+		ctx := context.Background()
+		st, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec index.Recall
+		if rec, err = pgstore.OpenRecall(ctx, st.Pool(), pgstore.RecallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := OpenStore(ctx, cfg, st, rec)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,13 @@ func TestStoreURLConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "storeUrl") || strings.Contains(err.Error(), "pw@") {
 		t.Fatalf("a non-PostgreSQL storeUrl: %v", err)
 	}
+	// No opener registered for postgres:// in this package's tests (package
+	// lossless/postgres registers it): the error says what to import.
+	nothing := DefaultConfig()
+	nothing.StoreURL = "postgres://u:pw@127.0.0.1:1/x"
+	if _, err = Open(context.Background(), nothing); err == nil || !strings.Contains(err.Error(), "lossless/postgres") || strings.Contains(err.Error(), "pw@") {
+		t.Fatalf("storeUrl without a registered opener: %v", err)
+	}
 	for in, want := range map[string]string{
 		"postgres://u:pw@h/db":      "postgres://u:xxxxx@h/db",
 		"postgresql://u@h/db":       "postgresql://u@h/db",

@@ -5,8 +5,9 @@
 // setup (doctor), and serve the engine to OpenClaw's plugin over stdio
 // (serve --stdio).
 //
-// Every subcommand takes --store DIR (default: $LOSSLESS_STORE, else
-// $XDG_DATA_HOME/lossless, else ~/.local/share/lossless), --help, and --json
+// Every subcommand takes --store DIR or --store postgres://… (default:
+// $LOSSLESS_STORE, else $XDG_DATA_HOME/lossless, else
+// ~/.local/share/lossless), --help, and --json
 // for machine-readable output. Exit codes: 0 success, 1 runtime error, 2
 // usage error. See README.md beside this file.
 package main
@@ -16,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	_ "github.com/lossless-engine/contextengine/lossless/postgres" // --store postgres://…
 )
 
 func main() {

@@ -1,0 +1,70 @@
+package lossless
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// StoreOpener opens the store (and its own recall index, nil for none) that
+// cfg.StoreURL names. The engine owns what it returns. Package
+// lossless/postgres registers one for postgres:// and postgresql://.
+type StoreOpener func(ctx context.Context, cfg Config) (store.Store, index.Recall, error)
+
+var (
+	storesMu sync.RWMutex
+	stores   = map[string]StoreOpener{}
+)
+
+// RegisterStore makes the store opener open available for Config.StoreURL
+// values of URL scheme scheme. It panics when open is nil, scheme is empty
+// or already registered (as database/sql's Register).
+func RegisterStore(scheme string, open StoreOpener) {
+	storesMu.Lock()
+	defer storesMu.Unlock()
+	if open == nil {
+		panic("lossless: RegisterStore opener is nil")
+	}
+	if scheme == "" {
+		panic("lossless: RegisterStore with an empty scheme")
+	}
+	if _, dup := stores[scheme]; dup {
+		panic("lossless: RegisterStore called twice for scheme " + scheme)
+	}
+	stores[scheme] = open
+}
+
+// StoreSchemes returns the registered StoreURL schemes, sorted.
+func StoreSchemes() []string {
+	storesMu.RLock()
+	defer storesMu.RUnlock()
+	out := make([]string, 0, len(stores))
+	for s := range stores {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// openURL opens the engine on the store cfg.StoreURL names, through the
+// opener registered for its scheme.
+func openURL(ctx context.Context, cfg Config) (*Engine, error) {
+	where := RedactURL(cfg.StoreURL)
+	scheme, _, _ := strings.Cut(cfg.StoreURL, "://")
+	storesMu.RLock()
+	open := stores[scheme]
+	storesMu.RUnlock()
+	if open == nil {
+		return nil, fmt.Errorf("lossless: open store %s: no store registered for %s:// (forgotten import of github.com/lossless-engine/contextengine/lossless/postgres?)", where, scheme)
+	}
+	st, rec, err := open(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("lossless: open store %s: %w", where, err)
+	}
+	return OpenStore(ctx, cfg, st, rec)
+}
