@@ -37,6 +37,13 @@
 //	                        legacy engine does, and with this one, or o200k_base, in a second row)
 //	--legacy-exact=false    skip the legacy row with the exact counter
 //	--engine-recall=false   run the engine without its Bleve recall index
+//	--store postgres://…    instead of the suites, the backends comparison: the same
+//	                        workload on Badger and on this PostgreSQL server (a fresh
+//	                        database per store), in one run: batched ingest, assemble
+//	                        and recall p50/p99 at --sizes (default 10K,100K), compaction,
+//	                        disk per message, and ingest by --writers processes
+//	--writers 1,2,4         writer processes of the backends comparison
+//	--writer-messages N     messages each writer process ingests (default 20000)
 //	--json FILE             write the figures as JSON
 //	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
 //	--gobench               also print benchstat-readable lines
@@ -127,9 +134,12 @@ func parseCounts(vals []string) ([]int, error) {
 // run is the command; it returns the exit code. wire, when not nil, edits
 // the config before the run (tests use it to shrink sizes further).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bool, width func() int, wire func(*bench.Config)) int {
+	if len(args) > 0 && args[0] == "writer-child" { // a process of --writers
+		return writerChild(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("lossless-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var sizes, suites, transcripts, ks listFlag
+	var sizes, suites, transcripts, ks, writers listFlag
 	fs.Var(&sizes, "sizes", "assemble history sizes in messages, comma-separated (e.g. 10K,100K,1M)")
 	fs.Var(&suites, "suite", "suites to run (repeatable or comma-separated): "+strings.Join(bench.Suites, ", ")+"; only when named: "+strings.Join(bench.ExtraSuites, ", "))
 	fs.Var(&transcripts, "transcripts", "real session JSONL files to import and compact (repeatable or comma-separated; extra arguments are added too)")
@@ -146,6 +156,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of the engine and of the exact legacy row: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate; the exact row then counts with o200k_base)")
 	heapProfile := fs.String("heap-profile", "", "write a heap profile to `FILE` at each new live-heap peak of the footprint and sessions suites (read it with go tool pprof)")
+	storeURL := fs.String("store", "", "run the backends comparison instead of the suites: Badger and the PostgreSQL server at `URL` (postgres://…; a fresh database per store)")
+	fs.Var(&writers, "writers", "writer process counts of the backends comparison (default 1,2,4)")
+	writerMessages := fs.String("writer-messages", "20000", "messages each writer process of the backends comparison ingests")
+	keepDBs := fs.Bool("keep-databases", false, "keep the backends comparison's PostgreSQL databases")
 	legacyExact := fs.Bool("legacy-exact", true, "also run the legacy baselines with the exact counter, a second row beside the chars/4 one (slow: legacy re-counts the whole history on every assemble)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
@@ -170,6 +184,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
 		return 2
+	}
+	if *storeURL != "" {
+		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *jsonPath, stdout, stderr)
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
 		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile}
