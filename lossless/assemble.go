@@ -163,7 +163,7 @@ func (e *Engine) convCreated(ctx context.Context, c convID) (int64, error) {
 	err := e.st.View(ctx, func(r store.Reader) error {
 		rec, err := r.Conversation(c)
 		if err != nil {
-			return fmt.Errorf("lossless: assemble: %w", convReadErr(err))
+			return fmt.Errorf("lossless: assemble: %w", fromStore(err))
 		}
 		created = rec.Created
 		return nil
@@ -264,7 +264,7 @@ func (e *Engine) summaryMessage(r store.Reader, c convID, id string, cache map[s
 	}
 	s, err := r.Summary(c, id)
 	if err != nil {
-		return core.Message{}, fmt.Errorf("lossless: summary %q: %w", id, notFoundErr(err))
+		return core.Message{}, fmt.Errorf("lossless: summary %q: %w", id, fromStore(err))
 	}
 	return RenderSummary(s), nil
 }
@@ -307,7 +307,7 @@ func itemRaw(r store.Reader, c convID, seq uint64, flags byte) ([]byte, error) {
 	if flags&flagLarge != 0 {
 		v, err := r.Large(c, seq)
 		if err != nil {
-			return nil, fmt.Errorf("lossless: large reference %d: %w", seq, notFoundErr(err))
+			return nil, fmt.Errorf("lossless: large reference %d: %w", seq, fromStore(err))
 		}
 		return v, nil
 	}

@@ -485,22 +485,6 @@ func (e *Engine) storeChunk(ctx context.Context, conv *Conversation, tag [8]byte
 	return nil
 }
 
-// importOrderPos returns message seq's place in conversation c: its order
-// record (reconcile.go), else seq*posStep (reconcile.go's orderPos, on the
-// store interface).
-func importOrderPos(r store.Reader, c convID, seq uint64) (uint64, error) {
-	p, err := r.Order(c, seq)
-	switch {
-	case err == nil:
-		return p, nil
-	case errors.Is(err, store.ErrNotFound):
-		return seq * posStep, nil
-	case errors.Is(err, store.ErrCorrupt):
-		return 0, fmt.Errorf("%w: order record: %w", errBadRecord, err)
-	}
-	return 0, fmt.Errorf("lossless: read: %w", err)
-}
-
 // importCompaction turns a transcript compaction entry into a leaf summary
 // (Method "imported") over the raw messages before its first kept entry
 // that no summary covers yet. The summary id is derived from the entry, so
@@ -532,7 +516,7 @@ func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [
 			// The first kept message's place in the conversation (a
 			// reconciled transcript may have moved it: reconcile.go).
 			var perr error
-			if posEnd, perr = importOrderPos(r, conv.id, en.Seq); perr != nil {
+			if posEnd, perr = orderPosOf(r, conv.id, en.Seq); perr != nil {
 				return perr
 			}
 			break

@@ -450,7 +450,7 @@ func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 	return e.storeUpdate(context.Background(), func(tx store.Tx) error {
 		rec, err := tx.Conversation(c)
 		if err != nil {
-			return convReadErr(err)
+			return fromStore(err)
 		}
 		for _, id := range rec.SessionIDs {
 			if id == sessionID {
@@ -468,15 +468,6 @@ func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
 		e.noteRecord(s)
 		return nil
 	})
-}
-
-// convReadErr is the error of a failed read of a conversation record, as
-// getJSON reports it: core.ErrNotFound when it is missing.
-func convReadErr(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("lossless: %w", core.ErrNotFound)
-	}
-	return fmt.Errorf("lossless: read: %w", err)
 }
 
 // convByName resolves name n (found false when it is not mapped).

@@ -602,10 +602,6 @@ func orderPosOf(r store.Reader, c convID, seq uint64) (uint64, error) {
 	return p, nil
 }
 
-// Local store helpers of the files converted on branch convC (reconcile,
-// subagent, retention, recall). Transitional: the other files' helpers of
-// the same kind are merged with them once every file is converted.
-
 // fromStore maps the store's sentinels to the package's: a missing record
 // wraps core.ErrNotFound, a corrupt one errBadRecord (ErrCorrupt), a full
 // disk ErrDiskFull; the store's error stays in the chain.

@@ -238,7 +238,7 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 		err := e.st.View(ctx, func(r store.Reader) error {
 			rec, err := r.Conversation(c)
 			if err != nil {
-				return convReadErr(err)
+				return fromStore(err)
 			}
 			s.rec = rec
 			return nil

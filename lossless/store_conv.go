@@ -295,15 +295,6 @@ func checkRange(r store.Reader, c convID, old []dag.Item) error {
 	return nil
 }
 
-// notFoundErr returns err, from a store read, with a missing record as the
-// engine reports one: "lossless: not found", wrapping core.ErrNotFound.
-func notFoundErr(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("lossless: %w", core.ErrNotFound)
-	}
-	return err
-}
-
 // msgErr returns the error of a read of message seq: a missing message
 // wraps dag.ErrNotFound.
 func msgErr(seq uint64, err error) error {
@@ -381,7 +372,7 @@ func (c *Conversation) MessageByKey(ctx context.Context, key string) (uint64, co
 		var err error
 		seq, err = r.SeqByHash(c.id, h)
 		if errors.Is(err, store.ErrNotFound) {
-			return notFoundErr(err)
+			return fromStore(err)
 		}
 		if err != nil {
 			return fmt.Errorf("lossless: read: %w", err)
@@ -515,7 +506,7 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 	return e.st.View(ctx, func(r store.Reader) error {
 		rec, err := r.Conversation(conv.id)
 		if err != nil {
-			return fmt.Errorf("lossless: conversation %s: read record: %w", conv.id, notFoundErr(err))
+			return fmt.Errorf("lossless: conversation %s: read record: %w", conv.id, fromStore(err))
 		}
 		if rec.Retiring {
 			return retiringErr(conv.id, sessionID)
