@@ -23,6 +23,7 @@ type pgRetriever struct {
 	total               uint64
 	textTerms, ctxTerms uint64
 	df, ctxDF           map[string]uint64
+	tid                 map[string]int32    // term → recall_terms.tid (present terms)
 	holds               map[string]docTerms // candidate id → prompt terms it holds
 }
 
@@ -45,14 +46,17 @@ func (p *pgRetriever) load(ctx context.Context, terms []string) error {
 		return nil
 	}
 	if p.df == nil {
-		p.df, p.ctxDF = map[string]uint64{}, map[string]uint64{}
+		p.df, p.ctxDF, p.tid = map[string]uint64{}, map[string]uint64{}, map[string]int32{}
 	}
 	var dfs, ctxDFs []int64
+	var tids []int32
 	var total, tt, ct int64
 	err := p.r.pool.QueryRow(ctx, `SELECT s.docs, s.text_terms, s.ctx_terms,
-		ARRAY(SELECT coalesce(t.df, 0) FROM unnest($1::text[]) WITH ORDINALITY u(term, o) LEFT JOIN recall_terms t ON t.term = u.term ORDER BY u.o),
-		ARRAY(SELECT coalesce(t.ctx_df, 0) FROM unnest($1::text[]) WITH ORDINALITY u(term, o) LEFT JOIN recall_terms t ON t.term = u.term ORDER BY u.o)
-		FROM recall_stats s WHERE s.id = 1`, missing).Scan(&total, &tt, &ct, &dfs, &ctxDFs)
+		coalesce(f.df, '{}'), coalesce(f.ctx_df, '{}'), coalesce(f.tid, '{}')
+		FROM recall_stats s, (SELECT array_agg(coalesce(t.df, 0) ORDER BY u.o) AS df,
+			array_agg(coalesce(t.ctx_df, 0) ORDER BY u.o) AS ctx_df, array_agg(coalesce(t.tid, 0) ORDER BY u.o) AS tid
+			FROM unnest($1::text[]) WITH ORDINALITY u(term, o) LEFT JOIN recall_terms t ON t.term = u.term) f
+		WHERE s.id = 1`, missing).Scan(&total, &tt, &ct, &dfs, &ctxDFs, &tids)
 	if err != nil {
 		return fmt.Errorf("pgstore: recall: term statistics: %w", err)
 	}
@@ -63,6 +67,9 @@ func (p *pgRetriever) load(ctx context.Context, terms []string) error {
 	for i, t := range missing {
 		p.df[t] = uint64(max(dfs[i], 0))
 		p.ctxDF[t] = uint64(max(ctxDFs[i], 0))
+		if tids[i] != 0 {
+			p.tid[t] = tids[i]
+		}
 	}
 	return nil
 }
@@ -124,43 +131,63 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 			bnCtx = b / avg
 		}
 	}
+	// The clauses: each kept term in the text, the first nctx in the
+	// context too, with their weights and length normalisations.
+	var tids []int32
+	var fields []int16
+	var ws, bns []float64
+	for i, t := range kept {
+		tids, fields, ws, bns = append(tids, p.tid[t]), append(fields, 0), append(ws, tw[i]), append(bns, bnText)
+	}
+	for i, t := range kept[:nctx] {
+		tids, fields, ws, bns = append(tids, p.tid[t]), append(fields, 1), append(ws, cw[i]), append(bns, bnCtx)
+	}
 	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	relTerms := arg(terms[:min(len(terms), 64)]) // index.ComputeRelevance reads at most 64
-	match := `d.text_tsv @@ ` + arg(tsqueryLiteral(kept)) + `::tsquery`
-	if nctx > 0 {
-		match = `(` + match + ` OR d.ctx_tsv @@ ` + arg(tsqueryLiteral(kept[:nctx])) + `::tsquery)`
-	}
-	var score string
-	switch p.r.opts.Rank {
-	case RankTS:
-		// Text terms weigh A (1), context terms B (0.5).
-		score = `(SELECT ts_rank('{0, 0, 0.5, 1}', d.text_tsv || d.ctx_tsv, ` + arg(tsqueryLiteral(kept)) + `::tsquery) AS score)`
-	default:
-		score = strings.NewReplacer(
-			"$TW", arg(tw), "$T", arg(kept), "$CW", arg(cw), "$C", arg(kept[:nctx]),
-			"$K1", arg(index.BM25K1), "$B1", arg(1-b), "$BT", arg(bnText), "$BC", arg(bnCtx),
-			"$N", arg(float64(len(kept)+nctx)),
-		).Replace(sqlBM25Score)
-	}
-	where, ok := filterSQL(q, &args)
+	postings, docWhere, ok := filterSQL(q, &args)
 	if !ok {
 		return nil, nil
 	}
-	// f holds each match's text and context cut to the prompt's terms
-	// (setweight marks them D, ts_filter keeps those: done in C, where
-	// unnesting the whole tsvector row by row cost ten times more), read
-	// once (OFFSET 0 keeps the planner from inlining it into each use).
-	sql := `SELECT ` + hitColumns + `, s.score, tsvector_to_array(f.tt), tsvector_to_array(f.ct)
-		FROM recall_docs d
-		CROSS JOIN LATERAL (SELECT ts_filter(setweight(d.text_tsv, 'D', ` + relTerms + `::text[]), '{d}') AS tt,
-			ts_filter(setweight(d.ctx_tsv, 'D', ` + relTerms + `::text[]), '{d}') AS ct OFFSET 0) f
-		CROSS JOIN LATERAL ` + score + ` s
-		WHERE ` + match + where + `
-		ORDER BY s.score DESC, d.id LIMIT ` + arg(size)
+	relTerms := arg(terms[:min(len(terms), 64)]) // index.ComputeRelevance reads at most 64
+	clauses := `unnest(` + arg(tids) + `::int[], ` + arg(fields) + `::int2[], ` + arg(ws) + `::float8[], ` + arg(bns) + `::float8[]) q(tid, field, w, bn)`
+	// s: each matching doc's score, from the postings of the clauses'
+	// terms alone (an index range per term and agent).
+	var s string
+	switch p.r.opts.Rank {
+	case RankTS:
+		// Text terms weigh A (1), context terms B (0.5).
+		s = `SELECT d.key AS doc, ts_rank('{0, 0, 0.5, 1}', d.text_tsv || d.ctx_tsv, ` + arg(tsqueryLiteral(kept)) + `::tsquery) AS score
+			FROM (SELECT DISTINCT p.doc FROM ` + clauses + ` JOIN recall_postings p ON p.tid = q.tid AND p.field = q.field` + postings + `) m
+			JOIN recall_docs d ON d.key = m.doc`
+	default:
+		s = strings.NewReplacer(
+			"$CLAUSES", clauses, "$FILTER", postings,
+			"$K1", arg(index.BM25K1), "$B1", arg(1-b), "$N", arg(float64(len(kept)+nctx)),
+		).Replace(sqlBM25Scores)
+	}
+	// The best size docs, ties by id (as the scan of tsvectors did): when
+	// no filter needs the docs' rows, only those scoring at least the
+	// size-th best score are read. The terms of the prompt each of them
+	// holds (the relevance gate's matches) are cut from its tsvectors
+	// (setweight marks them D, ts_filter keeps those) once the best are
+	// chosen.
+	n := arg(size)
+	cut := ""
+	if docWhere == "" {
+		cut = ` AND s.score >= coalesce((SELECT score FROM s ORDER BY score DESC OFFSET ` + n + ` - 1 LIMIT 1), '-Infinity')`
+	}
+	sql := `WITH s AS MATERIALIZED (` + s + `)
+		SELECT ` + hitColumns + `, b.score,
+			tsvector_to_array(ts_filter(setweight(d.text_tsv, 'D', ` + relTerms + `::text[]), '{d}')),
+			tsvector_to_array(ts_filter(setweight(d.ctx_tsv, 'D', ` + relTerms + `::text[]), '{d}'))
+		FROM (SELECT s.doc, s.score, d.id FROM s JOIN recall_docs d ON d.key = s.doc
+			WHERE true` + cut + docWhere + `
+			ORDER BY s.score DESC, d.id LIMIT ` + n + `) b
+		JOIN recall_docs d ON d.key = b.doc
+		ORDER BY b.score DESC, b.id`
 	rows, err := p.r.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: recall: search: %w", err)
@@ -185,22 +212,16 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 	return hits, nil
 }
 
-// sqlBM25Score is a doc's score: the BM25 parts of its matched text terms
-// ($T, weights $TW, field length text_len; f.tt is its text's tsvector cut
-// to the prompt's terms) and context terms ($C, $CW, ctx_len; f.ct), with k1 $K1, 1-b $B1 and b over the average field length
-// $BT, $BC, summed, times the share of the $N clauses it matches. A
-// term's frequency is its number of positions (tsvectorLiteral). The
-// placeholders are replaced by parameter numbers (longest names first).
-const sqlBM25Score = `(
-	SELECT coalesce(sum(x.sc), 0) * count(*) / $N::float8 AS score FROM (
-		SELECT q.w * sqrt(cardinality(u.positions)) * $K1::float8
-			/ (sqrt(cardinality(u.positions)) + $K1::float8 * ($B1::float8 + $BT::float8 * d.text_len)) AS sc
-		FROM unnest(f.tt) u JOIN unnest($T::text[], $TW::float8[]) q(term, w) ON u.lexeme = q.term
-		UNION ALL
-		SELECT q.w * sqrt(cardinality(u.positions)) * $K1::float8
-			/ (sqrt(cardinality(u.positions)) + $K1::float8 * ($B1::float8 + $BC::float8 * d.ctx_len))
-		FROM unnest(f.ct) u JOIN unnest($C::text[], $CW::float8[]) q(term, w) ON u.lexeme = q.term
-	) x)`
+// sqlBM25Scores scores the docs matching the clauses ($CLAUSES: term id,
+// field, weight w, b over the field's average length bn) from their
+// postings ($FILTER: conditions on p): per clause matched, w × BM25's
+// frequency part with k1 $K1, 1-b $B1 and the field length, summed, times
+// the share of the $N clauses matched. The placeholders are replaced by
+// parameter numbers (longest names first).
+const sqlBM25Scores = `SELECT p.doc, sum(q.w * sqrt(p.tf) * $K1::float8
+			/ (sqrt(p.tf) + $K1::float8 * ($B1::float8 + q.bn * p.len))) * count(*) / $N::float8 AS score
+		FROM $CLAUSES JOIN recall_postings p ON p.tid = q.tid AND p.field = q.field$FILTER
+		GROUP BY p.doc`
 
 // hitColumns are the columns scanHit reads first.
 const hitColumns = `d.id, d.agent, d.conversation, d.session, d.role, d.kind, d.seq, d.ts, d.text, d.text_key`
@@ -218,30 +239,17 @@ func scanHit(rows pgx.Rows, h *index.Hit, extra ...any) error {
 }
 
 // filterSQL appends to args the parameters of q's filters and returns
-// their SQL (" AND ..."); false when q can match nothing.
-func filterSQL(q *index.Query, args *[]any) (string, bool) {
-	var sb strings.Builder
+// their SQL (" AND ..."): those on the postings (p: agent, time), and
+// those on the docs' rows (d: conversations, sessions, kind); false when
+// q can match nothing.
+func filterSQL(q *index.Query, args *[]any) (postings, docs string, ok bool) {
+	var ps, ds strings.Builder
 	arg := func(v any) string {
 		*args = append(*args, v)
 		return "$" + strconv.Itoa(len(*args))
 	}
 	if !q.AllAgents {
-		sb.WriteString(" AND d.agent = " + arg(q.Agent))
-	}
-	if len(q.Conversations) > 0 {
-		sb.WriteString(" AND d.conversation = ANY(" + arg(q.Conversations) + "::text[])")
-	}
-	if q.ExcludeConversation != "" {
-		sb.WriteString(" AND d.conversation <> " + arg(q.ExcludeConversation))
-	}
-	if len(q.Sessions) > 0 {
-		sb.WriteString(" AND d.session = ANY(" + arg(q.Sessions) + "::text[])")
-	}
-	if len(q.ExcludeSessions) > 0 {
-		sb.WriteString(" AND d.session <> ALL(" + arg(q.ExcludeSessions) + "::text[])")
-	}
-	if q.Kind != "" {
-		sb.WriteString(" AND d.kind = " + arg(q.Kind))
+		ps.WriteString(" AND p.agent = " + arg(q.Agent))
 	}
 	if q.Since != 0 || q.Until != 0 {
 		lo, hi := q.Since, q.Until
@@ -249,9 +257,9 @@ func filterSQL(q *index.Query, args *[]any) (string, bool) {
 			hi = math.MaxInt64
 		}
 		if lo > hi {
-			return "", false
+			return "", "", false
 		}
-		sb.WriteString(" AND d.ts BETWEEN " + arg(lo) + " AND " + arg(hi))
+		ps.WriteString(" AND p.ts BETWEEN " + arg(lo) + " AND " + arg(hi))
 	}
 	if len(q.Spans) > 0 {
 		var from, to []int64
@@ -261,11 +269,26 @@ func filterSQL(q *index.Query, args *[]any) (string, bool) {
 			}
 		}
 		if len(from) == 0 {
-			return "", false
+			return "", "", false
 		}
-		sb.WriteString(" AND EXISTS (SELECT 1 FROM unnest(" + arg(from) + "::bigint[], " + arg(to) + "::bigint[]) sp(f, t) WHERE d.ts >= sp.f AND d.ts < sp.t)")
+		ps.WriteString(" AND EXISTS (SELECT 1 FROM unnest(" + arg(from) + "::bigint[], " + arg(to) + "::bigint[]) sp(f, t) WHERE p.ts >= sp.f AND p.ts < sp.t)")
 	}
-	return sb.String(), true
+	if len(q.Conversations) > 0 {
+		ds.WriteString(" AND d.conversation = ANY(" + arg(q.Conversations) + "::text[])")
+	}
+	if q.ExcludeConversation != "" {
+		ds.WriteString(" AND d.conversation <> " + arg(q.ExcludeConversation))
+	}
+	if len(q.Sessions) > 0 {
+		ds.WriteString(" AND d.session = ANY(" + arg(q.Sessions) + "::text[])")
+	}
+	if len(q.ExcludeSessions) > 0 {
+		ds.WriteString(" AND d.session <> ALL(" + arg(q.ExcludeSessions) + "::text[])")
+	}
+	if q.Kind != "" {
+		ds.WriteString(" AND d.kind = " + arg(q.Kind))
+	}
+	return ps.String(), ds.String(), true
 }
 
 // tsqueryLiteral is the OR of terms as a tsquery's text form ("" for
@@ -321,21 +344,22 @@ func (p *pgRetriever) Holds(_ context.Context, term string, context bool, hits [
 	return nil
 }
 
-// AgentHas implements index.RelevanceSource: one indexed lookup, which
-// counts as the term's document frequency in steps (the Bleve index walks
-// postings; a term commoner than the budget counts as present unread).
+// AgentHas implements index.RelevanceSource: one lookup in the term's
+// postings, which counts as the term's document frequency in steps (the
+// Bleve index walks postings; a term commoner than the budget counts as
+// present unread).
 func (p *pgRetriever) AgentHas(ctx context.Context, term, agent string, budget int) (bool, int, error) {
 	steps := int(min(p.df[term], uint64(math.MaxInt32)))
 	if steps >= budget {
 		return true, budget, nil
 	}
+	tid, ok := p.tid[term]
+	if !ok {
+		return false, max(steps, 1), nil
+	}
 	var has bool
-	// The term's docs first (the GIN index), then their agents: planned
-	// as one EXISTS, PostgreSQL scanned the table for the first match
-	// (seconds at 100K docs when there is none).
-	err := p.r.pool.QueryRow(ctx, `WITH m AS MATERIALIZED (SELECT agent FROM recall_docs WHERE text_tsv @@ $2::tsquery)
-		SELECT EXISTS (SELECT 1 FROM m WHERE agent = $1)`,
-		agent, tsqueryLiteral([]string{term})).Scan(&has)
+	err := p.r.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM recall_postings WHERE tid = $1 AND field = 0 AND agent = $2)`,
+		tid, agent).Scan(&has)
 	if err != nil {
 		return false, 0, fmt.Errorf("pgstore: recall: term presence: %w", err)
 	}

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,21 +124,26 @@ func (r *Recall) buildBatch(items []recallItem) *pgx.Batch {
 	return b
 }
 
-// sqlDeleteDocs deletes docs by id ($1) and takes their terms off the
-// document frequencies and totals.
+// sqlDeleteDocs deletes docs by id ($1) and their postings (found from
+// their tsvectors' terms), and takes their terms off the document
+// frequencies and totals.
 const sqlDeleteDocs = `
 WITH d AS (
-	DELETE FROM recall_docs WHERE id = ANY($1::text[]) RETURNING text_tsv, ctx_tsv
+	DELETE FROM recall_docs WHERE id = ANY($1::text[]) RETURNING key, agent, text_tsv, ctx_tsv
+), x AS (
+	SELECT d.key, d.agent, u.term, 0::int2 AS field FROM d, unnest(tsvector_to_array(d.text_tsv)) u(term)
+	UNION ALL
+	SELECT d.key, d.agent, u.term, 1::int2 FROM d, unnest(tsvector_to_array(d.ctx_tsv)) u(term)
 ), c AS (
-	SELECT x AS term, sum(a)::bigint AS df, sum(b)::bigint AS ctx_df FROM (
-		SELECT unnest(tsvector_to_array(text_tsv)) AS x, 1 AS a, 0 AS b FROM d
-		UNION ALL
-		SELECT unnest(tsvector_to_array(ctx_tsv)), 0, 1 FROM d) y
-	GROUP BY x
+	SELECT term, count(*) FILTER (WHERE field = 0) AS df, count(*) FILTER (WHERE field = 1) AS ctx_df
+	FROM x GROUP BY term
 ), t AS (
 	UPDATE recall_terms r SET df = r.df - c.df, ctx_df = r.ctx_df - c.ctx_df
 	FROM c WHERE r.term = c.term
-	RETURNING r.term, r.df, r.ctx_df
+	RETURNING r.term, r.tid, r.df, r.ctx_df
+), p AS (
+	DELETE FROM recall_postings p USING x JOIN t ON t.term = x.term
+	WHERE p.tid = t.tid AND p.field = x.field AND p.agent = x.agent COLLATE "C" AND p.doc = x.key
 )
 UPDATE recall_stats SET
 	docs = docs - (SELECT count(*) FROM d),
@@ -145,8 +151,10 @@ UPDATE recall_stats SET
 	ctx_terms = ctx_terms - (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = 0)
 WHERE id = 1`
 
-// sqlInsertDocs inserts docs (parallel arrays, recallRows.args) and adds
-// their terms to the document frequencies and totals.
+// sqlInsertDocs inserts docs (parallel arrays $1-$15, recallRows.args)
+// and their postings ($16-$19: the doc's place in the arrays from 1, the
+// term, the field, the frequency), and adds their terms to the document
+// frequencies and totals.
 const sqlInsertDocs = `
 WITH n AS (
 	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
@@ -154,18 +162,24 @@ WITH n AS (
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
 		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
 		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
-	RETURNING text_tsv, ctx_tsv
+	RETURNING key, id, agent, ts, text_len, ctx_len
+), o AS (
+	SELECT n.*, u.o FROM n JOIN unnest($1::text[]) WITH ORDINALITY u(id, o) ON u.id = n.id
+), x AS (
+	SELECT * FROM unnest($16::int[], $17::text[], $18::int2[], $19::int[]) AS x(o, term, field, tf)
 ), c AS (
-	SELECT x AS term, sum(a)::bigint AS df, sum(b)::bigint AS ctx_df FROM (
-		SELECT unnest(tsvector_to_array(text_tsv)) AS x, 1 AS a, 0 AS b FROM n
-		UNION ALL
-		SELECT unnest(tsvector_to_array(ctx_tsv)), 0, 1 FROM n) y
-	GROUP BY x
+	SELECT term, count(*) FILTER (WHERE field = 0) AS df, count(*) FILTER (WHERE field = 1) AS ctx_df
+	FROM x GROUP BY term
 ), t AS (
 	INSERT INTO recall_terms AS r (term, df, ctx_df)
 	SELECT term, df, ctx_df FROM c ORDER BY term
 	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
-	RETURNING r.term, r.df, r.ctx_df
+	RETURNING r.term, r.tid, r.df, r.ctx_df
+), p AS (
+	INSERT INTO recall_postings (doc, ts, tid, tf, len, field, agent)
+	SELECT o.key, o.ts, t.tid, x.tf, CASE x.field WHEN 0 THEN o.text_len ELSE o.ctx_len END, x.field, o.agent
+	FROM x JOIN o ON o.o = x.o JOIN t ON t.term = x.term
+	ORDER BY t.tid, x.field, o.agent, o.key
 )
 UPDATE recall_stats SET
 	docs = docs + (SELECT count(*) FROM n),
@@ -181,6 +195,7 @@ type recallRows struct {
 	key                               []int64
 	textLen, ctxLen                   []int32
 	textTSV, ctxTSV                   []string
+	textTF, ctxTF                     []map[string]int // the terms' frequencies (postings)
 }
 
 func (w *recallRows) add(d *index.Doc, id, cx string) int {
@@ -199,6 +214,8 @@ func (w *recallRows) add(d *index.Doc, id, cx string) int {
 	w.ctxLen = append(w.ctxLen, 0)
 	w.textTSV = append(w.textTSV, "")
 	w.ctxTSV = append(w.ctxTSV, "")
+	w.textTF = append(w.textTF, nil)
+	w.ctxTF = append(w.ctxTF, nil)
 	i := len(w.id) - 1
 	w.set(i, d, id, cx)
 	return i
@@ -229,10 +246,26 @@ func (w *recallRows) set(i int, d *index.Doc, id, cx string) {
 	w.ctxLen[i] = int32(min(cl, 1<<30))
 	w.textTSV[i] = tsvectorLiteral(tf, 'A')
 	w.ctxTSV[i] = tsvectorLiteral(cf, 'B')
+	w.textTF[i], w.ctxTF[i] = tf, cf
 }
 
 func (w *recallRows) args() []any {
-	return []any{w.id, w.agent, w.conv, w.sess, w.role, w.kind, w.seq, w.ts, w.text, w.cx, w.key, w.textLen, w.ctxLen, w.textTSV, w.ctxTSV}
+	var (
+		at, tf []int32
+		terms  []string
+		fields []int16
+	)
+	for i := range w.id {
+		for f, freqs := range [2]map[string]int{w.textTF[i], w.ctxTF[i]} {
+			for t, n := range freqs {
+				if indexable(t) {
+					at, terms, fields, tf = append(at, int32(i+1)), append(terms, t), append(fields, int16(f)), append(tf, int32(min(n, math.MaxInt32)))
+				}
+			}
+		}
+	}
+	return []any{w.id, w.agent, w.conv, w.sess, w.role, w.kind, w.seq, w.ts, w.text, w.cx, w.key, w.textLen, w.ctxLen, w.textTSV, w.ctxTSV,
+		at, terms, fields, tf}
 }
 
 // cleanText makes s storable as PostgreSQL text: valid UTF-8, without NUL.
@@ -279,7 +312,7 @@ func tsvectorLiteral(freqs map[string]int, weight byte) string {
 	}
 	terms := make([]string, 0, len(freqs))
 	for t := range freqs {
-		if len(t) > 0 && len(t) <= maxLexemeBytes {
+		if indexable(t) {
 			terms = append(terms, t)
 		}
 	}
@@ -301,6 +334,10 @@ func tsvectorLiteral(freqs map[string]int, weight byte) string {
 	}
 	return sb.String()
 }
+
+// indexable reports whether a term fits a tsvector's lexeme (it is then
+// indexed: in the tsvector and in the postings).
+func indexable(t string) bool { return len(t) > 0 && len(t) <= maxLexemeBytes }
 
 // writeLexeme writes t quoted for a tsvector or tsquery literal.
 func writeLexeme(sb *strings.Builder, t string) {
