@@ -213,6 +213,20 @@ type TurnMemory struct{ m turnMemory }
 // the context of its session's next turn.
 func (t *TurnMemory) Context(d *Doc) string { return t.m.context(d) }
 
+// Remembers reports whether t holds the previous turn of d's session
+// (what Context gives it when d.Context is empty). A caller that keeps the
+// turns elsewhere can look the previous one up when not (after a restart,
+// or one written by another process) and pass it as d.Context, cut by
+// TurnContext.
+func (t *TurnMemory) Remembers(d *Doc) bool {
+	_, ok := t.m.m[d.Agent+"\x00"+d.Session]
+	return ok
+}
+
+// TurnContext returns a turn's text cut as TurnMemory keeps it for the
+// next turn of its session.
+func TurnContext(text string) string { return clip(text, maxCtxBytes) }
+
 // DefaultBM25B is the default of Options.BM25B, BM25's length
 // normalisation b.
 const DefaultBM25B = 0.3

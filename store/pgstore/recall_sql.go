@@ -216,10 +216,11 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 // field, weight w, b over the field's average length bn) from their
 // postings ($FILTER: conditions on p): per clause matched, w × BM25's
 // frequency part with k1 $K1, 1-b $B1 and the field length, summed, times
-// the share of the $N clauses matched. The placeholders are replaced by
+// the share of the $N clauses matched. The field length is Bleve's: the
+// inverse square of its norm, 1/sqrt(length) stored as a float32. The placeholders are replaced by
 // parameter numbers (longest names first).
 const sqlBM25Scores = `SELECT p.doc, sum(q.w * sqrt(p.tf) * $K1::float8
-			/ (sqrt(p.tf) + $K1::float8 * ($B1::float8 + q.bn * p.len))) * count(*) / $N::float8 AS score
+			/ (sqrt(p.tf) + $K1::float8 * ($B1::float8 + q.bn / ((1 / sqrt(p.len))::float4::float8 ^ 2)))) * count(*) / $N::float8 AS score
 		FROM $CLAUSES JOIN recall_postings p ON p.tid = q.tid AND p.field = q.field$FILTER
 		GROUP BY p.doc`
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,20 +284,20 @@ func TestRecallBehaviour(t *testing.T) {
 	}
 }
 
-// sameRanking reports whether two rankings have the same scores (to 6
-// digits) in the same order, and the same doc (or text) wherever a score
-// is not tied.
+// sameRanking reports whether two rankings have the same scores (to a
+// relative 1e-12: the same computation, summed in another order) in the
+// same order, and the same doc (or text) wherever a score is not tied.
 func sameRanking(a, b []index.Hit) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	round := func(f float64) string { return fmt.Sprintf("%.6f", f) }
+	round := func(f float64) string { return fmt.Sprintf("%.9f", f) }
 	count := map[string]int{}
 	for _, h := range a {
 		count[round(h.Score)]++
 	}
 	for i := range a {
-		if round(a[i].Score) != round(b[i].Score) {
+		if math.Abs(a[i].Score-b[i].Score) > 1e-12*max(math.Abs(a[i].Score), math.Abs(b[i].Score)) {
 			return false
 		}
 		// (Tied duplicates of one text collapse into either.)
@@ -309,7 +311,7 @@ func sameRanking(a, b []index.Hit) bool {
 func scored(hs []index.Hit) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
-		out[i] = fmt.Sprintf("%s=%.6f", h.ID, h.Score)
+		out[i] = fmt.Sprintf("%s=%.12f", h.ID, h.Score)
 	}
 	return out
 }
@@ -475,5 +477,38 @@ func TestTSVectorLiteral(t *testing.T) {
 	var match bool
 	if err := pool.QueryRow(context.Background(), `SELECT $1::tsvector @@ $2::tsquery`, lit, tsqueryLiteral([]string{"nope", `it's`})).Scan(&match); err != nil || !match {
 		t.Errorf("tsquery OR: %v, %v", match, err)
+	}
+}
+
+// TestRecallPreviousTurnFromDatabase: the previous turn of a session
+// written by another process (or before a restart) is read from the
+// database as the next turn's context, so two processes index a session
+// as one Bleve index does.
+func TestRecallPreviousTurnFromDatabase(t *testing.T) {
+	poolA, url := recallPool(t)
+	poolB := openPool(t, url)
+	a := openTestRecall(t, poolA, RecallOptions{})
+	b := openTestRecall(t, poolB, RecallOptions{})
+	ctx := context.Background()
+	long := "the grey heron nests by the pond behind the old mill " + strings.Repeat("and waits ", 60)
+	docs := session("alice", "c1", "s1", 1000, long, "what bird was that?", "it flew away")
+	a.AddGeneration(0, docs[0])
+	flush(t, a)
+	b.AddGeneration(0, docs[1:]...) // b has never seen s1's first turn
+	flush(t, b)
+	var cx []string
+	if err := poolA.QueryRow(ctx, `SELECT array_agg(context ORDER BY seq) FROM recall_docs WHERE session = 's1'`).Scan(&cx); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"", index.TurnContext(long), "what bird was that?"}; !slices.Equal(cx, want) {
+		t.Fatalf("contexts %q, want %q", cx, want)
+	}
+	bl := newBleveRecall(t)
+	bl.AddGeneration(0, docs...)
+	flush(t, bl)
+	q := index.RecallQuery{Agent: "alice", Text: "heron pond", K: 5, Neighbours: -1}
+	pg, want := mustRecall(t, b, q), mustRecall(t, bl, q)
+	if !slices.Contains(ids(pg), "alice/s1/1") || !sameRanking(want, pg) {
+		t.Errorf("recall: postgres %v, bleve %v (alice/s1/1 matches by its context)", scored(pg), scored(want))
 	}
 }

@@ -19,7 +19,6 @@ import (
 // empty or RecallOptions.CloseTimeout has passed).
 func (r *Recall) worker() {
 	defer r.wg.Done()
-	backoff := 50 * time.Millisecond
 	for {
 		r.mu.Lock()
 		for len(r.queue) == 0 && !r.closed {
@@ -37,38 +36,20 @@ func (r *Recall) worker() {
 		r.mu.Unlock()
 
 		// The rows are built once (the turn memory moves on), then retried
-		// as they are.
-		b := r.buildBatch(items)
+		// as they are. The previous turns the memory lacks are read first
+		// (without them if the database fails until Close gives up).
+		var prev []string
+		r.attempt(n, false, func(ctx context.Context) (err error) {
+			prev, err = r.previousTurns(ctx, items)
+			return err
+		})
+		b := r.buildBatch(items, prev)
 		if r.beforeBatch != nil {
 			r.beforeBatch()
 		}
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			err := r.pool.SendBatch(ctx, b).Close()
-			cancel()
-			r.mu.Lock()
-			if err == nil {
-				r.lastErr = nil
-				backoff = 50 * time.Millisecond
-				r.mu.Unlock()
-				break
-			}
-			r.lastErr = fmt.Errorf("pgstore: recall: write %d docs: %w", n, err)
-			giveUp := r.closed && time.Now().After(r.giveUp)
-			if giveUp {
-				r.dropped += n
-			}
-			last := r.lastErr
-			r.mu.Unlock()
-			if r.opts.Logf != nil {
-				r.opts.Logf("%v", last)
-			}
-			if giveUp {
-				break
-			}
-			time.Sleep(backoff)
-			backoff = min(2*backoff, 5*time.Second)
-		}
+		r.attempt(n, true, func(ctx context.Context) error {
+			return r.pool.SendBatch(ctx, b).Close()
+		})
 		r.mu.Lock()
 		for i := range items {
 			r.queueBytes -= len(items[i].doc.Text) + len(items[i].doc.Context)
@@ -84,11 +65,95 @@ func (r *Recall) worker() {
 	}
 }
 
+// attempt runs f (with a minute's timeout) until it succeeds, retrying
+// with backoff, or until Close has waited CloseTimeout: the n items are
+// then dropped when drop is set. Errors go to lastErr and Logf.
+func (r *Recall) attempt(n int, drop bool, f func(ctx context.Context) error) {
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		err := f(ctx)
+		cancel()
+		r.mu.Lock()
+		if err == nil {
+			r.lastErr = nil
+			r.mu.Unlock()
+			return
+		}
+		r.lastErr = fmt.Errorf("pgstore: recall: write %d docs: %w", n, err)
+		giveUp := r.closed && time.Now().After(r.giveUp)
+		if giveUp && drop {
+			r.dropped += n
+		}
+		last := r.lastErr
+		r.mu.Unlock()
+		if r.opts.Logf != nil {
+			r.opts.Logf("%v", last)
+		}
+		if giveUp {
+			return
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// previousTurns reads, for each doc of items whose context is the
+// previous turn of its session and the turn memory does not hold it (it
+// was written before this process started, or by another process), that
+// turn's text: the doc of its agent and session with the highest Seq
+// below its own, summaries aside. The result is parallel to items ("":
+// none, or not needed); nil when nothing was needed.
+func (r *Recall) previousTurns(ctx context.Context, items []recallItem) ([]string, error) {
+	var at []int
+	var agents, sessions []string
+	var seqs []int64
+	asked := map[[2]string]bool{}
+	for i := range items {
+		d := &items[i].doc
+		k := [2]string{d.Agent, d.Session}
+		if items[i].isDel || d.Context != "" || asked[k] || r.prev.Remembers(d) {
+			continue
+		}
+		asked[k] = true // later turns of the session in items follow this one
+		if d.Seq == 0 {
+			continue
+		}
+		at = append(at, i)
+		agents, sessions, seqs = append(agents, cleanText(d.Agent)), append(sessions, cleanText(d.Session)), append(seqs, int64(min(d.Seq, math.MaxInt64)))
+	}
+	if len(at) == 0 {
+		return nil, nil
+	}
+	rows, err := r.pool.Query(ctx, `SELECT u.i, p.text
+		FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY u(agent, session, seq, i)
+		CROSS JOIN LATERAL (SELECT d.text FROM recall_docs d
+			WHERE d.session = u.session AND d.seq < u.seq AND d.agent = u.agent AND d.kind <> $4
+			ORDER BY d.seq DESC LIMIT 1) p`, agents, sessions, seqs, index.KindSummary)
+	if err != nil {
+		return nil, fmt.Errorf("previous turns: %w", err)
+	}
+	out := make([]string, len(items))
+	for rows.Next() {
+		var i int64
+		var text string
+		if err := rows.Scan(&i, &text); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("previous turns: %w", err)
+		}
+		out[at[i-1]] = index.TurnContext(text)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("previous turns: %w", err)
+	}
+	return out, nil
+}
+
 // buildBatch turns queued items into one pipelined, implicitly
-// transactional batch: lock the stats row (writers of every process take
+// transactional batch (prev: previousTurns): lock the stats row (writers of every process take
 // turns), then each run of deletions or additions in queue order (an
 // addition replaces the doc of the same id).
-func (r *Recall) buildBatch(items []recallItem) *pgx.Batch {
+func (r *Recall) buildBatch(items []recallItem, prev []string) *pgx.Batch {
 	b := &pgx.Batch{}
 	b.Queue(`SELECT 1 FROM recall_stats WHERE id = 1 FOR UPDATE`)
 	for i := 0; i < len(items); {
@@ -108,6 +173,11 @@ func (r *Recall) buildBatch(items []recallItem) *pgx.Batch {
 			seen := make(map[string]int, len(run))
 			for k := range run {
 				d := &run[k].doc
+				if prev != nil && prev[i+k] != "" {
+					dc := *d
+					dc.Context = prev[i+k]
+					d = &dc
+				}
 				cx := r.prev.Context(d)
 				id := cleanText(d.ID)
 				if at, ok := seen[id]; ok { // the last one wins
