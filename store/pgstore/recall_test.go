@@ -390,6 +390,15 @@ func TestRecallDeleteAndReplace(t *testing.T) {
 	if docs != 1 || zebra != 0 || textTerms != want {
 		t.Errorf("stats: docs %d (want 1), df(zebra) %d (want 0), text terms %d (want %d)", docs, zebra, textTerms, want)
 	}
+	// The postings are the live docs' terms, no more.
+	var postings, lexemes int64
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM recall_postings p JOIN recall_docs d ON d.key = p.doc),
+		(SELECT count(*) FROM recall_postings), (SELECT sum(length(text_tsv) + length(ctx_tsv)) FROM recall_docs)`).Scan(&want, &postings, &lexemes); err != nil {
+		t.Fatal(err)
+	}
+	if postings != want || postings != lexemes {
+		t.Errorf("%d postings, %d of live docs, want %d (their terms)", postings, want, lexemes)
+	}
 }
 
 // TestRecallQueueing: AddGeneration returns without waiting for the

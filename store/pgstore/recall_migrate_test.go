@@ -1,0 +1,112 @@
+package pgstore
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/pgtest"
+)
+
+// sqlInsertDocsV2 is sqlInsertDocs as schema 2 had it (no postings): how
+// a database migrated to 0003 was written.
+const sqlInsertDocsV2 = `
+WITH n AS (
+	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
+	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
+		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
+	RETURNING text_tsv, ctx_tsv
+), c AS (
+	SELECT x AS term, sum(a)::bigint AS df, sum(b)::bigint AS ctx_df FROM (
+		SELECT unnest(tsvector_to_array(text_tsv)) AS x, 1 AS a, 0 AS b FROM n
+		UNION ALL
+		SELECT unnest(tsvector_to_array(ctx_tsv)), 0, 1 FROM n) y
+	GROUP BY x
+), t AS (
+	INSERT INTO recall_terms AS r (term, df, ctx_df)
+	SELECT term, df, ctx_df FROM c ORDER BY term
+	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
+	RETURNING r.term, r.df, r.ctx_df
+)
+UPDATE recall_stats SET
+	docs = docs + (SELECT count(*) FROM n),
+	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
+	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
+WHERE id = 1`
+
+// TestRecallMigratePostings: a recall index written at schema 2 (docs and
+// tsvectors, no postings) is carried to schema 3 by Migrate, and then
+// ranks as one written at schema 3; deleting a migrated doc removes its
+// postings.
+func TestRecallMigratePostings(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	old, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	for _, m := range Migrations()[:2] {
+		if _, err := old.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("step %d: %v", m.Version, err)
+		}
+	}
+	if _, err := old.Exec(ctx, `CREATE TABLE lossless_schema (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO lossless_schema (version, name) VALUES (1, 'store'), (2, 'recall')`); err != nil {
+		t.Fatal(err)
+	}
+	docs := behaviourCorpus()
+	var rows recallRows
+	var mem index.TurnMemory
+	for i := range docs {
+		rows.add(&docs[i], docs[i].ID, mem.Context(&docs[i]))
+	}
+	if _, err := old.Exec(ctx, sqlInsertDocsV2, rows.args()[:15]...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
+		t.Fatal(err)
+	}
+	if before, after, err := Migrate(ctx, old); err != nil || before != 2 || after != SchemaVersion() {
+		t.Fatalf("Migrate: %d → %d, %v", before, after, err)
+	}
+	migrated := openTestRecall(t, old, RecallOptions{})
+
+	fresh := openTestRecall(t, openPool(t, pgtest.NewDB(t)), RecallOptions{})
+	fresh.AddGeneration(0, docs...)
+	flush(t, fresh)
+
+	var postings, want int64
+	if err := old.QueryRow(ctx, `SELECT (SELECT count(*) FROM recall_postings),
+		(SELECT sum(length(text_tsv) + length(ctx_tsv)) FROM recall_docs)`).Scan(&postings, &want); err != nil {
+		t.Fatal(err)
+	}
+	if postings == 0 || postings != want {
+		t.Fatalf("%d postings after the migration, want %d (the docs' terms)", postings, want)
+	}
+	for _, q := range []index.RecallQuery{
+		{Agent: "alice", Text: "when did we go sailing with the kayak club?", K: 10},
+		{Agent: "alice", Text: "invoices table disk vacuum", K: 5, Neighbours: -1},
+		{AllAgents: true, Text: "regatta thunderstorm", K: 10},
+		{Agent: "alice", Text: "nutmeg bechamel lasagna", K: 5, MinRelevance: 0.65},
+	} {
+		got, want := mustRecall(t, migrated, q), mustRecall(t, fresh, q)
+		if len(want) == 0 || !sameRanking(want, got) {
+			t.Errorf("%q: migrated %v, written at schema 3 %v", q.Text, scored(got), scored(want))
+		}
+	}
+	migrated.Delete("alice/s2/2")
+	flush(t, migrated)
+	if err := old.QueryRow(ctx, `SELECT count(*) FROM recall_postings p LEFT JOIN recall_docs d ON d.key = p.doc WHERE d.key IS NULL`).Scan(&postings); err != nil || postings != 0 {
+		t.Errorf("%d postings of deleted docs left (%v)", postings, err)
+	}
+	// (s2/3 holds it as context.)
+	if hits := mustRecall(t, migrated, index.RecallQuery{Agent: "alice", Text: "invoices", Neighbours: -1}); !slices.Equal(ids(hits), []string{"alice/s2/3"}) {
+		t.Errorf("after deleting alice/s2/2: %v, want alice/s2/3 (by its context) only", ids(hits))
+	}
+}
