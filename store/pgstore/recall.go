@@ -18,12 +18,14 @@ import (
 // sharing the database sees every other's docs once they are written.
 //
 // Docs are analyzed in Go by package index's own analyzer (AnalyzerChat:
-// identifiers, CJK, stemming, stop words), stored as two tsvectors (text,
-// context) with GIN indexes, and document frequencies are kept in a
-// table; a recall asks PostgreSQL for the candidates scored with the same
-// BM25 as the Bleve index (recall_sql.go), and package index's RankRecall
-// does the rest (date boost, exclusions, relevance gate, neighbours,
-// de-duplication), so the ranking is the Bleve index's.
+// identifiers, CJK, stemming, stop words) into postings (term, field,
+// agent, doc → frequency, field length, time: one btree range per term
+// and agent) and two tsvectors (text, context), and document frequencies
+// are kept in a table; a recall sums the same BM25 as the Bleve index's
+// over the postings of the prompt's terms (recall_sql.go), reads the rows
+// of the best docs only, and package index's RankRecall does the rest
+// (date boost, exclusions, relevance gate, neighbours, de-duplication), so
+// the ranking is the Bleve index's.
 //
 // AddGeneration and Delete queue and return; a background goroutine writes
 // the queue in batches, one round trip per batch (recall_write.go).
@@ -165,7 +167,9 @@ func checkAnalyzer(ctx context.Context, pool *pgxpool.Pool) error {
 // across restarts). It blocks only while more than MaxLag docs or
 // MaxLagBytes of text are pending. Docs of one session should be added in
 // Seq order: the previous turn's text is indexed as context of the next
-// (in this process; Doc.Context, when set, wins).
+// (Doc.Context, when set, wins; a previous turn this process has not
+// seen, written before it started or by another process, is read from the
+// database).
 func (r *Recall) AddGeneration(_ int64, docs ...index.Doc) {
 	if len(docs) == 0 {
 		return
