@@ -196,6 +196,16 @@ func chatMessages(start, n, pad int) []core.Message {
 	return out
 }
 
+// recallPrompt is the i-th recall query over a history of stored messages:
+// a question naming one turn of it by number (a rare term, as the names
+// and identifiers of real prompts are) with two vocabulary words (common
+// ones). Each differs, so nothing is answered from a cache.
+func recallPrompt(i, stored int) string {
+	words := []string{"gateway", "postgres", "vacuum", "timeout", "replica", "schema", "budget", "plugin"}
+	turn := (i*7919 + 13) % max(1, stored/4)
+	return fmt.Sprintf("what did we find in turn %d about the %s and the %s?", turn, words[i%len(words)], words[(i*3+1)%len(words)])
+}
+
 // padText is about n bytes of vocabulary words for turn i.
 func padText(i, n int, words []string) string {
 	var b strings.Builder
@@ -269,9 +279,6 @@ func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) 
 
 	// A growing history in the same store: assemble and recall at each size.
 	stored := 0
-	prompts := []string{"how does the gateway handle postgres when the queue is full?",
-		"what did we decide about the vacuum timeout", "replica backup migration", "token budget of the summary",
-		"which plugin retries the schema migration?", "latency of the index cache"}
 	for _, size := range o.Sizes {
 		logf("%s: history of %d messages", b.name, size)
 		if _, err := ingestChat(ctx, e, "hist", stored/4, size-stored, historyPad); err != nil {
@@ -301,7 +308,7 @@ func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) 
 		f.AssembleP50Ms[name], f.AssembleP99Ms[name] = quantiles(lat)
 		lat = lat[:0]
 		for i := range o.Runs {
-			rp := core.AssembleParams{SessionID: "ingest", TokenBudget: o.Budget, Prompt: prompts[i%len(prompts)]}
+			rp := core.AssembleParams{SessionID: "ingest", TokenBudget: o.Budget, Prompt: recallPrompt(i, stored)}
 			t0 := time.Now()
 			if _, err := e.Recall(ctx, rp, 8); err != nil {
 				e.Close()
