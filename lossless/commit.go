@@ -108,6 +108,9 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	// of the Update is its own (the commit, the context, a full disk).
 	var fnErr error
 	err = e.st.Update(ctx, func(tx store.Tx) error {
+		if fnErr = e.checkBase(tx, c, rec); fnErr != nil {
+			return fnErr
+		}
 		fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
 		return fnErr
 	})

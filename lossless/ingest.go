@@ -243,6 +243,9 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 		}
 		rec := s.rec
 		err := e.st.Update(ctx, func(tx store.Tx) error {
+			if err := e.checkBase(tx, c, rec); err != nil {
+				return err
+			}
 			for _, p := range fresh[:n] {
 				if err := writeMessage(tx, c, &rec, p); err != nil {
 					return err

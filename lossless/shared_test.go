@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
@@ -287,4 +288,72 @@ func testSharedEngines(t *testing.T, engines []*Engine) {
 		t.Errorf("no compaction made a summary (%d runs): the test compacts nothing", runs)
 	}
 	t.Logf("%d compactions, %d summaries, %d conversations", runs, summaries, len(infos))
+}
+
+// TestSharedLateCommit: a write of another process that commits after that
+// process lost its lock (killed mid-commit: the server still commits what
+// it had received) lands between this engine's read of the record under
+// the lock and its write. The write must be refused (ErrConcurrentWrite)
+// rather than reuse the late commit's sequence number; retried, it stores
+// the message beside the late one, and both come back byte for byte.
+func TestSharedLateCommit(t *testing.T) {
+	es := openShared(t, 2)
+	a, b := es[0], es[1]
+	ctx := context.Background()
+	first := core.UserText("first, from A", 1)
+	if _, err := a.Ingest(ctx, core.IngestParams{SessionID: "late", Message: first}); err != nil {
+		t.Fatal(err)
+	}
+	late := core.AssistantText("late commit of a killed process", 2)
+	fromB := core.UserText("from B, after the late commit", 3)
+	fired := false
+	lockConvHook = func(e *Engine, c convID) {
+		if e != b || fired {
+			return
+		}
+		fired = true
+		// A's orphaned transaction commits now, without A's lock.
+		ps, err := a.prepare(ctx, []core.Message{late}, false)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		err = a.st.Update(ctx, func(tx store.Tx) error {
+			rec, err := tx.Conversation(c)
+			if err != nil {
+				return err
+			}
+			for i := range ps {
+				if err := writeMessage(tx, c, &rec, &ps[i]); err != nil {
+					return err
+				}
+			}
+			return tx.PutConversation(c, rec)
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { lockConvHook = nil })
+	_, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB})
+	if !errors.Is(err, ErrConcurrentWrite) {
+		t.Fatalf("B's ingest over the late commit: %v, want ErrConcurrentWrite", err)
+	}
+	if !fired {
+		t.Fatal("the hook never ran")
+	}
+	if r, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB}); err != nil || !r.Ingested {
+		t.Fatalf("retry: %+v, %v", r, err)
+	}
+	var got []string
+	if err := a.Messages(ctx, "", "late", func(_ uint64, m core.Message) error {
+		got = append(got, string(m.Raw()))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{string(first.Raw()), string(late.Raw()), string(fromB.Raw())}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -227,6 +227,37 @@ func (e *Engine) storeLock(ctx context.Context, name string) (func(), error) {
 	return release, nil
 }
 
+// ErrConcurrentWrite: on a shared store, a conversation changed between the
+// read of its record under its lock and the write based on it — a write of
+// another process that committed after its lock was released (its process
+// killed or its connection cut while its commit was in flight). The write
+// is refused, nothing of it stored; retrying it reads the record again.
+var ErrConcurrentWrite = errors.New("lossless: conversation written by another process meanwhile")
+
+// checkBase refuses, on a shared store, a write to conversation c based on
+// record base when the stored record is no longer base (ErrConcurrentWrite):
+// without it the write would reuse sequence numbers and positions another
+// process's late commit took, overwriting its messages. Called first in
+// the Update, it reads within the transaction's snapshot, so a commit that
+// lands later conflicts with the Update's own write of the record instead.
+func (e *Engine) checkBase(tx store.Tx, c convID, base convRecord) error {
+	if e.locker == nil {
+		return nil
+	}
+	cur, err := tx.Conversation(c)
+	if err != nil {
+		return fromStore(err)
+	}
+	if cur.NextSeq != base.NextSeq || cur.NextPos != base.NextPos || cur.Messages != base.Messages {
+		return fmt.Errorf("lossless: conversation %s: next message %d, position %d in the store, %d and %d when read under its lock: %w (retry the call)",
+			c, cur.NextSeq, cur.NextPos, base.NextSeq, base.NextPos, ErrConcurrentWrite)
+	}
+	return nil
+}
+
+// lockConvHook, when set (tests), runs after lockConv has read the record.
+var lockConvHook func(e *Engine, c convID)
+
 // lockConv locks conversation c and loads its record (lockShared: on a
 // shared store, reads it afresh). The caller unlocks with s.unlock.
 func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
@@ -254,6 +285,9 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 		}
 		s.loaded = true
 		e.noteRecord(s)
+	}
+	if lockConvHook != nil {
+		lockConvHook(e, c)
 	}
 	if err := ctx.Err(); err != nil {
 		s.unlock()

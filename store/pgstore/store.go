@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,6 +88,8 @@ var (
 // when read-only (CheckSchema): a database whose schema is newer than
 // the binary is refused with ErrSchemaTooNew.
 func Open(ctx context.Context, o Options) (*Store, error) {
+	// The URL's own pool_max_conns stands unless MaxConns is set.
+	urlConns := o.MaxConns <= 0 && strings.Contains(o.URL, "pool_max_conns=")
 	if o.MaxConns <= 0 {
 		o.MaxConns = DefaultMaxConns
 	}
@@ -103,7 +106,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open: bad database URL %s: %w", RedactURL(o.URL), err)
 	}
-	cfg.MaxConns = o.MaxConns
+	if !urlConns {
+		cfg.MaxConns = o.MaxConns
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
 	}

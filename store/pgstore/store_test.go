@@ -198,3 +198,25 @@ func TestAsyncCommit(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestPoolMaxConnsFromURL: the URL's pool_max_conns sizes the pool unless
+// Options.MaxConns is set.
+func TestPoolMaxConnsFromURL(t *testing.T) {
+	u := testDB(t)
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	s := openTest(t, Options{URL: u + sep + "pool_max_conns=3"})
+	if got := s.Pool().Config().MaxConns; got != 3 {
+		t.Errorf("pool_max_conns=3 in the URL: MaxConns %d", got)
+	}
+	s2 := openTest(t, Options{URL: u + sep + "pool_max_conns=3", MaxConns: 5})
+	if got := s2.Pool().Config().MaxConns; got != 5 {
+		t.Errorf("MaxConns 5 beside pool_max_conns=3: %d", got)
+	}
+	s3 := openTest(t, Options{URL: u})
+	if got := s3.Pool().Config().MaxConns; got != DefaultMaxConns {
+		t.Errorf("no setting: MaxConns %d, want %d", got, DefaultMaxConns)
+	}
+}
