@@ -722,9 +722,9 @@ func (c *Compactor) produce(ctx context.Context, base Summary, input string, j j
 			if text == "" {
 				continue
 			}
-			method := "normal"
+			method := MethodNormal
 			if aggressive {
-				method = "aggressive"
+				method = MethodAggressive
 			}
 			if s, ok := try(text, method); ok {
 				r.aggressive = aggressive
@@ -741,7 +741,7 @@ func (c *Compactor) produce(ctx context.Context, base Summary, input string, j j
 		if t < 0 {
 			t = 0
 		}
-		s, ok := try(core.Truncate(c.tc, input, t), "truncate")
+		s, ok := try(core.Truncate(c.tc, input, t), MethodTruncate)
 		if ok || t == 0 {
 			return s, nil
 		}
@@ -751,6 +751,6 @@ func (c *Compactor) produce(ctx context.Context, base Summary, input string, j j
 		}
 		t -= excess
 	}
-	s, _ := try("", "truncate")
+	s, _ := try("", MethodTruncate)
 	return s, nil
 }

@@ -67,10 +67,25 @@ type Summary struct {
 	DescendantTokens int `json:"descendantTokens"`
 	// CreatedAt is when the summary was made (Unix ms).
 	CreatedAt int64 `json:"createdAt"`
-	// Method records how the text was made: "normal", "aggressive",
-	// "truncate" (deterministic), or "imported" (a transcript compaction).
+	// Method records how the text was made: MethodNormal, MethodAggressive,
+	// MethodTruncate (deterministic), or MethodImported (a transcript
+	// compaction).
 	Method string `json:"method,omitempty"`
 }
+
+// Summary methods (Summary.Method).
+const (
+	// MethodNormal: the summarizer's text at the first attempt.
+	MethodNormal = "normal"
+	// MethodAggressive: the summarizer's text at the aggressive retry
+	// (the first was too long): a fallback.
+	MethodAggressive = "aggressive"
+	// MethodTruncate: the input cut to the target, deterministic (the
+	// summarizer failed or stayed too long): the last fallback.
+	MethodTruncate = "truncate"
+	// MethodImported: a compaction entry of an imported transcript.
+	MethodImported = "imported"
+)
 
 // Item is one position of a conversation's active context.
 type Item struct {

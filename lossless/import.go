@@ -544,7 +544,7 @@ func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [
 	if len(run) == 0 {
 		return false, nil
 	}
-	s := dag.Summary{ID: id, Kind: dag.KindLeaf, Depth: 0, Text: ent.Summary, Method: "imported",
+	s := dag.Summary{ID: id, Kind: dag.KindLeaf, Depth: 0, Text: ent.Summary, Method: dag.MethodImported,
 		Earliest: run[0].Timestamp, Latest: run[len(run)-1].Timestamp, DescendantCount: len(run)}
 	for _, it := range run {
 		s.Sources = append(s.Sources, it.Ref)

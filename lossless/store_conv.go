@@ -470,14 +470,11 @@ func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, err
 			if agent != "" && rec.Agent != agent {
 				continue
 			}
-			first, last, err := messageTimes(r, cr.ID, rec)
+			in, err := sessionInfo(r, cr.ID, rec) // explore_sessions.go
 			if err != nil {
 				return err
 			}
-			out = append(out, SessionInfo{Agent: rec.Agent, ID: cr.ID.String(),
-				SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
-				Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
-				FirstMessage: first, LastMessage: last, Retiring: rec.Retiring})
+			out = append(out, in)
 		}
 		return nil
 	})
@@ -577,26 +574,35 @@ type Stats struct {
 	Format int `json:"format"`
 }
 
-// Stats returns per-agent totals and the disk size.
+// Stats returns per-agent totals and the disk size. It reads the
+// conversation records only.
 func (e *Engine) Stats(ctx context.Context) (Stats, error) {
-	infos, err := e.Sessions(ctx, "")
-	if err != nil {
-		return Stats{}, err
-	}
 	done, err := e.enter()
 	if err != nil {
 		return Stats{}, err
 	}
 	defer done()
 	st := Stats{Agents: map[string]AgentStats{}, Format: FormatVersion}
-	for _, in := range infos {
-		a := st.Agents[in.Agent]
-		a.Conversations++
-		a.Messages += in.Messages
-		a.Summaries += in.Summaries
-		a.Bytes += in.Bytes
-		a.Tokens += in.Tokens
-		st.Agents[in.Agent] = a
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: read conversations: %w", err)
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("lossless: %w", err)
+			}
+			a := st.Agents[cr.Agent]
+			a.Conversations++
+			a.Messages += cr.Messages
+			a.Summaries += cr.Summaries
+			a.Bytes += cr.Bytes
+			a.Tokens += cr.Tokens
+			st.Agents[cr.Agent] = a
+		}
+		return nil
+	})
+	if err != nil {
+		return Stats{}, err
 	}
 	if st.DiskBytes, err = e.st.Size(); err != nil {
 		return Stats{}, fmt.Errorf("lossless: stats: %w", err)

@@ -120,6 +120,32 @@ func (m *matcher) match(text string) (float64, int) {
 	return score / math.Sqrt(1+float64(len(text))/400), first
 }
 
+// messageHit matches stored message rec of c on its plain text
+// (MessagePlainText); a message that does not parse never matches.
+func (m *matcher) messageHit(c convID, rec msgRecord) (GrepHit, bool) {
+	msg, err := core.ParseMessage(rec.Raw)
+	if err != nil {
+		return GrepHit{}, false
+	}
+	text := MessagePlainText(msg)
+	score, at := m.match(text)
+	if score <= 0 {
+		return GrepHit{}, false
+	}
+	return GrepHit{Kind: "message", Conversation: c.String(), Seq: rec.Seq, Role: rec.Role,
+		Timestamp: rec.Timestamp, Score: score, Snippet: snippet(text, at)}, true
+}
+
+// summaryHit matches summary s of c on its text.
+func (m *matcher) summaryHit(c convID, s dag.Summary) (GrepHit, bool) {
+	score, at := m.match(s.Text)
+	if score <= 0 {
+		return GrepHit{}, false
+	}
+	return GrepHit{Kind: "summary", Conversation: c.String(), SummaryID: s.ID,
+		Timestamp: s.Latest, Score: score, Snippet: snippet(s.Text, at)}, true
+}
+
 func snippet(text string, at int) string {
 	if at < 0 {
 		at = 0
@@ -232,14 +258,8 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 							return err
 						}
 					}
-					msg, err := core.ParseMessage(rec.Raw)
-					if err != nil {
-						continue
-					}
-					text := MessagePlainText(msg)
-					if score, at := m.match(text); score > 0 {
-						hits = append(hits, GrepHit{Kind: "message", Conversation: c.String(), Seq: rec.Seq, Role: rec.Role,
-							Timestamp: rec.Timestamp, Score: score, Snippet: snippet(text, at)})
+					if h, ok := m.messageHit(c, rec); ok {
+						hits = append(hits, h)
 					}
 				}
 			}
@@ -256,9 +276,8 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 					if !inTime(s.Latest) {
 						continue
 					}
-					if score, at := m.match(s.Text); score > 0 {
-						hits = append(hits, GrepHit{Kind: "summary", Conversation: c.String(), SummaryID: s.ID,
-							Timestamp: s.Latest, Score: score, Snippet: snippet(s.Text, at)})
+					if h, ok := m.summaryHit(c, s); ok {
+						hits = append(hits, h)
 					}
 				}
 			}

@@ -236,31 +236,25 @@ func cmdAssemble() *command {
 			if err != nil {
 				return err
 			}
-			res, details, err := e.AssembleWithDetails(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
+			// The explorer's context view runs the same report (package ui).
+			rep, err := e.AssembleReport(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
 				Messages: []core.Message{}, TokenBudget: budget, Prompt: prompt})
 			if err != nil {
 				return err
 			}
-			tc := e.TokenCounter()
-			counts := make([]int, len(res.Messages))
-			for i, m := range res.Messages {
-				counts[i] = core.CountMessage(tc, m)
-			}
-			addTokens := 0
-			if res.SystemPromptAddition != "" {
-				addTokens = tc.CountText(res.SystemPromptAddition)
-			}
+			res, details, addTokens := rep.Result, rep.Details, rep.SystemPromptAdditionTokens
 			if c.json {
 				type msgOut struct {
 					Tokens  int          `json:"tokens"`
+					Part    string       `json:"part"`
 					Message core.Message `json:"message"`
 				}
-				out := make([]msgOut, len(res.Messages))
-				for i, m := range res.Messages {
-					out[i] = msgOut{counts[i], m}
+				out := make([]msgOut, len(rep.Messages))
+				for i, m := range rep.Messages {
+					out[i] = msgOut{m.Tokens, m.Part, m.Message}
 				}
 				return printJSON(c.io.out, map[string]any{"sessionId": session, "agent": agent, "budget": budget,
-					"estimatedTokens": res.EstimatedTokens, "messages": out,
+					"estimatedTokens": res.EstimatedTokens, "messages": out, "parts": rep.Parts,
 					"systemPromptAddition": res.SystemPromptAddition, "systemPromptAdditionTokens": addTokens,
 					"promptAuthority": res.PromptAuthority, "recall": details.Recall})
 			}
@@ -283,7 +277,7 @@ func cmdAssemble() *command {
 				if !full {
 					text = oneLine(text, 160)
 				}
-				fmt.Fprintf(w, "[%d] %s (%d tokens): %s\n", i, m.Role(), counts[i], text)
+				fmt.Fprintf(w, "[%d] %s (%d tokens): %s\n", i, m.Role(), rep.Messages[i].Tokens, text)
 			}
 			return nil
 		},

@@ -1,0 +1,85 @@
+package lossless
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// FallbackMethods are the dag.Summary methods a summarizer's fallback
+// makes: the deterministic cut of a summary too long after the aggressive
+// retry, and the aggressive retry itself.
+var FallbackMethods = []string{dag.MethodTruncate, dag.MethodAggressive}
+
+// FallbackSummary is a summary made by a fallback (FallbackMethods).
+type FallbackSummary struct {
+	Agent        string `json:"agent"`
+	Conversation string `json:"conversation"`
+	// Session is the conversation's name (SessionInfo.Name).
+	Session   string `json:"session"`
+	ID        string `json:"id"`
+	Depth     int    `json:"depth"`
+	Method    string `json:"method"`
+	Tokens    int    `json:"tokens"`
+	CreatedAt int64  `json:"createdAt"`
+}
+
+// SummaryCensus counts the stored summaries.
+type SummaryCensus struct {
+	Summaries int `json:"summaries"`
+	// ByMethod counts them by dag.Summary.Method ("" for none recorded).
+	ByMethod map[string]int `json:"byMethod"`
+	// Fallbacks are the first summaries made by a fallback (at most the
+	// max SummaryCensus was given); Fallback counts them all.
+	Fallback  int               `json:"fallback"`
+	Fallbacks []FallbackSummary `json:"fallbacks"`
+}
+
+// SummaryCensus reads every stored summary of every conversation (the
+// whole DAG: slow on a large store) and counts them by method, listing up
+// to max of those a fallback made.
+func (e *Engine) SummaryCensus(ctx context.Context, max int) (SummaryCensus, error) {
+	done, err := e.enter()
+	if err != nil {
+		return SummaryCensus{}, err
+	}
+	defer done()
+	out := SummaryCensus{ByMethod: map[string]int{}, Fallbacks: []FallbackSummary{}}
+	fallback := map[string]bool{}
+	for _, m := range FallbackMethods {
+		fallback[m] = true
+	}
+	err = e.st.View(ctx, func(r store.Reader) error {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: census: read conversations: %w", err)
+			}
+			if cr.Summaries == 0 {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("lossless: census: %w", err)
+			}
+			for s, err := range r.Summaries(cr.ID) {
+				if err != nil {
+					return fmt.Errorf("lossless: census: conversation %s: %w", cr.ID, fromStore(err))
+				}
+				out.Summaries++
+				out.ByMethod[s.Method]++
+				if !fallback[s.Method] {
+					continue
+				}
+				out.Fallback++
+				if len(out.Fallbacks) < max {
+					out.Fallbacks = append(out.Fallbacks, FallbackSummary{Agent: cr.Agent, Conversation: cr.ID.String(),
+						Session: SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
+						ID: s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt})
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,274 @@
+package lossless
+
+// Reading the store for an explorer (package ui): sessions a page at a
+// time, each with the figures of its active context, without loading every
+// conversation of a large store. The other explore_*.go files add the
+// context report, the DAG, recall explanations, a paged grep and a census
+// of the summaries.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// MaxContextScan bounds the context items an explorer call reads of one
+// conversation (ContextStats, ContextSummaries): a compacted conversation's
+// context holds about a token budget of items (hundreds to a few
+// thousand), but a long history imported and never compacted holds one
+// item per message, and reading a million items takes seconds. Beyond the
+// bound the figures cover the first MaxContextScan items and say so
+// (Partial).
+const MaxContextScan = 20_000
+
+// maxContextScan is MaxContextScan (tests lower it).
+var maxContextScan = MaxContextScan
+
+// DefaultPageLimit is the page size of the explorer's lists when a query
+// gives none; MaxPageLimit the largest it accepts.
+const (
+	DefaultPageLimit = 50
+	MaxPageLimit     = 500
+)
+
+// ContextStats are the figures of a conversation's active context: what
+// assemble reads from, before the budget cuts it.
+type ContextStats struct {
+	// Items is the number of context items read.
+	Items int `json:"items"`
+	// Tokens is the stored token count of the items assemble may show
+	// (heartbeat, hidden and superseded items left out): summaries by
+	// their rendered count, large messages by their reference's.
+	Tokens int64 `json:"tokens"`
+	// SummariesByDepth counts the context's summaries by depth (index 0:
+	// leaves); empty when the context holds none. These are the DAG's
+	// roots, as the model sees them.
+	SummariesByDepth []int `json:"summariesByDepth"`
+	// Partial is set when the context has more than MaxContextScan items:
+	// the figures above count the first MaxContextScan (Tokens is then a
+	// lower bound).
+	Partial bool `json:"partial,omitempty"`
+}
+
+// contextStats reads c's context items (at most MaxContextScan) into
+// ContextStats.
+func contextStats(ctx context.Context, r store.Reader, c convID) (ContextStats, error) {
+	st := ContextStats{SummariesByDepth: []int{}}
+	for it, err := range r.Items(c, 0, math.MaxUint64, false) {
+		if err != nil {
+			return st, fmt.Errorf("lossless: conversation %s: read context: %w", c, fromStore(err))
+		}
+		if st.Items == maxContextScan {
+			st.Partial = true
+			break
+		}
+		if st.Items++; st.Items%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return st, fmt.Errorf("lossless: %w", err)
+			}
+		}
+		if it.Flags&(flagHeartbeat|flagHidden|flagSuperseded) == 0 {
+			st.Tokens += int64(it.Tokens)
+		}
+		if it.IsSummary() && it.Depth >= 0 {
+			for len(st.SummariesByDepth) <= it.Depth {
+				st.SummariesByDepth = append(st.SummariesByDepth, 0)
+			}
+			st.SummariesByDepth[it.Depth]++
+		}
+	}
+	return st, nil
+}
+
+// ContextStats returns the figures of the conversation's active context.
+func (c *Conversation) ContextStats(ctx context.Context) (ContextStats, error) {
+	done, err := c.e.enter()
+	if err != nil {
+		return ContextStats{}, err
+	}
+	defer done()
+	var st ContextStats
+	err = c.e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		st, err = contextStats(ctx, r, c.id)
+		return err
+	})
+	return st, err
+}
+
+// Name returns the name a person (and `lossless export --session`) knows
+// the conversation by: its newest session id, else its sessionKey, else
+// its id.
+func (s SessionInfo) Name() string {
+	if n := len(s.SessionIDs); n > 0 {
+		return s.SessionIDs[n-1]
+	}
+	if s.Key != "" {
+		return s.Key
+	}
+	return s.ID
+}
+
+// SessionQuery selects a page of Engine.SessionsPage.
+type SessionQuery struct {
+	// Agent keeps one agent's conversations ("": every agent).
+	Agent string
+	// Match keeps the conversations one of whose session ids, sessionKey
+	// or id contains it ("": all).
+	Match string
+	// Offset skips that many; Limit is the page size (0:
+	// DefaultPageLimit, at most MaxPageLimit).
+	Offset, Limit int
+}
+
+// SessionDetail is one conversation of a SessionPage: its SessionInfo and
+// its active context's figures.
+type SessionDetail struct {
+	SessionInfo
+	Context ContextStats `json:"context"`
+}
+
+// SessionPage is a page of conversations.
+type SessionPage struct {
+	// Total is the number of conversations the query matched.
+	Total    int             `json:"total"`
+	Sessions []SessionDetail `json:"sessions"`
+}
+
+// pageBounds returns the offset and limit a query asked for, defaults
+// filled and checked.
+func pageBounds(offset, limit int) (int, int, error) {
+	if offset < 0 {
+		return 0, 0, fmt.Errorf("%w: offset %d is negative", ErrBadToolArgs, offset)
+	}
+	switch {
+	case limit < 0:
+		return 0, 0, fmt.Errorf("%w: limit %d is negative", ErrBadToolArgs, limit)
+	case limit == 0:
+		limit = DefaultPageLimit
+	case limit > MaxPageLimit:
+		limit = MaxPageLimit
+	}
+	return offset, limit, nil
+}
+
+// SessionsPage returns a page of the stored conversations of q.Agent
+// (every agent when empty), ordered by agent, then the newest created
+// first (an order that a later write does not change, so that paging
+// through it neither repeats nor skips). Only the conversation records are
+// read for the whole store; the message times and the context figures are
+// read for the page's conversations alone.
+func (e *Engine) SessionsPage(ctx context.Context, q SessionQuery) (SessionPage, error) {
+	offset, limit, err := pageBounds(q.Offset, q.Limit)
+	if err != nil {
+		return SessionPage{}, err
+	}
+	done, err := e.enter()
+	if err != nil {
+		return SessionPage{}, err
+	}
+	defer done()
+	var page SessionPage
+	err = e.st.View(ctx, func(r store.Reader) error {
+		var recs []store.ConvRecord
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: read conversations: %w", err)
+			}
+			if len(recs)%1024 == 0 {
+				if err := ctx.Err(); err != nil {
+					return fmt.Errorf("lossless: %w", err)
+				}
+			}
+			if (q.Agent == "" || cr.Agent == q.Agent) && matchesSession(cr, q.Match) {
+				recs = append(recs, cr)
+			}
+		}
+		sort.Slice(recs, func(i, j int) bool {
+			a, b := recs[i], recs[j]
+			if a.Agent != b.Agent {
+				return a.Agent < b.Agent
+			}
+			if a.Created != b.Created {
+				return a.Created > b.Created
+			}
+			return a.ID.String() < b.ID.String()
+		})
+		page.Total = len(recs)
+		page.Sessions = []SessionDetail{}
+		for _, cr := range recs[min(offset, len(recs)):min(offset+limit, len(recs))] {
+			in, err := sessionInfo(r, cr.ID, cr.Conversation)
+			if err != nil {
+				return err
+			}
+			d := SessionDetail{SessionInfo: in}
+			if d.Context, err = contextStats(ctx, r, cr.ID); err != nil {
+				return err
+			}
+			page.Sessions = append(page.Sessions, d)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// matchesSession reports whether one of the conversation's names contains
+// match.
+func matchesSession(cr store.ConvRecord, match string) bool {
+	if match == "" || strings.Contains(cr.Key, match) || strings.Contains(cr.ID.String(), match) {
+		return true
+	}
+	for _, id := range cr.SessionIDs {
+		if strings.Contains(id, match) {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionInfo describes conversation c of record rec, with the times of
+// its first and last messages.
+func sessionInfo(r store.Reader, c convID, rec convRecord) (SessionInfo, error) {
+	first, last, err := messageTimes(r, c, rec)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return SessionInfo{Agent: rec.Agent, ID: c.String(),
+		SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
+		Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
+		FirstMessage: first, LastMessage: last, Retiring: rec.Retiring}, nil
+}
+
+// SessionByID describes the conversation whose id (hex, as Sessions, Grep
+// and Recall give it) is id; an error wrapping core.ErrUnknownSession when
+// there is none.
+func (e *Engine) SessionByID(ctx context.Context, id string) (SessionInfo, error) {
+	c, ok := parseConvID(id)
+	if !ok {
+		return SessionInfo{}, fmt.Errorf("lossless: conversation id %q: %w", id, core.ErrUnknownSession)
+	}
+	done, err := e.enter()
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	defer done()
+	var in SessionInfo
+	err = e.st.View(ctx, func(r store.Reader) error {
+		rec, err := r.Conversation(c)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("lossless: conversation %s: %w", id, core.ErrUnknownSession)
+		}
+		if err != nil {
+			return fmt.Errorf("lossless: conversation %s: %w", id, fromStore(err))
+		}
+		in, err = sessionInfo(r, c, rec)
+		return err
+	})
+	return in, err
+}
