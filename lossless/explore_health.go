@@ -75,7 +75,7 @@ func (e *Engine) SummaryCensus(ctx context.Context, max int) (SummaryCensus, err
 				if len(out.Fallbacks) < max {
 					out.Fallbacks = append(out.Fallbacks, FallbackSummary{Agent: cr.Agent, Conversation: cr.ID.String(),
 						Session: SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
-						ID: s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt})
+						ID:      s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt})
 				}
 			}
 		}
