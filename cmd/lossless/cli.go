@@ -72,7 +72,7 @@ type cmdEnv struct {
 func commands() []*command {
 	return []*command{
 		cmdImport(), cmdSessions(), cmdStats(), cmdAssemble(), cmdCompact(),
-		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdRetain(), cmdDoctor(), cmdServe(), cmdTools(), cmdMigrate(),
+		cmdGrep(), cmdDescribe(), cmdExpand(), cmdExport(), cmdRetain(), cmdDoctor(), cmdServe(), cmdUI(), cmdTools(), cmdMigrate(),
 	}
 }
 
@@ -244,6 +244,10 @@ func (c *cmdEnv) storeName() string {
 // errNoStore is returned when a command that reads the store finds none.
 var errNoStore = errors.New("no store")
 
+// errStoreBusy is wrapped by openEngine's error when another process holds
+// the Badger store.
+var errStoreBusy = errors.New("another process holds the store")
+
 // openEngine opens the store. create is false for commands that only read:
 // a missing store is then an error rather than a new empty store.
 func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossless.Config)) (*lossless.Engine, error) {
@@ -280,7 +284,7 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 	e, err := lossless.Open(ctx, cfg)
 	if err != nil {
 		if strings.Contains(err.Error(), "Cannot acquire directory lock") || strings.Contains(err.Error(), "resource temporarily unavailable") {
-			return nil, fmt.Errorf("%w (is `lossless serve` or OpenClaw using this store?)", err)
+			return nil, fmt.Errorf("%w (is `lossless serve` or OpenClaw using this store?): %w", err, errStoreBusy)
 		}
 		return nil, err
 	}
