@@ -9,26 +9,30 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lossless-engine/contextengine/bridge"
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/ui"
 )
 
 func cmdServe() *command {
 	var stdioFlag bool
 	var timingPath string
 	var maxLine, maxInFlight, maxQueued int
+	var uiAddr string
 	return &command{
 		name: "serve", args: "--stdio",
-		summary: "Serve the engine over newline-delimited JSON-RPC 2.0 on stdin/stdout (used by the OpenClaw plugin).",
+		summary: "Serve the engine over newline-delimited JSON-RPC 2.0 on stdin/stdout (used by the OpenClaw plugin); --ui ADDR also serves the memory explorer of that engine.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.BoolVar(&stdioFlag, "stdio", false, "speak JSON-RPC on stdin/stdout (the only transport)")
 			fs.IntVar(&maxLine, "max-line-bytes", bridge.DefaultMaxLineBytes, "refuse a request line longer than this (a clear parse error; keep it above maxMessageBytes)")
 			fs.IntVar(&maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "requests served at once; later ones wait in order")
 			fs.IntVar(&maxQueued, "max-queued", bridge.DefaultMaxQueued, "requests waiting for a slot; beyond it a request is refused at once (server busy, retry)")
 			fs.StringVar(&timingPath, "timing", "", "append one JSON line per request served ({method, startMs, ms, ok}: the time inside the engine) to this file")
+			fs.StringVar(&uiAddr, "ui", "", "also serve the memory explorer (lossless ui) of the engine this process opens, on this loopback address (127.0.0.1:0: a free port); its URL goes to stderr")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
 			if len(args) > 0 {
@@ -59,13 +63,65 @@ func cmdServe() *command {
 					_, _ = f.WriteString(line)
 				}
 			}
-			err := bridge.Serve(ctx, c.io.in, c.io.out, serveFactory(c), opts)
+			factory := serveFactory(c)
+			if uiAddr != "" {
+				var stop func()
+				var err error
+				if factory, stop, err = serveExplorer(ctx, c, uiAddr, factory); err != nil {
+					return err
+				}
+				defer stop()
+			}
+			err := bridge.Serve(ctx, c.io.in, c.io.out, factory, opts)
 			if errors.Is(err, context.Canceled) {
 				return nil // a signal: a normal shutdown
 			}
 			return err
 		},
 	}
+}
+
+// serveExplorer starts the memory explorer (package ui) on addr for the
+// engine the bridge's factory opens: it wraps factory to keep the engine
+// it makes, and answers 503 until then (and after the engine is closed,
+// until a new initialize). The URL goes to stderr (stdout is JSON-RPC);
+// stop ends the explorer.
+func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Factory) (core.Factory, func(), error) {
+	var opened atomic.Pointer[lossless.Engine]
+	src := func(context.Context) (*lossless.Engine, error) {
+		if e := opened.Load(); e != nil {
+			return e, nil
+		}
+		return nil, ui.ErrNotOpen
+	}
+	srv, err := ui.New(src, ui.Options{Logf: logTo(c, "lossless serve: ui")})
+	if err != nil {
+		return nil, nil, err
+	}
+	url, err := srv.Listen(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("serve --ui: %w", err)
+	}
+	fmt.Fprintf(c.io.err, "lossless serve: memory explorer (lossless ui) at %s\n", url)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ctx); err != nil {
+			fmt.Fprintf(c.io.err, "lossless serve: ui: %v\n", err)
+		}
+	}()
+	wrapped := func(ctx context.Context, o core.FactoryOptions) (core.Engine, error) {
+		e, err := factory(ctx, o)
+		if le, ok := e.(*lossless.Engine); ok && err == nil {
+			opened.Store(le)
+		}
+		return e, err
+	}
+	stop := func() {
+		srv.Close()
+		<-done
+	}
+	return wrapped, stop, nil
 }
 
 // serveFactory wraps lossless.Factory: the config comes from initialize
