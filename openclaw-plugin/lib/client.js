@@ -14,6 +14,9 @@ export const PROTOCOL_VERSION = 1;
 
 const STDERR_TAIL = 4096;
 
+// The line `lossless serve --ui ADDR` prints with the explorer's URL.
+const EXPLORER_LINE = /memory explorer \(lossless ui\) at (http:\/\/\S+)/;
+
 /** An error the engine process returned (JSON-RPC error object). */
 export class BridgeError extends Error {
   constructor(method, error) {
@@ -68,6 +71,7 @@ export class BridgeClient {
     this.closed = false;
     this.stderrTail = "";
     this.initResult = null;
+    this.uiUrl = undefined; // the memory explorer's URL (`serve --ui`), once printed
   }
 
   #refd = true;
@@ -131,6 +135,13 @@ export class BridgeClient {
       this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL);
       for (const line of chunk.split("\n")) {
         if (!line.trim()) continue;
+        const ui = EXPLORER_LINE.exec(line);
+        if (ui) {
+          // `serve --ui`: where the memory explorer of this process is.
+          this.uiUrl = ui[1];
+          this.logger?.info?.(`lossless: memory explorer (lossless ui) at ${ui[1]}`);
+          continue;
+        }
         // Go's default slog lines carry their level: "… INFO msg …".
         const level = / (DEBUG|INFO) /.test(line) ? "info" : / ERROR /.test(line) ? "error" : "warn";
         (this.logger?.[level] ?? this.logger?.warn)?.call(this.logger, `lossless: ${line}`);

@@ -45,14 +45,17 @@ const TRANSCRIPT_METHODS = new Set(["bootstrap", "maintain", "compact"]);
  *
  * @param {object} [pluginConfig] plugins.entries.lossless.config: the
  *   engine's config, plus `bridge` ({command, args, env, maxRestarts,
- *   startTimeoutMs}) for the plugin itself.
+ *   startTimeoutMs}) and `uiAddr` (the explorer's 127.0.0.1:PORT) for the
+ *   plugin itself.
  * @param {object} [logger] api.logger.
  * @returns {BridgeClient}
  */
 export function sharedClient(pluginConfig, logger) {
-  const { bridge = {}, ...engineConfig } = pluginConfig ?? {};
+  const { bridge = {}, uiAddr, ...engineConfig } = pluginConfig ?? {};
   const command = bridge.command ?? process.env.LOSSLESS_BIN ?? "lossless";
-  const args = bridge.args ?? ["serve", "--stdio"];
+  // uiAddr: the engine process also serves the memory explorer (`lossless
+  // serve --ui`); its URL, with the token, is logged when it starts.
+  const args = [...(bridge.args ?? ["serve", "--stdio"]), ...(uiAddr ? ["--ui", uiAddr] : [])];
   // The store and every engine setting come from the config; the factory's
   // agentDir/workspaceDir are not sent (the engine reads neither when the
   // server names the store), so every agent of the process shares one child.
@@ -198,6 +201,10 @@ export function createLosslessEngine({ pluginConfig, logger } = {}) {
       },
       get restarts() {
         return client.restarts;
+      },
+      /** The memory explorer's URL (with its token) once the process printed it (uiAddr). */
+      get uiUrl() {
+        return client.uiUrl;
       },
       methods: [...ENGINE_METHODS],
       client,

@@ -355,3 +355,32 @@ test("two copies of the engine module share one process per store", async () => 
   const cfg = { storeDir: "/nowhere/shared-copies", bridge: { command: process.execPath, args: [fakeServer] } };
   assert.equal(a.sharedClient(cfg), b.sharedClient(cfg));
 });
+
+test("uiAddr adds --ui to the engine command, stays out of the engine config, and the explorer's URL is logged", async () => {
+  const infos = [];
+  const logger = { info: (m) => infos.push(m), warn() {}, error() {}, debug() {} };
+  let factory;
+  plugin.register({
+    pluginConfig: { storeDir: `/nowhere/${++stores}`, uiAddr: "127.0.0.1:4567", bridge: { command: process.execPath, args: [fakeServer] } },
+    logger,
+    registerContextEngine: (id, f) => (factory = f),
+    registerTool() {},
+  });
+  const engine = factory({});
+  try {
+    const { client } = engine.lossless;
+    assert.deepEqual(client.args, [fakeServer, "--ui", "127.0.0.1:4567"]);
+    const init = await client.start();
+    assert.equal(init.echo.config.uiAddr, undefined, "uiAddr is the plugin's, not the engine's");
+    assert.equal(init.echo.config.storeDir, `/nowhere/${stores}`);
+    await engine.ingest({ sessionId: "s", message: { role: "user", content: "x" } });
+    for (let i = 0; i < 100 && !engine.lossless.uiUrl; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(engine.lossless.uiUrl, "http://127.0.0.1:4567/?token=f00d");
+    assert.ok(infos.some((m) => m.includes("memory explorer (lossless ui) at http://127.0.0.1:4567/?token=f00d")), infos.join("\n"));
+  } finally {
+    await engine.dispose();
+  }
+  // Without uiAddr: the command as it was.
+  const plain = (await import("../lib/engine.js")).sharedClient({ storeDir: "/nowhere/plain-ui", bridge: { command: "lossless" } });
+  assert.deepEqual(plain.args, ["serve", "--stdio"]);
+});

@@ -355,3 +355,28 @@ test("dispose ends the logical turn, not the shared process; a new engine reuses
   await shutdownEngines();
   assert.throws(() => process.kill(pid, 0), { code: "ESRCH" });
 });
+
+test("uiAddr: the engine process serves the memory explorer of its store, and its URL is logged", { skip }, async () => {
+  const infos = [];
+  const { registered, api: fakeApi } = api({ storeDir: join(dir, "store-ui"), uiAddr: "127.0.0.1:0", bridge: { command: BIN } });
+  fakeApi.logger = { ...fakeApi.logger, info: (m) => infos.push(m) };
+  plugin.register(fakeApi);
+  const e = await registered.lossless({});
+  try {
+    await e.ingest({ sessionId: "ui-session", message: { role: "user", content: "<b>seen</b> in the explorer", timestamp: 1700000000000 } });
+    for (let i = 0; i < 200 && !e.lossless.uiUrl; i++) await new Promise((r) => setTimeout(r, 25));
+    const url = e.lossless.uiUrl;
+    assert.match(url ?? "", /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
+    assert.ok(infos.some((m) => m.includes(url)), "the URL is logged at info");
+    const [base, token] = url.split("/?token=");
+    const res = await fetch(`${base}/api/sessions`, { headers: { "X-Lossless-Token": token } });
+    assert.equal(res.status, 200);
+    const list = await res.json();
+    assert.deepEqual(list.items.map((s) => s.session), ["ui-session"]);
+    const raw = await fetch(`${base}/api/message?agent=main&session=ui-session&seq=1`, { headers: { "X-Lossless-Token": token } });
+    assert.equal(await raw.text(), JSON.stringify({ role: "user", content: "<b>seen</b> in the explorer", timestamp: 1700000000000 }));
+    assert.equal((await fetch(`${base}/api/sessions`)).status, 403, "no token: refused");
+  } finally {
+    await e.dispose();
+  }
+});
