@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -26,6 +27,10 @@ type GrepPageParams struct {
 	Cursor string
 	// MaxScan bounds the messages and summaries read (0: DefaultGrepScan).
 	MaxScan int
+	// MaxTime bounds the time spent reading (0: none): past it the call
+	// returns what it found with the cursor (having read at least one
+	// item, so that a search always moves on).
+	MaxTime time.Duration
 }
 
 // GrepPageResult is one call of GrepPage.
@@ -38,8 +43,9 @@ type GrepPageResult struct {
 }
 
 // GrepPage is Grep a page at a time, for a store too large to read in one
-// call: it reads at most p.MaxScan messages and summaries and returns the
-// hits among them (at most p.Limit) with a cursor to continue. The order
+// call: it reads at most p.MaxScan messages and summaries (for at most
+// p.MaxTime) and returns the hits among them (at most p.Limit) with a
+// cursor to continue. The order
 // is fixed, so that pages neither repeat nor skip: conversations newest
 // created first (the session's conversation and its ended subagents for
 // ScopeConversation), in each its messages newest first, then its
@@ -83,6 +89,9 @@ func (e *Engine) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResult
 	}
 	defer done()
 	g := &grepScan{m: m, p: p.GrepParams, limit: limit, maxScan: maxScan, out: GrepPageResult{Hits: []GrepHit{}}}
+	if p.MaxTime > 0 {
+		g.deadline = time.Now().Add(p.MaxTime)
+	}
 	err = e.st.View(ctx, func(r store.Reader) error {
 		if p.Scope == ScopeAgent {
 			var err error
@@ -149,12 +158,19 @@ type grepScan struct {
 	p       GrepParams
 	limit   int
 	maxScan int
-	out     GrepPageResult
+	// deadline is when MaxTime runs out (zero: never).
+	deadline time.Time
+	out      GrepPageResult
 }
 
-// full reports whether the call must stop: the page is full or the scan
-// bound reached.
-func (g *grepScan) full() bool { return len(g.out.Hits) >= g.limit || g.out.Scanned >= g.maxScan }
+// full reports whether the call must stop: the page is full, or the scan
+// bound or the time bound reached.
+func (g *grepScan) full() bool {
+	if len(g.out.Hits) >= g.limit || g.out.Scanned >= g.maxScan {
+		return true
+	}
+	return !g.deadline.IsZero() && g.out.Scanned > 0 && time.Now().After(g.deadline)
+}
 
 func (g *grepScan) inTime(ts int64) bool {
 	return (g.p.Since == 0 || ts >= g.p.Since) && (g.p.Until == 0 || ts <= g.p.Until)

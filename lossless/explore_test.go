@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -277,37 +278,46 @@ func TestGrepPage(t *testing.T) {
 			for _, h := range all {
 				want[key(h)] = true
 			}
-			got := map[string]bool{}
-			pp := GrepPageParams{GrepParams: tc.p, MaxScan: 7}
-			pp.Limit = 3
-			for pages := 0; ; pages++ {
-				if pages > 200 {
-					t.Fatal("no end")
+			// Bounded by the scan (7 items a call) and by the time (a
+			// nanosecond: one item a call).
+			for _, bound := range []GrepPageParams{{MaxScan: 7}, {MaxTime: time.Nanosecond}} {
+				got := map[string]bool{}
+				pp := bound
+				pp.GrepParams = tc.p
+				pp.Limit = 3
+				maxRead := 7
+				if bound.MaxTime > 0 {
+					maxRead = 1
 				}
-				res, err := e.GrepPage(ctx, pp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Scanned > 7 || len(res.Hits) > 3 {
-					t.Fatalf("page %d: %d scanned, %d hits", pages, res.Scanned, len(res.Hits))
-				}
-				for _, h := range res.Hits {
-					if got[key(h)] {
-						t.Fatalf("hit %s twice", key(h))
+				for pages := 0; ; pages++ {
+					if pages > 500 {
+						t.Fatal("no end")
 					}
-					got[key(h)] = true
+					res, err := e.GrepPage(ctx, pp)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Scanned > maxRead || len(res.Hits) > 3 || (res.Next != "" && res.Scanned == 0) {
+						t.Fatalf("page %d: %d scanned, %d hits, next %q", pages, res.Scanned, len(res.Hits), res.Next)
+					}
+					for _, h := range res.Hits {
+						if got[key(h)] {
+							t.Fatalf("hit %s twice", key(h))
+						}
+						got[key(h)] = true
+					}
+					if res.Next == "" {
+						break
+					}
+					pp.Cursor = res.Next
 				}
-				if res.Next == "" {
-					break
+				if len(got) != len(want) {
+					t.Fatalf("%+v: pages found %d hits, Grep %d", bound, len(got), len(want))
 				}
-				pp.Cursor = res.Next
-			}
-			if len(got) != len(want) {
-				t.Fatalf("pages found %d hits, Grep %d", len(got), len(want))
-			}
-			for k := range want {
-				if !got[k] {
-					t.Fatalf("pages missed %s", k)
+				for k := range want {
+					if !got[k] {
+						t.Fatalf("pages missed %s", k)
+					}
 				}
 			}
 		})
@@ -329,5 +339,44 @@ func TestGrepPage(t *testing.T) {
 	}
 	if _, err := e.GrepPage(ctx, GrepPageParams{GrepParams: GrepParams{SessionID: "s1", Query: "a"}, Cursor: "0011223344556677:m3"}); !errors.Is(err, ErrBadToolArgs) {
 		t.Fatalf("cursor of another conversation: %v", err)
+	}
+}
+
+// TestGrepEscapedText: a message's raw JSON may spell its text with
+// escapes (\u003c for <, \u00e9 for é, \" and \/): words with such
+// characters still match, as the text holds them, and a word missing
+// from the raw bytes is not searched for in the parsed text.
+func TestGrepEscapedText(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	var msgs []core.Message
+	for _, raw := range []string{
+		`{"role":"user","content":"the \u003cb\u003eBOLD\u003c/b\u003e tag and caf\u00e9 \"quoted\" a\/b","timestamp":1}`,
+		`{"role":"assistant","content":[{"type":"text","text":"plain words only"}],"timestamp":2}`,
+	} {
+		m, err := core.ParseMessage([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "esc", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		q    string
+		want int
+	}{
+		{"<b>bold</b>", 1}, {"café", 1}, {`"quoted"`, 1}, {"a/b", 1}, {"bold tag", 1},
+		{"plain WORDS", 1}, {"plain bold", 0}, {"user:", 1}, {"assistant: plain", 1},
+	} {
+		hits, err := e.Grep(ctx, GrepParams{SessionID: "esc", Query: tc.q})
+		if err != nil || len(hits) != tc.want {
+			t.Errorf("grep %q: %d hits, want %d (%v)", tc.q, len(hits), tc.want, err)
+		}
+		page, err := e.GrepPage(ctx, GrepPageParams{GrepParams: GrepParams{SessionID: "esc", Query: tc.q}})
+		if err != nil || len(page.Hits) != tc.want {
+			t.Errorf("grep page %q: %d hits, want %d (%v)", tc.q, len(page.Hits), tc.want, err)
+		}
 	}
 }

@@ -78,6 +78,13 @@ const (
 type matcher struct {
 	re    *regexp.Regexp
 	words []string
+	// rawParts are the ASCII letter-and-digit runs of the words: a
+	// message's raw JSON holds each of them whenever its plain text holds
+	// the word (JSON escapes no ASCII letter or digit, and the plain
+	// text's own additions — role, tool name, "tool call", "error" — are
+	// in the raw JSON too). A message whose raw bytes lack one is not
+	// parsed (rawMayMatch).
+	rawParts [][]byte
 }
 
 func newMatcher(p GrepParams) (*matcher, error) {
@@ -92,7 +99,30 @@ func newMatcher(p GrepParams) (*matcher, error) {
 		}
 		return &matcher{re: re}, nil
 	}
-	return &matcher{words: strings.Fields(strings.ToLower(q))}, nil
+	m := &matcher{words: strings.Fields(strings.ToLower(q))}
+	for _, w := range m.words {
+		for _, part := range strings.FieldsFunc(w, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9') }) {
+			m.rawParts = append(m.rawParts, []byte(part))
+		}
+	}
+	return m, nil
+}
+
+// rawMayMatch reports whether a message of raw JSON may match: false when
+// a part of a word (rawParts) is missing from its lower-cased bytes. (A
+// text that spells a letter with a \u-escape of a character that
+// lower-cases to ASCII, such as the Kelvin sign, is the one it misses.)
+func (m *matcher) rawMayMatch(raw []byte) bool {
+	if len(m.rawParts) == 0 {
+		return true
+	}
+	low := bytes.ToLower(raw)
+	for _, w := range m.rawParts {
+		if !bytes.Contains(low, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // match returns the score of text (0: no match) and the byte offset of the
@@ -123,6 +153,9 @@ func (m *matcher) match(text string) (float64, int) {
 // messageHit matches stored message rec of c on its plain text
 // (MessagePlainText); a message that does not parse never matches.
 func (m *matcher) messageHit(c convID, rec msgRecord) (GrepHit, bool) {
+	if !m.rawMayMatch(rec.Raw) {
+		return GrepHit{}, false
+	}
 	msg, err := core.ParseMessage(rec.Raw)
 	if err != nil {
 		return GrepHit{}, false

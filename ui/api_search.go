@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
@@ -24,6 +25,11 @@ type grepAnswer struct {
 	Next    string    `json:"next,omitempty"`
 }
 
+// grepTime bounds the reading of one /api/grep request: a store of a
+// million messages is read a page at a time (the page asks for the next
+// until it has enough hits).
+const grepTime = 150 * time.Millisecond
+
 // grep answers /api/grep?q=&agent=&session=&regex=&limit=&cursor=: the
 // session's conversation when session is given, else every conversation
 // of agent (default: the engine's agent), newest first, a bounded scan
@@ -39,7 +45,7 @@ func (s *Server) grep(ctx context.Context, e *lossless.Engine, r *http.Request) 
 	}
 	agent := agentParam(e, r)
 	p := lossless.GrepPageParams{GrepParams: lossless.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
-		Regex: q.Get("regex") == "1" || q.Get("regex") == "true"}, Cursor: q.Get("cursor")}
+		Regex: q.Get("regex") == "1" || q.Get("regex") == "true"}, Cursor: q.Get("cursor"), MaxTime: grepTime}
 	if sid := q.Get("session"); sid != "" {
 		p.SessionID, p.Scope = sid, lossless.ScopeConversation
 	} else {

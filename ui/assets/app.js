@@ -403,6 +403,9 @@
     const regex = h("input", { type: "checkbox", checked: searchForm.regex });
     const grepOut = h("section", { class: "grep" });
     const recallOut = h("section", { class: "recall" });
+    // run searches from cursor ("" : the start). Grep reads a bounded
+    // slice of the history per request: the page asks for the next slices
+    // until it has a screenful of hits, or has read everything, or 8 s.
     const run = async (cursor) => {
       Object.assign(searchForm, { q: q.value.trim(), agent: agent.value.trim(), session: session.value.trim(), regex: regex.checked });
       if (!searchForm.q) { ready(gen); return; }
@@ -410,12 +413,23 @@
       const old = main.querySelector(":scope > .error");
       if (old) old.remove();
       try {
-        const [g, r] = await Promise.all([
-          api("/api/grep", { q: searchForm.q, agent: searchForm.agent, session: searchForm.session, regex: searchForm.regex ? 1 : "", cursor }),
-          cursor ? null : api("/api/recall", { prompt: searchForm.q, agent: searchForm.agent, session: searchForm.session })]);
-        if (!live(gen)) return;
-        fill(grepOut, grepBody(g, cursor, run));
-        if (r) fill(recallOut, recallBody(r));
+        const recall = cursor ? null : api("/api/recall", { prompt: searchForm.q, agent: searchForm.agent, session: searchForm.session });
+        if (recall) recall.catch(() => {}); // awaited below; no unhandled rejection meanwhile
+        const acc = { items: [], scanned: 0, next: cursor };
+        const t0 = Date.now();
+        do {
+          const g = await api("/api/grep", { q: searchForm.q, agent: searchForm.agent, session: searchForm.session, regex: searchForm.regex ? 1 : "", cursor: acc.next });
+          if (!live(gen)) return;
+          acc.items.push(...g.items);
+          acc.scanned += g.scanned;
+          acc.next = g.next || "";
+          fill(grepOut, grepBody(acc, cursor, run));
+        } while (acc.next && acc.items.length < 20 && Date.now() - t0 < 8000);
+        if (recall) {
+          const r = await recall;
+          if (!live(gen)) return;
+          fill(recallOut, recallBody(r));
+        }
         ready(gen);
       } catch (e) { failed(gen, e, () => run(cursor)); }
     };
