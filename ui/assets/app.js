@@ -210,7 +210,7 @@
 
   function viewContext(agent, session) {
     const gen = begin("context");
-    const budget = h("input", { type: "number", min: "1", step: "1000", "data-test": "budget", placeholder: "default", value: contextForm.budget, "aria-label": "token budget" });
+    const budget = h("input", { type: "number", min: "1", step: "1", "data-test": "budget", placeholder: "default", value: contextForm.budget, "aria-label": "token budget" });
     const prompt = h("textarea", { "data-test": "prompt", rows: "2", placeholder: "the next user prompt (the recall query; optional)", "aria-label": "prompt" });
     prompt.value = contextForm.prompt;
     const out = h("div", { class: "context-out" });
@@ -230,7 +230,7 @@
     main.append(
       h("h1", {}, "Next context ", h("span", { class: "mono sub" }, agent + " / " + session)),
       h("p", { class: "muted" }, "What assemble would build now for this budget and prompt — the same code and numbers as ", h("code", {}, "lossless assemble --json"), ". Nothing is stored."),
-      h("form", { class: "bar", onsubmit: (ev) => { ev.preventDefault(); run(); } },
+      h("form", { class: "bar", novalidate: true, onsubmit: (ev) => { ev.preventDefault(); run(); } },
         h("label", {}, "Budget ", budget), prompt, h("button", { type: "submit", "data-test": "assemble" }, "Assemble")),
       h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) }, "the summary DAG →")),
       out);
