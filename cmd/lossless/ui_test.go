@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,24 +44,18 @@ func apiGet(t *testing.T, pageURL, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestUICommand: `lossless ui` prints a URL that serves the page and the
-// store's sessions, stops on an interrupt, and on a Badger store another
-// process holds says where the explorer runs instead.
-func TestUICommand(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	store := filepath.Join(dir, "store")
-	writeSession(t, filepath.Join(dir, "s.jsonl"), "ui-sess", 5)
-	runCLI(t, "", nil, "import", "--store", store, filepath.Join(dir, "s.jsonl")).want(t, 0)
-
-	cmd := exec.Command(binary(t), "ui", "--store", store, "--addr", "127.0.0.1:0")
+// startUI starts `lossless ui` with args and returns it with the URL it
+// printed; the test's end kills it.
+func startUI(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), append([]string{"ui"}, args...)...)
 	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "LOSSLESS_TOKENIZER=chars4"}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &strings.Builder{}
+	cmd.Stderr = &lockedWriter{w: stderr, mu: &sync.Mutex{}}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,19 +68,33 @@ func TestUICommand(t *testing.T) {
 		}
 		close(lines)
 	}()
-	var url string
 	timeout := time.After(60 * time.Second)
-	for url == "" {
+	for {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				t.Fatalf("lossless ui ended without a URL; stderr:\n%s", stderr.String())
 			}
-			url = explorerURL.FindString(l)
+			if url := explorerURL.FindString(l); url != "" {
+				return cmd, url
+			}
 		case <-timeout:
 			t.Fatal("lossless ui printed no URL in a minute")
 		}
 	}
+}
+
+// TestUICommand: `lossless ui` prints a URL that serves the page and the
+// store's sessions, stops on an interrupt, and on a Badger store another
+// process holds says where the explorer runs instead.
+func TestUICommand(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "store")
+	writeSession(t, filepath.Join(dir, "s.jsonl"), "ui-sess", 5)
+	runCLI(t, "", nil, "import", "--store", store, filepath.Join(dir, "s.jsonl")).want(t, 0)
+
+	cmd, url := startUI(t, "--store", store, "--addr", "127.0.0.1:0")
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +120,7 @@ func TestUICommand(t *testing.T) {
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("lossless ui after an interrupt: %v\n%s", err, stderr.String())
+			t.Fatalf("lossless ui after an interrupt: %v\n%s", err, cmd.Stderr)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("lossless ui did not stop on an interrupt")
