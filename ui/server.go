@@ -213,15 +213,7 @@ func (s *Server) Listen(addr string) (string, error) {
 	}
 	s.ln = ln
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return s.base }}
-	return s.URL(), nil
-}
-
-// URL returns the page URL, with the token ("" before Listen).
-func (s *Server) URL() string {
-	if s.ln == nil {
-		return ""
-	}
-	return "http://" + s.ln.Addr().String() + "/?token=" + s.token
+	return "http://" + ln.Addr().String() + "/?token=" + s.token, nil
 }
 
 // Serve serves the address Listen bound until ctx ends or Close is

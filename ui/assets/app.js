@@ -9,7 +9,7 @@
   const main = document.querySelector("main[data-test=view]");
   const PAGE = 50;
   let generation = 0; // bumped on every render: stale answers are dropped
-  const state = { sessions: { offset: 0, q: "", agent: "" }, agents: [] };
+  const state = { sessions: { offset: 0, q: "", agent: "" } };
 
   // ---- the API ----
 
@@ -566,6 +566,12 @@
     else viewSessions();
   }
 
+  // The header names the store (every view; the sessions view refreshes it).
+  async function loadStore() {
+    try { showStore(await api("/api/overview")); } catch (e) { if (e.status === 503) setTimeout(loadStore, 2000); }
+  }
+
   window.addEventListener("hashchange", route);
   route();
+  loadStore();
 })();
