@@ -289,3 +289,13 @@ func (t *Tab) Screenshot(tb testing.TB, dir, name string) string {
 // Context returns the tab's chromedp context, for actions the helpers do
 // not cover (bound each with context.WithTimeout).
 func (t *Tab) Context() context.Context { return t.ctx }
+
+// Fill replaces the value of the input or textarea matching sel by typing
+// text into it (key events, as a person would), after emptying it.
+func (t *Tab) Fill(tb testing.TB, sel, text string) {
+	tb.Helper()
+	t.Do(tb, "fill "+sel,
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.value = ""; e.dispatchEvent(new Event("input", {bubbles: true})); })()`, sel)),
+		chromedp.SendKeys(chromedp.CSS(sel), text))
+}

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The explorer page's view container (see ui/README.md): data-view names
+// The explorer page's view container (the explorer of package ui): data-view names
 // the view, data-state is loading, ready or error; ready only once the
 // view's data is shown.
 const viewSel = "main[data-test=view]"
