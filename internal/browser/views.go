@@ -1,9 +1,11 @@
 package browser
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -47,6 +49,14 @@ const readyJS = `(() => {
   return false;
 })()`
 
+// stateJS describes the view container for a failure message.
+const stateJS = `(() => {
+  const m = document.querySelector(%q);
+  if (!m) return "no view container at " + location.href;
+  const s = window.__browserTest;
+  return "view " + m.dataset.view + ", state " + m.dataset.state + ", " + (s ? s.changes : "no") + " changes seen, at " + location.href;
+})()`
+
 // Load navigates to url (a new document) and waits until the view is
 // ready.
 func (t *Tab) Load(tb testing.TB, url, view string) {
@@ -80,8 +90,16 @@ func (t *Tab) ClickTo(tb testing.TB, sel, view string) {
 
 func (t *Tab) waitReady(tb testing.TB, view, after string) {
 	tb.Helper()
-	got := Run(tb, t, fmt.Sprintf("wait for view %s ready after %s", view, after),
-		chromedp.Poll[string](fmt.Sprintf(readyJS, viewSel, view), chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(t.step)))
+	ctx, cancel := context.WithTimeout(t.ctx, t.step)
+	defer cancel()
+	got, err := chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(readyJS, viewSel, view), chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(t.step)))
+	if err != nil {
+		// Say where the page stands (a fresh deadline: the wait's is spent).
+		sctx, scancel := context.WithTimeout(t.ctx, 10*time.Second)
+		defer scancel()
+		state, _ := chromedp.Run(sctx, chromedp.Evaluate[string](fmt.Sprintf(stateJS, viewSel)))
+		tb.Fatalf("browser: wait for view %s ready after %s: %v; the page: %s%s", view, after, err, state, t.problemsNote())
+	}
 	if strings.HasPrefix(got, "error") {
 		tb.Fatalf("browser: after %s the page shows %s%s", after, got, t.problemsNote())
 	}
