@@ -471,7 +471,7 @@
       h("td", { class: "snippet" }, x.snippet)));
     return [h("h2", {}, "Recall"),
       h("p", { class: "muted" }, "Prompt terms: ", r.terms.length ? r.terms.map((t) => h("code", {}, t)).reduce((a, b) => a.concat([" ", b]), []) : "none",
-        ` · gate ${r.threshold} (an item passes when its relevance clears it; assemble renders only those)`),
+        ` · gate ${r.threshold}: nothing passes unless the best item's relevance reaches it; then items at half of it or more pass, and turns around a hit at the gate come in as neighbours (assemble renders only what passes)`),
       rows.length ? h("div", { class: "table-wrap" }, h("table", { class: "recall" },
         h("thead", {}, h("tr", {}, ["#", "Score", "Relevance", "Matched terms", "Session", "Time", "Text"].map((t) => h("th", {}, t)))),
         h("tbody", {}, rows))) : h("p", { class: "muted" }, "Nothing would be recalled (or recall is off: see Health).")];
