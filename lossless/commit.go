@@ -146,6 +146,16 @@ func commitTurnTx(tx store.Tx, c convID, rec *convRecord, p core.CommitTurnParam
 	}
 	tr := turnRecord{LogicalTurnID: p.Admission.LogicalTurnID, AdmissionEntryID: p.Admission.EntryID,
 		TerminalEntryID: p.Terminal.EntryID, Seqs: make([]uint64, 0, len(ps)), CommittedAt: time.Now().UnixMilli()}
+	// The turn's keys are resolved before its writes (which only add keys
+	// of the turn itself, found in inTurn).
+	hs := make([]msgHash, len(ps))
+	for i := range ps {
+		hs[i] = ps[i].hash
+	}
+	seqs, found, err := seqsByHash(tx, c, hs)
+	if err != nil {
+		return err
+	}
 	inTurn := make(map[msgHash]uint64, len(ps))
 	for i := range ps {
 		pp := &ps[i]
@@ -153,17 +163,13 @@ func commitTurnTx(tx store.Tx, c convID, rec *convRecord, p core.CommitTurnParam
 			tr.Seqs = append(tr.Seqs, seq)
 			continue
 		}
-		seq, err := tx.SeqByHash(c, pp.hash)
-		switch {
-		case err == nil:
-			pp.seq = seq
-		case errors.Is(err, store.ErrNotFound):
+		if found[i] {
+			pp.seq = seqs[i]
+		} else {
 			if err := writeMessage(tx, c, rec, pp); err != nil {
 				return commitErr(err)
 			}
 			*fresh = append(*fresh, pp)
-		default:
-			return hashIndexErr(err)
 		}
 		inTurn[pp.hash] = pp.seq
 		tr.Seqs = append(tr.Seqs, pp.seq)

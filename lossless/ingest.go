@@ -185,22 +185,28 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 	fresh := make([]*pending, 0, len(ps))
 	seen := make(map[msgHash]*pending, len(ps))
 	var dups []*pending
+	uniq := make([]*pending, 0, len(ps))
+	hs := make([]msgHash, 0, len(ps))
+	for i := range ps {
+		p := &ps[i]
+		if _, dup := seen[p.hash]; dup {
+			dups = append(dups, p)
+			continue
+		}
+		seen[p.hash] = p
+		uniq = append(uniq, p)
+		hs = append(hs, p.hash)
+	}
 	err = e.st.View(ctx, func(r store.Reader) error {
-		for i := range ps {
-			p := &ps[i]
-			if _, dup := seen[p.hash]; dup {
-				dups = append(dups, p)
-				continue
-			}
-			seen[p.hash] = p
-			seq, err := r.SeqByHash(c, p.hash)
-			switch {
-			case err == nil:
-				p.seq = seq
-			case errors.Is(err, store.ErrNotFound):
+		seqs, found, err := seqsByHash(r, c, hs)
+		if err != nil {
+			return err
+		}
+		for i, p := range uniq {
+			if found[i] {
+				p.seq = seqs[i]
+			} else {
 				fresh = append(fresh, p)
-			default:
-				return hashIndexErr(err)
 			}
 		}
 		return nil
@@ -272,6 +278,29 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 		fresh = fresh[n:]
 	}
 	return stored, nil
+}
+
+// seqsByHash resolves the message keys hs of c: in one read when r is a
+// store.HashBatchReader (pgstore: one query instead of a round trip per
+// key), else key by key.
+func seqsByHash(r store.Reader, c convID, hs []msgHash) (seqs []uint64, found []bool, err error) {
+	if br, ok := r.(store.HashBatchReader); ok {
+		if seqs, found, err = br.SeqsByHash(c, hs); err != nil {
+			return nil, nil, hashIndexErr(err)
+		}
+		return seqs, found, nil
+	}
+	seqs, found = make([]uint64, len(hs)), make([]bool, len(hs))
+	for i, h := range hs {
+		seq, err := r.SeqByHash(c, h)
+		switch {
+		case err == nil:
+			seqs[i], found[i] = seq, true
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, nil, hashIndexErr(err)
+		}
+	}
+	return seqs, found, nil
 }
 
 // hashIndexErr is the error of a failed read of the message key index: a

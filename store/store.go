@@ -55,7 +55,9 @@
 //
 // A backend may implement MessageEncoder (badgerstore does): the engine
 // then encodes and compresses message records on several cores before the
-// Update that stores them (Message.Encoded).
+// Update that stores them (Message.Encoded). Its Reader (and Tx) may
+// implement HashBatchReader (pgstore's does): the engine then resolves a
+// batch's message keys in one read instead of one read per key.
 //
 // The recall index is a second interface, index.Recall, so that a backend
 // can bring its own search (Bleve's index in a directory beside the store
@@ -217,6 +219,17 @@ type MessageEncoder interface {
 	// EncodeMessage returns the record PutMessage would store for m,
 	// byte for byte (m.Encoded is ignored).
 	EncodeMessage(m Message) []byte
+}
+
+// HashBatchReader is implemented by a Reader (and Tx) that resolves many
+// message keys in one read: pgstore answers them in one query instead of a
+// round trip each. The engine's ingest and turn commit resolve their
+// batch's keys with it when the store's Reader has it.
+type HashBatchReader interface {
+	// SeqsByHash resolves the keys hs of conversation c as SeqByHash does
+	// one by one: found[i] reports whether hs[i] is stored, seqs[i] is
+	// then its sequence number. A key may be given more than once.
+	SeqsByHash(c ConvID, hs []Hash) (seqs []uint64, found []bool, err error)
 }
 
 // Item is one context item with its flags.

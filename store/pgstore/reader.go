@@ -282,6 +282,40 @@ func (r *reader) SeqByHash(c store.ConvID, h store.Hash) (uint64, error) {
 	return r.u64Row("message key", h, "SELECT seq FROM lossless_hashes WHERE conv = $1 AND hash = $2", c[:], h[:])
 }
 
+var _ store.HashBatchReader = (*reader)(nil)
+
+// SeqsByHash implements store.HashBatchReader: one query for every key.
+func (r *reader) SeqsByHash(c store.ConvID, hs []store.Hash) ([]uint64, []bool, error) {
+	seqs, found := make([]uint64, len(hs)), make([]bool, len(hs))
+	if len(hs) == 0 {
+		return seqs, found, nil
+	}
+	keys := make([][]byte, len(hs))
+	for i := range hs {
+		keys[i] = hs[i][:]
+	}
+	rows, err := r.query(`SELECT u.i, h.seq FROM unnest($2::bytea[]) WITH ORDINALITY u(hash, i)
+		JOIN lossless_hashes h ON h.conv = $1 AND h.hash = u.hash`, c[:], keys)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var i, seq int64
+		if err := rows.Scan(&i, &seq); err != nil {
+			return nil, nil, wrapErr("read message keys", err)
+		}
+		if i < 1 || i > int64(len(hs)) {
+			return nil, nil, corrupt("message keys: ordinal %d of %d keys", i, len(hs))
+		}
+		seqs[i-1], found[i-1] = uint64(seq), true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, wrapErr("read message keys", err)
+	}
+	return seqs, found, nil
+}
+
 // Large implements store.Reader.
 func (r *reader) Large(c store.ConvID, seq uint64) ([]byte, error) {
 	var b []byte

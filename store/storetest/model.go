@@ -603,6 +603,32 @@ func getOp[T any](desc string, get func(r store.Reader) (T, error), want func(m 
 	}}
 }
 
+// hashBatchOp checks SeqsByHash of a store.HashBatchReader against the
+// model (nothing when the reader has none).
+func hashBatchOp(c store.ConvID, hs []store.Hash) readOp {
+	desc := fmt.Sprintf("SeqsByHash(%s, %x)", c, hs)
+	return readOp{desc: desc, check: func(r store.Reader, m *model) error {
+		hr, ok := r.(store.HashBatchReader)
+		if !ok {
+			return nil
+		}
+		seqs, found, err := hr.SeqsByHash(c, hs)
+		if err != nil {
+			return fmt.Errorf("%s: %v", desc, err)
+		}
+		if len(seqs) != len(hs) || len(found) != len(hs) {
+			return fmt.Errorf("%s: %d seqs and %d found for %d keys", desc, len(seqs), len(found), len(hs))
+		}
+		for i, h := range hs {
+			want, ok := m.hashes[chash{c, h}]
+			if found[i] != ok || (ok && seqs[i] != want) {
+				return fmt.Errorf("%s: key %d (%x) = %d, found %v; want %d, found %v", desc, i, h, seqs[i], found[i], want, ok)
+			}
+		}
+		return nil
+	}}
+}
+
 func lookup[K comparable, V any](mp map[K]V, k K) (V, bool) {
 	v, ok := mp[k]
 	return v, ok
@@ -714,6 +740,13 @@ func (s *sim) read() readOp {
 				return out
 			})
 	case 10:
+		if r.IntN(2) == 0 {
+			hs := make([]store.Hash, 1+r.IntN(2*len(mHashes)))
+			for i := range hs {
+				hs[i] = pick(r, mHashes)
+			}
+			return hashBatchOp(c, hs)
+		}
 		h := pick(r, mHashes)
 		return getOp(fmt.Sprintf("SeqByHash(%s, %x)", c, h), func(r store.Reader) (uint64, error) { return r.SeqByHash(c, h) },
 			func(m *model) (uint64, bool) { return lookup(m.hashes, chash{c, h}) })
@@ -967,6 +1000,7 @@ func everything() []readOp {
 			add(getOp(fmt.Sprintf("SeqByHash(%s, %x)", c, h), func(r store.Reader) (uint64, error) { return r.SeqByHash(c, h) },
 				func(m *model) (uint64, bool) { return lookup(m.hashes, chash{c, h}) }))
 		}
+		add(hashBatchOp(c, mHashes))
 		for _, id := range mSumIDs {
 			add(getOp(fmt.Sprintf("Summary(%s, %q)", c, id), func(r store.Reader) (dag.Summary, error) { return r.Summary(c, id) },
 				func(m *model) (dag.Summary, bool) { return lookup(m.sums, cstr{c, id}) }))
