@@ -19,10 +19,12 @@ import (
 //
 // Docs are analyzed in Go by package index's own analyzer (AnalyzerChat:
 // identifiers, CJK, stemming, stop words) into postings (term, field,
-// agent, doc → frequency, field length, time: one btree range per term
-// and agent) and two tsvectors (text, context), and document frequencies
-// are kept in a table; a recall sums the same BM25 as the Bleve index's
-// over the postings of the prompt's terms (recall_sql.go), reads the rows
+// agent, doc → frequency, field length, time), written in blocks (a row
+// per term, field and agent of each write, its postings as arrays: one
+// btree range per term and agent), and two tsvectors (text, context), and
+// document frequencies are kept in a table; a recall sums the same BM25 as
+// the Bleve index's over the postings of the prompt's terms
+// (recall_sql.go), reads the rows
 // of the best docs only, and package index's RankRecall does the rest
 // (date boost, exclusions, relevance gate, neighbours, de-duplication), so
 // the ranking is the Bleve index's.

@@ -81,14 +81,7 @@ func TestRecallMigratePostings(t *testing.T) {
 	fresh.AddGeneration(0, docs...)
 	flush(t, fresh)
 
-	var postings, want int64
-	if err := old.QueryRow(ctx, `SELECT (SELECT count(*) FROM recall_postings),
-		(SELECT sum(length(text_tsv) + length(ctx_tsv)) FROM recall_docs)`).Scan(&postings, &want); err != nil {
-		t.Fatal(err)
-	}
-	if postings == 0 || postings != want {
-		t.Fatalf("%d postings after the migration, want %d (the docs' terms)", postings, want)
-	}
+	checkPostings(t, old)
 	for _, q := range []index.RecallQuery{
 		{Agent: "alice", Text: "when did we go sailing with the kayak club?", K: 10},
 		{Agent: "alice", Text: "invoices table disk vacuum", K: 5, Neighbours: -1},
@@ -102,11 +95,120 @@ func TestRecallMigratePostings(t *testing.T) {
 	}
 	migrated.Delete("alice/s2/2")
 	flush(t, migrated)
-	if err := old.QueryRow(ctx, `SELECT count(*) FROM recall_postings p LEFT JOIN recall_docs d ON d.key = p.doc WHERE d.key IS NULL`).Scan(&postings); err != nil || postings != 0 {
-		t.Errorf("%d postings of deleted docs left (%v)", postings, err)
-	}
+	checkPostings(t, old)
 	// (s2/3 holds it as context.)
 	if hits := mustRecall(t, migrated, index.RecallQuery{Agent: "alice", Text: "invoices", Neighbours: -1}); !slices.Equal(ids(hits), []string{"alice/s2/3"}) {
 		t.Errorf("after deleting alice/s2/2: %v, want alice/s2/3 (by its context) only", ids(hits))
+	}
+}
+
+// sqlInsertDocsV3 is sqlInsertDocs as schema 3 had it (one row per
+// posting in recall_postings): how a database migrated to 0004 was
+// written.
+const sqlInsertDocsV3 = `
+WITH n AS (
+	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
+	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
+		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
+	RETURNING key, id, agent, ts, text_len, ctx_len
+), o AS (
+	SELECT n.*, u.o FROM n JOIN unnest($1::text[]) WITH ORDINALITY u(id, o) ON u.id = n.id
+), x AS (
+	SELECT * FROM unnest($16::int[], $17::text[], $18::int2[], $19::int[]) AS x(o, term, field, tf)
+), c AS (
+	SELECT term, count(*) FILTER (WHERE field = 0) AS df, count(*) FILTER (WHERE field = 1) AS ctx_df
+	FROM x GROUP BY term
+), t AS (
+	INSERT INTO recall_terms AS r (term, df, ctx_df)
+	SELECT term, df, ctx_df FROM c ORDER BY term
+	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
+	RETURNING r.term, r.tid, r.df, r.ctx_df
+), p AS (
+	INSERT INTO recall_postings (doc, ts, tid, tf, len, field, agent)
+	SELECT o.key, o.ts, t.tid, x.tf, CASE x.field WHEN 0 THEN o.text_len ELSE o.ctx_len END, x.field, o.agent
+	FROM x JOIN o ON o.o = x.o JOIN t ON t.term = x.term
+	ORDER BY t.tid, x.field, o.agent, o.key
+)
+UPDATE recall_stats SET
+	docs = docs + (SELECT count(*) FROM n),
+	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
+	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
+WHERE id = 1`
+
+// TestRecallMigrateBlocks: a recall index written at schema 3 (one row
+// per posting) is carried to blocks by Migrate, and then ranks as one
+// written at the current schema; deletions keep the blocks exact.
+func TestRecallMigrateBlocks(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewDB(t)
+	old, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	for _, m := range Migrations()[:3] {
+		if _, err := old.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("step %d: %v", m.Version, err)
+		}
+	}
+	if _, err := old.Exec(ctx, `CREATE TABLE lossless_schema (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO lossless_schema (version, name) VALUES (1, 'store'), (2, 'recall'), (3, 'recall_postings')`); err != nil {
+		t.Fatal(err)
+	}
+	docs := behaviourCorpus()
+	// Two writes, so that a term's postings come from more than one.
+	var mem index.TurnMemory
+	for _, part := range [][]index.Doc{docs[:len(docs)/2], docs[len(docs)/2:]} {
+		var rows recallRows
+		for i := range part {
+			rows.add(&part[i], part[i].ID, mem.Context(&part[i]))
+		}
+		if _, err := old.Exec(ctx, sqlInsertDocsV3, rows.args()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var postings int64
+	if err := old.QueryRow(ctx, `SELECT count(*) FROM recall_postings`).Scan(&postings); err != nil || postings == 0 {
+		t.Fatalf("%d postings written at schema 3 (%v)", postings, err)
+	}
+	if _, err := old.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
+		t.Fatal(err)
+	}
+	if before, after, err := Migrate(ctx, old); err != nil || before != 3 || after != SchemaVersion() {
+		t.Fatalf("Migrate: %d → %d, %v", before, after, err)
+	}
+	checkPostings(t, old)
+	var blocked int64
+	if err := old.QueryRow(ctx, `SELECT sum(cardinality(docs)) FROM recall_blocks`).Scan(&blocked); err != nil || blocked != postings {
+		t.Fatalf("%d postings in blocks after the migration, %d before (%v)", blocked, postings, err)
+	}
+	migrated := openTestRecall(t, old, RecallOptions{})
+	fresh := openTestRecall(t, openPool(t, pgtest.NewDB(t)), RecallOptions{})
+	fresh.AddGeneration(0, docs...)
+	flush(t, fresh)
+	queries := []index.RecallQuery{
+		{Agent: "alice", Text: "when did we go sailing with the kayak club?", K: 10},
+		{Agent: "alice", Text: "invoices table disk vacuum", K: 5, Neighbours: -1},
+		{AllAgents: true, Text: "regatta thunderstorm", K: 10},
+		{Agent: "alice", Text: "nutmeg bechamel lasagna", K: 5, MinRelevance: 0.65},
+	}
+	for _, q := range queries {
+		got, want := mustRecall(t, migrated, q), mustRecall(t, fresh, q)
+		if len(want) == 0 || !sameRanking(want, got) {
+			t.Errorf("%q: migrated %v, written at the current schema %v", q.Text, scored(got), scored(want))
+		}
+	}
+	migrated.Delete("alice/s2/2", docs[0].ID, docs[len(docs)-1].ID)
+	fresh.Delete("alice/s2/2", docs[0].ID, docs[len(docs)-1].ID)
+	flush(t, migrated)
+	flush(t, fresh)
+	checkPostings(t, old)
+	for _, q := range queries {
+		got, want := mustRecall(t, migrated, q), mustRecall(t, fresh, q)
+		if !sameRanking(want, got) {
+			t.Errorf("after deletions, %q: migrated %v, written at the current schema %v", q.Text, scored(got), scored(want))
+		}
 	}
 }

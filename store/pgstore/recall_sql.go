@@ -147,7 +147,7 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	postings, docWhere, ok := filterSQL(q, &args)
+	blocks, postings, docWhere, ok := filterSQL(q, &args)
 	if !ok {
 		return nil, nil
 	}
@@ -160,11 +160,12 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 	case RankTS:
 		// Text terms weigh A (1), context terms B (0.5).
 		s = `SELECT d.key AS doc, ts_rank('{0, 0, 0.5, 1}', d.text_tsv || d.ctx_tsv, ` + arg(tsqueryLiteral(kept)) + `::tsquery) AS score
-			FROM (SELECT DISTINCT p.doc FROM ` + clauses + ` JOIN recall_postings p ON p.tid = q.tid AND p.field = q.field` + postings + `) m
+			FROM (SELECT DISTINCT p.doc FROM ` + clauses + ` JOIN recall_blocks b ON b.tid = q.tid AND b.field = q.field` + blocks + `
+				CROSS JOIN LATERAL unnest(b.docs, b.ts) p(doc, ts) WHERE true` + postings + `) m
 			JOIN recall_docs d ON d.key = m.doc`
 	default:
 		s = strings.NewReplacer(
-			"$CLAUSES", clauses, "$FILTER", postings,
+			"$CLAUSES", clauses, "$BLOCKS", blocks, "$FILTER", postings,
 			"$K1", arg(index.BM25K1), "$B1", arg(1-b), "$N", arg(float64(len(kept)+nctx)),
 		).Replace(sqlBM25Scores)
 	}
@@ -214,14 +215,17 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 
 // sqlBM25Scores scores the docs matching the clauses ($CLAUSES: term id,
 // field, weight w, b over the field's average length bn) from their
-// postings ($FILTER: conditions on p): per clause matched, w × BM25's
+// postings, unnested from the blocks of the clauses' terms ($BLOCKS:
+// conditions on the block b; $FILTER: on the posting p): per clause matched, w × BM25's
 // frequency part with k1 $K1, 1-b $B1 and the field length, summed, times
 // the share of the $N clauses matched. The field length is Bleve's: the
 // inverse square of its norm, 1/sqrt(length) stored as a float32. The placeholders are replaced by
 // parameter numbers (longest names first).
 const sqlBM25Scores = `SELECT p.doc, sum(q.w * sqrt(p.tf) * $K1::float8
 			/ (sqrt(p.tf) + $K1::float8 * ($B1::float8 + q.bn / ((1 / sqrt(p.len))::float4::float8 ^ 2)))) * count(*) / $N::float8 AS score
-		FROM $CLAUSES JOIN recall_postings p ON p.tid = q.tid AND p.field = q.field$FILTER
+		FROM $CLAUSES JOIN recall_blocks b ON b.tid = q.tid AND b.field = q.field$BLOCKS
+		CROSS JOIN LATERAL unnest(b.docs, b.tf, b.len, b.ts) p(doc, tf, len, ts)
+		WHERE true$FILTER
 		GROUP BY p.doc`
 
 // hitColumns are the columns scanHit reads first.
@@ -240,17 +244,18 @@ func scanHit(rows pgx.Rows, h *index.Hit, extra ...any) error {
 }
 
 // filterSQL appends to args the parameters of q's filters and returns
-// their SQL (" AND ..."): those on the postings (p: agent, time), and
+// their SQL (" AND ..."): those on the blocks (b: agent), on the postings
+// (p: time), and
 // those on the docs' rows (d: conversations, sessions, kind); false when
 // q can match nothing.
-func filterSQL(q *index.Query, args *[]any) (postings, docs string, ok bool) {
-	var ps, ds strings.Builder
+func filterSQL(q *index.Query, args *[]any) (blocks, postings, docs string, ok bool) {
+	var bs, ps, ds strings.Builder
 	arg := func(v any) string {
 		*args = append(*args, v)
 		return "$" + strconv.Itoa(len(*args))
 	}
 	if !q.AllAgents {
-		ps.WriteString(" AND p.agent = " + arg(q.Agent))
+		bs.WriteString(" AND b.agent = " + arg(q.Agent))
 	}
 	if q.Since != 0 || q.Until != 0 {
 		lo, hi := q.Since, q.Until
@@ -258,7 +263,7 @@ func filterSQL(q *index.Query, args *[]any) (postings, docs string, ok bool) {
 			hi = math.MaxInt64
 		}
 		if lo > hi {
-			return "", "", false
+			return "", "", "", false
 		}
 		ps.WriteString(" AND p.ts BETWEEN " + arg(lo) + " AND " + arg(hi))
 	}
@@ -270,7 +275,7 @@ func filterSQL(q *index.Query, args *[]any) (postings, docs string, ok bool) {
 			}
 		}
 		if len(from) == 0 {
-			return "", "", false
+			return "", "", "", false
 		}
 		ps.WriteString(" AND EXISTS (SELECT 1 FROM unnest(" + arg(from) + "::bigint[], " + arg(to) + "::bigint[]) sp(f, t) WHERE p.ts >= sp.f AND p.ts < sp.t)")
 	}
@@ -289,7 +294,7 @@ func filterSQL(q *index.Query, args *[]any) (postings, docs string, ok bool) {
 	if q.Kind != "" {
 		ds.WriteString(" AND d.kind = " + arg(q.Kind))
 	}
-	return ps.String(), ds.String(), true
+	return bs.String(), ps.String(), ds.String(), true
 }
 
 // tsqueryLiteral is the OR of terms as a tsquery's text form ("" for
@@ -359,7 +364,7 @@ func (p *pgRetriever) AgentHas(ctx context.Context, term, agent string, budget i
 		return false, max(steps, 1), nil
 	}
 	var has bool
-	err := p.r.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM recall_postings WHERE tid = $1 AND field = 0 AND agent = $2)`,
+	err := p.r.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM recall_blocks WHERE tid = $1 AND field = 0 AND agent = $2)`,
 		tid, agent).Scan(&has)
 	if err != nil {
 		return false, 0, fmt.Errorf("pgstore: recall: term presence: %w", err)

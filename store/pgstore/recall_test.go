@@ -390,14 +390,35 @@ func TestRecallDeleteAndReplace(t *testing.T) {
 	if docs != 1 || zebra != 0 || textTerms != want {
 		t.Errorf("stats: docs %d (want 1), df(zebra) %d (want 0), text terms %d (want %d)", docs, zebra, textTerms, want)
 	}
-	// The postings are the live docs' terms, no more.
-	var postings, lexemes int64
-	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM recall_postings p JOIN recall_docs d ON d.key = p.doc),
-		(SELECT count(*) FROM recall_postings), (SELECT sum(length(text_tsv) + length(ctx_tsv)) FROM recall_docs)`).Scan(&want, &postings, &lexemes); err != nil {
+	checkPostings(t, pool)
+}
+
+// checkPostings checks the postings' blocks: the postings are the live
+// docs' terms, no more; each block's arrays are as long as its docs, which
+// ascend from its first_doc, and no block is empty; the blocks of a term,
+// field and agent hold disjoint ranges of docs.
+func checkPostings(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	var live, postings, lexemes, bad, overlaps int64
+	err := pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM recall_blocks b CROSS JOIN LATERAL unnest(b.docs) u(doc) JOIN recall_docs d ON d.key = u.doc),
+		(SELECT coalesce(sum(cardinality(docs)), 0) FROM recall_blocks),
+		(SELECT coalesce(sum(length(text_tsv) + length(ctx_tsv)), 0) FROM recall_docs),
+		(SELECT count(*) FROM recall_blocks b WHERE cardinality(b.docs) = 0 OR b.docs[1] <> b.first_doc
+			OR cardinality(b.tf) <> cardinality(b.docs) OR cardinality(b.len) <> cardinality(b.docs) OR cardinality(b.ts) <> cardinality(b.docs)
+			OR b.docs <> ARRAY(SELECT DISTINCT u FROM unnest(b.docs) u ORDER BY u)),
+		(SELECT count(*) FROM (SELECT b.docs[1] AS lo, lag(b.docs[cardinality(b.docs)]) OVER w AS prev_hi
+			FROM recall_blocks b WINDOW w AS (PARTITION BY b.tid, b.field, b.agent ORDER BY b.first_doc)) o WHERE o.lo <= o.prev_hi)`).
+		Scan(&live, &postings, &lexemes, &bad, &overlaps)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if postings != want || postings != lexemes {
-		t.Errorf("%d postings, %d of live docs, want %d (their terms)", postings, want, lexemes)
+	if postings != live || postings != lexemes {
+		t.Errorf("%d postings, %d of live docs, want %d (their terms)", postings, live, lexemes)
+	}
+	if bad != 0 || overlaps != 0 {
+		t.Errorf("%d malformed blocks, %d overlapping ones", bad, overlaps)
 	}
 }
 
@@ -519,5 +540,43 @@ func TestRecallPreviousTurnFromDatabase(t *testing.T) {
 	pg, want := mustRecall(t, b, q), mustRecall(t, bl, q)
 	if !slices.Contains(ids(pg), "alice/s1/1") || !sameRanking(want, pg) {
 		t.Errorf("recall: postgres %v, bleve %v (alice/s1/1 matches by its context)", scored(pg), scored(want))
+	}
+}
+
+// TestRecallDeleteFromBlocks: docs deleted from the middle, the start and
+// the end of postings blocks (one block per term of a batch of 60 docs),
+// and whole blocks, leave the postings of the others: the index ranks as
+// one that never held the deleted docs.
+func TestRecallDeleteFromBlocks(t *testing.T) {
+	words := []string{"harbour", "lantern", "copper", "meadow", "signal", "orchard"}
+	var all, kept []index.Doc
+	var gone []string
+	for i := range 60 {
+		d := index.Doc{ID: fmt.Sprintf("alice/b%d/0", i), Agent: "alice", Conversation: "cb", Session: fmt.Sprintf("b%d", i),
+			Timestamp: int64(1_700_000_000_000 + i),
+			Text:      fmt.Sprintf("%s %s %s note %d", words[i%6], words[(i*5+1)%6], words[(i/6)%6], i)}
+		all = append(all, d)
+		if i%3 == 0 || i < 2 || i > 57 || (i >= 20 && i < 30) {
+			gone = append(gone, d.ID)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	pool, _ := recallPool(t)
+	r := openTestRecall(t, pool, RecallOptions{})
+	r.AddGeneration(0, all...)
+	flush(t, r)
+	r.Delete(gone...)
+	flush(t, r)
+	checkPostings(t, pool)
+	fresh := openTestRecall(t, openPool(t, pgtest.NewDB(t)), RecallOptions{})
+	fresh.AddGeneration(0, kept...)
+	flush(t, fresh)
+	for _, q := range []string{"harbour lantern", "copper meadow signal", "orchard", "note 31", "note 24"} {
+		got, want := mustRecall(t, r, index.RecallQuery{Agent: "alice", Text: q, K: 20, Neighbours: -1}),
+			mustRecall(t, fresh, index.RecallQuery{Agent: "alice", Text: q, K: 20, Neighbours: -1})
+		if !sameRanking(want, got) {
+			t.Errorf("%q: after deletions %v, never held %v", q, scored(got), scored(want))
+		}
 	}
 }

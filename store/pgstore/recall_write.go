@@ -195,8 +195,10 @@ func (r *Recall) buildBatch(items []recallItem, prev []string) *pgx.Batch {
 }
 
 // sqlDeleteDocs deletes docs by id ($1) and their postings (found from
-// their tsvectors' terms), and takes their terms off the document
-// frequencies and totals.
+// their tsvectors' terms: each in the block of its term, field and agent
+// with the greatest first doc at or below it; a block left empty is
+// deleted), and takes their terms off the document frequencies and
+// totals.
 const sqlDeleteDocs = `
 WITH d AS (
 	DELETE FROM recall_docs WHERE id = ANY($1::text[]) RETURNING key, agent, text_tsv, ctx_tsv
@@ -211,9 +213,28 @@ WITH d AS (
 	UPDATE recall_terms r SET df = r.df - c.df, ctx_df = r.ctx_df - c.ctx_df
 	FROM c WHERE r.term = c.term
 	RETURNING r.term, r.tid, r.df, r.ctx_df
-), p AS (
-	DELETE FROM recall_postings p USING x JOIN t ON t.term = x.term
-	WHERE p.tid = t.tid AND p.field = x.field AND p.agent = x.agent COLLATE "C" AND p.doc = x.key
+), g AS (
+	SELECT b.tid, b.field, b.agent, b.first_doc, array_agg(x.key) AS gone
+	FROM x JOIN t ON t.term = x.term
+	CROSS JOIN LATERAL (SELECT b.tid, b.field, b.agent, b.first_doc FROM recall_blocks b
+		WHERE b.tid = t.tid AND b.field = x.field AND b.agent = x.agent COLLATE "C" AND b.first_doc <= x.key
+		ORDER BY b.first_doc DESC LIMIT 1) b
+	GROUP BY b.tid, b.field, b.agent, b.first_doc
+), k AS (
+	SELECT g.tid, g.field, g.agent, g.first_doc,
+		array_agg(u.doc ORDER BY u.i) FILTER (WHERE u.doc <> ALL (g.gone)) AS docs,
+		array_agg(u.tf ORDER BY u.i) FILTER (WHERE u.doc <> ALL (g.gone)) AS tf,
+		array_agg(u.len ORDER BY u.i) FILTER (WHERE u.doc <> ALL (g.gone)) AS len,
+		array_agg(u.ts ORDER BY u.i) FILTER (WHERE u.doc <> ALL (g.gone)) AS ts
+	FROM g JOIN recall_blocks b ON b.tid = g.tid AND b.field = g.field AND b.agent = g.agent AND b.first_doc = g.first_doc
+	CROSS JOIN LATERAL unnest(b.docs, b.tf, b.len, b.ts) WITH ORDINALITY u(doc, tf, len, ts, i)
+	GROUP BY g.tid, g.field, g.agent, g.first_doc
+), ku AS (
+	UPDATE recall_blocks b SET first_doc = k.docs[1], docs = k.docs, tf = k.tf, len = k.len, ts = k.ts
+	FROM k WHERE b.tid = k.tid AND b.field = k.field AND b.agent = k.agent AND b.first_doc = k.first_doc AND k.docs IS NOT NULL
+), kd AS (
+	DELETE FROM recall_blocks b USING k
+	WHERE b.tid = k.tid AND b.field = k.field AND b.agent = k.agent AND b.first_doc = k.first_doc AND k.docs IS NULL
 )
 UPDATE recall_stats SET
 	docs = docs - (SELECT count(*) FROM d),
@@ -223,8 +244,8 @@ WHERE id = 1`
 
 // sqlInsertDocs inserts docs (parallel arrays $1-$15, recallRows.args)
 // and their postings ($16-$19: the doc's place in the arrays from 1, the
-// term, the field, the frequency), and adds their terms to the document
-// frequencies and totals.
+// term, the field, the frequency), one block per term, field and agent,
+// and adds their terms to the document frequencies and totals.
 const sqlInsertDocs = `
 WITH n AS (
 	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
@@ -246,10 +267,12 @@ WITH n AS (
 	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
 	RETURNING r.term, r.tid, r.df, r.ctx_df
 ), p AS (
-	INSERT INTO recall_postings (doc, ts, tid, tf, len, field, agent)
-	SELECT o.key, o.ts, t.tid, x.tf, CASE x.field WHEN 0 THEN o.text_len ELSE o.ctx_len END, x.field, o.agent
-	FROM x JOIN o ON o.o = x.o JOIN t ON t.term = x.term
-	ORDER BY t.tid, x.field, o.agent, o.key
+	INSERT INTO recall_blocks (tid, field, agent, first_doc, docs, tf, len, ts)
+	SELECT tid, field, agent, min(key), array_agg(key ORDER BY key), array_agg(tf ORDER BY key),
+		array_agg(len ORDER BY key), array_agg(ts ORDER BY key)
+	FROM (SELECT t.tid, x.field, o.agent, o.key, x.tf, CASE x.field WHEN 0 THEN o.text_len ELSE o.ctx_len END AS len, o.ts
+		FROM x JOIN o ON o.o = x.o JOIN t ON t.term = x.term) y
+	GROUP BY tid, field, agent
 )
 UPDATE recall_stats SET
 	docs = docs + (SELECT count(*) FROM n),
