@@ -338,10 +338,24 @@ func writeMessage(tx store.Tx, c convID, rec *convRecord, p *pending) error {
 	mr := p.message()
 	mr.Seq = seq
 	mr.Encoded = p.rec
-	if err := tx.PutMessage(c, mr); err != nil {
+	// The records are new (next seq and position, a key found missing):
+	// written as such when the store has a cheaper way (store.FreshWriter).
+	fw, fresh := tx.(store.FreshWriter)
+	var err error
+	if fresh {
+		err = fw.PutFreshMessage(c, mr)
+	} else {
+		err = tx.PutMessage(c, mr)
+	}
+	if err != nil {
 		return fmt.Errorf("lossless: write message: %w", err)
 	}
-	if err := tx.PutHash(c, p.hash, seq); err != nil {
+	if fresh {
+		err = fw.PutFreshHash(c, p.hash, seq)
+	} else {
+		err = tx.PutHash(c, p.hash, seq)
+	}
+	if err != nil {
 		return fmt.Errorf("lossless: write hash index: %w", err)
 	}
 	tokens := p.tokens
@@ -352,7 +366,12 @@ func writeMessage(tx store.Tx, c convID, rec *convRecord, p *pending) error {
 		tokens = p.refTokens
 	}
 	it := dag.Item{Pos: pos, Ref: dag.MessageRef(seq), Tokens: tokens, Depth: -1, Timestamp: ts, Role: m.Role()}
-	if err := tx.PutItem(c, store.Item{Item: it, Flags: p.flags}); err != nil {
+	if fresh {
+		err = fw.PutFreshItem(c, store.Item{Item: it, Flags: p.flags})
+	} else {
+		err = tx.PutItem(c, store.Item{Item: it, Flags: p.flags})
+	}
+	if err != nil {
 		return fmt.Errorf("lossless: write item: %w", err)
 	}
 	rec.NextSeq++

@@ -57,7 +57,9 @@
 // then encodes and compresses message records on several cores before the
 // Update that stores them (Message.Encoded). Its Reader (and Tx) may
 // implement HashBatchReader (pgstore's does): the engine then resolves a
-// batch's message keys in one read instead of one read per key.
+// batch's message keys in one read instead of one read per key; its Tx
+// may implement FreshWriter (pgstore's does): the engine then writes new
+// messages as such.
 //
 // The recall index is a second interface, index.Recall, so that a backend
 // can bring its own search (Bleve's index in a directory beside the store
@@ -230,6 +232,23 @@ type HashBatchReader interface {
 	// one by one: found[i] reports whether hs[i] is stored, seqs[i] is
 	// then its sequence number. A key may be given more than once.
 	SeqsByHash(c ConvID, hs []Hash) (seqs []uint64, found []bool, err error)
+}
+
+// FreshWriter is implemented by a Tx whose backend writes records known
+// to be new for less than other puts (pgstore: an INSERT instead of an
+// upsert). The engine's ingest and turn commit write each new message, its
+// key and its context item through it when the store's Tx has it: their
+// keys are the conversation's next sequence number and position and a
+// key the transaction found missing.
+type FreshWriter interface {
+	// PutFreshMessage, PutFreshHash and PutFreshItem write as PutMessage,
+	// PutHash and PutItem do a record whose key holds none, in the store
+	// or earlier in the transaction. Given a key that does hold one, the
+	// backend fails the transaction (its commit stores nothing) or
+	// overwrites the record, never anything else.
+	PutFreshMessage(c ConvID, m Message) error
+	PutFreshHash(c ConvID, h Hash, seq uint64) error
+	PutFreshItem(c ConvID, it Item) error
 }
 
 // Item is one context item with its flags.

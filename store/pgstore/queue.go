@@ -31,9 +31,10 @@ type table struct {
 	name string
 	cols []column
 	nkey int
-	// upsert and del take one array per column (per key column): a
-	// whole queue's writes to the table in one statement each.
-	upsert, del string
+	// upsert, insert and del take one array per column (per key column):
+	// a whole queue's writes to the table in one statement each (insert
+	// for the records written as fresh: their keys hold nothing).
+	upsert, insert, del string
 }
 
 // Tables, indexes into tables.
@@ -98,6 +99,7 @@ var tables = func() [numTables]*table {
 	def(tLinks, "lossless_subagent_links", []column{bcol("parent"), bcol("sub")}, tcol("child_key"))
 	for _, t := range ts {
 		t.upsert, t.del = upsertSQL(t), deleteSQL(t)
+		t.insert, _, _ = strings.Cut(t.upsert, " ON CONFLICT ")
 	}
 	return ts
 }()
@@ -147,9 +149,18 @@ func deleteSQL(t *table) string {
 // a put (int64, []byte or string, in column order), the key columns' for
 // a delete.
 type op struct {
-	del  bool
+	kind opKind
 	vals []any
 }
+
+// opKind is what an op does.
+type opKind uint8
+
+const (
+	opPut    opKind = iota // upsert
+	opInsert               // insert (a fresh record: its key holds nothing)
+	opDel                  // delete
+)
 
 // tableOps are a segment's writes to one table: the last write of each
 // key (a later write of a key replaces an earlier one: within a segment
@@ -199,9 +210,9 @@ func (q *queue) last() *segment {
 	return q.segs[len(q.segs)-1]
 }
 
-// add queues a put (del false: vals are every column) or a delete (vals
-// are the key columns).
-func (q *queue) add(ti int, del bool, vals ...any) {
+// add queues a put or an insert (vals are every column) or a delete
+// (opDel: vals are the key columns).
+func (q *queue) add(ti int, kind opKind, vals ...any) {
 	t := tables[ti]
 	seg := q.last()
 	ops := seg.tabs[ti]
@@ -240,11 +251,11 @@ func (q *queue) add(ti int, del bool, vals ...any) {
 	q.total += size
 	q.largest = max(q.largest, size)
 	if i, ok := ops.index[string(k)]; ok {
-		ops.ops[i] = op{del: del, vals: vals}
+		ops.ops[i] = op{kind: kind, vals: vals}
 		return
 	}
 	ops.index[string(k)] = len(ops.ops)
-	ops.ops = append(ops.ops, op{del: del, vals: vals})
+	ops.ops = append(ops.ops, op{kind: kind, vals: vals})
 }
 
 // addStmt queues a deletion by prefix: after every write queued so far,
@@ -266,19 +277,18 @@ func (q *queue) appendTo(b *pgx.Batch) int {
 				continue
 			}
 			t := tables[ti]
-			var puts, dels []op
+			var byKind [3][]op
 			for _, o := range ops.ops {
-				if o.del {
-					dels = append(dels, o)
-				} else {
-					puts = append(puts, o)
-				}
+				byKind[o.kind] = append(byKind[o.kind], o)
 			}
-			if len(dels) > 0 {
+			if dels := byKind[opDel]; len(dels) > 0 {
 				b.Queue(t.del, columns(t.cols[:t.nkey], dels)...)
 			}
-			if len(puts) > 0 {
+			if puts := byKind[opPut]; len(puts) > 0 {
 				b.Queue(t.upsert, columns(t.cols, puts)...)
+			}
+			if ins := byKind[opInsert]; len(ins) > 0 {
+				b.Queue(t.insert, columns(t.cols, ins)...)
 			}
 		}
 		for _, s := range seg.after {

@@ -66,7 +66,7 @@ func TestRecallMigratePostings(t *testing.T) {
 	for i := range docs {
 		rows.add(&docs[i], docs[i].ID, mem.Context(&docs[i]))
 	}
-	if _, err := old.Exec(ctx, sqlInsertDocsV2, rows.args()[:15]...); err != nil {
+	if _, err := old.Exec(ctx, sqlInsertDocsV2, argsV3(&rows)[:15]...); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := old.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
@@ -137,6 +137,28 @@ UPDATE recall_stats SET
 	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
 WHERE id = 1`
 
+// argsV3 are sqlInsertDocsV3's parameters: the docs' columns, then a row
+// per posting (the doc's place from 1, the term, the field, the
+// frequency).
+func argsV3(w *recallRows) []any {
+	var (
+		at, tf []int32
+		terms  []string
+		fields []int16
+	)
+	for i := range w.id {
+		for f, freqs := range [2]map[string]int{w.textTF[i], w.ctxTF[i]} {
+			for t, n := range freqs {
+				if indexable(t) {
+					at, terms, fields, tf = append(at, int32(i+1)), append(terms, t), append(fields, int16(f)), append(tf, int32(n))
+				}
+			}
+		}
+	}
+	return []any{w.id, w.agent, w.conv, w.sess, w.role, w.kind, w.seq, w.ts, w.text, w.cx, w.key, w.textLen, w.ctxLen, w.textTSV, w.ctxTSV,
+		at, terms, fields, tf}
+}
+
 // TestRecallMigrateBlocks: a recall index written at schema 3 (one row
 // per posting) is carried to blocks by Migrate, and then ranks as one
 // written at the current schema; deletions keep the blocks exact.
@@ -165,7 +187,7 @@ func TestRecallMigrateBlocks(t *testing.T) {
 		for i := range part {
 			rows.add(&part[i], part[i].ID, mem.Context(&part[i]))
 		}
-		if _, err := old.Exec(ctx, sqlInsertDocsV3, rows.args()...); err != nil {
+		if _, err := old.Exec(ctx, sqlInsertDocsV3, argsV3(&rows)...); err != nil {
 			t.Fatal(err)
 		}
 	}

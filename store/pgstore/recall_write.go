@@ -243,24 +243,26 @@ UPDATE recall_stats SET
 WHERE id = 1`
 
 // sqlInsertDocs inserts docs (parallel arrays $1-$15, recallRows.args)
-// and their postings ($16-$19: the doc's place in the arrays from 1, the
-// term, the field, the frequency), one block per term, field and agent,
-// and adds their terms to the document frequencies and totals.
+// in their order (their keys ascend with it), adds their terms ($16-$18:
+// each term of the docs once, with the docs holding it in text and in
+// context) to the document frequencies and totals, and writes their
+// postings as one block per term, field and agent ($19-$23: the term's
+// place in $16, the field, the agent, the block's first and last posting
+// in $24-$27: the doc's place in $1, the frequency, the field's length,
+// the doc's time; a block's postings in doc order).
 const sqlInsertDocs = `
 WITH n AS (
 	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
 	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
 	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
-		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
-	RETURNING key, id, agent, ts, text_len, ctx_len
-), o AS (
-	SELECT n.*, u.o FROM n JOIN unnest($1::text[]) WITH ORDINALITY u(id, o) ON u.id = n.id
-), x AS (
-	SELECT * FROM unnest($16::int[], $17::text[], $18::int2[], $19::int[]) AS x(o, term, field, tf)
+		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[]) WITH ORDINALITY
+		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct, o)
+	ORDER BY o
+	RETURNING key, id
+), k AS (
+	SELECT array_agg(n.key ORDER BY u.o) AS keys FROM n JOIN unnest($1::text[]) WITH ORDINALITY u(id, o) ON u.id = n.id
 ), c AS (
-	SELECT term, count(*) FILTER (WHERE field = 0) AS df, count(*) FILTER (WHERE field = 1) AS ctx_df
-	FROM x GROUP BY term
+	SELECT * FROM unnest($16::text[], $17::bigint[], $18::bigint[]) AS c(term, df, ctx_df)
 ), t AS (
 	INSERT INTO recall_terms AS r (term, df, ctx_df)
 	SELECT term, df, ctx_df FROM c ORDER BY term
@@ -268,11 +270,11 @@ WITH n AS (
 	RETURNING r.term, r.tid, r.df, r.ctx_df
 ), p AS (
 	INSERT INTO recall_blocks (tid, field, agent, first_doc, docs, tf, len, ts)
-	SELECT tid, field, agent, min(key), array_agg(key ORDER BY key), array_agg(tf ORDER BY key),
-		array_agg(len ORDER BY key), array_agg(ts ORDER BY key)
-	FROM (SELECT t.tid, x.field, o.agent, o.key, x.tf, CASE x.field WHEN 0 THEN o.text_len ELSE o.ctx_len END AS len, o.ts
-		FROM x JOIN o ON o.o = x.o JOIN t ON t.term = x.term) y
-	GROUP BY tid, field, agent
+	SELECT t.tid, b.field, b.agent, k.keys[($24::int[])[b.lo]],
+		ARRAY(SELECT k.keys[d.o] FROM unnest(($24::int[])[b.lo:b.hi]) WITH ORDINALITY d(o, i) ORDER BY d.i),
+		($25::int[])[b.lo:b.hi], ($26::int[])[b.lo:b.hi], ($27::bigint[])[b.lo:b.hi]
+	FROM unnest($19::int[], $20::int2[], $21::text[], $22::int[], $23::int[]) AS b(term, field, agent, lo, hi)
+	JOIN t ON t.term = ($16::text[])[b.term] CROSS JOIN k
 )
 UPDATE recall_stats SET
 	docs = docs + (SELECT count(*) FROM n),
@@ -289,6 +291,29 @@ type recallRows struct {
 	textLen, ctxLen                   []int32
 	textTSV, ctxTSV                   []string
 	textTF, ctxTF                     []map[string]int // the terms' frequencies (postings)
+	// analyzed are the texts analyzed so far: a turn's context is most
+	// often the text of the previous turn, analyzed just before.
+	analyzed map[string]analysis
+}
+
+// analysis is a text's terms and length (index.DocTerms).
+type analysis struct {
+	freqs  map[string]int
+	length int
+}
+
+// terms analyzes s (clipped: clipAnalyzed), once per distinct text.
+func (w *recallRows) terms(s string) (map[string]int, int) {
+	s = clipAnalyzed(s)
+	if a, ok := w.analyzed[s]; ok {
+		return a.freqs, a.length
+	}
+	freqs, n := index.DocTerms(s)
+	if w.analyzed == nil {
+		w.analyzed = map[string]analysis{}
+	}
+	w.analyzed[s] = analysis{freqs, n}
+	return freqs, n
 }
 
 func (w *recallRows) add(d *index.Doc, id, cx string) int {
@@ -322,8 +347,8 @@ func (w *recallRows) set(i int, d *index.Doc, id, cx string) {
 	}
 	text := cleanText(d.Text)
 	cx = cleanText(cx)
-	tf, tl := index.DocTerms(clipAnalyzed(text))
-	cf, cl := index.DocTerms(clipAnalyzed(cx))
+	tf, tl := w.terms(text)
+	cf, cl := w.terms(cx)
 	w.id[i] = id
 	w.agent[i] = cleanText(d.Agent)
 	w.conv[i] = cleanText(d.Conversation)
@@ -342,23 +367,80 @@ func (w *recallRows) set(i int, d *index.Doc, id, cx string) {
 	w.textTF[i], w.ctxTF[i] = tf, cf
 }
 
+// args are sqlInsertDocs' parameters.
 func (w *recallRows) args() []any {
-	var (
-		at, tf []int32
-		terms  []string
-		fields []int16
-	)
+	// The terms, each with the docs holding it (in doc order) per field.
+	type posting struct{ doc, tf int32 }
+	type termPostings struct {
+		at       int32 // place in terms
+		postings [2][]posting
+	}
+	byTerm := map[string]*termPostings{}
+	var terms []string
+	var df, ctxDF []int64
 	for i := range w.id {
 		for f, freqs := range [2]map[string]int{w.textTF[i], w.ctxTF[i]} {
 			for t, n := range freqs {
-				if indexable(t) {
-					at, terms, fields, tf = append(at, int32(i+1)), append(terms, t), append(fields, int16(f)), append(tf, int32(min(n, math.MaxInt32)))
+				if !indexable(t) {
+					continue
+				}
+				tp := byTerm[t]
+				if tp == nil {
+					tp = &termPostings{at: int32(len(terms) + 1)}
+					byTerm[t] = tp
+					terms, df, ctxDF = append(terms, t), append(df, 0), append(ctxDF, 0)
+				}
+				tp.postings[f] = append(tp.postings[f], posting{int32(i + 1), int32(min(n, math.MaxInt32))})
+				if f == 0 {
+					df[tp.at-1]++
+				} else {
+					ctxDF[tp.at-1]++
 				}
 			}
 		}
 	}
+	// A block per term, field and agent: its postings are a range of the
+	// flat arrays.
+	var (
+		bTerm, bLo, bHi []int32
+		bField          []int16
+		bAgent          []string
+		pDoc, pTF, pLen []int32
+		pTS             []int64
+		agents          = map[string][]posting{}
+		order           []string
+	)
+	for _, t := range terms {
+		tp := byTerm[t]
+		for f, ps := range tp.postings {
+			if len(ps) == 0 {
+				continue
+			}
+			clear(agents)
+			order = order[:0]
+			for _, p := range ps {
+				a := w.agent[p.doc-1]
+				if _, ok := agents[a]; !ok {
+					order = append(order, a)
+				}
+				agents[a] = append(agents[a], p)
+			}
+			for _, a := range order {
+				bTerm, bField, bAgent = append(bTerm, tp.at), append(bField, int16(f)), append(bAgent, a)
+				bLo = append(bLo, int32(len(pDoc)+1))
+				for _, p := range agents[a] {
+					l := w.textLen[p.doc-1]
+					if f == 1 {
+						l = w.ctxLen[p.doc-1]
+					}
+					pDoc, pTF, pLen, pTS = append(pDoc, p.doc), append(pTF, p.tf), append(pLen, l), append(pTS, w.ts[p.doc-1])
+				}
+				bHi = append(bHi, int32(len(pDoc)))
+			}
+		}
+	}
 	return []any{w.id, w.agent, w.conv, w.sess, w.role, w.kind, w.seq, w.ts, w.text, w.cx, w.key, w.textLen, w.ctxLen, w.textTSV, w.ctxTSV,
-		at, terms, fields, tf}
+		terms, df, ctxDF, bTerm, bField, bAgent, bLo, bHi, pDoc, pTF, pLen, pTS}
 }
 
 // cleanText makes s storable as PostgreSQL text: valid UTF-8, without NUL.

@@ -38,18 +38,20 @@ func u(v uint64) int64 { return int64(v) }
 // cp copies b (never nil: bytea columns are NOT NULL).
 func cp(b []byte) []byte { return append(make([]byte, 0, len(b)), b...) }
 
-func (w *writer) put(ti int, vals ...any) error { return w.write(ti, false, vals) }
+func (w *writer) put(ti int, vals ...any) error { return w.write(ti, opPut, vals) }
 
-func (w *writer) delete(ti int, keys ...any) error { return w.write(ti, true, keys) }
+func (w *writer) insert(ti int, vals ...any) error { return w.write(ti, opInsert, vals) }
 
-func (w *writer) write(ti int, del bool, vals []any) error {
+func (w *writer) delete(ti int, keys ...any) error { return w.write(ti, opDel, keys) }
+
+func (w *writer) write(ti int, kind opKind, vals []any) error {
 	if w.failed != nil {
 		return w.failed
 	}
 	if err := w.check(); err != nil {
 		return err
 	}
-	w.q.add(ti, del, vals...)
+	w.q.add(ti, kind, vals...)
 	return w.after(tables[ti].name)
 }
 
@@ -113,7 +115,29 @@ func (w *writer) DeleteName(n store.Name) error {
 // PutMessage implements store.Writer (m.Encoded is ignored: PostgreSQL
 // compresses large values itself).
 func (w *writer) PutMessage(c store.ConvID, m store.Message) error {
-	return w.put(tMessages, cp(c[:]), u(m.Seq), int64(m.Flags), int64(m.Tokens), m.Timestamp, m.Role, cp(m.Hash[:]), cp(m.Raw))
+	return w.put(tMessages, messageVals(c, m)...)
+}
+
+func messageVals(c store.ConvID, m store.Message) []any {
+	return []any{cp(c[:]), u(m.Seq), int64(m.Flags), int64(m.Tokens), m.Timestamp, m.Role, cp(m.Hash[:]), cp(m.Raw)}
+}
+
+var _ store.FreshWriter = (*writer)(nil)
+
+// PutFreshMessage implements store.FreshWriter: an INSERT, which fails
+// the transaction when the key holds a message.
+func (w *writer) PutFreshMessage(c store.ConvID, m store.Message) error {
+	return w.insert(tMessages, messageVals(c, m)...)
+}
+
+// PutFreshHash implements store.FreshWriter.
+func (w *writer) PutFreshHash(c store.ConvID, h store.Hash, seq uint64) error {
+	return w.insert(tHashes, cp(c[:]), cp(h[:]), u(seq))
+}
+
+// PutFreshItem implements store.FreshWriter.
+func (w *writer) PutFreshItem(c store.ConvID, it store.Item) error {
+	return w.insert(tItems, itemVals(cp(c[:]), it)...)
 }
 
 // DeleteMessage implements store.Writer.

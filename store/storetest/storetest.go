@@ -22,6 +22,9 @@
 //   - RoundTrip, Empty, Order, Bounds, ScanBreak, Copies, HeaderOnly,
 //     ReadOwnWrites: every Reader and Writer method, scans in numeric key
 //     order, scan bounds, scans broken off, values owned by the caller.
+//   - Fresh: records written through a store.FreshWriter read back as
+//     puts do; one over a stored key fails its transaction whole or
+//     overwrites.
 //   - Encoded: messages put with Message.Encoded (made by the store's
 //     MessageEncoder, or ignored by a store without one) read back as
 //     those put without.
@@ -92,6 +95,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc, opts ...Option) {
 	t.Run("HeaderOnly", func(t *testing.T) { testHeaderOnly(t, open(t)) })
 	t.Run("Encoded", func(t *testing.T) { testEncoded(t, open(t)) })
 	t.Run("ReadOwnWrites", func(t *testing.T) { testReadOwnWrites(t, open(t)) })
+	t.Run("Fresh", func(t *testing.T) { testFresh(t, open(t)) })
 	t.Run("Atomic", func(t *testing.T) { testAtomic(t, open) })
 	t.Run("Idempotent", func(t *testing.T) { testIdempotent(t, open(t)) })
 	t.Run("DeleteConversationData", func(t *testing.T) { testDeleteConversationData(t, open) })
