@@ -169,7 +169,7 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 				rec.Close()
 				return nil
 			}
-			return storeRecall(rec) // the store's own search (recall.go)
+			return e.storeRecall(rec) // the store's own search (recall_catchup.go)
 		}
 	}
 	e, err := openEngine(ctx, cfg, st, cfg.storeName(), open)

@@ -65,8 +65,11 @@ type recaller struct {
 	// brings its own search.
 	ix index.Recall
 
-	rebuild chan struct{} // closed when the opening rebuild ends
+	rebuild chan struct{} // closed when the opening rebuild (or catch-up) ends
 	cancel  context.CancelFunc
+	// bg, when set, is closed when the background catch-up of a shared
+	// store's recall ends (recall_catchup.go).
+	bg chan struct{}
 	// rebuildDone counts the docs the rebuild has indexed (those of an
 	// interrupted rebuild it resumed included).
 	rebuildDone atomic.Int64
@@ -271,14 +274,6 @@ func (e *Engine) openRecall() (*recaller, error) {
 	return r, nil
 }
 
-// storeRecall is the recall state over a store's own search (OpenStore):
-// the store indexes itself, so there is nothing to rebuild.
-func storeRecall(ix index.Recall) *recaller {
-	r := &recaller{ix: ix, rebuild: make(chan struct{}), cancel: func() {}}
-	close(r.rebuild)
-	return r
-}
-
 func (r *recaller) rebuildProgress() int64 {
 	return r.rebuildDone.Load()
 }
@@ -365,6 +360,9 @@ func (e *Engine) closeRecall() {
 	if r := e.recall; r != nil {
 		r.cancel() // an unfinished rebuild stops; the next Open redoes it
 		<-r.rebuild
+		if r.bg != nil {
+			<-r.bg
+		}
 		r.ix.Close()
 	}
 }
@@ -534,7 +532,24 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 		}
 	}
 	// Waits here, holding only c's lock, while the index queue is full.
+	if tr, ok := r.ix.(index.Tracker); ok && contiguous(ps) {
+		// The messages' range moves c's mark once their docs are written
+		// (a shared store's recall: recall_catchup.go).
+		tr.AddMessages(c.String(), ps[0].seq, ps[len(ps)-1].seq, docs...)
+		return
+	}
 	r.ix.AddGeneration(int64(len(ps)), docs...)
+}
+
+// contiguous reports whether ps are messages seq, seq+1, ... in order (those
+// of one write are).
+func contiguous(ps []*pending) bool {
+	for i, p := range ps {
+		if p.seq != ps[0].seq+uint64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // unindexConversation removes conversation c's docs from the recall index

@@ -48,6 +48,7 @@ type Recall struct {
 
 	prev index.TurnMemory // worker only
 	wg   sync.WaitGroup
+	gaps map[string]bool // conversations whose marks a write found behind (Gaps)
 
 	// beforeBatch, when set (tests), is called by the worker before it
 	// writes each batch.
@@ -110,13 +111,18 @@ func (o *RecallOptions) fill() error {
 	return nil
 }
 
-// recallItem is a queued doc or deletion (doc.ID only).
+// recallItem is a queued doc, deletion (doc.ID only) or mark (mark set:
+// AddMessages' range, written after its docs).
 type recallItem struct {
 	doc   index.Doc
 	isDel bool
+	mark  *markRange
 }
 
-var _ index.Recall = (*Recall)(nil)
+var (
+	_ index.Recall  = (*Recall)(nil)
+	_ index.Tracker = (*Recall)(nil)
+)
 
 // errRecallClosed is returned by a Recall used after Close.
 var errRecallClosed = fmt.Errorf("pgstore: recall: %w", index.ErrClosed)
@@ -173,11 +179,38 @@ func checkAnalyzer(ctx context.Context, pool *pgxpool.Pool) error {
 // seen, written before it started or by another process, is read from the
 // database).
 func (r *Recall) AddGeneration(_ int64, docs ...index.Doc) {
-	if len(docs) == 0 {
+	r.enqueue(docItems(docs, nil), true)
+}
+
+// docItems are docs as queue items, then mark's when set.
+func docItems(docs []index.Doc, mark *markRange) []recallItem {
+	items := make([]recallItem, len(docs), len(docs)+1)
+	for i := range docs {
+		items[i] = recallItem{doc: docs[i]}
+	}
+	if mark != nil {
+		items = append(items, recallItem{mark: mark})
+	}
+	return items
+}
+
+// Delete queues the deletion of docs by id (in order with AddGeneration;
+// an unknown id is no error).
+func (r *Recall) Delete(ids ...string) {
+	items := make([]recallItem, len(ids))
+	for i, id := range ids {
+		items[i] = recallItem{doc: index.Doc{ID: id}, isDel: true}
+	}
+	r.enqueue(items, false)
+}
+
+// enqueue queues items, waiting for room first when wait is set.
+func (r *Recall) enqueue(items []recallItem, wait bool) {
+	if len(items) == 0 {
 		return
 	}
 	r.mu.Lock()
-	for !r.closed && (len(r.queue) > r.opts.MaxLag || r.queueBytes > r.opts.MaxLagBytes) {
+	for wait && !r.closed && (len(r.queue) > r.opts.MaxLag || r.queueBytes > r.opts.MaxLagBytes) {
 		ch := r.progress
 		r.mu.Unlock()
 		<-ch
@@ -187,30 +220,11 @@ func (r *Recall) AddGeneration(_ int64, docs ...index.Doc) {
 		r.mu.Unlock()
 		return
 	}
-	for _, d := range docs {
-		r.queue = append(r.queue, recallItem{doc: d})
-		r.queueBytes += len(d.Text) + len(d.Context)
+	r.queue = append(r.queue, items...)
+	for i := range items {
+		r.queueBytes += len(items[i].doc.Text) + len(items[i].doc.Context)
 	}
-	r.enq += uint64(len(docs))
-	r.mu.Unlock()
-	r.signal()
-}
-
-// Delete queues the deletion of docs by id (in order with AddGeneration;
-// an unknown id is no error).
-func (r *Recall) Delete(ids ...string) {
-	if len(ids) == 0 {
-		return
-	}
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
-		return
-	}
-	for _, id := range ids {
-		r.queue = append(r.queue, recallItem{doc: index.Doc{ID: id}, isDel: true})
-	}
-	r.enq += uint64(len(ids))
+	r.enq += uint64(len(items))
 	r.mu.Unlock()
 	r.signal()
 }

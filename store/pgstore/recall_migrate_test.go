@@ -15,11 +15,7 @@ import (
 // a database migrated to 0003 was written.
 const sqlInsertDocsV2 = `
 WITH n AS (
-	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
-	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
-		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
+	` + sqlDocRows + `
 	RETURNING text_tsv, ctx_tsv
 ), c AS (
 	SELECT x AS term, sum(a)::bigint AS df, sum(b)::bigint AS ctx_df FROM (
@@ -33,11 +29,31 @@ WITH n AS (
 	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
 	RETURNING r.term, r.df, r.ctx_df
 )
-UPDATE recall_stats SET
-	docs = docs + (SELECT count(*) FROM n),
-	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
-	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
-WHERE id = 1`
+` + sqlAddStats
+
+// dbAtSchema returns a pool on a fresh database at schema version (as a
+// binary of that version left it).
+func dbAtSchema(t *testing.T, version int) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if _, err := pool.Exec(ctx, `CREATE TABLE lossless_schema (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Migrations()[:version] {
+		if _, err := pool.Exec(ctx, m.SQL); err != nil {
+			t.Fatalf("step %d: %v", m.Version, err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO lossless_schema (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool
+}
 
 // TestRecallMigratePostings: a recall index written at schema 2 (docs and
 // tsvectors, no postings) is carried to schema 3 by Migrate, and then
@@ -45,21 +61,7 @@ WHERE id = 1`
 // postings.
 func TestRecallMigratePostings(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDB(t)
-	old, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(old.Close)
-	for _, m := range Migrations()[:2] {
-		if _, err := old.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("step %d: %v", m.Version, err)
-		}
-	}
-	if _, err := old.Exec(ctx, `CREATE TABLE lossless_schema (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
-		INSERT INTO lossless_schema (version, name) VALUES (1, 'store'), (2, 'recall')`); err != nil {
-		t.Fatal(err)
-	}
+	old := dbAtSchema(t, 2)
 	docs := behaviourCorpus()
 	var rows recallRows
 	var mem index.TurnMemory
@@ -107,11 +109,7 @@ func TestRecallMigratePostings(t *testing.T) {
 // written.
 const sqlInsertDocsV3 = `
 WITH n AS (
-	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
-	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[])
-		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct)
+	` + sqlDocRows + `
 	RETURNING key, id, agent, ts, text_len, ctx_len
 ), o AS (
 	SELECT n.*, u.o FROM n JOIN unnest($1::text[]) WITH ORDINALITY u(id, o) ON u.id = n.id
@@ -121,21 +119,14 @@ WITH n AS (
 	SELECT term, count(*) FILTER (WHERE field = 0) AS df, count(*) FILTER (WHERE field = 1) AS ctx_df
 	FROM x GROUP BY term
 ), t AS (
-	INSERT INTO recall_terms AS r (term, df, ctx_df)
-	SELECT term, df, ctx_df FROM c ORDER BY term
-	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
-	RETURNING r.term, r.tid, r.df, r.ctx_df
+	` + sqlAddTerms + `
 ), p AS (
 	INSERT INTO recall_postings (doc, ts, tid, tf, len, field, agent)
 	SELECT o.key, o.ts, t.tid, x.tf, CASE x.field WHEN 0 THEN o.text_len ELSE o.ctx_len END, x.field, o.agent
 	FROM x JOIN o ON o.o = x.o JOIN t ON t.term = x.term
 	ORDER BY t.tid, x.field, o.agent, o.key
 )
-UPDATE recall_stats SET
-	docs = docs + (SELECT count(*) FROM n),
-	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
-	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
-WHERE id = 1`
+` + sqlAddStats
 
 // argsV3 are sqlInsertDocsV3's parameters: the docs' columns, then a row
 // per posting (the doc's place from 1, the term, the field, the
@@ -164,21 +155,7 @@ func argsV3(w *recallRows) []any {
 // written at the current schema; deletions keep the blocks exact.
 func TestRecallMigrateBlocks(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.NewDB(t)
-	old, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(old.Close)
-	for _, m := range Migrations()[:3] {
-		if _, err := old.Exec(ctx, m.SQL); err != nil {
-			t.Fatalf("step %d: %v", m.Version, err)
-		}
-	}
-	if _, err := old.Exec(ctx, `CREATE TABLE lossless_schema (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now());
-		INSERT INTO lossless_schema (version, name) VALUES (1, 'store'), (2, 'recall'), (3, 'recall_postings')`); err != nil {
-		t.Fatal(err)
-	}
+	old := dbAtSchema(t, 3)
 	docs := behaviourCorpus()
 	// Two writes, so that a term's postings come from more than one.
 	var mem index.TurnMemory

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lossless-engine/contextengine/index"
 )
@@ -40,15 +41,19 @@ func (r *Recall) worker() {
 		// (without them if the database fails until Close gives up).
 		var prev []string
 		r.attempt(n, false, func(ctx context.Context) (err error) {
-			prev, err = r.previousTurns(ctx, items)
+			prev, err = r.previousTurns(ctx, &r.prev, items)
 			return err
 		})
-		b := r.buildBatch(items, prev)
+		b, marksAt := buildBatch(&r.prev, items, prev)
 		if r.beforeBatch != nil {
 			r.beforeBatch()
 		}
 		r.attempt(n, true, func(ctx context.Context) error {
-			return r.pool.SendBatch(ctx, b).Close()
+			gaps, err := sendBatch(ctx, r.pool, b, marksAt)
+			if len(gaps) > 0 {
+				r.noteGaps(gaps)
+			}
+			return err
 		})
 		r.mu.Lock()
 		for i := range items {
@@ -104,7 +109,7 @@ func (r *Recall) attempt(n int, drop bool, f func(ctx context.Context) error) {
 // turn's text: the doc of its agent and session with the highest Seq
 // below its own, summaries aside. The result is parallel to items ("":
 // none, or not needed); nil when nothing was needed.
-func (r *Recall) previousTurns(ctx context.Context, items []recallItem) ([]string, error) {
+func (r *Recall) previousTurns(ctx context.Context, mem *index.TurnMemory, items []recallItem) ([]string, error) {
 	var at []int
 	var agents, sessions []string
 	var seqs []int64
@@ -112,7 +117,7 @@ func (r *Recall) previousTurns(ctx context.Context, items []recallItem) ([]strin
 	for i := range items {
 		d := &items[i].doc
 		k := [2]string{d.Agent, d.Session}
-		if items[i].isDel || d.Context != "" || asked[k] || r.prev.Remembers(d) {
+		if items[i].isDel || items[i].mark != nil || d.Context != "" || asked[k] || mem.Remembers(d) {
 			continue
 		}
 		asked[k] = true // later turns of the session in items follow this one
@@ -150,15 +155,23 @@ func (r *Recall) previousTurns(ctx context.Context, items []recallItem) ([]strin
 }
 
 // buildBatch turns queued items into one pipelined, implicitly
-// transactional batch (prev: previousTurns): lock the stats row (writers of every process take
+// transactional batch (mem: the turn memory giving docs their context;
+// prev: previousTurns): lock the stats row (writers of every process take
 // turns), then each run of deletions or additions in queue order (an
-// addition replaces the doc of the same id).
-func (r *Recall) buildBatch(items []recallItem, prev []string) *pgx.Batch {
-	b := &pgx.Batch{}
+// addition replaces the doc of the same id), then the marks of the items'
+// ranges (sqlMarks, at marksAt; -1: none).
+func buildBatch(mem *index.TurnMemory, items []recallItem, prev []string) (b *pgx.Batch, marksAt int) {
+	b = &pgx.Batch{}
 	b.Queue(`SELECT 1 FROM recall_stats WHERE id = 1 FOR UPDATE`)
+	var marks []*markRange
 	for i := 0; i < len(items); {
+		if items[i].mark != nil {
+			marks = append(marks, items[i].mark)
+			i++
+			continue
+		}
 		j := i
-		for j < len(items) && items[j].isDel == items[i].isDel {
+		for j < len(items) && items[j].mark == nil && items[j].isDel == items[i].isDel {
 			j++
 		}
 		run := items[i:j]
@@ -178,7 +191,7 @@ func (r *Recall) buildBatch(items []recallItem, prev []string) *pgx.Batch {
 					dc.Context = prev[i+k]
 					d = &dc
 				}
-				cx := r.prev.Context(d)
+				cx := mem.Context(d)
 				id := cleanText(d.ID)
 				if at, ok := seen[id]; ok { // the last one wins
 					rows.set(at, d, id, cx)
@@ -191,7 +204,36 @@ func (r *Recall) buildBatch(items []recallItem, prev []string) *pgx.Batch {
 		}
 		i = j
 	}
-	return b
+	marksAt = -1
+	if len(marks) > 0 {
+		marksAt = b.Len()
+		b.Queue(sqlMarks, marksArgs(marks)...)
+	}
+	return b, marksAt
+}
+
+// sendBatch runs b (buildBatch) and returns the conversations its marks
+// statement (at marksAt) found behind.
+func sendBatch(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch, marksAt int) ([]string, error) {
+	br := pool.SendBatch(ctx, b)
+	defer br.Close()
+	var gaps []string
+	for i := range b.Len() {
+		if i != marksAt {
+			if _, err := br.Exec(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return nil, err
+		}
+		if gaps, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return nil, err
+		}
+	}
+	return gaps, br.Close()
 }
 
 // sqlDeleteDocs deletes docs by id ($1) and their postings (found from
@@ -242,6 +284,30 @@ UPDATE recall_stats SET
 	ctx_terms = ctx_terms - (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = 0)
 WHERE id = 1`
 
+// sqlAddTerms adds the document frequencies of c (term, df, ctx_df) to
+// recall_terms, returning the terms' rows.
+const sqlAddTerms = `INSERT INTO recall_terms AS r (term, df, ctx_df)
+	SELECT term, df, ctx_df FROM c ORDER BY term
+	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
+	RETURNING r.term, r.tid, r.df, r.ctx_df`
+
+// sqlAddStats adds the docs inserted (n) and the terms new to them (t,
+// against c) to the totals.
+const sqlAddStats = `UPDATE recall_stats SET
+	docs = docs + (SELECT count(*) FROM n),
+	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
+	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
+WHERE id = 1`
+
+// sqlDocRows inserts docs given as parallel arrays ($1-$15,
+// recallRows.args) in their order.
+const sqlDocRows = `INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
+	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
+		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[]) WITH ORDINALITY
+		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct, o)
+	ORDER BY o`
+
 // sqlInsertDocs inserts docs (parallel arrays $1-$15, recallRows.args)
 // in their order (their keys ascend with it), adds their terms ($16-$18:
 // each term of the docs once, with the docs holding it in text and in
@@ -252,22 +318,14 @@ WHERE id = 1`
 // the doc's time; a block's postings in doc order).
 const sqlInsertDocs = `
 WITH n AS (
-	INSERT INTO recall_docs (id, agent, conversation, session, role, kind, seq, ts, text, context, text_key, text_len, ctx_len, text_tsv, ctx_tsv)
-	SELECT id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt::tsvector, ct::tsvector
-	FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::bigint[],
-		$9::text[], $10::text[], $11::bigint[], $12::int[], $13::int[], $14::text[], $15::text[]) WITH ORDINALITY
-		AS u(id, agent, conv, sess, role, kind, seq, ts, txt, cx, tk, tl, cl, tt, ct, o)
-	ORDER BY o
+	` + sqlDocRows + `
 	RETURNING key, id
 ), k AS (
 	SELECT array_agg(n.key ORDER BY u.o) AS keys FROM n JOIN unnest($1::text[]) WITH ORDINALITY u(id, o) ON u.id = n.id
 ), c AS (
 	SELECT * FROM unnest($16::text[], $17::bigint[], $18::bigint[]) AS c(term, df, ctx_df)
 ), t AS (
-	INSERT INTO recall_terms AS r (term, df, ctx_df)
-	SELECT term, df, ctx_df FROM c ORDER BY term
-	ON CONFLICT (term) DO UPDATE SET df = r.df + EXCLUDED.df, ctx_df = r.ctx_df + EXCLUDED.ctx_df
-	RETURNING r.term, r.tid, r.df, r.ctx_df
+	` + sqlAddTerms + `
 ), p AS (
 	INSERT INTO recall_blocks (tid, field, agent, first_doc, docs, tf, len, ts)
 	SELECT t.tid, b.field, b.agent, k.keys[($24::int[])[b.lo]],
@@ -276,11 +334,7 @@ WITH n AS (
 	FROM unnest($19::int[], $20::int2[], $21::text[], $22::int[], $23::int[]) AS b(term, field, agent, lo, hi)
 	JOIN t ON t.term = ($16::text[])[b.term] CROSS JOIN k
 )
-UPDATE recall_stats SET
-	docs = docs + (SELECT count(*) FROM n),
-	text_terms = text_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.df > 0 AND t.df = c.df),
-	ctx_terms = ctx_terms + (SELECT count(*) FROM t JOIN c ON t.term = c.term WHERE c.ctx_df > 0 AND t.ctx_df = c.ctx_df)
-WHERE id = 1`
+` + sqlAddStats
 
 // recallRows are docs as parallel column arrays (sqlInsertDocs).
 type recallRows struct {

@@ -1,0 +1,168 @@
+package lossless
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// Catching up a shared recall index (index.Tracker: PostgreSQL's, whose
+// queue of docs is each process's own): a process killed before its queue
+// was written leaves messages stored but not indexed, behind their
+// conversation's mark. Every engine opening the store indexes what lies
+// past each conversation's mark (its opening catch-up, which
+// WaitRecallIndex and RecallStatus count as a rebuild), then, every
+// catchUpEvery, the conversations where its own writes found a gap.
+
+// catchUpEvery is how often an engine catches up the conversations whose
+// marks its writes found behind (a variable: tests shorten it). A gap
+// left by a process whose docs are merely not written yet closes by
+// itself meanwhile (the catch-up then finds them written).
+var catchUpEvery = 10 * time.Second
+
+// catchUpBatch is the number of messages read and indexed per step.
+const catchUpBatch = 500
+
+// storeRecall is the recall state over a store's own search (OpenStore):
+// the store indexes itself, so there is nothing to rebuild, only, when it
+// tracks how far it indexed (index.Tracker), what other processes left
+// behind to catch up, in the background.
+func (e *Engine) storeRecall(ix index.Recall) *recaller {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &recaller{ix: ix, rebuild: make(chan struct{}), cancel: cancel}
+	tr, ok := ix.(index.Tracker)
+	if !ok {
+		close(r.rebuild)
+		return r
+	}
+	r.bg = make(chan struct{})
+	go func() {
+		defer close(r.bg)
+		err := e.catchUpRecall(ctx, tr, nil, r)
+		r.errMu.Lock()
+		r.rebuildErr = err
+		r.errMu.Unlock()
+		close(r.rebuild)
+		if err != nil && ctx.Err() == nil {
+			slog.Error("lossless: recall: catching up the messages other processes left unindexed failed (retried on the next open)", "err", err)
+		}
+		t := time.NewTicker(catchUpEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if gaps := tr.Gaps(); len(gaps) > 0 {
+				if err := e.catchUpRecall(ctx, tr, gaps, nil); err != nil && ctx.Err() == nil {
+					slog.Warn("lossless: recall: catch-up failed (retried when a write finds the gap again, or on the next open)", "err", err)
+				}
+			}
+		}
+	}()
+	return r
+}
+
+// catchUpRecall indexes, for each conversation (only: those of these ids;
+// nil: every one), its messages past its mark in tr, catchUpBatch at a
+// time; progress (when set) counts the docs handed to tr.
+func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []string, progress *recaller) error {
+	type conv struct {
+		id    convID
+		agent string
+		last  uint64
+	}
+	var convs []conv
+	var ids []string
+	add := func(c convID, rec convRecord) {
+		if rec.NextSeq > 1 {
+			convs = append(convs, conv{c, rec.Agent, rec.NextSeq - 1})
+			ids = append(ids, c.String())
+		}
+	}
+	err := e.st.View(ctx, func(r store.Reader) error {
+		if only == nil {
+			for rec, err := range r.Conversations() {
+				if err != nil {
+					return fromStore(err)
+				}
+				add(rec.ID, rec.Conversation)
+			}
+			return nil
+		}
+		for _, s := range only {
+			c, ok := store.ParseConvID(s)
+			if !ok {
+				continue
+			}
+			rec, err := r.Conversation(c)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			add(c, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lossless: recall: catch up: %w", err)
+	}
+	if len(convs) == 0 {
+		return nil
+	}
+	marks, err := tr.Marks(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("lossless: recall: catch up: %w", err)
+	}
+	for i, c := range convs {
+		for mark := marks[i]; mark < c.last; {
+			docs, through, err := e.messageDocsAfter(ctx, c.id, c.agent, mark)
+			if err != nil {
+				return err
+			}
+			if through <= mark {
+				break // nothing past the mark (deleted meanwhile)
+			}
+			if err := tr.CatchUp(ctx, ids[i], through, docs); err != nil {
+				return fmt.Errorf("lossless: recall: catch up: %w", err)
+			}
+			if progress != nil {
+				progress.rebuildDone.Add(int64(len(docs)))
+			}
+			mark = through
+		}
+	}
+	return nil
+}
+
+// messageDocsAfter reads up to catchUpBatch messages of c after seq after
+// and returns their docs (messages without one, heartbeats, have none)
+// and the last seq read (after when none).
+func (e *Engine) messageDocsAfter(ctx context.Context, c convID, agent string, after uint64) ([]index.Doc, uint64, error) {
+	var docs []index.Doc
+	through := after
+	err := e.st.View(ctx, func(r store.Reader) error {
+		n := 0
+		for m, err := range r.Messages(c, after+1, true) {
+			if err != nil {
+				return fromStore(err)
+			}
+			if d, ok := messageDoc(c, agent, m.Seq, m); ok {
+				docs = append(docs, d)
+			}
+			through = m.Seq
+			if n++; n == catchUpBatch {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, after, fmt.Errorf("lossless: recall: catch up: read %s: %w", c, err)
+	}
+	return docs, through, nil
+}
