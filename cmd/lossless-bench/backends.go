@@ -24,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/bench"
 	"github.com/lossless-engine/contextengine/lossless"
 	_ "github.com/lossless-engine/contextengine/lossless/postgres" // --store postgres://…
 )
@@ -48,11 +49,10 @@ type backendFigures struct {
 	// IngestMsgsPerS is the batched ingest rate (acknowledged: durable in
 	// the store; the recall index catches up after).
 	IngestMsgsPerS float64 `json:"ingest_batched_msgs_per_s"`
-	// Per history size ("10K", "100K", …).
-	AssembleP50Ms map[string]float64 `json:"assemble_p50_ms"`
-	AssembleP99Ms map[string]float64 `json:"assemble_p99_ms"`
-	RecallP50Ms   map[string]float64 `json:"recall_p50_ms"`
-	RecallP99Ms   map[string]float64 `json:"recall_p99_ms"`
+	// Assemble and Recall are latencies per history size ("10K", "100K",
+	// …).
+	Assemble bench.Latencies `json:"assemble"`
+	Recall   bench.Latencies `json:"recall"`
 	// CompactS is the wall time of compacting the largest history to the
 	// budget; CompactTokens the context's tokens before and after.
 	CompactS      float64  `json:"compact_s"`
@@ -78,18 +78,24 @@ type backendsOptions struct {
 	Runs      int // timed assembles and recall queries per size
 	TempDir   string
 	Keep      bool // keep the databases (to look at them)
-	Log       io.Writer
+	// SyncWrites makes every commit durable before it returns
+	// (Config.SyncWrites: Badger's fsync, PostgreSQL's synchronous
+	// commit); off, both commit asynchronously, the engine's default.
+	SyncWrites bool
+	Log        io.Writer
 }
 
 // backendStore is where one engine's store lives.
 type backendStore struct {
-	dir string // Badger
-	url string // PostgreSQL database
+	dir  string // Badger
+	url  string // PostgreSQL database
+	sync bool   // Config.SyncWrites
 }
 
 func (s backendStore) config(budget int) lossless.Config {
 	cfg := lossless.DefaultConfig()
 	cfg.DefaultTokenBudget = budget
+	cfg.SyncWrites = s.sync
 	if s.url != "" {
 		cfg.StoreURL = s.url
 	} else {
@@ -124,7 +130,7 @@ func (b *backend) fresh(ctx context.Context) (backendStore, error) {
 			return backendStore{}, err
 		}
 		b.cleanup(func() { os.RemoveAll(dir) })
-		return backendStore{dir: dir}, nil
+		return backendStore{dir: dir, sync: b.o.SyncWrites}, nil
 	}
 	if err := pgExec(ctx, b.o.ServerURL, "CREATE DATABASE "+pgx.Identifier{id}.Sanitize()); err != nil {
 		return backendStore{}, fmt.Errorf("create database %s on %s: %w", id, lossless.RedactURL(b.o.ServerURL), err)
@@ -141,7 +147,7 @@ func (b *backend) fresh(ctx context.Context) (backendStore, error) {
 			_ = pgExec(ctx, b.o.ServerURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{id}.Sanitize()+" WITH (FORCE)")
 		})
 	}
-	return backendStore{url: u.String()}, nil
+	return backendStore{url: u.String(), sync: b.o.SyncWrites}, nil
 }
 
 func (b *backend) cleanup(f func()) {
@@ -238,23 +244,19 @@ func ingestChat(ctx context.Context, e *lossless.Engine, session string, start, 
 	return time.Since(t0), nil
 }
 
-func quantiles(d []time.Duration) (p50, p99 float64) {
-	if len(d) == 0 {
-		return math.NaN(), math.NaN()
+// ms returns durations in milliseconds.
+func ms(d []time.Duration) []float64 {
+	out := make([]float64, len(d))
+	for i, x := range d {
+		out[i] = float64(x.Microseconds()) / 1000
 	}
-	slices.Sort(d)
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(d)))) - 1
-		return float64(d[max(0, i)].Microseconds()) / 1000
-	}
-	return q(0.50), q(0.99)
+	return out
 }
 
 // measureBackend runs the workload on one backend.
 func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) (backendFigures, error) {
 	o := b.o
-	f := backendFigures{Backend: b.name, AssembleP50Ms: map[string]float64{}, AssembleP99Ms: map[string]float64{},
-		RecallP50Ms: map[string]float64{}, RecallP99Ms: map[string]float64{}, WritersMsgsPerS: map[string]float64{}}
+	f := backendFigures{Backend: b.name, Assemble: bench.NewLatencies(), Recall: bench.NewLatencies(), WritersMsgsPerS: map[string]float64{}}
 
 	// Batched ingest into a fresh store.
 	st, err := b.fresh(ctx)
@@ -305,7 +307,7 @@ func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) 
 			lat = append(lat, time.Since(t0))
 		}
 		name := sizeName(size)
-		f.AssembleP50Ms[name], f.AssembleP99Ms[name] = quantiles(lat)
+		f.Assemble.Add(name, ms(lat))
 		lat = lat[:0]
 		for i := range o.Runs {
 			rp := core.AssembleParams{SessionID: "ingest", TokenBudget: o.Budget, Prompt: recallPrompt(i, stored)}
@@ -316,7 +318,7 @@ func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) 
 			}
 			lat = append(lat, time.Since(t0))
 		}
-		f.RecallP50Ms[name], f.RecallP99Ms[name] = quantiles(lat)
+		f.Recall.Add(name, ms(lat))
 	}
 
 	// Compaction of the largest history to the budget.
@@ -443,7 +445,7 @@ func runWriters(ctx context.Context, b *backend, n, count, budget int) (float64,
 		go func() {
 			defer wg.Done()
 			cmd := exec.CommandContext(ctx, exe, "writer-child", "--store", st.arg(), "--session", fmt.Sprintf("writer-%d", i),
-				"--messages", strconv.Itoa(count), "--budget", strconv.Itoa(budget))
+				"--messages", strconv.Itoa(count), "--budget", strconv.Itoa(budget), "--sync-writes="+strconv.FormatBool(st.sync))
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -477,11 +479,13 @@ func writerChild(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	session := fs.String("session", "", "session to write")
 	count := fs.Int("messages", 10000, "messages to ingest")
 	budget := fs.Int("budget", 128000, "token budget")
+	syncWrites := fs.Bool("sync-writes", false, "Config.SyncWrites")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg := lossless.DefaultConfig()
 	cfg.DefaultTokenBudget = *budget
+	cfg.SyncWrites = *syncWrites
 	if lossless.IsStoreURL(*storeArg) {
 		cfg.StoreURL = *storeArg
 	} else {
@@ -539,7 +543,7 @@ func runBackends(ctx context.Context, o backendsOptions, stdout io.Writer, jsonP
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(map[string]any{"backends": figs, "sizes": o.Sizes, "ingest_messages": o.Ingest,
-				"writer_messages": o.WriterN, "runs": o.Runs, "budget": o.Budget})
+				"writer_messages": o.WriterN, "runs": o.Runs, "budget": o.Budget, "sync_writes": o.SyncWrites})
 		})
 	}
 	return nil
@@ -547,8 +551,12 @@ func runBackends(ctx context.Context, o backendsOptions, stdout io.Writer, jsonP
 
 func writeBackendsTable(w io.Writer, o backendsOptions, figs []backendFigures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "backends: %d short chat messages per ingest in batches of %d; assemble and recall over %d runs per size; budget %d\n",
-		o.Ingest, backendBatch, o.Runs, o.Budget)
+	commits := "asynchronous commits (the engine's default)"
+	if o.SyncWrites {
+		commits = "synchronous commits (syncWrites)"
+	}
+	fmt.Fprintf(tw, "backends: %d short chat messages per ingest in batches of %d; assemble and recall over %d runs per size; budget %d; %s\n",
+		o.Ingest, backendBatch, o.Runs, o.Budget, commits)
 	fmt.Fprint(tw, "figure")
 	for _, f := range figs {
 		fmt.Fprintf(tw, "\t%s", f.Backend)
@@ -571,10 +579,10 @@ func writeBackendsTable(w io.Writer, o backendsOptions, figs []backendFigures) {
 	for _, s := range o.Sizes {
 		n := sizeName(s)
 		row("assemble p50/p99 ms at "+n, func(f backendFigures) string {
-			return num(f.AssembleP50Ms[n], 2) + " / " + num(f.AssembleP99Ms[n], 2)
+			return num(f.Assemble.P50Ms[n], 2) + " / " + num(f.Assemble.P99Ms[n], 2)
 		})
 		row("recall p50/p99 ms at "+n, func(f backendFigures) string {
-			return num(f.RecallP50Ms[n], 2) + " / " + num(f.RecallP99Ms[n], 2)
+			return num(f.Recall.P50Ms[n], 2) + " / " + num(f.Recall.P99Ms[n], 2)
 		})
 	}
 	row("compaction s (tokens before → after)", func(f backendFigures) string {
@@ -601,7 +609,7 @@ func writeBackendsTable(w io.Writer, o backendsOptions, figs []backendFigures) {
 
 // runBackendsCommand checks the backends comparison's flags and runs it.
 func runBackendsCommand(ctx context.Context, storeURL string, sizes, writers listFlag, writerMessages, messages string,
-	budget int, keep bool, jsonPath string, stdout, stderr io.Writer) int {
+	budget int, keep, syncWrites bool, jsonPath string, stdout, stderr io.Writer) int {
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
 		return 2
@@ -610,7 +618,7 @@ func runBackendsCommand(ctx context.Context, storeURL string, sizes, writers lis
 		return usage(fmt.Errorf("--store %q is not a PostgreSQL URL (postgres://… or postgresql://…)", lossless.RedactURL(storeURL)))
 	}
 	o := backendsOptions{ServerURL: storeURL, Sizes: []int{10_000, 100_000}, Writers: []int{1, 2, 4}, Budget: budget,
-		Runs: 200, Keep: keep, Log: stderr}
+		Runs: 200, Keep: keep, SyncWrites: syncWrites, Log: stderr}
 	var err error
 	if len(sizes) > 0 {
 		if o.Sizes, err = parseCounts(sizes); err != nil {

@@ -44,6 +44,8 @@
 //	                        disk per message, and ingest by --writers processes
 //	--writers 1,2,4         writer processes of the backends comparison
 //	--writer-messages N     messages each writer process ingests (default 20000)
+//	--sync-writes           backends comparison with every commit durable before it
+//	                        returns (Badger's fsync, PostgreSQL's synchronous commit)
 //	--json FILE             write the figures as JSON
 //	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
 //	--gobench               also print benchstat-readable lines
@@ -160,6 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	fs.Var(&writers, "writers", "writer process counts of the backends comparison (default 1,2,4)")
 	writerMessages := fs.String("writer-messages", "20000", "messages each writer process of the backends comparison ingests")
 	keepDBs := fs.Bool("keep-databases", false, "keep the backends comparison's PostgreSQL databases")
+	syncWrites := fs.Bool("sync-writes", false, "backends comparison: every commit durable before it returns (Config.SyncWrites: Badger's fsync, PostgreSQL's synchronous commit); off, both commit asynchronously, the engine's default")
 	legacyExact := fs.Bool("legacy-exact", true, "also run the legacy baselines with the exact counter, a second row beside the chars/4 one (slow: legacy re-counts the whole history on every assemble)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
@@ -186,7 +189,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return 2
 	}
 	if *storeURL != "" {
-		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *jsonPath, stdout, stderr)
+		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *syncWrites, *jsonPath, stdout, stderr)
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
 		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile}

@@ -39,7 +39,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 	cfg := r.cfg
 	p := cfg.Progress
 	rep.Budget, rep.Runs = cfg.Budget, cfg.AssembleRuns
-	rep.P50Ms, rep.P99Ms = map[string]float64{}, map[string]float64{}
+	rep.Latencies = NewLatencies()
 	rep.Tokens, rep.Messages, rep.Samples = map[string]int{}, map[string]int{}, map[string]int{}
 	rep.Note = "lossless is passed the newest turn as the host's messages (it reads its own store); " +
 		"legacy is passed the whole history (it is a pass-through of the host's messages)"
@@ -126,7 +126,7 @@ func (r *runner) grow(ctx context.Context, rep *AssembleReport, fp *FootprintRep
 			errs = append(errs, fmt.Errorf("assemble at %d: %w", size, err))
 			continue
 		}
-		rep.P50Ms[key], rep.P99Ms[key] = percentile(lat, 50), percentile(lat, 99)
+		rep.Add(key, lat)
 		rep.Samples[key] = len(lat)
 		rep.Tokens[key], rep.Messages[key] = res.EstimatedTokens, len(res.Messages)
 		if res.EstimatedTokens > cfg.Budget {

@@ -98,13 +98,31 @@ type TranscriptIngest struct {
 	Error     string  `json:"error,omitempty"`
 }
 
+// Latencies are p50 and p99 latencies in milliseconds per history size
+// (AssembleReport's, and the backends comparison's of assemble and
+// recall).
+type Latencies struct {
+	P50Ms map[string]float64 `json:"p50_ms"`
+	P99Ms map[string]float64 `json:"p99_ms"`
+}
+
+// NewLatencies returns empty Latencies.
+func NewLatencies() Latencies {
+	return Latencies{P50Ms: map[string]float64{}, P99Ms: map[string]float64{}}
+}
+
+// Add records the p50 and p99 (nearest rank) of lat, in milliseconds, at
+// size key.
+func (l Latencies) Add(key string, lat []float64) {
+	l.P50Ms[key], l.P99Ms[key] = percentile(lat, 50), percentile(lat, 99)
+}
+
 // AssembleReport is the assemble suite: latency at several history sizes.
 // Maps are keyed by the history size in messages, as a decimal string.
 type AssembleReport struct {
-	Budget int                `json:"budget"`
-	Runs   int                `json:"runs"`
-	P50Ms  map[string]float64 `json:"p50_ms"`
-	P99Ms  map[string]float64 `json:"p99_ms"`
+	Budget int `json:"budget"`
+	Runs   int `json:"runs"`
+	Latencies
 	// Tokens is the assembled estimate at each size, Messages the number
 	// of messages returned.
 	Tokens   map[string]int `json:"tokens"`

@@ -63,33 +63,19 @@ func u64Scan[T any](r *reader, what string, from, to uint64, asc, desc string, m
 			lo, hi := rg.lo, rg.hi
 			for {
 				args[1], args[2], args[3] = lo, hi, page
-				rows, err := r.query(sql, args...)
+				keys = keys[:0]
+				var err error
+				buf, err = readPage(r, what, sql, args, buf, func(row pgx.CollectableRow) (T, error) {
+					v, k, err := decode(row)
+					keys = append(keys, k)
+					return v, err
+				})
 				if err != nil {
 					yield(zero, err)
 					return
 				}
-				buf, keys = buf[:0], keys[:0]
-				var derr error
-				for rows.Next() {
-					v, k, err := decode(rows)
-					if err != nil {
-						derr = err
-						break
-					}
-					buf, keys = append(buf, v), append(keys, k)
-				}
-				rows.Close()
-				if derr == nil && rows.Err() != nil {
-					derr = wrapErr("read "+what, rows.Err())
-				}
-				if derr != nil {
-					yield(zero, derr)
+				if !yieldAll(buf, yield) {
 					return
-				}
-				for _, v := range buf {
-					if !yield(v, nil) {
-						return
-					}
 				}
 				if len(buf) < page {
 					break
@@ -123,38 +109,47 @@ func keysetScan[T any](r *reader, what string, query func(first bool) (string, [
 		page := firstPage
 		for first := true; ; first = false {
 			sql, args := query(first)
-			rows, err := r.query(sql, append([]any{page}, args...)...)
-			if err != nil {
+			var err error
+			if buf, err = readPage(r, what, sql, append([]any{page}, args...), buf, decode); err != nil {
 				yield(zero, err)
 				return
 			}
-			buf = buf[:0]
-			var derr error
-			for rows.Next() {
-				v, err := decode(rows)
-				if err != nil {
-					derr = err
-					break
-				}
-				buf = append(buf, v)
-			}
-			rows.Close()
-			if derr == nil && rows.Err() != nil {
-				derr = wrapErr("read "+what, rows.Err())
-			}
-			if derr != nil {
-				yield(zero, derr)
-				return
-			}
-			for _, v := range buf {
-				if !yield(v, nil) {
-					return
-				}
-			}
-			if len(buf) < page {
+			if !yieldAll(buf, yield) || len(buf) < page {
 				return
 			}
 			page = nextPage(page, maxPageRows)
 		}
 	}
+}
+
+// readPage reads one page of a scan into buf (emptied first).
+func readPage[T any](r *reader, what, sql string, args []any, buf []T, decode func(pgx.CollectableRow) (T, error)) ([]T, error) {
+	rows, err := r.query(sql, args...)
+	if err != nil {
+		return buf[:0], err
+	}
+	defer rows.Close()
+	buf = buf[:0]
+	for rows.Next() {
+		v, err := decode(rows)
+		if err != nil {
+			return buf, err
+		}
+		buf = append(buf, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return buf, wrapErr("read "+what, err)
+	}
+	return buf, nil
+}
+
+// yieldAll yields vs; false when the loop broke off.
+func yieldAll[T any](vs []T, yield func(T, error) bool) bool {
+	for _, v := range vs {
+		if !yield(v, nil) {
+			return false
+		}
+	}
+	return true
 }
