@@ -93,48 +93,32 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, error) {
 	s := e.lockWindow(c)
 	defer s.asmMu.Unlock()
-	prevMsgs, prevSums := s.asmMsgs, s.asmSums
-	nextMsgs := make(map[uint64]core.Message, len(prevMsgs)+8)
-	nextSums := make(map[string]core.Message, len(prevSums))
-	var todo []parseJob
-	var win window
-	created := s.asmCreated
-	if e.locker != nil {
+	ws := &windowScan{e: e, c: c, avail: avail, prevMsgs: s.asmMsgs, prevSums: s.asmSums, created: s.asmCreated}
+	ws.nextMsgs = make(map[uint64]core.Message, len(ws.prevMsgs)+8)
+	ws.nextSums = make(map[string]core.Message, len(ws.prevSums))
+	var err error
+	if e.locker == nil {
+		err = e.st.View(ctx, func(r store.Reader) error { return ws.scan(ctx, r) })
+	} else {
 		// A shared store: the conversation may have been deleted and made
-		// again by another process since the last assemble (read apart, so
-		// that the scan below captures nothing more on a store that is not
-		// shared).
-		var err error
-		if created, err = e.convCreated(ctx, c); err != nil {
-			return nil, 0, 0, err
-		}
-		if created != s.asmCreated {
-			prevMsgs, prevSums = nil, nil
-		}
+		// again by another process since the last assemble; its record is
+		// read in the scan's View (one round trip).
+		last := s.asmCreated
+		err = e.st.View(ctx, func(r store.Reader) error {
+			rec, err := r.Conversation(c)
+			if err != nil {
+				return fmt.Errorf("lossless: assemble: %w", fromStore(err))
+			}
+			if ws.created = rec.Created; ws.created != last {
+				ws.prevMsgs, ws.prevSums = nil, nil
+			}
+			return ws.scan(ctx, r)
+		})
 	}
-	err := e.st.View(ctx, func(r store.Reader) (err error) {
-		win, err = budgetWalk(ctx, r.Items(c, 0, math.MaxUint64, true), avail, "assemble",
-			func(i int, item dag.Item, flags byte) (core.Message, error) {
-				if item.IsSummary() {
-					m, err := e.summaryMessage(r, c, item.Ref.ID, prevSums)
-					nextSums[item.Ref.ID] = m
-					return m, err
-				}
-				if m, ok := prevMsgs[item.Ref.Seq]; ok {
-					nextMsgs[item.Ref.Seq] = m
-					return m, nil
-				}
-				// Parsed after the scan, in parallel (parsing is the cost
-				// of a cold assemble).
-				raw, err := itemRaw(r, c, item.Ref.Seq, flags)
-				todo = append(todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
-				return core.Message{}, err
-			})
-		return err
-	})
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	todo, win, nextMsgs, nextSums, created := ws.todo, ws.win, ws.nextMsgs, ws.nextSums, ws.created
 	if err := parseParallel(todo); err != nil {
 		return nil, 0, 0, err
 	}
@@ -157,18 +141,41 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	return out, used, win.scanned, nil
 }
 
-// convCreated returns the Created time of conversation c's record.
-func (e *Engine) convCreated(ctx context.Context, c convID) (int64, error) {
-	var created int64
-	err := e.st.View(ctx, func(r store.Reader) error {
-		rec, err := r.Conversation(c)
-		if err != nil {
-			return fmt.Errorf("lossless: assemble: %w", fromStore(err))
-		}
-		created = rec.Created
-		return nil
-	})
-	return created, err
+// windowScan is assembleConv's scan of a conversation's window: the
+// messages and summaries parsed by the previous assemble (prev*), those of
+// this one (next*), what is left to parse (todo), and the record's Created
+// (created).
+type windowScan struct {
+	e                  *Engine
+	c                  convID
+	avail              int
+	prevMsgs, nextMsgs map[uint64]core.Message
+	prevSums, nextSums map[string]core.Message
+	todo               []parseJob
+	win                window
+	created            int64
+}
+
+// scan reads the window backwards from r until avail tokens are used.
+func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
+	w.win, err = budgetWalk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail, "assemble",
+		func(i int, item dag.Item, flags byte) (core.Message, error) {
+			if item.IsSummary() {
+				m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
+				w.nextSums[item.Ref.ID] = m
+				return m, err
+			}
+			if m, ok := w.prevMsgs[item.Ref.Seq]; ok {
+				w.nextMsgs[item.Ref.Seq] = m
+				return m, nil
+			}
+			// Parsed after the scan, in parallel (parsing is the cost of a
+			// cold assemble).
+			raw, err := itemRaw(r, w.c, item.Ref.Seq, flags)
+			w.todo = append(w.todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
+			return core.Message{}, err
+		})
+	return err
 }
 
 // window is what budgetWalk read: messages newest first with their tokens.

@@ -20,10 +20,14 @@ import (
 )
 
 // openPG opens an engine on the PostgreSQL database at url, as package
-// lossless/postgres does (the store and its recall).
-func openPG(ctx context.Context, url string) (*Engine, error) {
+// lossless/postgres does (the store and its recall), its configuration
+// changed by mutate.
+func openPG(ctx context.Context, url string, mutate ...func(*Config)) (*Engine, error) {
 	cfg := testConfig("")
 	cfg.StoreURL = url
+	for _, f := range mutate {
+		f(&cfg)
+	}
 	st, err := pgstore.Open(ctx, pgstore.Options{URL: url})
 	if err != nil {
 		return nil, err

@@ -2,8 +2,11 @@ package lossless
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/store/pgstore"
@@ -39,4 +42,48 @@ func TestSharedStorePostgres(t *testing.T) {
 		engines = append(engines, e)
 	}
 	testSharedEngines(t, engines)
+}
+
+// TestSharedAssembleRecreated: an engine that assembled a conversation
+// another process then deleted (retention) and made again (the same id,
+// from the same session) assembles the new one, not what it cached of the
+// old (the record's Created, read in the window's View, differs).
+func TestSharedAssembleRecreated(t *testing.T) {
+	url := pgtest.NewDB(t)
+	ctx := context.Background()
+	a, err := openPG(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := openPG(ctx, url, func(c *Config) { c.Retention.MaxAgeDays = 1 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	old := time.Now().Add(-48 * time.Hour).UnixMilli()
+	if _, err := a.Ingest(ctx, core.IngestParams{SessionID: "again", Message: core.UserText("the old conversation", old)}); err != nil {
+		t.Fatal(err)
+	}
+	p := core.AssembleParams{SessionID: "again", TokenBudget: 1000}
+	if res, err := a.Assemble(ctx, p); err != nil || len(res.Messages) != 1 {
+		t.Fatalf("first assemble: %d messages, %v", len(res.Messages), err)
+	}
+	if res, err := b.Retain(ctx, time.Time{}); err != nil || len(res.Deleted) != 1 {
+		t.Fatalf("retention deleted %+v, %v; want the old conversation", res.Deleted, err)
+	}
+	if _, err := b.Ingest(ctx, core.IngestParams{SessionID: "again", Message: core.UserText("the new conversation", time.Now().UnixMilli())}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 || !strings.Contains(res.Messages[0].Text(), "the new conversation") {
+		var texts []string
+		for _, m := range res.Messages {
+			texts = append(texts, m.Text())
+		}
+		t.Fatalf("assemble after the conversation was made again: %q", texts)
+	}
 }

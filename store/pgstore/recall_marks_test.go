@@ -98,20 +98,10 @@ func TestRecallMigrateMarks(t *testing.T) {
 	old := dbAtSchema(t, 4)
 	docs := append(markDocs("cA", 4), markDocs("cB", 2)...)
 	docs = append(docs, index.Doc{ID: "cA/sum-1", Agent: "alice", Conversation: "cA", Session: "cA", Kind: index.KindSummary, Seq: 99, Text: "a summary"})
-	var rows recallRows
-	var mem index.TurnMemory
-	for i := range docs {
-		rows.add(&docs[i], docs[i].ID, mem.Context(&docs[i]))
-	}
-	if _, err := old.Exec(ctx, sqlInsertDocs, rows.args()...); err != nil {
+	if _, err := old.Exec(ctx, sqlInsertDocs, rowsOf(&index.TurnMemory{}, docs).args()...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
-		t.Fatal(err)
-	}
-	if before, after, err := Migrate(ctx, old); err != nil || before != 4 || after != SchemaVersion() {
-		t.Fatalf("Migrate: %d → %d, %v", before, after, err)
-	}
+	migrateFrom(t, old, 4)
 	r := openTestRecall(t, old, RecallOptions{})
 	if m := mustMarks(t, r, "cA", "cB", "cC"); !slices.Equal(m, []uint64{4, 2, 0}) {
 		t.Fatalf("marks after the migration: %v, want [4 2 0]", m)

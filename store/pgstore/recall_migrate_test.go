@@ -63,20 +63,10 @@ func TestRecallMigratePostings(t *testing.T) {
 	ctx := context.Background()
 	old := dbAtSchema(t, 2)
 	docs := behaviourCorpus()
-	var rows recallRows
-	var mem index.TurnMemory
-	for i := range docs {
-		rows.add(&docs[i], docs[i].ID, mem.Context(&docs[i]))
-	}
-	if _, err := old.Exec(ctx, sqlInsertDocsV2, argsV3(&rows)[:15]...); err != nil {
+	if _, err := old.Exec(ctx, sqlInsertDocsV2, argsV3(rowsOf(&index.TurnMemory{}, docs))[:15]...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
-		t.Fatal(err)
-	}
-	if before, after, err := Migrate(ctx, old); err != nil || before != 2 || after != SchemaVersion() {
-		t.Fatalf("Migrate: %d → %d, %v", before, after, err)
-	}
+	migrateFrom(t, old, 2)
 	migrated := openTestRecall(t, old, RecallOptions{})
 
 	fresh := openTestRecall(t, openPool(t, pgtest.NewDB(t)), RecallOptions{})
@@ -128,6 +118,28 @@ WITH n AS (
 )
 ` + sqlAddStats
 
+// migrateFrom records the analyzer of the docs written at schema version
+// from and migrates the database to this binary's schema.
+func migrateFrom(t *testing.T, pool *pgxpool.Pool, from int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
+		t.Fatal(err)
+	}
+	if before, after, err := Migrate(ctx, pool); err != nil || before != from || after != SchemaVersion() {
+		t.Fatalf("Migrate: %d → %d, %v", before, after, err)
+	}
+}
+
+// rowsOf are docs as rows, their contexts given by mem.
+func rowsOf(mem *index.TurnMemory, docs []index.Doc) *recallRows {
+	var rows recallRows
+	for i := range docs {
+		rows.add(&docs[i], docs[i].ID, mem.Context(&docs[i]))
+	}
+	return &rows
+}
+
 // argsV3 are sqlInsertDocsV3's parameters: the docs' columns, then a row
 // per posting (the doc's place from 1, the term, the field, the
 // frequency).
@@ -160,11 +172,7 @@ func TestRecallMigrateBlocks(t *testing.T) {
 	// Two writes, so that a term's postings come from more than one.
 	var mem index.TurnMemory
 	for _, part := range [][]index.Doc{docs[:len(docs)/2], docs[len(docs)/2:]} {
-		var rows recallRows
-		for i := range part {
-			rows.add(&part[i], part[i].ID, mem.Context(&part[i]))
-		}
-		if _, err := old.Exec(ctx, sqlInsertDocsV3, argsV3(&rows)...); err != nil {
+		if _, err := old.Exec(ctx, sqlInsertDocsV3, argsV3(rowsOf(&mem, part))...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -172,12 +180,7 @@ func TestRecallMigrateBlocks(t *testing.T) {
 	if err := old.QueryRow(ctx, `SELECT count(*) FROM recall_postings`).Scan(&postings); err != nil || postings == 0 {
 		t.Fatalf("%d postings written at schema 3 (%v)", postings, err)
 	}
-	if _, err := old.Exec(ctx, `UPDATE recall_stats SET analyzer = $1`, index.FormatVersion); err != nil {
-		t.Fatal(err)
-	}
-	if before, after, err := Migrate(ctx, old); err != nil || before != 3 || after != SchemaVersion() {
-		t.Fatalf("Migrate: %d → %d, %v", before, after, err)
-	}
+	migrateFrom(t, old, 3)
 	checkPostings(t, old)
 	var blocked int64
 	if err := old.QueryRow(ctx, `SELECT sum(cardinality(docs)) FROM recall_blocks`).Scan(&blocked); err != nil || blocked != postings {
