@@ -330,6 +330,9 @@ func (r *reader) Large(c store.ConvID, seq uint64) ([]byte, error) {
 const itemColsSQL = "pos, ref_kind, ref_seq, ref_id, tokens, depth, ts, role, flags"
 
 func scanItem(row pgx.CollectableRow) (store.Item, uint64, error) {
+	if it, ok := decodeItem(row); ok {
+		return it, it.Pos, nil
+	}
 	var it store.Item
 	var pos, refSeq, tokens int64
 	var kind, flags int16
