@@ -51,6 +51,12 @@ func TestAccess(t *testing.T) {
 	if other := serve(t, e).srv.Token(); other == tok {
 		t.Fatal("two servers made the same token")
 	}
+	// wrong is tok with its last digit changed (a fixed "0" would be the
+	// token itself once in 16 runs).
+	wrong := tok[:63] + "0"
+	if tok[63] == '0' {
+		wrong = tok[:63] + "1"
+	}
 	api := f.ts.URL + "/api/overview"
 	port := strings.TrimPrefix(f.ts.URL, "http://127.0.0.1:")
 	plain := &http.Client{}
@@ -62,7 +68,7 @@ func TestAccess(t *testing.T) {
 		{"no token, the page", f.ts.URL + "/", "", "", http.StatusForbidden},
 		{"no token, an asset", f.ts.URL + "/app.js", "", "", http.StatusForbidden},
 		{"wrong header", api, strings.Repeat("0", 64), "", http.StatusForbidden},
-		{"wrong query", api + "?token=" + tok[:63] + "0", "", "", http.StatusForbidden},
+		{"wrong query", api + "?token=" + wrong, "", "", http.StatusForbidden},
 		{"a prefix of the token", api + "?token=" + tok[:32], "", "", http.StatusForbidden},
 		{"header", api, tok, "", http.StatusOK},
 		{"query", api + "?token=" + tok, "", "", http.StatusOK},
