@@ -242,23 +242,7 @@ func (d *decoder) role() string {
 		return ""
 	}
 	b := d.bytes(int(n))
-	switch string(b) { // no allocation for the comparisons
-	case "user":
-		return "user"
-	case "assistant":
-		return "assistant"
-	case "toolResult":
-		return "toolResult"
-	case "bashExecution":
-		return "bashExecution"
-	case "custom":
-		return "custom"
-	case "branchSummary":
-		return "branchSummary"
-	case "compactionSummary":
-		return "compactionSummary"
-	}
-	return string(b)
+	return store.Role(b)
 }
 
 // encodeJSON encodes a JSON record (meta, conversation, checkpoints, turns,

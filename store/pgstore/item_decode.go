@@ -50,21 +50,6 @@ func decodeItem(row pgx.CollectableRow) (store.Item, bool) {
 	if len(v[3]) > 0 {
 		it.Ref.ID = string(v[3])
 	}
-	it.Role = roleString(v[7])
+	it.Role = store.Role(v[7])
 	return it, true
-}
-
-// roleString returns a role's text, without a copy for the common roles.
-func roleString(b []byte) string {
-	switch string(b) {
-	case "user":
-		return "user"
-	case "assistant":
-		return "assistant"
-	case "toolResult":
-		return "toolResult"
-	case "":
-		return ""
-	}
-	return string(b)
 }
