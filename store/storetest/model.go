@@ -1279,10 +1279,13 @@ func envInt(t *testing.T, name string) (int64, bool) {
 
 // testModel applies a seeded random sequence of operations to the store
 // and to the model, comparing every read, and everything every 2000 steps
-// and at the end.
+// and at the end: 100 000 operations under -short or the race detector
+// (which runs the model about ten times slower: 500 000 took 15 minutes
+// there on a loaded machine), 500 000 otherwise, unless the backend's
+// ModelOps or LOSSLESS_STORE_OPS says otherwise.
 func testModel(t *testing.T, st store.Store, defaultOps int) {
 	ops := 100_000
-	if !testing.Short() {
+	if !testing.Short() && !raceEnabled {
 		ops = 500_000
 	}
 	if defaultOps > 0 {

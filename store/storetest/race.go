@@ -1,6 +1,6 @@
 //go:build race
 
-package badgerstore
+package storetest
 
 // raceEnabled is true under the race detector (go test -race), which makes
 // the contract suite's model run about ten times slower.

@@ -1,5 +1,0 @@
-//go:build !race
-
-package badgerstore
-
-const raceEnabled = false
