@@ -60,4 +60,9 @@ type Tracker interface {
 	// call (messages of another process not written yet, or never: it
 	// was killed).
 	Gaps() []string
+	// Missing returns those of ids that have no doc written. No mark
+	// tracks a summary's doc: a process killed before its queue was
+	// written leaves it out, and an engine opening the store finds it so
+	// and writes it with CatchUp.
+	Missing(ctx context.Context, ids []string) ([]string, error)
 }

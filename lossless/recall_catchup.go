@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -73,15 +74,16 @@ func (e *Engine) storeRecall(ix index.Recall) *recaller {
 // time; progress (when set) counts the docs handed to tr.
 func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []string, progress *recaller) error {
 	type conv struct {
-		id    convID
-		agent string
-		last  uint64
+		id        convID
+		agent     string
+		last      uint64
+		summaries bool
 	}
 	var convs []conv
 	var ids []string
 	add := func(c convID, rec convRecord) {
-		if rec.NextSeq > 1 {
-			convs = append(convs, conv{c, rec.Agent, rec.NextSeq - 1})
+		if rec.NextSeq > 1 || (only == nil && rec.Summaries > 0) {
+			convs = append(convs, conv{c, rec.Agent, max(rec.NextSeq, 1) - 1, only == nil && rec.Summaries > 0})
 			ids = append(ids, c.String())
 		}
 	}
@@ -134,6 +136,72 @@ func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []str
 				progress.rebuildDone.Add(int64(len(docs)))
 			}
 			mark = through
+		}
+		if c.summaries {
+			if err := e.catchUpSummaries(ctx, tr, c.id, c.agent, progress); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// catchUpSummaries writes the docs of c's summaries that tr lacks, on the
+// opening catch-up (no mark tracks a summary's doc: a process killed with
+// one in its queue leaves it out), catchUpBatch at a time.
+func (e *Engine) catchUpSummaries(ctx context.Context, tr index.Tracker, c convID, agent string, progress *recaller) error {
+	var sums []string
+	err := e.st.View(ctx, func(r store.Reader) error {
+		for s, err := range r.Summaries(c) {
+			if err != nil {
+				return fromStore(err)
+			}
+			sums = append(sums, s.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lossless: recall: catch up the summaries of %s: %w", c, err)
+	}
+	for len(sums) > 0 {
+		chunk := sums[:min(len(sums), catchUpBatch)]
+		sums = sums[len(chunk):]
+		docIDs := make([]string, len(chunk))
+		summaryOf := make(map[string]string, len(chunk))
+		for i, id := range chunk {
+			docIDs[i] = summaryDocID(c, id)
+			summaryOf[docIDs[i]] = id
+		}
+		missing, err := tr.Missing(ctx, docIDs)
+		if err != nil {
+			return fmt.Errorf("lossless: recall: catch up the summaries of %s: %w", c, err)
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		var docs []index.Doc
+		err = e.st.View(ctx, func(r store.Reader) error {
+			for _, d := range missing {
+				s, err := r.Summary(c, summaryOf[d])
+				if errors.Is(err, store.ErrNotFound) {
+					continue // deleted meanwhile (retention)
+				}
+				if err != nil {
+					return fromStore(err)
+				}
+				docs = append(docs, summaryDoc(c, agent, s))
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("lossless: recall: catch up the summaries of %s: %w", c, err)
+		}
+		// Through 0: a summary moves no conversation's mark.
+		if err := tr.CatchUp(ctx, c.String(), 0, docs); err != nil {
+			return fmt.Errorf("lossless: recall: catch up the summaries of %s: %w", c, err)
+		}
+		if progress != nil {
+			progress.rebuildDone.Add(int64(len(docs)))
 		}
 	}
 	return nil

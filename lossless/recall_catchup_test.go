@@ -3,10 +3,12 @@ package lossless
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,6 +84,23 @@ func TestRecallCatchUpChild(t *testing.T) {
 			for i := b * 10; i < b*10+10; i++ {
 				fmt.Printf("ack %s %d\n", session, i)
 			}
+		}
+	}
+	// A compaction of killed-2: its summaries' docs are queued (held back
+	// too), and no mark tracks them.
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: "killed-2", TokenBudget: 120, Force: true})
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(4)
+	}
+	if res.Result != nil {
+		var d CompactDetails
+		if err := json.Unmarshal(res.Result.Details, &d); err != nil {
+			fmt.Println("error:", err)
+			os.Exit(4)
+		}
+		for _, id := range d.NewSummaryIDs {
+			fmt.Printf("summary %s\n", id)
 		}
 	}
 	fmt.Println("done")
@@ -164,7 +183,12 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	acked := map[string][]int{}
+	var summaries []string // of killed-2
 	for l := next(); l != "done"; l = next() {
+		if id, ok := strings.CutPrefix(l, "summary "); ok {
+			summaries = append(summaries, id)
+			continue
+		}
 		var s string
 		var i int
 		if _, err := fmt.Sscanf(l, "ack %s %d", &s, &i); err != nil {
@@ -188,6 +212,9 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 	}
 	if len(acked["killed-1"]) != 30 || len(acked["killed-2"]) != 30 {
 		t.Fatalf("acknowledged %d and %d messages, want 30 each", len(acked["killed-1"]), len(acked["killed-2"]))
+	}
+	if len(summaries) == 0 {
+		t.Fatal("the child's compaction of killed-2 made no summary")
 	}
 	convOf := func(session string) convID {
 		t.Helper()
@@ -261,8 +288,16 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 	if err := opened.WaitRecallIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := docs("killed-2"); n != 30 {
-		t.Fatalf("killed-2: %d docs after an engine opened, want 30", n)
+	if n := docs("killed-2"); n != 30+len(summaries) {
+		t.Fatalf("killed-2: %d docs after an engine opened, want 30 messages and %d summaries", n, len(summaries))
+	}
+	for _, id := range summaries {
+		var text string
+		if err := hold.QueryRow(ctx, `SELECT text FROM recall_docs WHERE id = $1`, summaryDocID(convOf("killed-2"), id)).Scan(&text); err != nil {
+			t.Errorf("killed-2's summary %s: its doc after an engine opened: %v", id, err)
+		} else if text == "" {
+			t.Errorf("killed-2's summary %s: its doc has no text", id)
+		}
 	}
 	for _, i := range acked["killed-2"] {
 		if !found(opened, "killed-2", i) {

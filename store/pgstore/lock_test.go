@@ -139,3 +139,43 @@ func TestLockKey(t *testing.T) {
 		t.Error("LockKey does not tell names apart")
 	}
 }
+
+// TestLockConnsClosedWhenIdle: the lock pool's connections, one per lock
+// held at once, are kept for reuse and closed once idle for LockConnIdle,
+// so that a burst of locks does not hold connections against the
+// server's max_connections for good.
+func TestLockConnsClosedWhenIdle(t *testing.T) {
+	s := openTest(t, Options{URL: pgtest.NewDB(t), LockConnIdle: 200 * time.Millisecond})
+	ctx := t.Context()
+	const n = 6
+	var unlocks []func()
+	for i := range n {
+		u, err := s.Lock(ctx, "conv:"+string(rune('a'+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		unlocks = append(unlocks, u)
+	}
+	if got := s.locks.Stat().TotalConns(); got != n {
+		t.Fatalf("%d locks held on %d connections, want %d", n, got, n)
+	}
+	for _, u := range unlocks {
+		u()
+	}
+	if got := s.locks.Stat().IdleConns(); got != n {
+		t.Fatalf("after unlocking, %d idle lock connections, want %d kept for reuse", got, n)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for s.locks.Stat().TotalConns() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lock connections still open 15 s after their locks were released (LockConnIdle 200 ms)", s.locks.Stat().TotalConns())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The pool opens connections again when needed.
+	u, err := s.Lock(ctx, "conv:a")
+	if err != nil {
+		t.Fatalf("Lock after the idle connections closed: %v", err)
+	}
+	u()
+}

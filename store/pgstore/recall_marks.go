@@ -181,3 +181,28 @@ func (r *Recall) CatchUp(ctx context.Context, conv string, through uint64, docs 
 	}
 	return nil
 }
+
+// Missing implements index.Tracker.
+func (r *Recall) Missing(ctx context.Context, ids []string) ([]string, error) {
+	if r.isClosed() {
+		return nil, errRecallClosed
+	}
+	clean := make([]string, len(ids))
+	for i, id := range ids {
+		clean[i] = cleanText(id)
+	}
+	rows, err := r.pool.Query(ctx, `SELECT u.i FROM unnest($1::text[]) WITH ORDINALITY u(id, i)
+		WHERE NOT EXISTS (SELECT 1 FROM recall_docs d WHERE d.id = u.id) ORDER BY u.i`, clean)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: recall: missing docs: %w", err)
+	}
+	at, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: recall: missing docs: %w", err)
+	}
+	out := make([]string, len(at))
+	for i, j := range at {
+		out[i] = ids[j-1]
+	}
+	return out, nil
+}

@@ -35,6 +35,11 @@ type Options struct {
 	// MaxLockConns bounds the connections held by locks at once (default
 	// DefaultMaxLockConns): past it, Lock waits for one to be unlocked.
 	MaxLockConns int32
+	// LockConnIdle is how long a connection of the lock pool stays open
+	// unused before it is closed (default DefaultLockConnIdle), so that a
+	// burst of writes to many conversations does not keep a connection
+	// per conversation open against the server's max_connections.
+	LockConnIdle time.Duration
 	// ConnectTimeout bounds connecting and the first ping at Open
 	// (default 10 s).
 	ConnectTimeout time.Duration
@@ -53,6 +58,7 @@ type Options struct {
 const (
 	DefaultMaxConns     = 16
 	DefaultMaxLockConns = 64
+	DefaultLockConnIdle = time.Minute
 	defaultConnect      = 10 * time.Second
 )
 
@@ -96,6 +102,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if o.MaxLockConns <= 0 {
 		o.MaxLockConns = DefaultMaxLockConns
 	}
+	if o.LockConnIdle <= 0 {
+		o.LockConnIdle = DefaultLockConnIdle
+	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = defaultConnect
 	}
@@ -126,6 +135,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	lcfg := cfg.Copy()
 	lcfg.MaxConns = o.MaxLockConns
 	lcfg.MinConns = 0
+	lcfg.MaxConnIdleTime = o.LockConnIdle
+	lcfg.HealthCheckPeriod = min(lcfg.HealthCheckPeriod, o.LockConnIdle)
 	if s.locks, err = pgxpool.NewWithConfig(ctx, lcfg); err != nil {
 		s.pool.Close()
 		return nil, fmt.Errorf("pgstore: open %s: %w", where, err)
