@@ -333,6 +333,36 @@ func (e *Engine) WaitRecallIndex(ctx context.Context) error {
 	return r.ix.Flush(ctx)
 }
 
+// CompactRecallIndex waits for the recall index as WaitRecallIndex does,
+// then merges its segments into one, dropping the docs replaced or
+// deleted since their segment was written. Queries get cheaper, and
+// ranking stops depending on when background merges ran: BM25's average
+// field length comes from the segments' term dictionaries, which count a
+// term once per segment and keep replaced docs' terms until a merge. It
+// blocks until done; a store that brings its own search (PostgreSQL)
+// ranks from its own totals and has nothing to merge.
+func (e *Engine) CompactRecallIndex(ctx context.Context) error {
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		return err
+	}
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if e.recall == nil {
+		return nil
+	}
+	c, ok := e.recall.ix.(interface{ Compact(context.Context) error })
+	if !ok {
+		return nil
+	}
+	if err := c.Compact(ctx); err != nil {
+		return fmt.Errorf("lossless: compact the recall index: %w", err)
+	}
+	return nil
+}
+
 // rebuilding reports whether the opening rebuild of the index still runs
 // (recall then searches the old index: what it holds).
 func (r *recaller) rebuilding() bool {
