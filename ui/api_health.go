@@ -53,10 +53,14 @@ func (s *Server) overview(ctx context.Context, e *lossless.Engine, r *http.Reque
 // census of the summaries read the whole store, which takes seconds on a
 // large one: they run in the background, one run at a time, and
 // /api/health answers at once with the last run's findings (state
-// "running" until the first ends). A run older than healthMaxAge is
-// started again by the next request, which meanwhile gets the old one.
+// "running" until the first ends). A run older than healthMaxAge, or than
+// healthDuty times its own duration when that is longer, is started again
+// by the next request, which meanwhile gets the old one: a page left open
+// on a store whose checks take a minute runs them at most a tenth of the
+// time.
 const (
 	healthMaxAge = 30 * time.Second
+	healthDuty   = 10
 	// maxFallbacks is the most fallback summaries listed.
 	maxFallbacks = 100
 )
@@ -88,7 +92,7 @@ func (h *healthJob) snapshot(base context.Context, e *lossless.Engine) healthRun
 	if h.engine != e {
 		h.engine, h.last, h.ended = e, healthRun{}, time.Time{}
 	}
-	stale := h.last.State == "" || (!h.running && time.Since(h.ended) > healthMaxAge)
+	stale := h.last.State == "" || (!h.running && healthStale(h.last, time.Since(h.ended)))
 	if stale && !h.running {
 		h.running = true
 		start := time.Now()
@@ -98,6 +102,11 @@ func (h *healthJob) snapshot(base context.Context, e *lossless.Engine) healthRun
 		go h.run(base, e, start)
 	}
 	return h.last
+}
+
+// healthStale reports whether a run that ended age ago is to be run again.
+func healthStale(last healthRun, age time.Duration) bool {
+	return age > max(healthMaxAge, healthDuty*time.Duration(last.DurationMs)*time.Millisecond)
 }
 
 // run runs the checks on e and keeps their result.
