@@ -135,7 +135,17 @@ func buildUIFixture(t *testing.T) *uiFixture {
 	}
 	// The waits for the recall index here and in the test: an
 	// assemble while the index catches up ranks on what it holds so far.
-	openUIEngine(t, f.store).Close()
+	// Its segments merged into one, the index ranks the same from here on
+	// (no write follows): the explorer's figures with a prompt must be
+	// exactly the command's (CompactRecallIndex says why not otherwise).
+	e := openUIEngine(t, f.store)
+	err := e.CompactRecallIndex(context.Background())
+	if cerr := e.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.plain = assembleCLI(t, f.store, f.convs[1].SessionIDs[0], 0, "")
 	f.asm = assembleCLI(t, f.store, f.convs[1].SessionIDs[0], uiBudget, uiPrompt)
 	return f
