@@ -363,6 +363,25 @@ type AssembleResult struct {
 	SystemPromptAddition string             `json:"systemPromptAddition,omitempty"`
 	PromptAuthority      string             `json:"promptAuthority,omitempty"`
 	ContextProjection    *ContextProjection `json:"contextProjection,omitempty"`
+	// Cut, when set, says the budget could not hold the whole context:
+	// older items were left out of the window (an extension of this
+	// project's; OpenClaw ignores it, logs and tools may read it).
+	Cut *AssembleCut `json:"cut,omitempty"`
+}
+
+// AssembleCut says what an assemble left out to keep within its budget.
+type AssembleCut struct {
+	// Budget is the budget the call had (the engine's, after the host's
+	// own share when the host said it).
+	Budget int `json:"budget"`
+	// NextTokens is the size of the newest item left out, in the engine's
+	// count (0 when only the host's count cut the window).
+	NextTokens int `json:"nextTokens,omitempty"`
+	// HostTrimmed is the number of messages removed from the oldest end
+	// so that the host's own estimate of the window fits Budget.
+	HostTrimmed int `json:"hostTrimmed,omitempty"`
+	// Reason says it in words.
+	Reason string `json:"reason"`
 }
 
 // Compaction targets (CompactParams.CompactionTarget).

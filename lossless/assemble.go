@@ -42,8 +42,20 @@ const (
 // When the history exceeds the budget and has not been compacted, the
 // oldest items slide out of the window each turn; the engine's compaction
 // (at contextThreshold) replaces them by summaries before that happens.
+//
+// The budget is the one the call really has (budget.go): OpenClaw's
+// per-model-call budgets, net only of the turn's pending messages, lose
+// the host's system prompt and reserve, learned from the turn's first
+// assemble. Under OpenClaw the result also fits the host's own chars/4
+// count of it; a context cut to fit says so in AssembleResult.Cut.
 func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.AssembleResult, err error) {
-	// Fork prefix of a subagent, contextProjection (projection.go).
+	if ctx.Value(recallCtxKey{}) == nil {
+		// The outer call: the conversation is resolved once, and the budget
+		// with it; the inner calls and recall reuse both.
+		ctx, p = e.resolveAssemble(ctx, p)
+	}
+	// Fork prefix of a subagent, the host's count, contextProjection
+	// (projection.go).
 	defer e.afterAssemble(ctx, p, &res, &err)
 	if res, ok, err := e.assembleWithRecall(ctx, p); ok { // recall.go
 		return res, err
@@ -75,22 +87,26 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
-	e.state(c).noteBudget(budget)
-	msgs, used, n, err := e.assembleConv(ctx, c, budget-addTokens)
+	msgs, used, n, cut, err := e.assembleConv(ctx, c, budget-addTokens)
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
 	if n == 0 {
 		return e.passThrough(p.Messages, budget), nil
 	}
-	return core.AssembleResult{Messages: msgs, EstimatedTokens: used + addTokens,
-		SystemPromptAddition: addition, PromptAuthority: core.PromptAuthorityAssembled}, nil
+	res = core.AssembleResult{Messages: msgs, EstimatedTokens: used + addTokens,
+		SystemPromptAddition: addition, PromptAuthority: core.PromptAuthorityAssembled}
+	if cut > 0 {
+		res.Cut = &core.AssembleCut{Budget: budget, NextTokens: cut,
+			Reason: fmt.Sprintf("older context items do not fit the budget of %d tokens (the next older one holds %d); they stay stored, compaction summarises them", budget, cut)}
+	}
+	return res, nil
 }
 
 // assembleConv reads conversation c's items backwards until avail tokens
 // are used. n is the number of items the conversation has visited (0: the
 // conversation has no items).
-func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, error) {
+func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, int, error) {
 	s := e.lockWindow(c)
 	defer s.asmMu.Unlock()
 	ws := &windowScan{e: e, c: c, avail: avail, prevMsgs: s.asmMsgs, prevSums: s.asmSums, created: s.asmCreated}
@@ -116,11 +132,11 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 		})
 	}
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
 	todo, win, nextMsgs, nextSums, created := ws.todo, ws.win, ws.nextMsgs, ws.nextSums, ws.created
 	if err := parseParallel(todo); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, 0, err
 	}
 	for _, j := range todo {
 		win.rev[j.idx] = j.msg
@@ -138,7 +154,7 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	}
 	e.asmTouch(s, size) // bounded by Config.AssembleCacheBytes (asmcache.go)
 	out, used := win.chronological()
-	return out, used, win.scanned, nil
+	return out, used, win.scanned, win.cut, nil
 }
 
 // windowScan is assembleConv's scan of a conversation's window: the
@@ -184,6 +200,7 @@ type window struct {
 	revTok  []int
 	used    int // tokens of rev
 	scanned int // items scanned, including skipped ones
+	cut     int // tokens of the first item that did not fit (0: none)
 }
 
 // budgetWalk reads context items newest first (items is a reverse scan:
@@ -208,6 +225,7 @@ func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail i
 			continue
 		}
 		if w.used+item.Tokens > avail {
+			w.cut = max(1, item.Tokens)
 			break
 		}
 		m, err := visit(len(w.rev), item.Item, item.Flags)

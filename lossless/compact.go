@@ -347,8 +347,14 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	// A rotation starts the successor from summaries and the fresh tail, so
 	// everything outside the tail is compacted first.
 	rotating := !host && p.SessionFile != "" && e.shouldRotate(p)
-	tgt := dag.Target{Budget: budget, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions}
-	tgt.Reserved = e.reserved(ctx, conv, p.CurrentTokenCount, budget)
+	// OpenClaw passes its window as the budget: the engine takes off the
+	// host's own share (system prompt, reserve) when its assembles told it
+	// (budget.go), else estimates it from the host's currentTokenCount.
+	eff, known := e.state(conv.id).budgets.compactBudget(budget)
+	tgt := dag.Target{Budget: eff, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions}
+	if !known {
+		tgt.Reserved = e.reserved(ctx, conv, p.CurrentTokenCount, budget)
+	}
 	out, err := e.runCompaction(ctx, conv, tgt, true)
 	if err != nil {
 		return core.CompactResult{}, err
@@ -384,7 +390,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 
 // maxReservedShare caps the tokens Compact reserves for what the host adds
 // around the context (system prompt, tools), as a share of the budget.
-const maxReservedShare = 0.25
+const maxReservedShare = 0.5
 
 // reserved returns the tokens the host's prompt holds besides the context
 // the engine assembles: the host's currentTokenCount minus what Assemble
@@ -460,13 +466,19 @@ func (e *Engine) afterTurnCompact(p core.AfterTurnParams) {
 }
 
 // turnBudget is the budget a committed turn's compaction decision measures
-// against: the conversation's last Assemble budget (the host's own figure),
-// else the runtime context's tokenBudget, else Config.DefaultTokenBudget.
+// against: the turn's first assemble budget (OpenClaw's, net of its system
+// prompt and reserve: the most context the next turn's requests can hold
+// besides their pending messages), else the smallest budget of the turn's
+// assembles, else the runtime context's tokenBudget, else
+// Config.DefaultTokenBudget. It closes the turn: the next assemble opens
+// the next one. rc's tokenBudget, OpenClaw's window figure, is noted.
 func (e *Engine) turnBudget(c convID, rc *core.RuntimeContext) int {
-	s := e.state(c)
-	s.budgetOpen.Store(false) // the turn is committed: the next assemble starts a new one
-	if b := s.lastBudget.Load(); b > 0 {
-		return int(b)
+	b := &e.state(c).budgets
+	if w, ok := rc.Int("tokenBudget"); ok {
+		b.noteWindow(w)
+	}
+	if t := b.turnBudget(); t > 0 {
+		return t
 	}
 	return e.budgetFor(0, rc)
 }

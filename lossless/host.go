@@ -403,8 +403,9 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 		}
 	}
 	out, err := e.requestRewrite(ctx, rc, c, aliases, core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: suffix})
-	if err == nil && out.Changed {
-		// The host re-appended the suffix with new ids: read again next time.
+	if err == nil && (out.Changed || strings.HasPrefix(out.Reason, MaintainRewriteDeferred)) {
+		// The host re-appended the suffix with new ids (or failed part way,
+		// which it may have done after writing): read again next time.
 		err = e.dropHostMap(ctx, agent, c)
 	}
 	return out, err

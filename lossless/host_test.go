@@ -606,30 +606,3 @@ func TestMaintainCrash(t *testing.T) {
 	}
 }
 
-// TestTurnBudgetIsTheTurnsLargest: a tool loop's later assembles have
-// smaller budgets (net of the turn's pending messages); the compaction
-// decision after the commit uses the turn's largest, and the next turn's
-// first assemble replaces it.
-func TestTurnBudgetIsTheTurnsLargest(t *testing.T) {
-	ctx := context.Background()
-	e := openTest(t)
-	p := commitParams("sess-1", "adv-0", 0)
-	if _, err := e.CommitTurn(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	c := convOf(t, e, "sess-1")
-	for _, b := range []int{9000, 7000, 5000} {
-		if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: b}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := e.turnBudget(c, nil); got != 9000 {
-		t.Fatalf("turn budget %d, want the turn's largest 9000", got)
-	}
-	if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: 4000}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.turnBudget(c, nil); got != 4000 {
-		t.Fatalf("next turn's budget %d, want 4000", got)
-	}
-}

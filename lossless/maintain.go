@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -19,6 +20,9 @@ const (
 	MaintainNoSessionFile  = "no sessionFile: nothing to maintain"
 	MaintainUnknownSession = "session not stored by the engine: nothing to maintain"
 	MaintainNothingToDo    = "no old tool result above the size limit is stored: nothing to rewrite"
+	// MaintainRewriteDeferred starts the reason when the host's rewrite
+	// failed: nothing changed, a later maintain asks again.
+	MaintainRewriteDeferred = "the host did not rewrite the transcript now (retried at a later maintain)"
 )
 
 var _ core.Maintainer = (*Engine)(nil)
@@ -103,7 +107,16 @@ func (e *Engine) requestRewrite(ctx context.Context, rc *core.RuntimeContext, c 
 	}
 	res, err := rc.RewriteTranscriptEntries(ctx, req)
 	if err != nil {
-		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
+		if cerr := ctx.Err(); cerr != nil {
+			return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
+		}
+		// The host refused or deferred the rewrite (OpenClaw: "Session
+		// transcript projection is rebuilding"). Nothing is lost: the
+		// originals and their aliases are stored, the transcript is as it
+		// was, and the next maintain plans the same rewrite again. The turn
+		// must not fail for it.
+		slog.Warn("lossless: maintain: the host did not rewrite the transcript now; a later maintain retries", "err", err)
+		return core.MaintainResult{Reason: MaintainRewriteDeferred + ": " + err.Error()}, nil
 	}
 	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
 	if !res.Changed {

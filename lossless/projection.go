@@ -99,6 +99,9 @@ func (e *Engine) afterAssemble(ctx context.Context, p core.AssembleParams, res *
 		*errp = err
 		return
 	}
+	if hostCounts(p.RuntimeSettings) {
+		fitHostCount(e.tc, res, budget) // OpenClaw counts with its own estimate (budget.go)
+	}
 	mode := ProjectionMode(p.RuntimeSettings, p.RuntimeContext, e.cfg.ContextProjection)
 	proj := &core.ContextProjection{Mode: mode}
 	if mode == core.ProjectionThreadBootstrap {

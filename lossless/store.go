@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/store"
@@ -143,16 +142,10 @@ type convState struct {
 	// whose sequence numbers then name other messages.
 	asmCreated int64
 
-	// lastBudget is the largest token budget of the assembles of the
-	// conversation's latest turn: the host's own figure (net of its
-	// reserve, system prompt and prompt), which the compaction decision
-	// after a committed turn measures against. OpenClaw assembles again
-	// before each model call of a tool loop with budgets net of the turn's
-	// pending messages; those messages are then committed, so the first
-	// (largest) budget is the one to measure them against. budgetOpen is
-	// true while the turn runs (set by assemble, cleared by the commit).
-	lastBudget atomic.Int64
-	budgetOpen atomic.Bool
+	// budgets is what the conversation's assembles told of the host's
+	// budgets (budget.go): the turn's first budget, the host's window, the
+	// smallest budget of the open turn.
+	budgets hostBudgets
 
 	// The cache's bookkeeping, guarded by Engine.convMu (asmcache.go):
 	// the state's element in the LRU list, its estimated cost in bytes and
@@ -324,20 +317,4 @@ func (c *countCache) put(h msgHash, n int) {
 	}
 	c.m[h] = n
 	c.mu.Unlock()
-}
-
-// noteBudget records an assemble's budget: the first of a turn replaces
-// the last turn's, later ones raise it.
-func (s *convState) noteBudget(budget int) {
-	b := int64(budget)
-	if s.budgetOpen.CompareAndSwap(false, true) {
-		s.lastBudget.Store(b)
-		return
-	}
-	for {
-		old := s.lastBudget.Load()
-		if b <= old || s.lastBudget.CompareAndSwap(old, b) {
-			return
-		}
-	}
 }

@@ -72,6 +72,9 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 	if err := ctx.Err(); err != nil {
 		return convID{}, fmt.Errorf("lossless: %w", err)
 	}
+	if c, ok := resolvedLookup(ctx, agent, sessionID, sessionKey); ok {
+		return c, nil // resolved at the call's door (resolveAssemble)
+	}
 	var c convID
 	err := e.st.View(ctx, func(r store.Reader) error {
 		for _, n := range [...]store.Name{{Agent: agent, Kind: store.NameSessionKey, Value: sessionKey},

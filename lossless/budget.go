@@ -1,0 +1,250 @@
+package lossless
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// Budgets as the host gives them, and the budget each call really has.
+//
+// OpenClaw 2026.9.6 gives a turn's assembles two kinds of budget
+// (OPENCLAW-RUNTIME.md §3, read from its code):
+//
+//   - the turn's first assemble (before the prompt): the model's window
+//     minus the output reserve, the system prompt and the prompt, by the
+//     host's own estimate; its runtimeSettings.limits say
+//     {promptTokenBudget: that budget, maxOutputTokens: the reserve};
+//   - the assemble before each model call of the tool loop: the window
+//     minus the turn's pending messages only (the user message, tool calls
+//     and results), NOT minus the system prompt or the reserve; its limits
+//     say {promptTokenBudget: the window, maxOutputTokens: null}.
+//
+// Filling the second kind overflows the model by the system prompt (the
+// request is system prompt + assembled + pending). So the engine learns
+// the host's own share from the first kind — window − first budget −
+// prompt is the system prompt and reserve — and takes it off every later
+// budget of the host's window figure: the per-call assembles, and compact,
+// which OpenClaw calls with the window itself as tokenBudget. The
+// compaction decision after a committed turn measures against the turn's
+// first budget (the most context a request of the next turn can hold
+// before its own pending messages), not against the larger figures.
+//
+// Hosts that say nothing of their limits (a Go host, the CLI) get their
+// budget as given; the turn's compaction budget is then the smallest of
+// its assembles.
+
+// budgetKind classifies an assemble's budget.
+type budgetKind int
+
+const (
+	// budgetPlain: the host says nothing of its limits; the budget is the
+	// call's own.
+	budgetPlain budgetKind = iota
+	// budgetTurnFirst: OpenClaw's first assemble of a turn, net of the
+	// host's prompt and output reserve.
+	budgetTurnFirst
+	// budgetPerCall: OpenClaw's assemble before a model call, net of the
+	// pending messages only; limits.promptTokenBudget is the window.
+	budgetPerCall
+)
+
+// classifyBudget returns the kind of an assemble's budget tb and, for
+// budgetPerCall, the host's window figure.
+func classifyBudget(tb int, rs *core.RuntimeSettings) (budgetKind, int) {
+	if rs == nil || rs.Limits == nil || rs.Limits.PromptTokenBudget == nil || tb <= 0 {
+		return budgetPlain, 0
+	}
+	ptb := *rs.Limits.PromptTokenBudget
+	switch {
+	case rs.Limits.MaxOutputTokens != nil || ptb == tb:
+		return budgetTurnFirst, 0
+	case ptb > tb:
+		return budgetPerCall, ptb
+	}
+	return budgetPlain, 0
+}
+
+// hostCounts reports whether the call comes from OpenClaw, whose budgets
+// are counted with its own chars/4 estimate (core.Chars4): the assembled
+// context must fit that count as well as the engine's.
+func hostCounts(rs *core.RuntimeSettings) bool {
+	return rs != nil && rs.Runtime != nil && rs.Runtime.Host != nil && *rs.Runtime.Host == "openclaw"
+}
+
+// unknownOverheadShare is the share of the host's window kept for the
+// host's own prompt and reserve on a per-call budget when the engine has
+// not seen the turn's first assemble (a restarted engine process).
+const unknownOverheadShare = 0.5
+
+// hostBudgets is what a conversation's assembles told of the host's
+// budgets. Its own lock: assembles, commits and compactions of the
+// conversation read and write it concurrently.
+type hostBudgets struct {
+	mu sync.Mutex
+	// open is true from a turn's first assemble to its commit.
+	open bool
+	// first is the budget of the latest turn-first assemble (0: none
+	// seen), prompt the host's estimate of that turn's prompt.
+	first, prompt int
+	// window is the host's window figure, last seen (0: unknown).
+	window int
+	// smallest is the smallest budget of the open turn's assembles, for
+	// hosts that say nothing of their limits (0: none).
+	smallest int
+}
+
+// hostShare returns the tokens the host adds besides the context and the
+// turn's pending messages (system prompt, tools, output reserve), learned
+// from a turn-first assemble and the host's window; ok is false when the
+// engine has not seen both.
+func (b *hostBudgets) hostShare() (int, bool) {
+	if b.first <= 0 || b.window <= 0 {
+		return 0, false
+	}
+	share := b.window - b.first - b.prompt
+	if share < 0 {
+		share = 0
+	}
+	return share, true
+}
+
+// assembleBudget notes an assemble's budget and returns the budget the
+// call really has: tb itself, except on a per-call budget, where it is the
+// host's window minus its pending messages (what tb is) minus the host's
+// share (system prompt and reserve, learned from the turn's first
+// assemble). A result under 1 is 1: a budget that holds nothing.
+func (b *hostBudgets) assembleBudget(tb int, rs *core.RuntimeSettings, prompt string) int {
+	kind, window := classifyBudget(tb, rs)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		b.open, b.smallest = true, 0
+	}
+	if b.smallest <= 0 || tb < b.smallest {
+		b.smallest = tb
+	}
+	switch kind {
+	case budgetTurnFirst:
+		b.first, b.prompt = tb, core.Chars4{}.CountText(prompt)
+		return tb
+	case budgetPerCall:
+		b.window = window
+		share, ok := b.hostShare()
+		if !ok {
+			share = int(unknownOverheadShare * float64(window))
+		}
+		return max(1, tb-share)
+	}
+	return tb
+}
+
+// noteWindow records the host's window figure from a call that carries it
+// (commitTurn's runtimeContext.tokenBudget, a compact's tokenBudget when its
+// limits name it as the prompt budget).
+func (b *hostBudgets) noteWindow(w int) {
+	if w <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.window = w
+	b.mu.Unlock()
+}
+
+// turnBudget closes the turn (the next assemble starts a new one) and
+// returns the budget its compaction decision measures against: the turn's
+// first budget (OpenClaw), else the smallest budget of its assembles, else
+// 0 (unknown: the caller falls back to the runtime context's).
+func (b *hostBudgets) turnBudget() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.open = false
+	if b.first > 0 {
+		return b.first
+	}
+	return b.smallest
+}
+
+// compactBudget returns the budget a compact call really has: tb minus the
+// host's share when tb is the host's window figure (OpenClaw passes the
+// window itself) and the share is known; ok is false when it is not (the
+// caller then estimates the host's share from currentTokenCount).
+func (b *hostBudgets) compactBudget(tb int) (int, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	share, ok := b.hostShare()
+	if !ok || tb < b.window {
+		return tb, false
+	}
+	return max(1, tb-share), true
+}
+
+// resolvedConv is the conversation an Assemble resolved at its door, in its
+// context: lookup returns it for the same identity without reading the
+// store again (the inner assemble, recall, the projection).
+type resolvedConv struct {
+	agent, sessionID, sessionKey string
+	c                            convID
+}
+
+type resolvedConvKey struct{}
+
+// resolvedLookup returns the conversation ctx resolved for this identity.
+func resolvedLookup(ctx context.Context, agent, sessionID, sessionKey string) (convID, bool) {
+	r, ok := ctx.Value(resolvedConvKey{}).(resolvedConv)
+	if !ok || r.agent != agent || r.sessionID != sessionID || r.sessionKey != sessionKey {
+		return convID{}, false
+	}
+	return r.c, true
+}
+
+// resolveAssemble resolves an outer Assemble's conversation once (into the
+// returned context) and sets p.TokenBudget to the budget the call really
+// has (hostBudgets.assembleBudget), noting it for the turn's compaction
+// decision. An unknown session gets the same budget rules without notes.
+func (e *Engine) resolveAssemble(ctx context.Context, p core.AssembleParams) (context.Context, core.AssembleParams) {
+	tb := e.budgetFor(p.TokenBudget, p.RuntimeContext)
+	agent := e.agentFor("", p.SessionKey)
+	c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey)
+	if err != nil {
+		var none hostBudgets
+		p.TokenBudget = none.assembleBudget(tb, p.RuntimeSettings, p.Prompt)
+		return ctx, p
+	}
+	ctx = context.WithValue(ctx, resolvedConvKey{}, resolvedConv{agent: agent, sessionID: p.SessionID, sessionKey: p.SessionKey, c: c})
+	p.TokenBudget = e.state(c).budgets.assembleBudget(tb, p.RuntimeSettings, p.Prompt)
+	return ctx, p
+}
+
+// fitHostCount removes messages from the oldest end of res until the
+// host's own estimate (core.Chars4, as OpenClaw counts) of the messages and
+// the system prompt addition fits budget, then any tool results left
+// leading (their calls are gone); it records what it removed in res.Cut.
+func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
+	counts := make([]int, len(res.Messages))
+	total := core.Chars4{}.CountText(res.SystemPromptAddition)
+	for i, m := range res.Messages {
+		counts[i] = core.CountMessage(core.Chars4{}, m)
+		total += counts[i]
+	}
+	if total <= budget {
+		return
+	}
+	i := 0
+	for i < len(res.Messages) && total > budget {
+		total -= counts[i]
+		i++
+	}
+	for i < len(res.Messages) && res.Messages[i].Role() == core.RoleToolResult {
+		i++
+	}
+	res.EstimatedTokens -= min(res.EstimatedTokens, core.CountMessages(tc, res.Messages[:i]))
+	res.Messages = res.Messages[i:]
+	if res.Cut == nil {
+		res.Cut = &core.AssembleCut{Budget: budget}
+	}
+	res.Cut.HostTrimmed = i
+	res.Cut.Reason = fmt.Sprintf("the host's own estimate of the window was over the budget of %d tokens: the %d oldest messages were left out (they stay stored)", budget, i)
+}

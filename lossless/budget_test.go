@@ -1,0 +1,282 @@
+package lossless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// prose returns about n characters of English-like text (deterministic per
+// seed): ~4.5 characters an o200k token, ~1.1 o200k tokens per chars/4
+// token, as the notes of a real session.
+func prose(n int, seed int64) string {
+	words := strings.Fields("ledger pipeline gasket lattice harbor quarry mill spindle copper valve turbine " +
+		"schedule inventory freight bracket furnace crate anvil rivet pallet conveyor the a of and to in " +
+		"with for on by from its their this that inspects adjusts records measures stacks carefully daily")
+	r := rand.New(rand.NewSource(seed))
+	var sb strings.Builder
+	for sb.Len() < n {
+		sb.WriteString(words[r.Intn(len(words))])
+		if r.Intn(12) == 0 {
+			sb.WriteString(". ")
+		} else {
+			sb.WriteByte(' ')
+		}
+	}
+	return sb.String()[:n]
+}
+
+// openclawLimits is the runtimeSettings OpenClaw 2026.9.6 sends with an
+// assemble (limits as its buildContextEngineRuntimeSettings makes them).
+func openclawLimits(promptBudget int, maxOutput *int) *core.RuntimeSettings {
+	host := "openclaw"
+	return &core.RuntimeSettings{SchemaVersion: 1, Runtime: &core.RuntimeInfo{Host: &host},
+		Limits: &core.RuntimeLimits{PromptTokenBudget: &promptBudget, MaxOutputTokens: maxOutput}}
+}
+
+// A turn as the real runtime drives it, with the budgets recorded from a
+// gateway run of OpenClaw 2026.9.6 (model contextWindow 24000, the
+// e2e/openclaw gateway test's JSON-RPC log): the turn's first assemble
+// gets 13,639 (the window minus the 6,000 output reserve and the system
+// prompt and prompt), the assemble before the model call 23,974 (the
+// window minus the pending user message only), commitTurn's runtime
+// context says 24,000, and preflight compact gets 24,000 with the host's
+// count 19,857, forced.
+const (
+	recWindow      = 24000
+	recReserve     = 6000
+	recFirst       = 13639
+	recPerCall     = 23974
+	recCompactCur  = 19857
+	recPendingUser = recWindow - recPerCall
+)
+
+// commitNote commits turn n of session: a user note of noteChars and a
+// short answer.
+func commitNote(t *testing.T, e *Engine, session string, n, noteChars int) {
+	t.Helper()
+	ts := int64(1_700_000_000_000 + n*10_000)
+	p := core.CommitTurnParams{AdvancementKey: fmt.Sprintf("adv-%d", n), SessionID: session,
+		Admission: core.AdmissionAnchor{EntryAnchor: core.EntryAnchor{SessionID: session, EntryID: fmt.Sprintf("u%d", n)},
+			LogicalTurnID: fmt.Sprintf("turn-%d", n), Role: core.RoleUser},
+		Terminal: core.EntryAnchor{SessionID: session, EntryID: fmt.Sprintf("a%d", n)},
+		Messages: []core.Message{core.UserText(fmt.Sprintf("note %d: %s", n, prose(noteChars, int64(n))), ts),
+			core.AssistantText(fmt.Sprintf("Noted, note %d.", n), ts+1)},
+		RuntimeContext: &core.RuntimeContext{Values: map[string]json.RawMessage{
+			"tokenBudget": json.RawMessage(fmt.Sprint(recWindow)), "modelContextWindow": json.RawMessage(fmt.Sprint(recWindow))}},
+	}
+	if _, err := e.CommitTurn(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBudgetsFollowOpenClaw feeds the recorded budget sequence of a real
+// turn: no assemble returns more than the budget the request really has,
+// counted by the engine and by the host's chars/4 estimate; the per-call
+// assemble loses the host's system prompt and reserve (learned from the
+// turn's first assemble), so system prompt + context + pending stays
+// within the window minus the reserve; the compaction decision after the
+// commit measures against the first budget, not the window.
+func TestBudgetsFollowOpenClaw(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	// 12 turns of ~6 KB notes: ~18K o200k tokens, more than the first
+	// budget, less than the window: without the learned share the per-call
+	// assemble would fill the window.
+	for n := 0; n < 12; n++ {
+		commitNote(t, e, "s", n, 6000)
+	}
+	e.waitBackground()
+	prompt := "What was in the third note?"
+	reserve := recReserve
+	first, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: recFirst,
+		Prompt: prompt, RuntimeSettings: openclawLimits(recFirst, &reserve)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := core.EstimateChars4(first.Messages); got > recFirst {
+		t.Fatalf("first assemble: host estimate %d over its budget %d", got, recFirst)
+	}
+	if got := core.CountMessages(e.tc, first.Messages); got > recFirst {
+		t.Fatalf("first assemble: engine count %d over its budget %d", got, recFirst)
+	}
+	perCall, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: recPerCall,
+		Prompt: prompt, Messages: first.Messages, RuntimeSettings: openclawLimits(recWindow, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The host's system prompt and prompt took recWindow-recReserve-recFirst
+	// of the first budget's window; with the pending user message after the
+	// context, the request must stay within the window minus the reserve.
+	sysAndPrompt := recWindow - recReserve - recFirst
+	request := sysAndPrompt + core.EstimateChars4(perCall.Messages) + recPendingUser
+	if request > recWindow-recReserve+(core.Chars4{}).CountText(prompt) {
+		t.Fatalf("per-call assemble: request of %d tokens (host estimate) over the window %d minus the reserve %d", request, recWindow, recReserve)
+	}
+	if len(perCall.Messages) == 0 {
+		t.Fatal("per-call assemble returned nothing though the first budget holds a context")
+	}
+	// The compaction decision after the commit: 0.75 × the first budget.
+	commitNote(t, e, "s", 12, 6000)
+	e.waitBackground()
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg, ok := e.lastBackground(conv)
+	if !ok || bg.Err != nil {
+		t.Fatalf("no background compaction after the commit: %+v %v", bg, ok)
+	}
+	if want := dagGoal(recFirst); bg.Result.Goal != want {
+		t.Fatalf("background compaction aimed at %d, want %d (0.75 × the turn's first budget %d)", bg.Result.Goal, want, recFirst)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok := itemTokens(items); tok > recFirst {
+		t.Fatalf("after the background compaction the context holds %d tokens, over the first budget %d", tok, recFirst)
+	}
+}
+
+// TestCompactTakesOffTheHostShare: OpenClaw's preflight compact passes the
+// window itself (24,000) as tokenBudget; once the engine knows the host's
+// share it compacts to the turn's first budget, so that compaction is not
+// "nothing to compact" while the next request would overflow.
+func TestCompactTakesOffTheHostShare(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) {
+		c.Tokenizer = core.EncodingO200k
+		c.Recall.Enabled = &off
+		c.ContextThreshold = 0.99 // background compaction out of the way: the compact call must do it
+	})
+	for n := 0; n < 16; n++ {
+		commitNote(t, e, "s", n, 6000)
+	}
+	e.waitBackground()
+	reserve := recReserve
+	if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: recFirst,
+		Prompt: "next", RuntimeSettings: openclawLimits(recFirst, &reserve)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: recPerCall,
+		Prompt: "next", RuntimeSettings: openclawLimits(recWindow, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	// Overflow recovery: not forced, and the host's count unknown.
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: recWindow,
+		CompactionTarget: core.CompactionTargetBudget, RuntimeSettings: openclawLimits(recWindow, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Compacted || !res.OK {
+		t.Fatalf("compact at the window's budget: %+v", res)
+	}
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := recFirst - (core.Chars4{}).CountText("next")
+	if tok := itemTokens(items); tok > want {
+		t.Fatalf("compact left %d tokens of context, over the first budget net of the prompt %d", tok, want)
+	}
+}
+
+// TestTurnBudgetIsTheTurnsSmallest: a host that says nothing of its limits
+// (a Go host) gets its budgets as given; the compaction decision after the
+// commit uses the turn's smallest, and the next turn starts afresh.
+func TestTurnBudgetIsTheTurnsSmallest(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	if _, err := e.CommitTurn(ctx, commitParams("sess-1", "adv-0", 0)); err != nil {
+		t.Fatal(err)
+	}
+	c := convOf(t, e, "sess-1")
+	for _, b := range []int{9000, 7000, 8000} {
+		if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: b}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.turnBudget(c, nil); got != 7000 {
+		t.Fatalf("turn budget %d, want the turn's smallest 7000", got)
+	}
+	if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: 9500}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.turnBudget(c, nil); got != 9500 {
+		t.Fatalf("next turn's budget %d, want 9500", got)
+	}
+}
+
+// TestClassifyBudget: the two kinds of OpenClaw budget, told apart by the
+// limits the runtime sends with them.
+func TestClassifyBudget(t *testing.T) {
+	reserve := 6000
+	for _, tc := range []struct {
+		name   string
+		tb     int
+		rs     *core.RuntimeSettings
+		kind   budgetKind
+		window int
+	}{
+		{"no settings", 5000, nil, budgetPlain, 0},
+		{"first", recFirst, openclawLimits(recFirst, &reserve), budgetTurnFirst, 0},
+		{"first, no reserve", 366, openclawLimits(366, nil), budgetTurnFirst, 0},
+		{"per call", recPerCall, openclawLimits(recWindow, nil), budgetPerCall, recWindow},
+		{"limits under the budget", 9000, openclawLimits(8000, nil), budgetPlain, 0},
+	} {
+		kind, w := classifyBudget(tc.tb, tc.rs)
+		if kind != tc.kind || w != tc.window {
+			t.Errorf("%s: kind %d window %d, want %d %d", tc.name, kind, w, tc.kind, tc.window)
+		}
+	}
+}
+
+// TestTinyBudget: with contextWindow 16000 OpenClaw's first assemble got a
+// budget of 366 tokens (system prompt and tools take the rest). The engine
+// never returns more than that, by either count, and says what it cut.
+func TestTinyBudget(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	for n := 0; n < 4; n++ {
+		commitNote(t, e, "s", n, 3000)
+	}
+	e.waitBackground()
+	reserve := 6000
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: 366,
+		Prompt: "hello", RuntimeSettings: openclawLimits(366, &reserve)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := core.EstimateChars4(res.Messages) + (core.Chars4{}).CountText(res.SystemPromptAddition); got > 366 {
+		t.Fatalf("host estimate %d over the budget 366", got)
+	}
+	if res.Cut == nil || res.Cut.Reason == "" {
+		t.Fatalf("no cut reported: %+v", res)
+	}
+	// The per-call assemble after it: the window minus the pending user
+	// message; the host's share is the whole window but 366.
+	res, err = e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: 15990,
+		Prompt: "hello", Messages: res.Messages, RuntimeSettings: openclawLimits(16000, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := core.EstimateChars4(res.Messages); got > 366 {
+		t.Fatalf("per-call host estimate %d over the first budget 366", got)
+	}
+}
+
+// dagGoal is the background compaction's goal at budget b.
+func dagGoal(b int) int { th := DefaultContextThreshold; return int(th * float64(b)) }
