@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -378,5 +379,58 @@ func TestMaintainBeforeCompaction(t *testing.T) {
 	}
 	if !bytes.Equal(after["r006"], before["r006"]) {
 		t.Fatal("the fresh tail was rewritten")
+	}
+}
+
+// TestMaintainRewriteDeferred: OpenClaw refuses a rewrite while its
+// transcript projection rebuilds (SessionTranscriptProjectionUnavailableError).
+// Maintain must not fail the turn for it: it reports the deferral, every
+// message of the transcript is stored first, and the next maintain, with
+// the host ready, makes the rewrite.
+func TestMaintainRewriteDeferred(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t, func(c *Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
+	h := &fakeHost{}
+	for i := 0; i < 6; i++ {
+		ts := int64(1_767_000_000_000 + i*1000)
+		call := fmt.Sprintf("call_%d", i)
+		h.add(core.UserText(fmt.Sprintf("read log %d", i), ts), core.AssistantToolCall(call, "read", map[string]any{"path": "x"}, ts+1),
+			core.ToolResult(call, "read", strings.Repeat(fmt.Sprintf("line %d of a long log\n", i), 300), false, ts+2), core.AssistantText("ok", ts+3))
+	}
+	rc := h.sqliteContext()
+	calls := 0
+	rc.RewriteTranscriptEntries = func(ctx context.Context, req core.RewriteRequest) (core.RewriteResult, error) {
+		calls++
+		return core.RewriteResult{}, errors.New("SessionTranscriptProjectionUnavailableError: Session transcript projection is rebuilding")
+	}
+	// Maintain before any bootstrap: it reads the host's transcript itself.
+	if _, err := e.CommitTurn(ctx, core.CommitTurnParams{AdvancementKey: "adv-x", SessionID: "sess-1", SessionKey: hostKey,
+		SessionTarget: hostTarget, Messages: []core.Message{core.UserText("first", 1_766_000_000_000)}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
+		SessionFile: hostKey, Reason: core.MaintainReasonTurn, RuntimeContext: rc})
+	if err != nil {
+		t.Fatalf("maintain failed the turn on a deferred rewrite: %v", err)
+	}
+	if calls != 1 || res.Changed || !strings.HasPrefix(res.Reason, MaintainRewriteDeferred) {
+		t.Fatalf("deferred rewrite: %d calls, %+v", calls, res)
+	}
+	// Every message of the transcript is stored, whatever the host did.
+	stored := map[string]bool{}
+	if err := e.Messages(ctx, "", "sess-1", func(_ uint64, m core.Message) error { stored[string(m.Raw())] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range h.raws() {
+		if !stored[string(r)] {
+			t.Fatalf("a transcript message is not stored after the deferred rewrite: %.80s", r)
+		}
+	}
+	// The host is ready again: the next maintain rewrites.
+	rc.RewriteTranscriptEntries = h.rewrite
+	res, err = e.Maintain(ctx, core.MaintainParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
+		SessionFile: hostKey, Reason: core.MaintainReasonTurn, RuntimeContext: rc})
+	if err != nil || !res.Changed || res.RewrittenEntries != 4 {
+		t.Fatalf("retry: %+v %v", res, err)
 	}
 }
