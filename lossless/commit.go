@@ -85,7 +85,13 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	if err := validateMessages(p.Messages, e.cfg.MaxMessageBytes); err != nil {
 		return core.CommitTurnResult{}, err
 	}
-	c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
+	// A turn without messages makes no conversation (a run that never
+	// receives a message leaves no record); for a stored one its key is
+	// recorded as for any turn.
+	c, err := e.resolve(ctx, agent, sessionID, sessionKey, len(p.Messages) > 0)
+	if len(p.Messages) == 0 && errors.Is(err, core.ErrUnknownSession) {
+		return core.CommitTurnResult{Status: core.CommitCommitted}, nil
+	}
 	if err != nil {
 		return core.CommitTurnResult{}, err
 	}

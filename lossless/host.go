@@ -291,14 +291,36 @@ func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agen
 		return core.BootstrapResult{}, err
 	}
 	defer done()
-	c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
-	if err != nil {
-		return core.BootstrapResult{}, err
-	}
 	if p.RuntimeContext == nil || p.RuntimeContext.ReadTranscript == nil {
 		return core.BootstrapResult{Reason: "the host keeps the transcript and offers no reader: nothing imported"}, nil
 	}
-	r, err := e.syncHost(ctx, agent, c, p.RuntimeContext.ReadTranscript)
+	read := p.RuntimeContext.ReadTranscript
+	c, err := e.resolve(ctx, agent, sessionID, sessionKey, false)
+	if errors.Is(err, core.ErrUnknownSession) {
+		// A session the engine has not stored: made only when its
+		// transcript holds a message (OpenClaw bootstraps runs that never
+		// get one, such as its memory flushes; they leave no record).
+		first, reason, rerr := hostHasMessages(ctx, read)
+		if rerr != nil {
+			reason = "host transcript not read: " + rerr.Error()
+		}
+		if reason != "" {
+			return core.BootstrapResult{Reason: reason}, nil
+		}
+		read = func(ctx context.Context, req core.TranscriptReadRequest) (core.TranscriptPage, error) {
+			if first != nil && req.Cursor == nil {
+				pg := *first // the page read above: not read twice
+				first = nil
+				return pg, nil
+			}
+			return p.RuntimeContext.ReadTranscript(ctx, req)
+		}
+		c, err = e.resolve(ctx, agent, sessionID, sessionKey, true)
+	}
+	if err != nil {
+		return core.BootstrapResult{}, err
+	}
+	r, err := e.syncHost(ctx, agent, c, read)
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, core.ErrClosed) || errors.Is(err, ErrDiskFull) {
 			return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", err)
@@ -316,6 +338,26 @@ func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agen
 		return core.BootstrapResult{Reason: "host transcript unavailable: " + r.Unavailable}, nil
 	}
 	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: r.Imported}, nil
+}
+
+// hostHasMessages reads the first page of a host transcript: reason is ""
+// when it holds a message (page is then that page), else why there is
+// nothing to import.
+func hostHasMessages(ctx context.Context, read core.HostTranscriptReader) (page *core.TranscriptPage, reason string, err error) {
+	pg, err := read(ctx, core.TranscriptReadRequest{MaxMessages: hostPageMessages})
+	if err != nil {
+		return nil, "", err
+	}
+	switch pg.Kind {
+	case core.TranscriptMissingKind:
+		return nil, "no transcript yet", nil
+	case core.TranscriptUnavailableKind:
+		return nil, "host transcript unavailable: " + pg.Reason, nil
+	}
+	if len(pg.Entries) == 0 {
+		return nil, "no message in the transcript yet: nothing stored", nil
+	}
+	return &pg, "", nil
 }
 
 // MaintainHostNoReader is Maintain's reason when the host keeps the

@@ -225,8 +225,9 @@ func TestBootstrapHostImportsOnce(t *testing.T) {
 func TestBootstrapHostNeverOpensSessionKey(t *testing.T) {
 	ctx := context.Background()
 	e := openTest(t)
-	// No reader offered: nothing imported, the conversation exists, and the
-	// reason says why (the session key was not taken for a path).
+	// No reader offered: nothing imported, no conversation made (a
+	// conversation that never receives a message leaves no record), and
+	// the reason says why (the session key was not taken for a path).
 	r, err := e.Bootstrap(ctx, hostBootstrap(&core.RuntimeContext{Values: map[string]json.RawMessage{
 		"transcriptStorage": json.RawMessage(`{"kind":"sqlite"}`)}}))
 	if err != nil {
@@ -235,8 +236,8 @@ func TestBootstrapHostNeverOpensSessionKey(t *testing.T) {
 	if r.Bootstrapped || !strings.Contains(r.Reason, "offers no reader") {
 		t.Fatalf("bootstrap without a reader: %+v", r)
 	}
-	if _, err := e.ConversationFor(ctx, "", "sess-1", hostKey); err != nil {
-		t.Fatalf("conversation not made: %v", err)
+	if _, err := e.ConversationFor(ctx, "", "sess-1", hostKey); !errors.Is(err, core.ErrUnknownSession) {
+		t.Fatalf("a bootstrap that stored nothing made a conversation: %v", err)
 	}
 	// A "sqlite:" marker as sessionFile, no transcriptStorage: still the host's.
 	h := &fakeHost{}
@@ -606,3 +607,42 @@ func TestMaintainCrash(t *testing.T) {
 	}
 }
 
+
+// TestNoRecordWithoutMessages: OpenClaw bootstraps (and may commit) runs
+// that never get a message, such as its memory flushes; they leave no
+// conversation record: an empty transcript, a missing one, an empty turn.
+func TestNoRecordWithoutMessages(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	empty := &fakeHost{}
+	if r, err := e.Bootstrap(ctx, hostBootstrap(empty.sqliteContext())); err != nil || r.Bootstrapped {
+		t.Fatalf("bootstrap of an empty transcript: %+v %v", r, err)
+	}
+	missing := &core.RuntimeContext{ReadTranscript: func(context.Context, core.TranscriptReadRequest) (core.TranscriptPage, error) {
+		return core.TranscriptPage{Kind: core.TranscriptMissingKind}, nil
+	}, Values: map[string]json.RawMessage{"transcriptStorage": json.RawMessage(`{"kind":"sqlite"}`)}}
+	if _, err := e.Bootstrap(ctx, hostBootstrap(missing)); err != nil {
+		t.Fatal(err)
+	}
+	p := commitParams("sess-1", "adv-empty", 0)
+	p.SessionKey, p.SessionTarget, p.Messages = hostKey, hostTarget, nil
+	if res, err := e.CommitTurn(ctx, p); err != nil || res.Status != core.CommitCommitted {
+		t.Fatalf("empty turn: %+v %v", res, err)
+	}
+	list, err := e.Sessions(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Fatalf("%d conversations recorded without a message: %+v", len(list), list)
+	}
+	// The first message makes it, as before.
+	h := &fakeHost{}
+	h.add(commitTurnMsgs(1)...)
+	if r, err := e.Bootstrap(ctx, hostBootstrap(h.sqliteContext())); err != nil || r.ImportedMessages != 4 {
+		t.Fatalf("bootstrap with messages: %+v %v", r, err)
+	}
+	if list, err = e.Sessions(ctx, ""); err != nil || len(list) != 1 {
+		t.Fatalf("after a message: %d conversations, %v", len(list), err)
+	}
+}
