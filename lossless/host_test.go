@@ -607,7 +607,6 @@ func TestMaintainCrash(t *testing.T) {
 	}
 }
 
-
 // TestNoRecordWithoutMessages: OpenClaw bootstraps (and may commit) runs
 // that never get a message, such as its memory flushes; they leave no
 // conversation record: an empty transcript, a missing one, an empty turn.
