@@ -377,6 +377,10 @@ type AssembleCut struct {
 	// NextTokens is the size of the newest item left out, in the engine's
 	// count (0 when only the host's count cut the window).
 	NextTokens int `json:"nextTokens,omitempty"`
+	// References is the number of tool results of the current turn shown
+	// by their reference (the stored original's id, size and a
+	// description: lcm_expand returns it) because they did not fit.
+	References int `json:"references,omitempty"`
 	// HostTrimmed is the number of messages removed from the oldest end
 	// so that the host's own estimate of the window fits Budget.
 	HostTrimmed int `json:"hostTrimmed,omitempty"`

@@ -291,11 +291,11 @@ func (c *Compactor) Run(ctx context.Context, st Store, tgt Target) (Result, erro
 	switch {
 	case res.TokensAfter <= goal:
 		if len(res.NewSummaryIDs) == 0 {
-			res.Reason = "nothing to compact"
+			res.Reason = fmt.Sprintf("nothing to compact: the context's %d tokens already fit the target of %d tokens", res.TokensAfter, goal)
 		}
 	case res.TailTokens+c.overhead+c.minText > goal:
 		res.TailTooLarge = true
-		res.Reason = fmt.Sprintf("fresh tail of %d tokens leaves no room under the target of %d tokens", res.TailTokens, goal)
+		res.Reason = fmt.Sprintf("at its floor: the fresh tail of %d tokens (cut down to the newest messages; what is older is summarised) leaves no room under the target of %d tokens", res.TailTokens, goal)
 	default:
 		res.Reason = fmt.Sprintf("%d tokens still above the target of %d after %d rounds", res.TokensAfter, goal, res.Rounds)
 	}

@@ -87,7 +87,7 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
-	msgs, used, n, cut, err := e.assembleConv(ctx, c, budget-addTokens)
+	msgs, used, n, win, err := e.assembleConv(ctx, c, budget-addTokens)
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
@@ -96,9 +96,16 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 	}
 	res = core.AssembleResult{Messages: msgs, EstimatedTokens: used + addTokens,
 		SystemPromptAddition: addition, PromptAuthority: core.PromptAuthorityAssembled}
-	if cut > 0 {
-		res.Cut = &core.AssembleCut{Budget: budget, NextTokens: cut,
-			Reason: fmt.Sprintf("older context items do not fit the budget of %d tokens (the next older one holds %d); they stay stored, compaction summarises them", budget, cut)}
+	if win.cut > 0 || win.shrunk > 0 {
+		res.Cut = &core.AssembleCut{Budget: budget, NextTokens: win.cut, References: win.shrunk}
+		var why []string
+		if win.shrunk > 0 {
+			why = append(why, fmt.Sprintf("%d tool results of the current turn are shown by their reference (lcm_expand returns them)", win.shrunk))
+		}
+		if win.cut > 0 {
+			why = append(why, fmt.Sprintf("older context items do not fit the budget of %d tokens (the next older one holds %d); they stay stored, compaction summarises them", budget, win.cut))
+		}
+		res.Cut.Reason = strings.Join(why, "; ")
 	}
 	return res, nil
 }
@@ -106,7 +113,7 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 // assembleConv reads conversation c's items backwards until avail tokens
 // are used. n is the number of items the conversation has visited (0: the
 // conversation has no items).
-func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, int, error) {
+func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, window, error) {
 	s := e.lockWindow(c)
 	defer s.asmMu.Unlock()
 	ws := &windowScan{e: e, c: c, avail: avail, prevMsgs: s.asmMsgs, prevSums: s.asmSums, created: s.asmCreated}
@@ -132,11 +139,11 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 		})
 	}
 	if err != nil {
-		return nil, 0, 0, 0, err
+		return nil, 0, 0, window{}, err
 	}
 	todo, win, nextMsgs, nextSums, created := ws.todo, ws.win, ws.nextMsgs, ws.nextSums, ws.created
 	if err := parseParallel(todo); err != nil {
-		return nil, 0, 0, 0, err
+		return nil, 0, 0, window{}, err
 	}
 	for _, j := range todo {
 		win.rev[j.idx] = j.msg
@@ -154,7 +161,7 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	}
 	e.asmTouch(s, size) // bounded by Config.AssembleCacheBytes (asmcache.go)
 	out, used := win.chronological()
-	return out, used, win.scanned, win.cut, nil
+	return out, used, win.scanned, win, nil
 }
 
 // windowScan is assembleConv's scan of a conversation's window: the
@@ -190,6 +197,9 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 			raw, err := itemRaw(r, w.c, item.Ref.Seq, flags)
 			w.todo = append(w.todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
 			return core.Message{}, err
+		},
+		func(item dag.Item, room int) (core.Message, int, bool, error) {
+			return w.e.referenceFor(r, w.c, item, room)
 		})
 	return err
 }
@@ -201,6 +211,11 @@ type window struct {
 	used    int // tokens of rev
 	scanned int // items scanned, including skipped ones
 	cut     int // tokens of the first item that did not fit (0: none)
+	shrunk  int // tool results represented by their references
+	// hasUser is set once the window holds a user message: the floor (the
+	// newest user message and the tool pairs after it) is in; only newer
+	// tool results are represented by references when they do not fit.
+	hasUser bool
 }
 
 // budgetWalk reads context items newest first (items is a reverse scan:
@@ -208,9 +223,13 @@ type window struct {
 // visit for each item while the budget avail allows, stopping at the first
 // that does not fit. visit returns the item's message; i is its index in
 // the window's rev (a message visit cannot produce yet may be filled in
-// there later). Shared by assemble and the fork prefix of a subagent.
+// there later). shrink, when not nil, is asked for a smaller stand-in of a
+// tool result that does not fit while the window has not reached a user
+// message (the current turn's floor): its reference. Shared by assemble
+// and the fork prefix of a subagent.
 func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail int, what string,
-	visit func(i int, item dag.Item, flags byte) (core.Message, error)) (window, error) {
+	visit func(i int, item dag.Item, flags byte) (core.Message, error),
+	shrink func(item dag.Item, room int) (core.Message, int, bool, error)) (window, error) {
 	var w window
 	for item, err := range items {
 		if w.scanned++; w.scanned%256 == 0 {
@@ -225,6 +244,22 @@ func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail i
 			continue
 		}
 		if w.used+item.Tokens > avail {
+			if shrink != nil && !w.hasUser && item.Role == core.RoleToolResult && item.Flags&flagLarge == 0 {
+				// A tool result too large for what is left: its reference
+				// (the stored original's id and a description) stands in,
+				// so the window keeps its call and goes on.
+				m, tok, ok, err := shrink(item.Item, avail-w.used)
+				if err != nil {
+					return w, err
+				}
+				if ok {
+					w.used += tok
+					w.rev = append(w.rev, m)
+					w.revTok = append(w.revTok, tok)
+					w.shrunk++
+					continue
+				}
+			}
 			w.cut = max(1, item.Tokens)
 			break
 		}
@@ -235,8 +270,32 @@ func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail i
 		w.used += item.Tokens
 		w.rev = append(w.rev, m)
 		w.revTok = append(w.revTok, item.Tokens)
+		w.hasUser = w.hasUser || item.Role == core.RoleUser
 	}
 	return w, nil
+}
+
+// referenceFor returns the reference message standing for tool result
+// item of c (largeReference: the original's key, size and a description)
+// and its tokens, when they fit room.
+func (e *Engine) referenceFor(r store.Reader, c convID, item dag.Item, room int) (core.Message, int, bool, error) {
+	msg, err := r.Message(c, item.Ref.Seq)
+	if err != nil {
+		return core.Message{}, 0, false, fmt.Errorf("lossless: message %d: %w", item.Ref.Seq, err)
+	}
+	m, err := core.ParseMessage(msg.Raw)
+	if err != nil {
+		return core.Message{}, 0, false, fmt.Errorf("lossless: stored message %d: %w", item.Ref.Seq, err)
+	}
+	ref, err := core.ParseMessage(largeReference(m, item.Tokens))
+	if err != nil {
+		return core.Message{}, 0, false, fmt.Errorf("lossless: reference of message %d: %w", item.Ref.Seq, err)
+	}
+	tok := core.CountMessage(e.tc, ref)
+	if tok > room || tok >= item.Tokens {
+		return core.Message{}, 0, false, nil
+	}
+	return ref, tok, true, nil
 }
 
 // chronological returns the window oldest first, without leading tool

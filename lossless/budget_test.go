@@ -280,3 +280,59 @@ func TestTinyBudget(t *testing.T) {
 
 // dagGoal is the background compaction's goal at budget b.
 func dagGoal(b int) int { th := DefaultContextThreshold; return int(th * float64(b)) }
+
+// TestFloorReferencesToolResults: when the budget cannot hold the current
+// turn (its user message, a tool call and a large result), the result is
+// shown by its reference (the stored original's id: lcm_expand returns
+// it) so that the window keeps the user message and the call/result pair;
+// the cut says so.
+func TestFloorReferencesToolResults(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	commitNote(t, e, "s", 0, 3000)
+	ts := int64(1_700_001_000_000)
+	big := prose(24000, 7)
+	p := core.CommitTurnParams{AdvancementKey: "adv-read", SessionID: "s",
+		Messages: []core.Message{core.UserText("please read big.txt", ts), core.AssistantToolCall("call_1", "read", map[string]any{"path": "big.txt"}, ts+1),
+			core.ToolResult("call_1", "read", big, false, ts+2)}}
+	if _, err := e.CommitTurn(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", TokenBudget: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(res.Messages)
+	if n < 3 || res.Messages[n-3].Role() != core.RoleUser || res.Messages[n-1].Role() != core.RoleToolResult {
+		t.Fatalf("window of %d messages, want the user message, the call and the result's reference last", n)
+	}
+	ref := res.Messages[n-1]
+	if !strings.Contains(ref.Text(), LargeRefPrefix) || ref.ToolCallID() != "call_1" {
+		t.Fatalf("the result is not its reference: %.200s", ref.Raw())
+	}
+	if got := core.CountMessages(e.tc, res.Messages); got > 1500 {
+		t.Fatalf("window of %d tokens over the budget 1500", got)
+	}
+	if res.Cut == nil || res.Cut.References != 1 {
+		t.Fatalf("cut not reported: %+v", res.Cut)
+	}
+	// The reference's id gives back the original.
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := ref.Text()
+	key := text[strings.Index(text, LargeRefPrefix)+len(LargeRefPrefix):][:32]
+	if _, m, err := conv.MessageByKey(ctx, key); err != nil || string(m.Raw()) != string(p.Messages[2].Raw()) {
+		t.Fatalf("reference %s: %v", key, err)
+	}
+	// With room for it, the result itself.
+	res, err = e.Assemble(ctx, core.AssembleParams{SessionID: "s", TokenBudget: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := res.Messages[len(res.Messages)-1]; strings.Contains(last.Text(), LargeRefPrefix) {
+		t.Fatal("a result that fits is shown by its reference")
+	}
+}

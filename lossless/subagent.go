@@ -639,7 +639,7 @@ func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey st
 					return m, fmt.Errorf("lossless: assemble fork of %s: %w", rec.ChildSessionKey, err)
 				}
 				return m, nil
-			})
+			}, nil)
 		return err
 	})
 	if err != nil || len(win.rev) == 0 {
