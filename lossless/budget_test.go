@@ -191,6 +191,19 @@ func TestCompactTakesOffTheHostShare(t *testing.T) {
 	if tok := itemTokens(items); tok > want {
 		t.Fatalf("compact left %d tokens of context, over the first budget net of the prompt %d", tok, want)
 	}
+	// Overflow recovery after a request the model refused at 31,313 tokens
+	// (the largest): the context loses at least the excess more.
+	const overflowed = 31313
+	if _, err := e.Compact(ctx, core.CompactParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: recWindow,
+		CurrentTokenCount: overflowed, CompactionTarget: core.CompactionTargetBudget, RuntimeSettings: openclawLimits(recWindow, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if items, err = conv.Items(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tok, lim := itemTokens(items), want-(overflowed-recWindow); tok > lim {
+		t.Fatalf("overflow recovery left %d tokens of context, want at most %d", tok, lim)
+	}
 }
 
 // TestTurnBudgetIsTheTurnsSmallest: a host that says nothing of its limits

@@ -351,6 +351,12 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	// host's own share (system prompt, reserve) when its assembles told it
 	// (budget.go), else estimates it from the host's currentTokenCount.
 	eff, known := e.state(conv.id).budgets.compactBudget(budget)
+	if known && p.CurrentTokenCount > budget {
+		// Overflow recovery: the host's count of the request that failed
+		// is over its window; whatever the estimates missed, the context
+		// must lose at least that much more.
+		eff = max(1, eff-(p.CurrentTokenCount-budget))
+	}
 	tgt := dag.Target{Budget: eff, Force: p.Force || rotating, Mode: mode, Focus: p.CustomInstructions}
 	if !known {
 		tgt.Reserved = e.reserved(ctx, conv, p.CurrentTokenCount, budget)
