@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/lossless-engine/contextengine/core"
 )
 
@@ -79,9 +81,9 @@ func hostCounts(rs *core.RuntimeSettings) bool {
 // not seen the turn's first assemble (a restarted engine process).
 const unknownOverheadShare = 0.5
 
-// hostBudgets is what a conversation's assembles told of the host's
-// budgets. Its own lock: assembles, commits and compactions of the
-// conversation read and write it concurrently.
+// hostBudgets is what a session's assembles told of the host's budgets.
+// Its own lock: assembles, commits and compactions of the session read and
+// write it concurrently.
 type hostBudgets struct {
 	mu sync.Mutex
 	// open is true from a turn's first assemble to its commit.
@@ -207,15 +209,46 @@ func resolvedLookup(ctx context.Context, agent, sessionID, sessionKey string) (c
 func (e *Engine) resolveAssemble(ctx context.Context, p core.AssembleParams) (context.Context, core.AssembleParams) {
 	tb := e.budgetFor(p.TokenBudget, p.RuntimeContext)
 	agent := e.agentFor("", p.SessionKey)
-	c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey)
-	if err != nil {
-		var none hostBudgets
-		p.TokenBudget = none.assembleBudget(tb, p.RuntimeSettings, p.Prompt)
-		return ctx, p
+	p.TokenBudget = e.budgets.of(agent, p.SessionID, p.SessionKey).assembleBudget(tb, p.RuntimeSettings, p.Prompt)
+	if c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey); err == nil {
+		ctx = context.WithValue(ctx, resolvedConvKey{}, resolvedConv{agent: agent, sessionID: p.SessionID, sessionKey: p.SessionKey, c: c})
 	}
-	ctx = context.WithValue(ctx, resolvedConvKey{}, resolvedConv{agent: agent, sessionID: p.SessionID, sessionKey: p.SessionKey, c: c})
-	p.TokenBudget = e.state(c).budgets.assembleBudget(tb, p.RuntimeSettings, p.Prompt)
 	return ctx, p
+}
+
+// maxBudgetSessions bounds the sessions whose budgets the engine keeps (a
+// few hundred bytes each); the least recently used are forgotten, and then
+// act as a restarted engine's (unknownOverheadShare).
+const maxBudgetSessions = 4096
+
+// budgetTable keeps each session's hostBudgets, by agent and session key
+// (else session id): a session's first turn has its budgets noted before
+// its conversation exists, and they outlive the conversation's cached
+// state.
+type budgetTable struct {
+	mu    sync.Mutex
+	cache *lru.Cache[string, *hostBudgets]
+}
+
+func newBudgetTable() *budgetTable {
+	c, _ := lru.New[string, *hostBudgets](maxBudgetSessions) // errors only on a size < 1
+	return &budgetTable{cache: c}
+}
+
+// of returns the budgets of (agent, sessionID, sessionKey), made if new.
+func (t *budgetTable) of(agent, sessionID, sessionKey string) *hostBudgets {
+	k := agent + "\x00k:" + sessionKey
+	if sessionKey == "" {
+		k = agent + "\x00s:" + sessionID
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, ok := t.cache.Get(k)
+	if !ok {
+		b = &hostBudgets{}
+		t.cache.Add(k, b)
+	}
+	return b
 }
 
 // fitHostCount removes messages from the oldest end of res until the

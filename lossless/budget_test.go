@@ -3,8 +3,11 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -61,7 +64,7 @@ const (
 func commitNote(t *testing.T, e *Engine, session string, n, noteChars int) {
 	t.Helper()
 	ts := int64(1_700_000_000_000 + n*10_000)
-	p := core.CommitTurnParams{AdvancementKey: fmt.Sprintf("adv-%d", n), SessionID: session,
+	p := core.CommitTurnParams{AdvancementKey: fmt.Sprintf("adv-%d", n), SessionID: session, SessionKey: "agent:main:" + session,
 		Admission: core.AdmissionAnchor{EntryAnchor: core.EntryAnchor{SessionID: session, EntryID: fmt.Sprintf("u%d", n)},
 			LogicalTurnID: fmt.Sprintf("turn-%d", n), Role: core.RoleUser},
 		Terminal: core.EntryAnchor{SessionID: session, EntryID: fmt.Sprintf("a%d", n)},
@@ -215,19 +218,18 @@ func TestTurnBudgetIsTheTurnsSmallest(t *testing.T) {
 	if _, err := e.CommitTurn(ctx, commitParams("sess-1", "adv-0", 0)); err != nil {
 		t.Fatal(err)
 	}
-	c := convOf(t, e, "sess-1")
 	for _, b := range []int{9000, 7000, 8000} {
 		if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: b}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := e.turnBudget(c, nil); got != 7000 {
+	if got := e.turnBudget("main", "sess-1", "", nil); got != 7000 {
 		t.Fatalf("turn budget %d, want the turn's smallest 7000", got)
 	}
 	if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: 9500}); err != nil {
 		t.Fatal(err)
 	}
-	if got := e.turnBudget(c, nil); got != 9500 {
+	if got := e.turnBudget("main", "sess-1", "", nil); got != 9500 {
 		t.Fatalf("next turn's budget %d, want 9500", got)
 	}
 }
@@ -347,5 +349,122 @@ func TestFloorReferencesToolResults(t *testing.T) {
 	}
 	if last := res.Messages[len(res.Messages)-1]; strings.Contains(last.Text(), LargeRefPrefix) {
 		t.Fatal("a result that fits is shown by its reference")
+	}
+}
+
+// recordedCall is one call of lossless/testdata/openclaw-budgets.json: the
+// budgets the engine received in a real long session under OpenClaw
+// 2026.9.6 with default settings (e2e/openclaw/long-session.test.mjs with
+// LOSSLESS_E2E_BUDGETS_OUT).
+type recordedCall struct {
+	Call              string `json:"call"`
+	Turn              int    `json:"turn"`
+	TokenBudget       int    `json:"tokenBudget"`
+	CurrentTokenCount int    `json:"currentTokenCount"`
+	Force             bool   `json:"force"`
+	Limits            *struct {
+		PromptTokenBudget *int `json:"promptTokenBudget"`
+		MaxOutputTokens   *int `json:"maxOutputTokens"`
+	} `json:"limits"`
+}
+
+// TestRecordedBudgetSequence replays the exact budget sequences of the
+// 24K and 16K runs against turns like theirs (3-8 KB notes, a 6-11 KB
+// read result every 5th turn): every assemble fits the budget its request
+// really has, by the host's chars/4 count (the turn's first budget; before
+// a model call, that budget minus the pending messages); every compact
+// ends under its goal or says the context is at its floor; the background
+// compaction after each commit aims at 0.75 × the turn's first budget.
+func TestRecordedBudgetSequence(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "openclaw-budgets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Runs map[string][]recordedCall `json:"runs"`
+	}
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	for window, calls := range rec.Runs {
+		t.Run(window, func(t *testing.T) {
+			ctx := context.Background()
+			off := false
+			e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+			key := "agent:main:long-" + window
+			first, w := 0, 0
+			var msgs []core.Message
+			for i, c := range calls {
+				where := fmt.Sprintf("call %d (%s, turn %d, budget %d)", i, c.Call, c.Turn, c.TokenBudget)
+				switch c.Call {
+				case "assemble":
+					rs := openclawLimits(*c.Limits.PromptTokenBudget, c.Limits.MaxOutputTokens)
+					allowed := c.TokenBudget
+					if kind, win := classifyBudget(c.TokenBudget, rs); kind == budgetTurnFirst {
+						first = c.TokenBudget
+					} else if kind == budgetPerCall {
+						w = win
+						allowed = c.TokenBudget - (w - first) // the first budget minus the pending messages
+					}
+					res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s-" + window, SessionKey: key, TokenBudget: c.TokenBudget,
+						Messages: msgs, RuntimeSettings: rs})
+					if err != nil {
+						t.Fatalf("%s: %v", where, err)
+					}
+					got := core.EstimateChars4(res.Messages) + (core.Chars4{}).CountText(res.SystemPromptAddition)
+					if got > max(1, allowed) {
+						t.Fatalf("%s: the host counts %d tokens, over the %d the request has", where, got, allowed)
+					}
+					if c.Limits.MaxOutputTokens != nil {
+						msgs = res.Messages
+					}
+				case "commitTurn":
+					ts := int64(1_700_000_000_000 + c.Turn*100_000)
+					turn := []core.Message{core.UserText(fmt.Sprintf("note %d: %s", c.Turn, prose(3000+(c.Turn*1237)%5000, int64(c.Turn))), ts)}
+					if c.Turn%5 == 0 {
+						id := fmt.Sprintf("call_%d", c.Turn)
+						turn = append(turn, core.AssistantToolCall(id, "read", map[string]any{"path": "notes.txt"}, ts+1),
+							core.ToolResult(id, "read", prose(6000+(c.Turn*977)%5000, int64(100+c.Turn)), false, ts+2))
+					}
+					turn = append(turn, core.AssistantText(fmt.Sprintf("Noted (%d).", c.Turn), ts+3))
+					p := core.CommitTurnParams{AdvancementKey: fmt.Sprintf("adv-%s-%d", window, c.Turn), SessionID: "s-" + window, SessionKey: key,
+						Messages: turn, RuntimeContext: &core.RuntimeContext{Values: map[string]json.RawMessage{"tokenBudget": json.RawMessage(fmt.Sprint(c.TokenBudget))}}}
+					if _, err := e.CommitTurn(ctx, p); err != nil {
+						t.Fatalf("%s: %v", where, err)
+					}
+					e.waitBackground()
+					conv, err := e.ConversationFor(ctx, "", "s-"+window, key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if bg, ok := e.lastBackground(conv); ok && bg.Result.Goal != 0 && bg.Result.Goal != dagGoal(first) {
+						t.Fatalf("%s: background compaction aimed at %d, want 0.75 × the turn's first budget %d", where, bg.Result.Goal, first)
+					}
+				case "compact":
+					res, err := e.Compact(ctx, core.CompactParams{SessionID: "s-" + window, SessionKey: key, TokenBudget: c.TokenBudget,
+						CurrentTokenCount: c.CurrentTokenCount, Force: c.Force, CompactionTarget: core.CompactionTargetBudget,
+						RuntimeSettings: openclawLimits(c.TokenBudget, nil)})
+					if errors.Is(err, core.ErrUnknownSession) {
+						continue
+					}
+					if err != nil {
+						t.Fatalf("%s: %v", where, err)
+					}
+					var d CompactDetails
+					if err := json.Unmarshal(res.Result.Details, &d); err != nil {
+						t.Fatal(err)
+					}
+					if d.ContextTokensAfter > d.Goal && !d.TailTooLarge {
+						t.Fatalf("%s: the context holds %d tokens after, over the goal %d, and it is not at its floor: %s", where, d.ContextTokensAfter, d.Goal, res.Reason)
+					}
+					if !res.OK && !strings.Contains(res.Reason, "floor") {
+						t.Fatalf("%s: not ok without saying why: %+v", where, res)
+					}
+					if first > 0 && w > 0 && d.Goal > first+1 {
+						t.Fatalf("%s: compact aimed at %d, more than the turn's first budget %d", where, d.Goal, first)
+					}
+				}
+			}
+		})
 	}
 }

@@ -133,7 +133,7 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 		e.indexMessages(c, rec.Agent, fresh) // recall index (recall.go)
 		// The compaction decision, off the request path: OpenClaw's turns
 		// arrive here (it never calls afterTurn on its durable path).
-		e.startCompaction(&Conversation{e: e, id: c, Agent: rec.Agent}, e.turnBudget(c, p.RuntimeContext))
+		e.startCompaction(&Conversation{e: e, id: c, Agent: rec.Agent}, e.turnBudget(agent, sessionID, sessionKey, p.RuntimeContext))
 	}
 	return core.CommitTurnResult{Status: core.CommitCommitted}, nil
 }

@@ -350,7 +350,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	// OpenClaw passes its window as the budget: the engine takes off the
 	// host's own share (system prompt, reserve) when its assembles told it
 	// (budget.go), else estimates it from the host's currentTokenCount.
-	eff, known := e.state(conv.id).budgets.compactBudget(budget)
+	eff, known := e.budgets.of(agent, p.SessionID, p.SessionKey).compactBudget(budget)
 	if known && p.CurrentTokenCount > budget {
 		// Overflow recovery: the host's count of the request that failed
 		// is over its window; whatever the estimates missed, the context
@@ -478,8 +478,8 @@ func (e *Engine) afterTurnCompact(p core.AfterTurnParams) {
 // assembles, else the runtime context's tokenBudget, else
 // Config.DefaultTokenBudget. It closes the turn: the next assemble opens
 // the next one. rc's tokenBudget, OpenClaw's window figure, is noted.
-func (e *Engine) turnBudget(c convID, rc *core.RuntimeContext) int {
-	b := &e.state(c).budgets
+func (e *Engine) turnBudget(agent, sessionID, sessionKey string, rc *core.RuntimeContext) int {
+	b := e.budgets.of(agent, sessionID, sessionKey)
 	if w, ok := rc.Int("tokenBudget"); ok {
 		b.noteWindow(w)
 	}

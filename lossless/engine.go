@@ -62,6 +62,10 @@ type Engine struct {
 	// cache of token counts by content hash (bounded).
 	counts *countCache
 
+	// budgets is what each session's assembles told of the host's budgets
+	// (budget.go), bounded.
+	budgets *budgetTable
+
 	// importMus serialises imports of one file: agent/path -> *sync.Mutex.
 	importMus sync.Map
 
@@ -199,7 +203,8 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		st.Close()
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(1 << 16)}
+	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(1 << 16),
+		budgets: newBudgetTable()}
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
 	if err := e.checkFormat(); err != nil {
 		st.Close()

@@ -498,7 +498,7 @@ func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
 	if err != nil {
 		return
 	}
-	budget := e.turnBudget(conv.id, p.RuntimeContext)
+	budget := e.turnBudget(agent, sessionID, sessionKey, p.RuntimeContext)
 	items, err := conv.Items(ctx)
 	if err != nil || float64(itemTokens(items)) <= e.cfg.ContextThreshold*float64(budget) {
 		return

@@ -142,11 +142,6 @@ type convState struct {
 	// whose sequence numbers then name other messages.
 	asmCreated int64
 
-	// budgets is what the conversation's assembles told of the host's
-	// budgets (budget.go): the turn's first budget, the host's window, the
-	// smallest budget of the open turn.
-	budgets hostBudgets
-
 	// The cache's bookkeeping, guarded by Engine.convMu (asmcache.go):
 	// the state's element in the LRU list, its estimated cost in bytes and
 	// the parts of it from the window and the record, the resolution keys
