@@ -204,6 +204,8 @@ type Index struct {
 	rebuildEnded chan struct{}      // closed when it returns
 	prev         turnMemory         // worker only
 	dfs          dfCache
+	// failApply, set by tests, makes apply fail before it writes anything.
+	failApply func() error
 
 	wg sync.WaitGroup
 }
@@ -732,6 +734,13 @@ func (ix *Index) worker() {
 		if err != nil && ix.err == nil {
 			ix.err = err
 		}
+		if err != nil && !ix.needsRebuild {
+			// The batch's docs are not in the index: from now on no
+			// generation mark may say it is complete, so the next Open
+			// finds it stale and rebuilds it (else those docs would never
+			// be searchable again).
+			ix.needsRebuild, ix.reason = true, "a batch failed: "+err.Error()
+		}
 		close(ix.progress)
 		ix.progress = make(chan struct{})
 		ix.mu.Unlock()
@@ -753,6 +762,11 @@ const maxBatchBytes = 4 << 20
 func (ix *Index) apply(items []item) error {
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
+	if ix.failApply != nil {
+		if err := ix.failApply(); err != nil {
+			return fmt.Errorf("index: batch: %w", err)
+		}
+	}
 	ix.mu.Lock()
 	incomplete := ix.needsRebuild
 	ix.mu.Unlock()

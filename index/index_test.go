@@ -692,3 +692,40 @@ func TestConversationDocIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedBatchKeepsIndexStale: a batch that fails leaves its docs out
+// of the index; a later batch must not record its generation mark, or the
+// next Open would take the index for complete and those docs would never
+// be searchable. The next Open finds it stale (and the engine rebuilds it).
+func TestFailedBatchKeepsIndexStale(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ix")
+	ix, err := Open(dir, Options{Generation: 0, BatchSize: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fails := 1
+	ix.failApply = func() error {
+		if fails > 0 {
+			fails--
+			return errors.New("disk full")
+		}
+		return nil
+	}
+	ix.AddGeneration(1, msg("a", "s", 1, "first message lost by the failed batch"))
+	if err := ix.Flush(context.Background()); err == nil {
+		t.Fatal("flush after a failed batch reported no error")
+	}
+	ix.AddGeneration(1, msg("a", "s", 2, "second message indexed"))
+	ix.SetGeneration(2)
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix2, err := Open(dir, Options{Generation: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix2.Close()
+	if !ix2.NeedsRebuild() {
+		t.Fatal("an index missing a failed batch's docs opened as complete")
+	}
+}
