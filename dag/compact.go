@@ -261,7 +261,7 @@ func (c *Compactor) Run(ctx context.Context, st Store, tgt Target) (Result, erro
 	if !tgt.Force && res.TokensBefore <= goal {
 		res.TokensAfter = res.TokensBefore
 		res.TailTokens = sumTokens(items[c.tailStart(items, goal):])
-		res.Reason = "under target"
+		res.Reason = fmt.Sprintf("already under target: the context's %d tokens fit the target of %d tokens", res.TokensBefore, goal)
 		return res, nil
 	}
 	leafAll := tgt.Force
@@ -295,7 +295,7 @@ func (c *Compactor) Run(ctx context.Context, st Store, tgt Target) (Result, erro
 		}
 	case res.TailTokens+c.overhead+c.minText > goal:
 		res.TailTooLarge = true
-		res.Reason = fmt.Sprintf("at its floor: the fresh tail of %d tokens (cut down to the newest messages; what is older is summarised) leaves no room under the target of %d tokens", res.TailTokens, goal)
+		res.Reason = fmt.Sprintf("nothing to compact: the context is at its floor, the fresh tail of %d tokens (cut down to the newest messages; what is older is summarised) leaves no room under the target of %d tokens", res.TailTokens, goal)
 	default:
 		res.Reason = fmt.Sprintf("%d tokens still above the target of %d after %d rounds", res.TokensAfter, goal, res.Rounds)
 	}

@@ -102,33 +102,44 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 	if err := e.checkSpace(); err != nil {
 		return core.CommitTurnResult{}, fmt.Errorf("lossless: commit turn: %w", err)
 	}
-	s, err := e.lockConv(ctx, c)
-	if err != nil {
-		return core.CommitTurnResult{}, err
-	}
-	defer s.unlock()
-	rec := s.rec
+	// Another process's write to the conversation between this one's read
+	// and its commit is retried (nothing of the attempt was written).
 	var fresh []*pending
-	dup := false
-	// fnErr is the error fn returned (already explained); any other error
-	// of the Update is its own (the commit, the context, a full disk).
-	var fnErr error
-	err = e.st.Update(ctx, func(tx store.Tx) error {
-		if fnErr = e.checkBase(tx, c, rec); fnErr != nil {
-			return fnErr
+	var rec convRecord
+	res, err := retryConflicts(ctx, func() (core.CommitTurnResult, error) {
+		s, err := e.lockConv(ctx, c)
+		if err != nil {
+			return core.CommitTurnResult{}, err
 		}
-		fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
-		return fnErr
+		defer s.unlock()
+		rec = s.rec
+		fresh = fresh[:0]
+		dup := false
+		// fnErr is the error fn returned (already explained); any other
+		// error of the Update is its own (the commit, the context, a full
+		// disk).
+		var fnErr error
+		err = e.st.Update(ctx, func(tx store.Tx) error {
+			if fnErr = e.checkBase(tx, c, rec); fnErr != nil {
+				return fnErr
+			}
+			fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
+			return fnErr
+		})
+		switch {
+		case err != nil && err == fnErr:
+			return core.CommitTurnResult{}, err
+		case err != nil:
+			return core.CommitTurnResult{}, commitErr(err)
+		case dup:
+			return core.CommitTurnResult{Status: core.CommitDuplicate}, nil
+		}
+		s.rec = rec
+		return core.CommitTurnResult{Status: core.CommitCommitted}, nil
 	})
-	switch {
-	case err != nil && err == fnErr:
-		return core.CommitTurnResult{}, err
-	case err != nil:
-		return core.CommitTurnResult{}, commitErr(err)
-	case dup:
-		return core.CommitTurnResult{Status: core.CommitDuplicate}, nil
+	if err != nil || res.Status == core.CommitDuplicate {
+		return res, err
 	}
-	s.rec = rec
 	if len(fresh) > 0 {
 		e.indexMessages(c, rec.Agent, fresh) // recall index (recall.go)
 		// The compaction decision, off the request path: OpenClaw's turns

@@ -340,8 +340,12 @@ func TestCompactResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.OK || !strings.Contains(res.Reason, "tail") {
-			t.Fatalf("want ok:false with a tail reason, got %+v", res)
+		// At its floor: no failure (a host would fail its preflight), but
+		// "nothing to compact" and why.
+		var d CompactDetails
+		_ = json.Unmarshal(res.Result.Details, &d)
+		if !res.OK || !d.TailTooLarge || !strings.HasPrefix(res.Reason, "nothing to compact") || !strings.Contains(res.Reason, "floor") {
+			t.Fatalf("want ok, tailTooLarge and 'nothing to compact … floor', got %+v %+v", res, d)
 		}
 	})
 }

@@ -65,7 +65,8 @@ func (e *Engine) ingestCall(ctx context.Context, sessionID, sessionKey string, m
 	if err != nil {
 		return 0, err
 	}
-	return e.ingestInto(ctx, c, ps)
+	// A write another process's write made fail is run again (retry.go).
+	return retryConflicts(ctx, func() (int, error) { return e.ingestInto(ctx, c, ps) })
 }
 
 func validateMessages(msgs []core.Message, max int) error {

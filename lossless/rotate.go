@@ -258,6 +258,11 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	rec.SessionIDs = append(append([]string(nil), rec.SessionIDs...), newID)
 	rec.Updated = time.Now().UnixMilli()
 	err = e.storeUpdate(ctx, func(tx store.Tx) error {
+		// On a shared store, a late commit of another process since the
+		// read under the lock must not be rolled back by this record.
+		if err := e.checkBase(tx, conv.id, st.rec); err != nil {
+			return err
+		}
 		if err := tx.PutName(store.Name{Agent: agent, Kind: store.NameSessionID, Value: newID}, conv.id); err != nil {
 			return fmt.Errorf("lossless: rotate: map session: %w", err)
 		}

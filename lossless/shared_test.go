@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
@@ -293,9 +294,10 @@ func testSharedEngines(t *testing.T, engines []*Engine) {
 // TestSharedLateCommit: a write of another process that commits after that
 // process lost its lock (killed mid-commit: the server still commits what
 // it had received) lands between this engine's read of the record under
-// the lock and its write. The write must be refused (ErrConcurrentWrite)
-// rather than reuse the late commit's sequence number; retried, it stores
-// the message beside the late one, and both come back byte for byte.
+// the lock and its write. The write must not reuse the late commit's
+// sequence number (the attempt fails with ErrConcurrentWrite); the engine
+// runs it again itself, so the caller sees success, and it stores the
+// message beside the late one, both coming back byte for byte.
 func TestSharedLateCommit(t *testing.T) {
 	es := openShared(t, 2)
 	a, b := es[0], es[1]
@@ -335,15 +337,11 @@ func TestSharedLateCommit(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { lockConvHook = nil })
-	_, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB})
-	if !errors.Is(err, ErrConcurrentWrite) {
-		t.Fatalf("B's ingest over the late commit: %v, want ErrConcurrentWrite", err)
+	if r, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB}); err != nil || !r.Ingested {
+		t.Fatalf("B's ingest over the late commit: %+v, %v (a conflict must be retried inside the engine)", r, err)
 	}
 	if !fired {
 		t.Fatal("the hook never ran")
-	}
-	if r, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB}); err != nil || !r.Ingested {
-		t.Fatalf("retry: %+v, %v", r, err)
 	}
 	var got []string
 	if err := a.Messages(ctx, "", "late", func(_ uint64, m core.Message) error {
@@ -355,5 +353,85 @@ func TestSharedLateCommit(t *testing.T) {
 	want := []string{string(first.Raw()), string(late.Raw()), string(fromB.Raw())}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSharedReplaceLateCommit: a compaction's Replace and a rotation's
+// session mapping write the conversation record too; a late commit of
+// another process between their read under the lock and their write must
+// not be rolled back by it (its sequence numbers reused: a message lost).
+// The Replace fails with dag.ErrConflict (the compactor plans again), and
+// every message comes back byte for byte afterwards.
+func TestSharedReplaceLateCommit(t *testing.T) {
+	es := openShared(t, 2)
+	a, b := es[0], es[1]
+	ctx := context.Background()
+	var sent []core.Message
+	for i := 0; i < 4; i++ {
+		m := core.UserText(fmt.Sprintf("message %d from A", i), int64(i+1))
+		if _, err := a.Ingest(ctx, core.IngestParams{SessionID: "rl", Message: m}); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	conv, err := a.Conversation(ctx, "", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := core.AssistantText("late commit of a killed process", 10)
+	armed := true
+	lockConvHook = func(e *Engine, c convID) {
+		if e != a || !armed {
+			return
+		}
+		armed = false
+		ps, err := b.prepare(ctx, []core.Message{late}, false)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := b.st.Update(ctx, func(tx store.Tx) error {
+			rec, err := tx.Conversation(c)
+			if err != nil {
+				return err
+			}
+			if err := writeMessage(tx, c, &rec, &ps[0]); err != nil {
+				return err
+			}
+			return tx.PutConversation(c, rec)
+		}); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { lockConvHook = nil })
+	s := dag.Summary{ID: "sum-late", Kind: dag.KindLeaf, Text: "two messages", Sources: []dag.Ref{items[0].Ref, items[1].Ref}}
+	if err := conv.Replace(ctx, items[:2], s, dag.Item{Tokens: 1}); !errors.Is(err, dag.ErrConflict) || !errors.Is(err, ErrConcurrentWrite) {
+		t.Fatalf("replace over a late commit: %v, want dag.ErrConflict wrapping ErrConcurrentWrite", err)
+	}
+	if armed {
+		t.Fatal("the hook never ran")
+	}
+	next := core.UserText("after the late commit", 20)
+	if _, err := a.Ingest(ctx, core.IngestParams{SessionID: "rl", Message: next}); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(sent, late), next)
+	var got []string
+	if err := a.Messages(ctx, "", "rl", func(_ uint64, m core.Message) error {
+		got = append(got, string(m.Raw()))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ws []string
+	for _, m := range want {
+		ws = append(ws, string(m.Raw()))
+	}
+	if strings.Join(got, "\n") != strings.Join(ws, "\n") {
+		t.Fatalf("stored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(ws, "\n"))
 	}
 }

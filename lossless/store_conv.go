@@ -241,6 +241,12 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 	defer st.unlock()
 	rec := st.rec
 	err = c.e.storeUpdate(ctx, func(tx store.Tx) error {
+		// On a shared store, a late commit of another process since the
+		// read under the lock must not be rolled back by this record: the
+		// compactor plans again (dag.ErrConflict).
+		if err := c.e.checkBase(tx, c.id, rec); err != nil {
+			return fmt.Errorf("lossless: replace: %w: %w", dag.ErrConflict, err)
+		}
 		if err := checkRange(tx, c.id, old); err != nil {
 			return err
 		}

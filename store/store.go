@@ -99,6 +99,11 @@ var (
 	// it returns it wrapped, from Update or NewBatch (a backend that
 	// cannot, such as memstore, never does).
 	ErrDiskFull = errors.New("store: disk full")
+	// ErrConflict: an Update was rolled back because a concurrent
+	// transaction conflicted with it (PostgreSQL's serialization failure
+	// or deadlock); nothing of it was written, and running it again may
+	// succeed.
+	ErrConflict = errors.New("store: conflict with a concurrent transaction")
 )
 
 // ConvID identifies a conversation: 8 bytes derived from its agent and first

@@ -1,0 +1,45 @@
+package lossless
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// maxConflictRetries bounds how often a write is run again after another
+// process's write made it fail: ErrConcurrentWrite (the conversation
+// changed between the read under its lock and the commit) or
+// store.ErrConflict (the database rolled the transaction back). Nothing
+// of a failed attempt was written, so running it again is safe; the host
+// never sees such a conflict unless it persists.
+const maxConflictRetries = 4
+
+// conflictBackoff is the first pause between attempts; it doubles.
+const conflictBackoff = 5 * time.Millisecond
+
+// isWriteConflict reports whether err is a write conflict worth a retry.
+func isWriteConflict(err error) bool {
+	return errors.Is(err, ErrConcurrentWrite) || errors.Is(err, store.ErrConflict)
+}
+
+// retryConflicts runs fn, and again (at most maxConflictRetries times,
+// with a doubling pause that ctx ends) while it fails with a conflict.
+func retryConflicts[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	pause := conflictBackoff
+	for i := 0; ; i++ {
+		v, err := fn()
+		if err == nil || i >= maxConflictRetries || !isWriteConflict(err) {
+			return v, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		pause *= 2
+	}
+}
