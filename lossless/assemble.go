@@ -161,6 +161,10 @@ func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.
 	}
 	e.asmTouch(s, size) // bounded by Config.AssembleCacheBytes (asmcache.go)
 	out, used := win.chronological()
+	if len(ws.lead) > 0 {
+		out = append(append(make([]core.Message, 0, len(ws.lead)+len(out)), ws.lead...), out...)
+		used += ws.leadTok
+	}
 	return out, used, win.scanned, win, nil
 }
 
@@ -177,6 +181,10 @@ type windowScan struct {
 	todo               []parseJob
 	win                window
 	created            int64
+	// lead are the context's leading summaries kept ahead of a cut
+	// window (leadTok their tokens).
+	lead    []core.Message
+	leadTok int
 }
 
 // scan reads the window backwards from r until avail tokens are used.
@@ -201,7 +209,72 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 		func(item dag.Item, room int) (core.Message, int, bool, error) {
 			return w.e.referenceFor(r, w.c, item, room)
 		})
-	return err
+	if err != nil || w.win.cut == 0 {
+		return err
+	}
+	// The window does not reach the context's start. Its leading summaries
+	// stand for everything older: they are kept ahead of the newest items
+	// that fit beside them (a gap of raw messages between, stored and
+	// summarised by the next compaction), when they take at most half the
+	// budget.
+	lead, ltok, err := w.leadingSummaries(ctx, r)
+	if err != nil || len(lead) == 0 || ltok > w.avail/2 {
+		return err
+	}
+	w.todo = w.todo[:0]
+	win, err := budgetWalk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail-ltok, "assemble",
+		func(i int, item dag.Item, flags byte) (core.Message, error) {
+			if item.IsSummary() {
+				m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
+				w.nextSums[item.Ref.ID] = m
+				return m, err
+			}
+			if m, ok := w.prevMsgs[item.Ref.Seq]; ok {
+				w.nextMsgs[item.Ref.Seq] = m
+				return m, nil
+			}
+			raw, err := itemRaw(r, w.c, item.Ref.Seq, flags)
+			w.todo = append(w.todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
+			return core.Message{}, err
+		},
+		func(item dag.Item, room int) (core.Message, int, bool, error) {
+			return w.e.referenceFor(r, w.c, item, room)
+		})
+	if err != nil {
+		return err
+	}
+	win.cut = max(win.cut, w.win.cut)
+	w.win, w.lead, w.leadTok = win, lead, ltok
+	return nil
+}
+
+// maxLeadSummaries bounds the leading summaries a cut window keeps.
+const maxLeadSummaries = 64
+
+// leadingSummaries returns the summaries at the start of the context (up
+// to its first raw message), rendered, and their tokens.
+func (w *windowScan) leadingSummaries(ctx context.Context, r store.Reader) ([]core.Message, int, error) {
+	var out []core.Message
+	tok := 0
+	for item, err := range r.Items(w.c, 0, math.MaxUint64, false) {
+		if err != nil {
+			return nil, 0, err
+		}
+		if item.Flags&(flagHeartbeat|flagHidden|flagSuperseded) != 0 {
+			continue
+		}
+		if !item.IsSummary() || len(out) == maxLeadSummaries {
+			break
+		}
+		m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
+		if err != nil {
+			return nil, 0, err
+		}
+		w.nextSums[item.Ref.ID] = m
+		out = append(out, m)
+		tok += item.Tokens
+	}
+	return out, tok, ctx.Err()
 }
 
 // window is what budgetWalk read: messages newest first with their tokens.

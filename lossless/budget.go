@@ -251,10 +251,12 @@ func (t *budgetTable) of(agent, sessionID, sessionKey string) *hostBudgets {
 	return b
 }
 
-// fitHostCount removes messages from the oldest end of res until the
-// host's own estimate (core.Chars4, as OpenClaw counts) of the messages and
-// the system prompt addition fits budget, then any tool results left
-// leading (their calls are gone); it records what it removed in res.Cut.
+// fitHostCount removes messages from the oldest end of res, after its
+// leading summaries, until the host's own estimate (core.Chars4, as
+// OpenClaw counts) of the messages and the system prompt addition fits
+// budget, then any tool results left leading (their calls are gone); the
+// summaries go too only when they alone do not fit. It records what it
+// removed in res.Cut.
 func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 	counts := make([]int, len(res.Messages))
 	total := core.Chars4{}.CountText(res.SystemPromptAddition)
@@ -265,16 +267,38 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 	if total <= budget {
 		return
 	}
-	i := 0
+	// The leading summaries stand for everything older: the messages after
+	// them go first, unless the summaries alone are over half the budget.
+	lead, ltok := 0, 0
+	for lead < len(res.Messages) {
+		if _, ok := renderedSummaryID(res.Messages[lead]); !ok {
+			break
+		}
+		ltok += counts[lead]
+		lead++
+	}
+	if ltok > budget/2 {
+		lead = 0
+	}
+	i := lead
 	for i < len(res.Messages) && total > budget {
 		total -= counts[i]
 		i++
 	}
 	for i < len(res.Messages) && res.Messages[i].Role() == core.RoleToolResult {
+		total -= counts[i]
 		i++
 	}
-	res.EstimatedTokens -= min(res.EstimatedTokens, core.CountMessages(tc, res.Messages[:i]))
-	res.Messages = res.Messages[i:]
+	if total > budget { // the summaries too
+		for lead > 0 && total > budget {
+			lead--
+			total -= counts[lead]
+		}
+	}
+	res.EstimatedTokens -= min(res.EstimatedTokens, core.CountMessages(tc, res.Messages[lead:i]))
+	kept := append(append(make([]core.Message, 0, len(res.Messages)-(i-lead)), res.Messages[:lead]...), res.Messages[i:]...)
+	i -= lead
+	res.Messages = kept
 	if res.Cut == nil {
 		res.Cut = &core.AssembleCut{Budget: budget}
 	}

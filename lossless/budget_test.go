@@ -468,3 +468,63 @@ func TestRecordedBudgetSequence(t *testing.T) {
 		})
 	}
 }
+
+// TestCutKeepsLeadingSummaries: when a request's budget cannot hold the
+// whole context (OpenClaw's per-call budget minus a large pending
+// message), the window keeps the context's leading summaries — they stand
+// for everything older — ahead of the newest items that fit beside them,
+// instead of dropping them first, by the engine's count and by the host's.
+func TestCutKeepsLeadingSummaries(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) {
+		c.Tokenizer = core.EncodingO200k
+		c.Recall.Enabled = &off
+		c.ContextThreshold = 0.99
+	})
+	for n := 0; n < 10; n++ {
+		commitNote(t, e, "s", n, 4000)
+	}
+	e.waitBackground()
+	if _, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 3000, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	for n := 10; n < 16; n++ {
+		commitNote(t, e, "s", n, 4000)
+	}
+	e.waitBackground()
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !items[0].IsSummary() {
+		t.Fatal("no leading summary after the compaction")
+	}
+	budget := itemTokens(items) / 2
+	for _, rs := range []*core.RuntimeSettings{nil, openclawLimits(budget, nil)} {
+		res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: budget, RuntimeSettings: rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := renderedSummaryID(res.Messages[0]); !ok {
+			t.Fatalf("host %v: a cut window lost the leading summary: starts with %.100s", rs != nil, res.Messages[0].Raw())
+		}
+		last := res.Messages[len(res.Messages)-1]
+		if !strings.Contains(last.Text(), "Noted, note 15") {
+			t.Fatalf("host %v: the newest message is not last: %.100s", rs != nil, last.Raw())
+		}
+		if got := core.CountMessages(e.tc, res.Messages); got > budget {
+			t.Fatalf("host %v: %d tokens over the budget %d", rs != nil, got, budget)
+		}
+		if rs != nil && core.EstimateChars4(res.Messages) > budget {
+			t.Fatalf("the host counts %d tokens, over the budget %d", core.EstimateChars4(res.Messages), budget)
+		}
+		if res.Cut == nil {
+			t.Fatal("the cut is not reported")
+		}
+	}
+}
