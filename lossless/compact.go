@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"log/slog"
 	"os"
 	"strings"
@@ -34,13 +35,14 @@ type compactionState struct {
 	// run to go once more (a turn arrived while it ran).
 	running map[convID]bool
 	again   map[convID]bool
-	// convMus serialise compactions of one conversation (a one-slot
-	// channel, so that waiting honours the context).
-	convMus map[convID]chan struct{}
+	// convMus serialise compactions of one conversation (waiting honours
+	// the context; only conversations compacting are held).
+	convMus keyLocks[convID]
 	// sem bounds the conversations compacting in the background at once.
 	sem chan struct{}
-	// last is the last background result of each conversation.
-	last map[convID]BackgroundResult
+	// last is the last background result of the most recent
+	// conversations (bounded: tests and diagnostics read it).
+	last *lru.Cache[convID, BackgroundResult]
 
 	sumOnce  sync.Once
 	sum      core.Summarizer
@@ -57,7 +59,7 @@ func newCompactionState(cfg Config) *compactionState {
 		n = DefaultCompactionConcurrency
 	}
 	return &compactionState{ctx: ctx, cancel: cancel, running: map[convID]bool{}, again: map[convID]bool{},
-		convMus: map[convID]chan struct{}{}, sem: make(chan struct{}, n), last: map[convID]BackgroundResult{}}
+		sem: make(chan struct{}, n), last: must(lru.New[convID, BackgroundResult](maxBackgroundResults))}
 }
 
 // stop cancels background compactions and waits for them; no run starts
@@ -165,17 +167,15 @@ func itemTokens(items []dag.Item) int {
 	return n
 }
 
-// convLock returns the lock that serialises compactions of conversation c:
-// send to take it, receive to release it.
-func (x *compactionState) convLock(c convID) chan struct{} {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	m, ok := x.convMus[c]
-	if !ok {
-		m = make(chan struct{}, 1)
-		x.convMus[c] = m
+// maxBackgroundResults bounds the background results kept.
+const maxBackgroundResults = 1024
+
+// must returns v, panicking on err (a constant argument's error).
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
 	}
-	return m
+	return v
 }
 
 // runOutcome is one compaction of a conversation.
@@ -208,13 +208,11 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 	if sum, _ := e.Summarizer(); sum != nil {
 		out.summarizer = sum.Name()
 	}
-	lock := e.compaction.convLock(conv.id)
-	select {
-	case lock <- struct{}{}:
-	case <-ctx.Done():
-		return out, fmt.Errorf("lossless: compact: waiting for a running compaction: %w", ctx.Err())
+	unlock, err := e.compaction.convMus.lock(ctx, conv.id)
+	if err != nil {
+		return out, fmt.Errorf("lossless: compact: waiting for a running compaction: %w", err)
 	}
-	defer func() { <-lock }()
+	defer unlock()
 	if e.locker != nil {
 		var release func()
 		if wait {
@@ -556,7 +554,7 @@ func (e *Engine) backgroundRun(x *compactionState, conv *Conversation, budget in
 		slog.Warn("lossless: background compaction failed", "conversation", conv.ID(), "err", err)
 	}
 	x.mu.Lock()
-	x.last[conv.id] = BackgroundResult{Result: out.res, Err: err}
+	x.last.Add(conv.id, BackgroundResult{Result: out.res, Err: err})
 	x.mu.Unlock()
 }
 
@@ -571,6 +569,6 @@ func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
 	x := e.compaction
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	r, ok := x.last[conv.id]
+	r, ok := x.last.Get(conv.id)
 	return r, ok
 }

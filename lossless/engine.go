@@ -66,8 +66,9 @@ type Engine struct {
 	// (budget.go), bounded.
 	budgets *budgetTable
 
-	// importMus serialises imports of one file: agent/path -> *sync.Mutex.
-	importMus sync.Map
+	// importMus serialise imports of one file (agent/path), holding only
+	// the files being imported.
+	importMus keyLocks[string]
 
 	// The engine's parts, in the order Open sets them up (Close stops them
 	// in reverse):

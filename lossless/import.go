@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -114,17 +113,18 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 // releases both.
 func (e *Engine) lockImport(ctx context.Context, agent, path string) (func(), error) {
 	key := agent + "\x00" + path
-	v, _ := e.importMus.LoadOrStore(key, new(sync.Mutex))
-	mu := v.(*sync.Mutex)
-	mu.Lock()
+	unlock, err := e.importMus.lock(context.WithoutCancel(ctx), key)
+	if err != nil {
+		return nil, err
+	}
 	release, err := e.storeLock(ctx, importLockName(key))
 	if err != nil {
-		mu.Unlock()
+		unlock()
 		return nil, err
 	}
 	return func() {
 		release()
-		mu.Unlock()
+		unlock()
 	}, nil
 }
 
