@@ -241,6 +241,9 @@ func (f *fastO200k) pieceTokens(p []byte) int {
 		// (random text such as base64 never repeats a piece).
 		return bpeCountDirect(p, f.ranks)
 	}
+	if len(p) > pieceCacheLongest {
+		return bpeCount(p, f.ranks) // long runs (base64, minified code) rarely repeat
+	}
 	if n, ok := f.cache.get(p); ok {
 		return n
 	}
@@ -421,15 +424,26 @@ func (h *pairHeap) pop() pairItem {
 	return top
 }
 
-// pieceCache caches the token counts of pieces that needed merging.
+// pieceCache caches the token counts of pieces that needed merging,
+// bounded in bytes: each shard is cleared when its pieces reach
+// pieceCacheShardBytes (cheap, and keeps memory flat), and pieces over
+// pieceCacheLongest bytes are never cached.
 type pieceCache struct {
 	shards [16]struct {
-		mu sync.Mutex
-		m  map[string]int
+		mu    sync.Mutex
+		m     map[string]int
+		bytes int
 	}
 }
 
-const pieceCacheMax = 1 << 14 // entries per shard
+const (
+	pieceCacheShardBytes = 256 << 10 // 4 MiB in all, with the map's own
+	pieceCacheLongest    = 1024
+)
+
+// pieceEntryBytes is a cached piece's cost besides its bytes (the string
+// header, the count and the map entry).
+const pieceEntryBytes = 48
 
 func shardOf(p []byte) int {
 	h := uint32(2166136261)
@@ -450,10 +464,12 @@ func (c *pieceCache) get(p []byte) (int, bool) {
 func (c *pieceCache) put(p string, n int) {
 	s := &c.shards[shardOf([]byte(p))]
 	s.mu.Lock()
-	if len(s.m) >= pieceCacheMax {
+	if s.bytes+len(p)+pieceEntryBytes > pieceCacheShardBytes {
 		clear(s.m)
+		s.bytes = 0
 	}
 	s.m[p] = n
+	s.bytes += len(p) + pieceEntryBytes
 	s.mu.Unlock()
 }
 

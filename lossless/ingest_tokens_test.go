@@ -265,3 +265,38 @@ func TestParallelCountMatchesSequential(t *testing.T) {
 		t.Fatal("no tokens counted")
 	}
 }
+
+// TestPieceCacheBoundedInBytes: counting many distinct long pieces (text
+// without spaces, as minified code) keeps the piece cache within its byte
+// budget: it was bounded by count only, and a count of 64K-rune pieces is
+// gigabytes.
+func TestPieceCacheBoundedInBytes(t *testing.T) {
+	f := fastInst
+	r := rand.New(rand.NewPCG(1, 2))
+	letters := "abcdefghijklmnopqrstuvwxyz"
+	for i := 0; i < 2000; i++ {
+		b := make([]byte, 200+r.IntN(3000))
+		for j := range b {
+			b[j] = letters[r.IntN(len(letters))]
+		}
+		f.CountText(string(b))
+	}
+	total := 0
+	for i := range f.cache.shards {
+		s := &f.cache.shards[i]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := 0
+		for k := range s.m {
+			n += len(k) + pieceEntryBytes
+			if len(k) > pieceCacheLongest {
+				t.Fatalf("a piece of %d bytes is cached", len(k))
+			}
+		}
+		if n > pieceCacheShardBytes {
+			t.Fatalf("shard %d holds %d bytes, over %d", i, n, pieceCacheShardBytes)
+		}
+		total += n
+	}
+	t.Logf("piece cache: %d bytes", total)
+}
