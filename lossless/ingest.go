@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -435,7 +436,10 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	sn := store.Name{Agent: agent, Kind: store.NameSessionID, Value: sessionID}
 	kn := store.Name{Agent: agent, Kind: store.NameSessionKey, Value: sessionKey}
 	var c convID
-	newID := false
+	// addID: sessionID must be added to an existing conversation's
+	// record (a new mapping, or one whose record lacks it: a process
+	// stopped between the two writes of an older version).
+	addID := false
 	err = e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		sc, sok, err := convByName(tx, sn)
 		if err != nil {
@@ -461,10 +465,23 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 			}
 			c = newConvID(agent, name)
 			now := time.Now().UnixMilli()
-			rec := convRecord{Agent: agent, Key: sessionKey, Created: now, Updated: now, NextSeq: 1, NextPos: posStep}
+			// A new conversation is made in one transaction: its record
+			// (with its first session id) and its names. No other writer
+			// can know it yet (the agent's names lock is held).
+			rec := convRecord{Agent: agent, Key: sessionKey, Created: now, Updated: now, NextSeq: 1, NextPos: posStep,
+				SessionIDs: []string{sessionID}}
 			if err := tx.PutConversation(c, rec); err != nil {
 				return fmt.Errorf("lossless: write: %w", err)
 			}
+			if kname != "" {
+				if err := tx.PutName(kn, c); err != nil {
+					return fmt.Errorf("lossless: write session map: %w", err)
+				}
+			}
+			if err := tx.PutName(sn, c); err != nil {
+				return fmt.Errorf("lossless: write session map: %w", err)
+			}
+			return nil
 		}
 		if kname != "" && !kok {
 			if err := tx.PutName(kn, c); err != nil {
@@ -475,15 +492,24 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 			if err := tx.PutName(sn, c); err != nil {
 				return fmt.Errorf("lossless: write session map: %w", err)
 			}
-			newID = true
+			addID = true
+			return nil
 		}
+		rec, err := tx.Conversation(c)
+		if err != nil {
+			return fromStore(err)
+		}
+		addID = !slices.Contains(rec.SessionIDs, sessionID)
 		return nil
 	})
 	if err != nil {
 		return convID{}, err
 	}
-	if newID {
-		if err := e.addSessionID(c, sessionID, sessionKey); err != nil {
+	if addID {
+		// Under the conversation's lock, so that it does not race with a
+		// write of its record; a call whose context ends first leaves it
+		// to the next resolution (the check above finds it missing).
+		if err := e.addSessionID(ctx, c, sessionID, sessionKey); err != nil {
 			return convID{}, err
 		}
 	}
@@ -493,13 +519,13 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 
 // addSessionID records sessionID on conversation c's record, under the
 // conversation's lock so that it does not race with ingest.
-func (e *Engine) addSessionID(c convID, sessionID, sessionKey string) error {
-	s, err := e.lockShared(context.Background(), c)
+func (e *Engine) addSessionID(ctx context.Context, c convID, sessionID, sessionKey string) error {
+	s, err := e.lockShared(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer s.unlock()
-	return e.storeUpdate(context.Background(), func(tx store.Tx) error {
+	return e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		rec, err := tx.Conversation(c)
 		if err != nil {
 			return fromStore(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
@@ -306,4 +307,51 @@ func TestDescribeContent(t *testing.T) {
 			t.Errorf("DescribeContent(%.40q) = %q, want it to contain %q", c.in, got, c.want)
 		}
 	}
+}
+
+// TestResolveOneTransaction: a new conversation's record carries its first
+// session id from the transaction that makes it; a record left without it
+// (a process stopped between the two writes of an older version) is
+// repaired at the next resolution.
+func TestResolveOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	e := openTest(t)
+	c, err := e.resolve(ctx, "main", "sess-new", "agent:main:new", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := readRecord(t, e, c)
+	if len(rec.SessionIDs) != 1 || rec.SessionIDs[0] != "sess-new" {
+		t.Fatalf("new conversation's session ids %v", rec.SessionIDs)
+	}
+	// The state an older version could leave: names mapped, the id missing.
+	orphan := newConvID("main", "s:sess-old")
+	if err := e.st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutConversation(orphan, convRecord{Agent: "main", Created: 1, Updated: 1, NextSeq: 1, NextPos: posStep}); err != nil {
+			return err
+		}
+		return tx.PutName(store.Name{Agent: "main", Kind: store.NameSessionID, Value: "sess-old"}, orphan)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.resolve(ctx, "main", "sess-old", "", true)
+	if err != nil || got != orphan {
+		t.Fatalf("resolve: %v %v", got, err)
+	}
+	if rec := readRecord(t, e, orphan); len(rec.SessionIDs) != 1 || rec.SessionIDs[0] != "sess-old" {
+		t.Fatalf("the missing session id was not repaired: %v", rec.SessionIDs)
+	}
+}
+
+func readRecord(t *testing.T, e *Engine, c convID) convRecord {
+	t.Helper()
+	var rec convRecord
+	if err := e.st.View(context.Background(), func(r store.Reader) error {
+		var err error
+		rec, err = r.Conversation(c)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }
