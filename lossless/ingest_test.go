@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 func turn(i int) []core.Message {
