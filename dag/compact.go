@@ -362,10 +362,16 @@ func (c *Compactor) tailStart(items []Item, goal int) int {
 // minChunk is the fewest tokens a run must have to be worth a summary.
 func (c *Compactor) minChunk() int { return c.overhead + 2*c.minText }
 
-func (c *Compactor) target(cfgTarget, tokens int) int {
+func (c *Compactor) target(cfgTarget, tokens, goal int) int {
 	t := (tokens - c.overhead) / 2
 	if t > cfgTarget {
 		t = cfgTarget
+	}
+	// A small budget gets small summaries: one summary never takes more
+	// than a quarter of the run's goal, so that the summaries and the
+	// newest messages fit a request's budget side by side.
+	if g := goal / 4; goal > 0 && t > g {
+		t = g
 	}
 	if t < c.minText {
 		t = c.minText
@@ -386,7 +392,7 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 				break
 			}
 			j := job{kind: KindLeaf, items: ch, tokens: sumTokens(ch)}
-			j.target = c.target(c.cfg.LeafTargetTokens, j.tokens)
+			j.target = c.target(c.cfg.LeafTargetTokens, j.tokens, goal)
 			est -= j.tokens - j.target - c.overhead
 			jobs = append(jobs, j)
 		}
@@ -407,7 +413,7 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 	if pressure {
 		fanIn = 2
 	}
-	if jobs := c.condenseJobs(items[:tail], fanIn); len(jobs) > 0 {
+	if jobs := c.condenseJobs(items[:tail], fanIn, goal); len(jobs) > 0 {
 		return c.assignIDs(jobs)
 	}
 	if !pressure || sumTokens(items[tail:])+c.overhead+c.minText > goal {
@@ -433,7 +439,7 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 		if !it.IsSummary() || it.Depth != minDepth || it.Tokens < c.minChunk() {
 			continue
 		}
-		t := c.target(c.cfg.CondensedTargetTokens, it.Tokens)
+		t := c.target(c.cfg.CondensedTargetTokens, it.Tokens, goal)
 		if nSum == 1 {
 			if room := goal - (total - it.Tokens) - c.overhead; room < t {
 				t = room
@@ -507,7 +513,7 @@ func (c *Compactor) leafChunks(items []Item) [][]Item {
 
 // condenseJobs plans condensed summaries at the shallowest depth that has a
 // run of at least fanIn adjacent summaries.
-func (c *Compactor) condenseJobs(items []Item, fanIn int) []job {
+func (c *Compactor) condenseJobs(items []Item, fanIn, goal int) []job {
 	type run struct{ a, b int }
 	var runs []run
 	for a := 0; a < len(items); {
@@ -559,7 +565,7 @@ func (c *Compactor) condenseJobs(items []Item, fanIn int) []job {
 			if j.tokens < c.minChunk() {
 				continue
 			}
-			j.target = c.target(c.cfg.CondensedTargetTokens, j.tokens)
+			j.target = c.target(c.cfg.CondensedTargetTokens, j.tokens, goal)
 			jobs = append(jobs, j)
 		}
 	}

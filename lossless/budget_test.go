@@ -146,6 +146,18 @@ func TestBudgetsFollowOpenClaw(t *testing.T) {
 	if tok := itemTokens(items); tok > recFirst {
 		t.Fatalf("after the background compaction the context holds %d tokens, over the first budget %d", tok, recFirst)
 	}
+	// A small budget gets small summaries: each at most a quarter of the
+	// goal (plus its rendering), so summaries and the newest messages fit
+	// a request side by side.
+	comp, err := e.Compactor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range items {
+		if it.IsSummary() && it.Tokens > dagGoal(recFirst)/4+comp.Overhead()+8 {
+			t.Fatalf("a summary of %d tokens for a goal of %d", it.Tokens, dagGoal(recFirst))
+		}
+	}
 }
 
 // TestCompactTakesOffTheHostShare: OpenClaw's preflight compact passes the
@@ -427,6 +439,9 @@ func TestRecordedBudgetSequence(t *testing.T) {
 							core.ToolResult(id, "read", prose(6000+(c.Turn*977)%5000, int64(100+c.Turn)), false, ts+2))
 					}
 					turn = append(turn, core.AssistantText(fmt.Sprintf("Noted (%d).", c.Turn), ts+3))
+					if conv, err := e.ConversationFor(ctx, "", "s-"+window, key); err == nil {
+						e.compaction.last.Remove(conv.id) // this commit's own result only
+					}
 					p := core.CommitTurnParams{AdvancementKey: fmt.Sprintf("adv-%s-%d", window, c.Turn), SessionID: "s-" + window, SessionKey: key,
 						Messages: turn, RuntimeContext: &core.RuntimeContext{Values: map[string]json.RawMessage{"tokenBudget": json.RawMessage(fmt.Sprint(c.TokenBudget))}}}
 					if _, err := e.CommitTurn(ctx, p); err != nil {
@@ -437,8 +452,24 @@ func TestRecordedBudgetSequence(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if bg, ok := e.lastBackground(conv); ok && bg.Result.Goal != 0 && bg.Result.Goal != dagGoal(first) {
+					bg, ok := e.lastBackground(conv)
+					if ok && bg.Result.Goal != 0 && bg.Result.Goal != dagGoal(first) {
 						t.Fatalf("%s: background compaction aimed at %d, want 0.75 × the turn's first budget %d", where, bg.Result.Goal, first)
+					}
+					// Its summaries are small enough to sit beside the newest
+					// messages in a request: each at most a quarter of the goal.
+					for _, id := range bg.Result.NewSummaryIDs {
+						sum, err := conv.Summary(ctx, id)
+						if err != nil {
+							t.Fatal(err)
+						}
+						comp, err := e.Compactor()
+						if err != nil {
+							t.Fatal(err)
+						}
+						if lim := bg.Result.Goal/4 + comp.Overhead() + 16; bg.Result.Goal >= 400 && sum.Tokens > lim {
+							t.Fatalf("%s: summary %s of %d tokens for a goal of %d", where, id, sum.Tokens, bg.Result.Goal)
+						}
 					}
 				case "compact":
 					res, err := e.Compact(ctx, core.CompactParams{SessionID: "s-" + window, SessionKey: key, TokenBudget: c.TokenBudget,
