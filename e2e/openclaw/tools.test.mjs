@@ -49,18 +49,21 @@ const toolNames = (r) => new Set((r.body?.tools ?? []).map((t) => t.function?.na
 const systemText = (r) => (r.body?.messages ?? []).filter((m) => m.role === "system" || m.role === "developer").map((m) => contentText(m.content)).join("\n");
 /**
  * The text of the tool result answering the scripted call of `toolName` in
- * the turn whose user message holds `prompt` (matched by tool_call_id, in
- * the request that follows the call).
+ * the turn whose user message holds `prompt`: in the request that follows
+ * the call, the tool message whose tool_call_id is that of the assistant's
+ * call of `toolName` (OpenClaw rewrites call ids, so they are read there).
  */
 function resultAfterCall(fake, prompt, toolName) {
   const reqs = requestsForPrompt(fake, prompt);
   const at = reqs.findIndex((r) => r.response?.toolCalls?.some((c) => c.function.name === toolName));
   assert.ok(at >= 0, `the scripted ${toolName} call was not made`);
-  const callId = reqs[at].response.toolCalls.find((c) => c.function.name === toolName).id;
   const next = reqs[at + 1];
   assert.ok(next, `no model request after the ${toolName} call`);
-  const msg = (next.body.messages ?? []).find((m) => m.role === "tool" && m.tool_call_id === callId);
-  assert.ok(msg, `the request after ${toolName} has no tool result for ${callId}`);
+  const msgs = next.body.messages ?? [];
+  const call = msgs.flatMap((m) => (m.role === "assistant" ? m.tool_calls ?? [] : [])).filter((c) => c.function?.name === toolName).at(-1);
+  assert.ok(call, `the request after ${toolName} does not hold the call`);
+  const msg = msgs.find((m) => m.role === "tool" && m.tool_call_id === call.id);
+  assert.ok(msg, `the request after ${toolName} has no tool result for ${call.id}`);
   return contentText(msg.content);
 }
 
