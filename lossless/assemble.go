@@ -533,26 +533,60 @@ func fmtTime(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339)
 }
 
+// Tool-search controls of OpenClaw (2026.9.6, src/agents/tool-search*.ts):
+// under tool search (the default when tools.toolSearch is unset), a tool
+// that is not kept model-visible is only an entry of a catalog, reached
+// through toolCallControl with its name in "id" and its parameters in "args";
+// in code mode, through toolSearchCodeControl's openclaw.tools.call(id, args).
+// The assemble call's availableTools then holds the catalogued tools' names
+// beside the controls, so it does not tell a visible tool from a deferred
+// one.
+const (
+	toolCallControl       = "tool_call"
+	toolSearchCodeControl = "tool_search_code"
+)
+
 // SystemPromptAddition returns the text telling the model how to recall
 // history with the recall tools among available ("" when none is there).
+//
+// The text names the tools as callable by name: the OpenClaw plugin marks
+// them direct-only, so tool search keeps them among the model's tools. When
+// available also holds a tool-search control (toolCallControl or
+// toolSearchCodeControl), the tools may still be deferred (another plugin build,
+// a host that ignores the mark), and the text says how to reach a deferred
+// one through that control, in the words the host's own directory uses
+// ("deferred", "not directly callable").
 func SystemPromptAddition(available []string) string {
 	has := map[string]bool{}
 	for _, t := range available {
 		has[t] = true
 	}
-	var parts []string
+	var names, parts []string
 	if has[ToolGrep] {
+		names = append(names, ToolGrep)
 		parts = append(parts, ToolGrep+" searches the full stored history (messages and summaries)")
 	}
 	if has[ToolDescribe] {
+		names = append(names, ToolDescribe)
 		parts = append(parts, ToolDescribe+" shows a summary's content and lineage")
 	}
 	if has[ToolExpand] {
+		names = append(names, ToolExpand)
 		parts = append(parts, ToolExpand+" returns the original messages behind a summary or a stored large content id")
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return "Context: older parts of this conversation may appear as <lcm_summary> blocks; nothing was deleted, the full history is stored verbatim. To recall details: " +
+	text := "Context: older parts of this conversation may appear as <lcm_summary> blocks; nothing was deleted, the full history is stored verbatim. To recall details, call these tools: " +
 		strings.Join(parts, "; ") + "."
+	example := names[len(names)-1]
+	switch {
+	case has[toolCallControl]:
+		text += " If " + strings.Join(names, ", ") + " are listed as deferred (not directly callable) rather than among your tools, call them through " +
+			toolCallControl + ` with the tool name in "id" and its parameters in "args", e.g. ` + toolCallControl + `({"id": "` + example + `", "args": {...}}).`
+	case has[toolSearchCodeControl]:
+		text += " If they are not among your tools, call them from " + toolSearchCodeControl +
+			` with openclaw.tools.call("` + example + `", {...}).`
+	}
+	return text
 }

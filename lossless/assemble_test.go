@@ -260,6 +260,12 @@ func TestSystemPromptAddition(t *testing.T) {
 			t.Fatalf("all tools: %q lacks %s", all, tool)
 		}
 	}
+	// Without tool search the text names no control the model does not have.
+	for _, control := range []string{"tool_call", "tool_search", "deferred"} {
+		if strings.Contains(all, control) {
+			t.Fatalf("direct tools: %q mentions %s", all, control)
+		}
+	}
 	e := openTest(t)
 	ctx := context.Background()
 	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turn(1)}); err != nil {
@@ -274,6 +280,33 @@ func TestSystemPromptAddition(t *testing.T) {
 	}
 	if out.EstimatedTokens != core.CountMessages(e.tc, out.Messages)+e.tc.CountText(got) {
 		t.Fatalf("estimate %d excludes the addition", out.EstimatedTokens)
+	}
+}
+
+// TestSystemPromptAdditionToolSearch checks the text for OpenClaw's tool
+// search, where availableTools holds the catalogued tools beside the
+// controls (tool_search, tool_describe, tool_call; or tool_search_code): it
+// must say how a deferred lcm tool is reached, through the control the run
+// has, with the parameters under "args".
+func TestSystemPromptAdditionToolSearch(t *testing.T) {
+	structured := SystemPromptAddition([]string{"read", "tool_search", "tool_describe", "tool_call", ToolGrep, ToolDescribe, ToolExpand})
+	for _, want := range []string{
+		"call these tools: " + ToolGrep,
+		"listed as deferred (not directly callable)",
+		`through tool_call with the tool name in "id" and its parameters in "args"`,
+		`tool_call({"id": "` + ToolExpand + `", "args": {...}})`,
+	} {
+		if !strings.Contains(structured, want) {
+			t.Fatalf("tools mode: %q lacks %q", structured, want)
+		}
+	}
+	code := SystemPromptAddition([]string{"tool_search_code", ToolGrep})
+	if !strings.Contains(code, `tool_search_code with openclaw.tools.call("`+ToolGrep+`", {...})`) || strings.Contains(code, "tool_call(") {
+		t.Fatalf("code mode: %q", code)
+	}
+	// A control without any lcm tool adds nothing.
+	if got := SystemPromptAddition([]string{"tool_call", "tool_search_code"}); got != "" {
+		t.Fatalf("controls only: %q", got)
 	}
 }
 

@@ -300,6 +300,12 @@ func (c Config) validate() error {
 	return c.validateStoreless()
 }
 
+// Validate reports a configuration that Open would refuse, whatever its
+// store: the checks of Open but for where the store is (Open also needs
+// StoreDir or StoreURL). A ParseConfig result that passes it is refused by
+// Open only for its store.
+func (c Config) Validate() error { return c.validateStoreless() }
+
 // validateStoreless is validate but for where the store is (OpenStore).
 func (c Config) validateStoreless() error {
 	if c.StoreURL != "" && !IsStoreURL(c.StoreURL) {

@@ -81,6 +81,16 @@ type Server struct {
 	cancel context.CancelFunc
 }
 
+// NewToken returns a random 256-bit access token, in hex (the form New
+// makes when Options.Token is empty).
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("ui: make a token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
 // New returns a Server reading the engine src returns.
 func New(src Source, o Options) (*Server, error) {
 	if src == nil {
@@ -88,11 +98,10 @@ func New(src Source, o Options) (*Server, error) {
 	}
 	tok := o.Token
 	if tok == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return nil, fmt.Errorf("ui: make a token: %w", err)
+		var err error
+		if tok, err = NewToken(); err != nil {
+			return nil, err
 		}
-		tok = hex.EncodeToString(b)
 	}
 	logf := o.Logf
 	if logf == nil {
@@ -185,6 +194,19 @@ func loopbackHost(host string) bool {
 	return false
 }
 
+// CheckAddr reports whether addr is an address Listen accepts: host:port
+// with a loopback host (127.0.0.1, [::1], localhost).
+func CheckAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("ui: address %q: %w (want 127.0.0.1:PORT)", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("ui: address %q is not a loopback address: the explorer serves 127.0.0.1 (or [::1]) only", addr)
+	}
+	return nil
+}
+
 // Listen binds addr ("" or "127.0.0.1:0": a free port on 127.0.0.1; a
 // non-loopback host is refused with a clear error) and returns the page
 // URL "http://127.0.0.1:PORT/?token=TOKEN".
@@ -192,12 +214,8 @@ func (s *Server) Listen(addr string) (string, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", fmt.Errorf("ui: address %q: %w (want 127.0.0.1:PORT)", addr, err)
-	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return "", fmt.Errorf("ui: address %q is not a loopback address: the explorer serves 127.0.0.1 (or [::1]) only", addr)
+	if err := CheckAddr(addr); err != nil {
+		return "", err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,8 +33,23 @@ type doctorReport struct {
 	Quarantines []contextengine.QuarantineRecord `json:"quarantines"`
 	HostChecks  []hostCheck                      `json:"hostRequirements"`
 	Store       storeReport                      `json:"store"`
-	Problems    []string                         `json:"problems"`
-	Warnings    []string                         `json:"warnings"`
+	// Explorer is the memory explorer an engine process serves for the
+	// store (the plugin's uiAddr): the URL it recorded, token included.
+	Explorer *explorerReport `json:"explorer,omitempty"`
+	Problems []string        `json:"problems"`
+	Warnings []string        `json:"warnings"`
+}
+
+// explorerReport is what doctor knows of the memory explorer of the store.
+type explorerReport struct {
+	// UIAddr is plugins.entries.lossless.config.uiAddr ("" when unset).
+	UIAddr string `json:"uiAddr,omitempty"`
+	// URL is the URL the last engine process serving the explorer wrote
+	// (explorerURLFile), "" when none did; File is where it is read from.
+	URL  string `json:"url,omitempty"`
+	File string `json:"file"`
+	// Listening tells whether something accepts connections at URL now.
+	Listening bool `json:"listening"`
 }
 
 type hostCheck struct {
@@ -84,7 +100,11 @@ func openReadOnly(ctx context.Context, raw []byte, storeDir string) (*lossless.E
 	if _, err := os.Stat(storeDir); err != nil && !url {
 		return nil, fmt.Errorf("store %s: %w", storeDir, err)
 	}
-	cfg, err := lossless.ParseConfig(raw)
+	engRaw, _, err := splitPluginConfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := lossless.ParseConfig(engRaw)
 	if err != nil {
 		return nil, err
 	}
@@ -180,14 +200,38 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 
 	// 3. The store the engine would use: plugins.entries.lossless.config's
 	// storeDir when set, else this command's store.
-	engCfg := cfg.Plugins.Entries[lossless.EngineID].Config
+	// The plugin's own options (bridge, uiAddr) are not the engine's: the
+	// plugin keeps them (openclaw-plugin/lib/engine.js), so does doctor.
+	// A config the engine would refuse is reported as such, and the slot is
+	// then not resolved through the engine (that would report the refusal
+	// as a quarantine).
+	engCfg, plugOpts, cfgErr := splitPluginConfig(cfg.Plugins.Entries[lossless.EngineID].Config)
 	rep.Store.Dir, rep.Store.Source = c.store, "--store / $LOSSLESS_STORE / per-user default"
 	if !c.storeSet && os.Getenv("LOSSLESS_STORE") == "" {
 		rep.Store.Source = "per-user default"
 	}
-	if pc, err := lossless.ParseConfig(engCfg); err != nil {
-		problem("plugins.entries.lossless.config: %v", err)
-	} else if pc.StoreURL != "" {
+	pc, err := lossless.ParseConfig(engCfg)
+	if err == nil {
+		err = pc.Validate()
+	}
+	switch {
+	case cfgErr != nil:
+		problem("plugins.entries.lossless.config: %v", cfgErr)
+	case err != nil:
+		cfgErr = err
+		problem("plugins.entries.lossless.config: %v (the engine process refuses this config: OpenClaw would fall back to legacy)", err)
+	}
+	if cfgErr != nil {
+		// The store it names, read leniently, is still checked.
+		var loose struct {
+			StoreDir string `json:"storeDir"`
+			StoreURL string `json:"storeUrl"`
+		}
+		_ = json.Unmarshal(cfg.Plugins.Entries[lossless.EngineID].Config, &loose)
+		pc.StoreDir, pc.StoreURL = loose.StoreDir, loose.StoreURL
+		warn("the engine was not opened with its config (see the problem): the store is checked with the default config")
+	}
+	if pc.StoreURL != "" {
 		rep.Store.Dir, rep.Store.Source = pc.StoreURL, "plugins.entries.lossless.config.storeUrl"
 	} else if pc.StoreDir != "" {
 		rep.Store.Dir, rep.Store.Source = pc.StoreDir, "plugins.entries.lossless.config.storeDir"
@@ -219,7 +263,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	}
 	_ = reg.Register(lossless.EngineID, factory, pluginOwner)
 	var eng *lossless.Engine
-	if slot == lossless.EngineID && rep.Resolution.EngineID == lossless.EngineID && rep.Store.Exists {
+	if slot == lossless.EngineID && rep.Resolution.EngineID == lossless.EngineID && rep.Store.Exists && cfgErr == nil {
 		g, err := reg.Open(ctx, cfg)
 		if err != nil {
 			problem("resolve: %v", err)
@@ -238,8 +282,13 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		rep.Engine = rep.Resolution.EngineID
 	}
 	if eng == nil && rep.Store.Exists && !repair {
-		// Open the store directly for its checks.
-		e, err := openReadOnly(ctx, engCfg, storeDir)
+		// Open the store directly for its checks (with the default config
+		// when the configured one is invalid).
+		raw := engCfg
+		if cfgErr != nil {
+			raw = nil
+		}
+		e, err := openReadOnly(ctx, raw, storeDir)
 		if err != nil {
 			rep.Store.Error = err.Error()
 			if errors.Is(err, errNeedsRepair) {
@@ -314,6 +363,18 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			warn("the recall index does not exist yet: the engine builds it from the store when it next opens for writing (recall is unavailable until it is done)")
 		}
 		rep.Store.Recall = rr
+	}
+	// 8. The memory explorer the engine process serves (uiAddr).
+	if dir, err := explorerStateDir(storeDir); err == nil {
+		er := &explorerReport{UIAddr: plugOpts.UIAddr, File: filepath.Join(dir, explorerURLFile)}
+		if u, err := readExplorerURL(dir); err == nil {
+			er.URL, er.Listening = u, explorerListening(u)
+		} else if !errors.Is(err, errNoExplorerURL) {
+			warn("memory explorer: %v", err)
+		}
+		if er.UIAddr != "" || er.URL != "" {
+			rep.Explorer = er
+		}
 	}
 	return rep
 }
@@ -397,6 +458,16 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			fmt.Fprintf(w, "recall     no index yet at %s (built when the engine opens for writing)\n", r.Dir)
 		default:
 			fmt.Fprintf(w, "recall     index at %s, %s (not opened: the engine checks it when it opens for writing)\n", r.Dir, humanBytes(r.DiskBytes))
+		}
+	}
+	if e := r.Explorer; e != nil {
+		switch {
+		case e.URL == "":
+			fmt.Fprintf(w, "explorer   uiAddr %s: no URL yet (%s is written when the engine process starts serving it)\n", e.UIAddr, e.File)
+		case e.Listening:
+			fmt.Fprintf(w, "explorer   %s (from %s)\n", e.URL, e.File)
+		default:
+			fmt.Fprintf(w, "explorer   %s (from %s; not listening now: the engine process that served it has stopped)\n", e.URL, e.File)
 		}
 	}
 	for _, x := range r.Warnings {

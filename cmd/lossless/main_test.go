@@ -622,7 +622,7 @@ func TestDoctor(t *testing.T) {
 
 	badCfg := write("badcfg.json", `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"config":{"storeDir":`+jsonString(store)+`,"contextThreshold":7}}}}}`)
 	r = runCLI(t, "", nil, "doctor", "--config", badCfg)
-	r.want(t, 1, "PROBLEM", "quarantined", "contextThreshold")
+	r.want(t, 1, "PROBLEM    plugins.entries.lossless.config: ", "contextThreshold", "quarantine none")
 
 	runCLI(t, "", nil, "doctor", "--config", write("broken.json", `{plugins: {`)).want(t, 1, "PROBLEM", "cannot be read")
 	runCLI(t, "", nil, "doctor", "--config", filepath.Join(dir, "absent.json")).want(t, 1, "does not exist")

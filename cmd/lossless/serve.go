@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,7 +33,7 @@ func cmdServe() *command {
 			fs.IntVar(&maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "requests served at once; later ones wait in order")
 			fs.IntVar(&maxQueued, "max-queued", bridge.DefaultMaxQueued, "requests waiting for a slot; beyond it a request is refused at once (server busy, retry)")
 			fs.StringVar(&timingPath, "timing", "", "append one JSON line per request served ({method, startMs, ms, ok}: the time inside the engine) to this file")
-			fs.StringVar(&uiAddr, "ui", "", "also serve the memory explorer (lossless ui) of the engine this process opens, on this loopback address (127.0.0.1:0: a free port); its URL goes to stderr")
+			fs.StringVar(&uiAddr, "ui", "", "also serve the memory explorer (lossless ui) of the engine this process opens, on this loopback address (127.0.0.1:0: a free port); its URL, with a token kept in the store directory, goes to stderr and to the store's ui-url file; see lossless ui --url")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
 			if len(args) > 0 {
@@ -81,12 +82,19 @@ func cmdServe() *command {
 	}
 }
 
-// serveExplorer starts the memory explorer (package ui) on addr for the
-// engine the bridge's factory opens: it wraps factory to keep the engine
-// it makes, and answers 503 until then (and after the engine is closed,
-// until a new initialize). The URL goes to stderr (stdout is JSON-RPC);
-// stop ends the explorer.
+// serveExplorer serves the memory explorer (package ui) on addr for the
+// engine the bridge's factory opens: it wraps factory to keep the engine it
+// makes. The explorer starts with the first engine, once the store is known:
+// its token is the one kept with the store (explorerToken, made on first
+// use), its port the last one when addr asks for any (port 0) and that one
+// is free, and its URL is written to the store's ui-url file (0600) and to
+// stderr (stdout is JSON-RPC). After the engine is closed the API answers
+// 503 until a new initialize. A failure to start the explorer is logged;
+// the engine is served anyway. stop ends the explorer.
 func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Factory) (core.Factory, func(), error) {
+	if err := ui.CheckAddr(addr); err != nil {
+		return nil, nil, fmt.Errorf("serve --ui: %w", err)
+	}
 	var opened atomic.Pointer[lossless.Engine]
 	src := func(context.Context) (*lossless.Engine, error) {
 		if e := opened.Load(); e != nil {
@@ -94,32 +102,78 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 		}
 		return nil, ui.ErrNotOpen
 	}
-	srv, err := ui.New(src, ui.Options{Logf: logTo(c, "lossless serve: ui")})
-	if err != nil {
-		return nil, nil, err
-	}
-	url, err := srv.Listen(addr)
-	if err != nil {
-		return nil, nil, fmt.Errorf("serve --ui: %w", err)
-	}
-	fmt.Fprintf(c.io.err, "lossless serve: memory explorer (lossless ui) at %s\n", url)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ctx); err != nil {
-			fmt.Fprintf(c.io.err, "lossless serve: ui: %v\n", err)
+	var (
+		mu      sync.Mutex
+		srv     *ui.Server
+		done    chan struct{}
+		stopped bool
+	)
+	logf := logTo(c, "lossless serve: ui")
+	start := func(e *lossless.Engine) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if srv != nil || stopped {
+			return nil
 		}
-	}()
+		cfg := e.Config()
+		store := cfg.StoreDir
+		if cfg.StoreURL != "" {
+			store = cfg.StoreURL
+		}
+		dir, err := explorerStateDir(store)
+		if err != nil {
+			return err
+		}
+		token, err := explorerToken(dir)
+		if err != nil {
+			return err
+		}
+		s, err := ui.New(src, ui.Options{Logf: logf, Token: token})
+		if err != nil {
+			return err
+		}
+		url, err := explorerListen(s, addr, dir)
+		if err != nil {
+			return err
+		}
+		file := filepath.Join(dir, explorerURLFile)
+		if err := writeExplorerURL(dir, url); err != nil {
+			logf("%v", err)
+			file = ""
+		}
+		srv, done = s, make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := s.Serve(ctx); err != nil {
+				logf("%v", err)
+			}
+		}()
+		if file != "" {
+			fmt.Fprintf(c.io.err, "lossless serve: memory explorer (lossless ui) at %s (URL and token also in %s, owner-only; `lossless ui --url` prints it)\n", url, file)
+		} else {
+			fmt.Fprintf(c.io.err, "lossless serve: memory explorer (lossless ui) at %s\n", url)
+		}
+		return nil
+	}
 	wrapped := func(ctx context.Context, o core.FactoryOptions) (core.Engine, error) {
 		e, err := factory(ctx, o)
 		if le, ok := e.(*lossless.Engine); ok && err == nil {
 			opened.Store(le)
+			if err := start(le); err != nil {
+				logf("not served: %v", err)
+			}
 		}
 		return e, err
 	}
 	stop := func() {
-		srv.Close()
-		<-done
+		mu.Lock()
+		stopped = true
+		s, d := srv, done
+		mu.Unlock()
+		if s != nil {
+			s.Close()
+			<-d
+		}
 	}
 	return wrapped, stop, nil
 }

@@ -128,8 +128,9 @@ func TestUICommand(t *testing.T) {
 	runCLI(t, "", nil, "ui", "--store", store, "--addr", "0.0.0.0:0").want(t, 1, "not a loopback address")
 }
 
-// TestServeUI: `serve --stdio --ui` prints the explorer's URL on stderr;
-// the API answers 503 until initialize opens the engine, then reads it.
+// TestServeUI: `serve --stdio --ui` serves the explorer of the engine
+// initialize opens, prints its URL on stderr once the store is known, and
+// reads the live engine.
 func TestServeUI(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -137,24 +138,14 @@ func TestServeUI(t *testing.T) {
 	writeSession(t, filepath.Join(dir, "s.jsonl"), "served", 3)
 	runCLI(t, "", nil, "import", "--store", store, filepath.Join(dir, "s.jsonl")).want(t, 0)
 	c := startServe(t, "serve-ui", "--ui", "127.0.0.1:0", "--store", store)
-	var url string
-	for deadline := time.Now().Add(60 * time.Second); url == ""; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no explorer URL on stderr:\n%s", c.errText())
-		}
-		url = explorerURL.FindString(c.errText())
-	}
-	code, body := apiGet(t, url, "/api/sessions")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "not open yet") {
-		t.Fatalf("before initialize: %d %s", code, body)
-	}
-	if code, _ := apiGet(t, url, "/"); code != http.StatusOK {
-		t.Fatalf("the page before initialize: %d", code)
-	}
 	if err := c.call("initialize", map[string]any{"config": map[string]any{}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	code, body = apiGet(t, url, "/api/sessions")
+	url := waitExplorerURL(t, c)
+	if code, _ := apiGet(t, url, "/"); code != http.StatusOK {
+		t.Fatalf("the page: %d", code)
+	}
+	code, body := apiGet(t, url, "/api/sessions")
 	if code != http.StatusOK || !strings.Contains(body, `"session":"served"`) {
 		t.Fatalf("after initialize: %d %s", code, body)
 	}

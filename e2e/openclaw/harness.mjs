@@ -165,6 +165,17 @@ export function canonical(v) {
  * state directory home/.openclaw), store/ (the engine store), rec/ (the
  * child's recorded traffic), logs.
  */
+/**
+ * The tests' default `tools` section: the minimal profile plus `read` and the
+ * engine's tools. No `toolSearch` key, so OpenClaw's default tool search
+ * (mode "tools") is on: the engine's tools must stay in the request's
+ * `tools` (the plugin marks them direct-only) while other tools are deferred.
+ */
+export const LEAN_TOOLS = Object.freeze({
+  profile: "minimal",
+  alsoAllow: Object.freeze(["read", "lcm_grep", "lcm_describe", "lcm_expand"]),
+});
+
 export class OpenClawEnv {
   constructor({ name, openclaw }) {
     this.name = name;
@@ -249,12 +260,15 @@ export class OpenClawEnv {
   }
 
   /**
-   * The base config: the fake provider as the default model, a lean tool
-   * surface that keeps the engine's tools (schemas sent directly, not behind
-   * tool search, so the model request lists them), the memory plugin off (its
-   * own recall would blur the engine's), a local gateway on `gatewayPort`.
+   * The base config: the fake provider as the default model, the memory
+   * plugin off (its own recall would blur the engine's), a local gateway on
+   * `gatewayPort`, and `tools` as the `tools` section: by default
+   * LEAN_TOOLS (a small profile that keeps `read` and the engine's tools, with
+   * OpenClaw's default tool search: no `toolSearch` override); `null` leaves
+   * the section out (OpenClaw's defaults: unset profile, tool search on);
+   * `{...LEAN_TOOLS, toolSearch: false}` sends every schema directly.
    */
-  baseConfig({ fake, contextWindow = 128_000, maxTokens = 1024, gatewayPort = 0 }) {
+  baseConfig({ fake, contextWindow = 128_000, maxTokens = 1024, gatewayPort = 0, tools = LEAN_TOOLS }) {
     return {
       agents: {
         defaults: {
@@ -284,11 +298,7 @@ export class OpenClawEnv {
           },
         },
       },
-      tools: {
-        toolSearch: false,
-        profile: "minimal",
-        alsoAllow: ["read", "lcm_grep", "lcm_describe", "lcm_expand"],
-      },
+      ...(tools ? { tools: structuredClone(tools) } : {}),
       plugins: { slots: { memory: "none" } },
       gateway: {
         mode: "local",
@@ -353,9 +363,13 @@ export class OpenClawEnv {
     });
   }
 
-  /** `openclaw plugins install -l <repo>/openclaw-plugin --force --accept-capabilities`. */
-  install() {
-    return this.run(INSTALL_ARGS, { label: "install" });
+  /**
+   * `openclaw plugins install -l <repo>/openclaw-plugin --force --accept-capabilities`;
+   * `dir` installs another copy of the plugin the same way.
+   */
+  install({ dir = PLUGIN_DIR } = {}) {
+    const args = dir === PLUGIN_DIR ? INSTALL_ARGS : INSTALL_ARGS.map((a) => (a === PLUGIN_DIR ? dir : a));
+    return this.run(args, { label: "install" });
   }
 
   /**

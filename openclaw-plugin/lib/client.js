@@ -137,9 +137,12 @@ export class BridgeClient {
         if (!line.trim()) continue;
         const ui = EXPLORER_LINE.exec(line);
         if (ui) {
-          // `serve --ui`: where the memory explorer of this process is.
+          // `serve --ui`: where the memory explorer of this process is. The
+          // whole line is logged: OpenClaw's log may redact or cut the
+          // token, and the rest says which owner-only file holds the URL
+          // (`lossless ui --url` prints it).
           this.uiUrl = ui[1];
-          this.logger?.info?.(`lossless: memory explorer (lossless ui) at ${ui[1]}`);
+          this.logger?.info?.(`lossless: ${line.replace(/^lossless serve: /, "").trim()}`);
           continue;
         }
         // Go's default slog lines carry their level: "… INFO msg …".

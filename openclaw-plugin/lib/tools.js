@@ -46,6 +46,13 @@ export function createTool(def, ctx, { pluginConfig, logger } = {}) {
     label: LABELS[def.name] ?? def.name,
     description: def.description,
     parameters: structuredClone(def.parameters),
+    // Keep the tool model-visible under OpenClaw's tool search (on by
+    // default since 2026.9: `tools.toolSearch` unset is mode "tools").
+    // Without it the tool is only a catalog entry reachable through
+    // tool_call, and the engine's prompt text and summaries name it directly.
+    // OpenClaw reads this field in shouldCatalogTool (tool-search-catalog);
+    // the manifest's toolMetadata has no such switch.
+    catalogMode: "direct-only",
     async execute(_toolCallId, params, signal) {
       const client = sharedClient(pluginConfig, logger);
       const args = params && typeof params === "object" && !Array.isArray(params) ? params : {};

@@ -5,7 +5,7 @@
 // crash and restart, the shared process surviving dispose.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, writeFileSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -368,6 +368,12 @@ test("uiAddr: the engine process serves the memory explorer of its store, and it
     const url = e.lossless.uiUrl;
     assert.match(url ?? "", /^http:\/\/127\.0\.0\.1:\d+\/\?token=[0-9a-f]{64}$/);
     assert.ok(infos.some((m) => m.includes(url)), "the URL is logged at info");
+    // The URL, token included, is also in an owner-only file of the store
+    // (OpenClaw's log may redact the token), named in the logged line.
+    const urlFile = join(dir, "store-ui", "ui-url");
+    assert.equal(readFileSync(urlFile, "utf8").trim(), url);
+    assert.equal(statSync(urlFile).mode & 0o777, 0o600);
+    assert.ok(infos.some((m) => m.includes(url) && m.includes(urlFile)), "the logged line names the file");
     const [base, token] = url.split("/?token=");
     const res = await fetch(`${base}/api/sessions`, { headers: { "X-Lossless-Token": token } });
     assert.equal(res.status, 200);

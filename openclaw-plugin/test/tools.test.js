@@ -63,6 +63,10 @@ test("register() adds the engine and one tool factory per tool, named, and start
     assert.equal(t.parameters.type, "object");
     assert.equal(typeof t.label, "string");
     assert.equal(typeof t.execute, "function");
+    // OpenClaw's tool search (on by default) defers every plugin tool not
+    // marked direct-only to a catalog reached through tool_call; the
+    // engine's prompt text and summaries name these tools directly.
+    assert.equal(t.catalogMode, "direct-only", `${t.name} is not direct-only`);
   }
 });
 
