@@ -207,7 +207,7 @@ func TestRecallFullQueueDoesNotBlock(t *testing.T) {
 		return time.Since(start)
 	}
 	add("c1")
-	<-stuck // the writer holds c1's doc
+	<-stuck   // the writer holds c1's doc
 	add("c2") // the queue holds 4 items (a doc and a mark each): full
 	if d := add("c3"); d < 150*time.Millisecond {
 		t.Errorf("AddMessages on a full queue returned after %v, want about MaxLagWait (200ms)", d)
