@@ -94,7 +94,9 @@
 // # Errors
 //
 // Errors are prefixed "lossless: " and wrap the core sentinels:
-// core.ErrClosed after Close, core.ErrEmptySessionID, core.ErrInvalidMessage,
+// core.ErrClosed after Close, core.ErrEmptySessionID, core.ErrInvalidSessionID
+// (a session id, session key or agent id with a NUL byte or invalid UTF-8,
+// refused on both backends before anything is written), core.ErrInvalidMessage,
 // core.ErrTooLarge (over Config.MaxMessageBytes), core.ErrUnknownSession,
 // core.ErrFormatTooNew; dag.ErrConflict and dag.ErrNotFound from the
 // dag.Store methods. A refused message or batch stores nothing. Messages of
