@@ -30,7 +30,14 @@ import (
 // the ranking is the Bleve index's.
 //
 // AddGeneration and Delete queue and return; a background goroutine writes
-// the queue in batches, one round trip per batch (recall_write.go).
+// the queue in batches, one round trip per batch (recall_write.go). A
+// batch failing with an error that may pass (retryable) is retried
+// RecallOptions.MaxRetries times; one the database refuses, or that still
+// fails, is given up and left to the catch-up (index.Tracker: its
+// conversations are Gaps, their marks stay behind), as is what finds the
+// queue full with no batch written for RecallOptions.MaxLagWait: neither
+// a failing database nor a refused doc holds up the engine's ingest or
+// Close for longer than those bounds.
 type Recall struct {
 	pool *pgxpool.Pool
 	opts RecallOptions
