@@ -46,6 +46,7 @@ type Recall struct {
 	queue      []recallItem
 	queueBytes int
 	enq, done  uint64 // docs and deletions queued / written (or dropped)
+	calls      uint64 // enqueues that queued items (recallItem.call)
 	progress   chan struct{}
 	wake       chan struct{}
 	closed     bool
@@ -160,6 +161,7 @@ type recallItem struct {
 	doc   index.Doc
 	isDel bool
 	mark  *markRange
+	call  uint64 // the enqueue that queued it (its items are contiguous)
 }
 
 var (
@@ -285,6 +287,10 @@ func (r *Recall) enqueue(items []recallItem, wait bool) {
 		r.abandonLocked(items, false)
 		r.mu.Unlock()
 		return
+	}
+	r.calls++
+	for i := range items {
+		items[i].call = r.calls
 	}
 	r.queue = append(r.queue, items...)
 	for i := range items {

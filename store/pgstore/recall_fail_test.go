@@ -254,3 +254,39 @@ func TestRecallCloseBounded(t *testing.T) {
 		t.Errorf("Close: %v, want 4 docs or deletions not written", err)
 	}
 }
+
+// TestRecallWriteGivenUpMidRange: when the batch given up holds the first
+// docs of a range whose rest (and mark) is in the next batch, the next
+// batch writes its docs but does not move the conversation's mark past
+// the docs given up: the mark stays behind, a gap, and the catch-up
+// indexes the range. (Moving it would have left those docs out of recall
+// for good: no catch-up looks behind a mark.)
+func TestRecallWriteGivenUpMidRange(t *testing.T) {
+	pool, _ := recallPool(t)
+	r := openTestRecall(t, pool, RecallOptions{BatchSize: 2})
+	var calls atomic.Int32
+	r.send = countingSend(pool, &calls, func(n int32) error {
+		if n == 1 {
+			return &pgconn.PgError{Code: "22P02", Message: "invalid input syntax"}
+		}
+		return nil
+	})
+	docs := markDocs("c1", 3)
+	r.AddMessages("c1", 1, 3, docs...) // batches: docs 1-2 (given up), then doc 3 and the mark
+	flushWithin(t, r, 10*time.Second)
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d batches sent, want 2", n)
+	}
+	if m := mustMarks(t, r, "c1"); m[0] != 0 {
+		t.Errorf("mark %d after the range's first docs were given up, want 0", m[0])
+	}
+	if g := r.Gaps(); !slices.Equal(g, []string{"c1"}) {
+		t.Errorf("gaps %v, want [c1]", g)
+	}
+	if err := r.CatchUp(context.Background(), "c1", 3, docs); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := r.ConversationDocIDs(context.Background(), "c1"); err != nil || len(ids) != 3 || mustMarks(t, r, "c1")[0] != 3 {
+		t.Errorf("after the catch-up: docs %v (%v), mark %d; want 3 docs, mark 3", ids, err, mustMarks(t, r, "c1")[0])
+	}
+}

@@ -74,10 +74,34 @@ func (r *Recall) worker() {
 		if err != nil {
 			// Given up: the items are left to the catch-up.
 			r.abandonLocked(items, r.closed)
+			r.splitRangeLocked(items, n)
 			r.logf("pgstore: recall: gave up writing %d docs, left to the catch-up: %v", n, err)
 		}
 		r.finishLocked(n, err == nil)
 		r.mu.Unlock()
+	}
+}
+
+// splitRangeLocked keeps the mark of a range whose first docs were the
+// end of a batch given up (items, the first n of the queue) from moving
+// past them when the rest of the range is written (r.mu held): the mark
+// item of that range, further in the queue, is made one that never moves
+// a mark (its range then starts after its end: sqlMarks reports a gap),
+// so the catch-up indexes the whole range.
+func (r *Recall) splitRangeLocked(items []recallItem, n int) {
+	last := items[len(items)-1]
+	if last.mark != nil {
+		return
+	}
+	for i := n; i < len(r.queue) && r.queue[i].call == last.call; i++ {
+		if m := r.queue[i].mark; m != nil {
+			r.queue[i].mark = &markRange{conv: m.conv, from: m.to + 1, to: m.to}
+			if r.gaps == nil {
+				r.gaps = map[string]bool{}
+			}
+			r.gaps[m.conv] = true
+			return
+		}
 	}
 }
 
