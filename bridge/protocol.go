@@ -280,6 +280,7 @@ func errorKind(err error) string {
 		{core.ErrInvalidMessage, "invalid_message"},
 		{core.ErrUnknownRole, "unknown_role"},
 		{core.ErrEmptySessionID, "empty_session_id"},
+		{core.ErrInvalidSessionID, "invalid_session_id"},
 		{core.ErrUnknownSession, "unknown_session"},
 		{core.ErrNotFound, "not_found"},
 		{core.ErrMalformedLine, "malformed_line"},

@@ -19,6 +19,11 @@ var (
 	// ErrEmptySessionID is returned when a call that needs a session has none.
 	ErrEmptySessionID = errors.New("core: empty session id")
 
+	// ErrInvalidSessionID is returned when a session id, session key or
+	// agent id cannot be stored as given (not valid UTF-8, or holding a
+	// NUL byte).
+	ErrInvalidSessionID = errors.New("core: invalid session id")
+
 	// ErrUnknownSession is returned when a session id names nothing stored.
 	ErrUnknownSession = errors.New("core: unknown session")
 

@@ -33,13 +33,26 @@ type Config struct {
 	// "cl100k_base" or "chars4" (OpenClaw's chars/4 estimate). A store keeps
 	// the counts of the tokenizer it was written with.
 	Tokenizer string `json:"tokenizer,omitempty"`
-	// SyncWrites fsyncs every write (survives power loss; ~30x slower
-	// single writes). Default false: a process crash (kill -9) loses no
-	// acknowledged message, a power loss may lose the last writes.
-	// On PostgreSQL (StoreURL) false means asynchronous commits: a killed
-	// engine process loses nothing acknowledged, a crash of the server may
-	// lose its last commits.
+	// SyncWrites fsyncs every write of the Badger store (survives power
+	// loss; ~30x slower single writes). Default false: a process crash
+	// (kill -9) loses no acknowledged message, a power loss may lose the
+	// last writes. A PostgreSQL store (StoreURL) commits durably either
+	// way (see AsyncCommit); SyncWrites and AsyncCommit together are
+	// refused.
 	SyncWrites bool `json:"syncWrites,omitempty"`
+	// AsyncCommit, on a PostgreSQL store (StoreURL), lets a commit return
+	// before the server flushed it to disk (synchronous_commit off for
+	// the engine's sessions; the URL parameter synchronous_commit=off does
+	// the same). It is faster for single writes, and risks this: a crash
+	// of the database server or of its machine loses the commits of its
+	// last fraction of a second (up to three times the server's
+	// wal_writer_delay, 600 ms by default), messages the engine
+	// acknowledged included, for every process sharing the database
+	// (never part of a commit; a crash of an engine process alone loses
+	// nothing). Default false: a commit returns once the server made it
+	// durable, and nothing acknowledged is lost on a server crash. Ignored
+	// by the Badger store.
+	AsyncCommit bool `json:"asyncCommit,omitempty"`
 	// LargeContentTokens is the size above which a message is represented in
 	// the active context by a reference with a short description (the full
 	// content stays stored and retrievable). Default 25000.
@@ -310,6 +323,9 @@ func (c Config) Validate() error { return c.validateStoreless() }
 func (c Config) validateStoreless() error {
 	if c.StoreURL != "" && !IsStoreURL(c.StoreURL) {
 		return fmt.Errorf("lossless: config: storeUrl %q is not a PostgreSQL URL (want postgres://… or postgresql://…)", RedactURL(c.StoreURL))
+	}
+	if c.SyncWrites && c.AsyncCommit {
+		return fmt.Errorf("lossless: config: syncWrites and asyncCommit are both set (asyncCommit lets PostgreSQL commits return before they are durable, syncWrites asks for durable writes): set one")
 	}
 	if c.ContextThreshold > 1 {
 		return fmt.Errorf("lossless: config: contextThreshold %v is above 1", c.ContextThreshold)

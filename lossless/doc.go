@@ -76,7 +76,11 @@
 // message fully stored or absent. By default Badger's write-ahead log is
 // written without fsync: a process crash (kill -9) loses no acknowledged
 // message (TestCrash). Config.SyncWrites fsyncs every commit and survives
-// power loss. Badger opens with small memtables and caches (about 14 MB of
+// power loss. A PostgreSQL store (Config.StoreURL) commits durably by
+// default: a crash of the database server loses nothing acknowledged
+// (lossless/postgres's TestServerCrash); Config.AsyncCommit opts into
+// asynchronous commits, which may lose the server's last commits on its
+// crash. Badger opens with small memtables and caches (about 14 MB of
 // heap; Config.Badger overrides), without block compression (message bodies
 // are compressed in their records; see store/badgerstore), and its log is
 // routed to slog at warning level.
@@ -90,7 +94,9 @@
 // # Errors
 //
 // Errors are prefixed "lossless: " and wrap the core sentinels:
-// core.ErrClosed after Close, core.ErrEmptySessionID, core.ErrInvalidMessage,
+// core.ErrClosed after Close, core.ErrEmptySessionID, core.ErrInvalidSessionID
+// (a session id, session key or agent id with a NUL byte or invalid UTF-8,
+// refused on both backends before anything is written), core.ErrInvalidMessage,
 // core.ErrTooLarge (over Config.MaxMessageBytes), core.ErrUnknownSession,
 // core.ErrFormatTooNew; dag.ErrConflict and dag.ErrNotFound from the
 // dag.Store methods. A refused message or batch stores nothing. Messages of

@@ -77,6 +77,9 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 	if sessionID == "" {
 		return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", core.ErrEmptySessionID)
 	}
+	if err := checkSession(agent, sessionID, sessionKey); err != nil {
+		return core.BootstrapResult{}, err
+	}
 	p.SessionID, p.SessionKey = sessionID, sessionKey
 	if core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext) {
 		return e.bootstrapHost(ctx, p, agent, sessionID, sessionKey) // host.go

@@ -411,6 +411,9 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	if sessionID == "" {
 		return convID{}, fmt.Errorf("lossless: %w", core.ErrEmptySessionID)
 	}
+	if err := checkSession(agent, sessionID, sessionKey); err != nil {
+		return convID{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return convID{}, fmt.Errorf("lossless: %w", err)
 	}

@@ -69,6 +69,9 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 	if sessionID == "" && sessionKey == "" {
 		return convID{}, fmt.Errorf("lossless: %w", core.ErrEmptySessionID)
 	}
+	if err := checkSession(agent, sessionID, sessionKey); err != nil {
+		return convID{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return convID{}, fmt.Errorf("lossless: %w", err)
 	}

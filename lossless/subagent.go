@@ -137,6 +137,12 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 	if p.TTLMs < 0 {
 		return nil, fmt.Errorf("lossless: prepare subagent: negative ttlMs %d: %w", p.TTLMs, ErrBadParams)
 	}
+	for _, f := range [...]struct{ field, v string }{{"childSessionKey", p.ChildSessionKey}, {"childSessionId", p.ChildSessionID},
+		{"parentSessionKey", p.ParentSessionKey}, {"parentSessionId", p.ParentSessionID}} {
+		if err := checkName(f.field, f.v); err != nil {
+			return nil, err
+		}
+	}
 	agent := e.agentFor("", p.ChildSessionKey)
 	parentAgent := e.agentFor("", p.ParentSessionKey)
 	sub := subIDOf(agent, p.ChildSessionKey)

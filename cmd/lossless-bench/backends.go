@@ -78,24 +78,30 @@ type backendsOptions struct {
 	Runs      int // timed assembles and recall queries per size
 	TempDir   string
 	Keep      bool // keep the databases (to look at them)
-	// SyncWrites makes every commit durable before it returns
-	// (Config.SyncWrites: Badger's fsync, PostgreSQL's synchronous
-	// commit); off, both commit asynchronously, the engine's default.
+	// SyncWrites makes Badger's commits durable before they return
+	// (Config.SyncWrites: an fsync each); off, Badger commits without
+	// fsync, the engine's default. PostgreSQL commits synchronously
+	// either way (the engine's default) unless AsyncCommit.
 	SyncWrites bool
-	Log        io.Writer
+	// AsyncCommit lets PostgreSQL's commits return before the server
+	// flushed them (Config.AsyncCommit, opt-in).
+	AsyncCommit bool
+	Log         io.Writer
 }
 
 // backendStore is where one engine's store lives.
 type backendStore struct {
-	dir  string // Badger
-	url  string // PostgreSQL database
-	sync bool   // Config.SyncWrites
+	dir   string // Badger
+	url   string // PostgreSQL database
+	sync  bool   // Config.SyncWrites
+	async bool   // Config.AsyncCommit (PostgreSQL)
 }
 
 func (s backendStore) config(budget int) lossless.Config {
 	cfg := lossless.DefaultConfig()
 	cfg.DefaultTokenBudget = budget
 	cfg.SyncWrites = s.sync
+	cfg.AsyncCommit = s.async && s.url != ""
 	if s.url != "" {
 		cfg.StoreURL = s.url
 	} else {
@@ -147,7 +153,7 @@ func (b *backend) fresh(ctx context.Context) (backendStore, error) {
 			_ = pgExec(ctx, b.o.ServerURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{id}.Sanitize()+" WITH (FORCE)")
 		})
 	}
-	return backendStore{url: u.String(), sync: b.o.SyncWrites}, nil
+	return backendStore{url: u.String(), sync: b.o.SyncWrites, async: b.o.AsyncCommit}, nil
 }
 
 func (b *backend) cleanup(f func()) {
@@ -445,7 +451,7 @@ func runWriters(ctx context.Context, b *backend, n, count, budget int) (float64,
 		go func() {
 			defer wg.Done()
 			cmd := exec.CommandContext(ctx, exe, "writer-child", "--store", st.arg(), "--session", fmt.Sprintf("writer-%d", i),
-				"--messages", strconv.Itoa(count), "--budget", strconv.Itoa(budget), "--sync-writes="+strconv.FormatBool(st.sync))
+				"--messages", strconv.Itoa(count), "--budget", strconv.Itoa(budget), "--sync-writes="+strconv.FormatBool(st.sync), "--async-commit="+strconv.FormatBool(st.async))
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			out, err := cmd.Output()
@@ -480,12 +486,14 @@ func writerChild(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	count := fs.Int("messages", 10000, "messages to ingest")
 	budget := fs.Int("budget", 128000, "token budget")
 	syncWrites := fs.Bool("sync-writes", false, "Config.SyncWrites")
+	asyncCommit := fs.Bool("async-commit", false, "Config.AsyncCommit")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg := lossless.DefaultConfig()
 	cfg.DefaultTokenBudget = *budget
 	cfg.SyncWrites = *syncWrites
+	cfg.AsyncCommit = *asyncCommit
 	if lossless.IsStoreURL(*storeArg) {
 		cfg.StoreURL = *storeArg
 	} else {
@@ -543,7 +551,7 @@ func runBackends(ctx context.Context, o backendsOptions, stdout io.Writer, jsonP
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(map[string]any{"backends": figs, "sizes": o.Sizes, "ingest_messages": o.Ingest,
-				"writer_messages": o.WriterN, "runs": o.Runs, "budget": o.Budget, "sync_writes": o.SyncWrites})
+				"writer_messages": o.WriterN, "runs": o.Runs, "budget": o.Budget, "sync_writes": o.SyncWrites, "async_commit": o.AsyncCommit})
 		})
 	}
 	return nil
@@ -551,9 +559,12 @@ func runBackends(ctx context.Context, o backendsOptions, stdout io.Writer, jsonP
 
 func writeBackendsTable(w io.Writer, o backendsOptions, figs []backendFigures) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	commits := "asynchronous commits (the engine's default)"
-	if o.SyncWrites {
-		commits = "synchronous commits (syncWrites)"
+	commits := "the engine's defaults (Badger without fsync, PostgreSQL's synchronous commits)"
+	switch {
+	case o.SyncWrites:
+		commits = "syncWrites (Badger fsyncs, PostgreSQL's synchronous commits)"
+	case o.AsyncCommit:
+		commits = "asyncCommit (Badger without fsync, PostgreSQL's asynchronous commits)"
 	}
 	fmt.Fprintf(tw, "backends: %d short chat messages per ingest in batches of %d; assemble and recall over %d runs per size; budget %d; %s\n",
 		o.Ingest, backendBatch, o.Runs, o.Budget, commits)
@@ -609,7 +620,7 @@ func writeBackendsTable(w io.Writer, o backendsOptions, figs []backendFigures) {
 
 // runBackendsCommand checks the backends comparison's flags and runs it.
 func runBackendsCommand(ctx context.Context, storeURL string, sizes, writers listFlag, writerMessages, messages string,
-	budget int, keep, syncWrites bool, jsonPath string, stdout, stderr io.Writer) int {
+	budget int, keep, syncWrites, asyncCommit bool, jsonPath string, stdout, stderr io.Writer) int {
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
 		return 2
@@ -618,7 +629,7 @@ func runBackendsCommand(ctx context.Context, storeURL string, sizes, writers lis
 		return usage(fmt.Errorf("--store %q is not a PostgreSQL URL (postgres://… or postgresql://…)", lossless.RedactURL(storeURL)))
 	}
 	o := backendsOptions{ServerURL: storeURL, Sizes: []int{10_000, 100_000}, Writers: []int{1, 2, 4}, Budget: budget,
-		Runs: 200, Keep: keep, SyncWrites: syncWrites, Log: stderr}
+		Runs: 200, Keep: keep, SyncWrites: syncWrites, AsyncCommit: asyncCommit, Log: stderr}
 	var err error
 	if len(sizes) > 0 {
 		if o.Sizes, err = parseCounts(sizes); err != nil {

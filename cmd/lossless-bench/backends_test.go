@@ -36,7 +36,7 @@ func TestBackends(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
 	for _, want := range []string{"batched ingest msgs/s", "assemble p50/p99 ms at 600", "recall p50/p99 ms at 300",
-		"compaction s", "disk bytes per message", "2 writer processes msgs/s", "synchronous commits (syncWrites)"} {
+		"compaction s", "disk bytes per message", "2 writer processes msgs/s", "syncWrites (Badger fsyncs, PostgreSQL's synchronous commits)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

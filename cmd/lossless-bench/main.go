@@ -162,7 +162,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	fs.Var(&writers, "writers", "writer process counts of the backends comparison (default 1,2,4)")
 	writerMessages := fs.String("writer-messages", "20000", "messages each writer process of the backends comparison ingests")
 	keepDBs := fs.Bool("keep-databases", false, "keep the backends comparison's PostgreSQL databases")
-	syncWrites := fs.Bool("sync-writes", false, "backends comparison: every commit durable before it returns (Config.SyncWrites: Badger's fsync, PostgreSQL's synchronous commit); off, both commit asynchronously, the engine's default")
+	syncWrites := fs.Bool("sync-writes", false, "backends comparison: Badger fsyncs every commit (Config.SyncWrites); PostgreSQL commits synchronously with or without it, the engine's default")
+	asyncCommit := fs.Bool("async-commit", false, "backends comparison: PostgreSQL commits asynchronously (Config.AsyncCommit, opt-in: a server crash may lose the last commits)")
 	legacyExact := fs.Bool("legacy-exact", true, "also run the legacy baselines with the exact counter, a second row beside the chars/4 one (slow: legacy re-counts the whole history on every assemble)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lossless-bench [flags] [transcript.jsonl ...]\n\n")
@@ -189,7 +190,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return 2
 	}
 	if *storeURL != "" {
-		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *syncWrites, *jsonPath, stdout, stderr)
+		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *syncWrites, *asyncCommit, *jsonPath, stdout, stderr)
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
 		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile}

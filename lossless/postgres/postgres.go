@@ -29,12 +29,13 @@ func init() {
 // the store, its schema migrated on a read-write open and checked on a
 // read-only one, and, when recall is on, the database's full-text recall
 // over the store's pool. pgstore's errors name what is wrong (the URL, the
-// server, the schema version). Without SyncWrites a commit returns before
-// the server flushed it, as Badger's writes do: a killed engine process
-// loses nothing it was told was stored, a server crash may lose the last
-// commits.
+// server, the schema version). A commit returns once the server made it
+// durable, so that nothing acknowledged is lost on a crash of the server
+// (TestServerCrash), unless cfg.AsyncCommit opts into asynchronous
+// commits: then a killed engine process still loses nothing it was told
+// was stored, but a server crash may lose the last commits.
 func Open(ctx context.Context, cfg lossless.Config) (store.Store, index.Recall, error) {
-	st, err := pgstore.Open(ctx, pgstore.Options{URL: cfg.StoreURL, ReadOnly: cfg.ReadOnly, AsyncCommit: !cfg.SyncWrites})
+	st, err := pgstore.Open(ctx, pgstore.Options{URL: cfg.StoreURL, ReadOnly: cfg.ReadOnly, AsyncCommit: cfg.AsyncCommit && !cfg.SyncWrites})
 	if err != nil {
 		return nil, nil, err
 	}

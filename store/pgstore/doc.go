@@ -73,9 +73,10 @@
 // of any size the engine accepts commits). A commit returns once the
 // server made it durable (synchronous_commit on, PostgreSQL's default), so
 // Sync has nothing to do, unless Options.AsyncCommit (synchronous_commit
-// off: a client crash loses nothing, a server crash the last commits) asks
-// for commits that do not wait for the disk; Sync then flushes them. Size is the size of the tables of the current
-// schema, indexes and TOAST included.
+// off, also set by the URL parameter synchronous_commit=off: a client
+// crash loses nothing, a server crash the last commits) asks for commits
+// that do not wait for the disk; Sync then flushes them. Size is the size
+// of the tables of the current schema, indexes and TOAST included.
 //
 // # Locks
 //

@@ -30,7 +30,14 @@ import (
 // the ranking is the Bleve index's.
 //
 // AddGeneration and Delete queue and return; a background goroutine writes
-// the queue in batches, one round trip per batch (recall_write.go).
+// the queue in batches, one round trip per batch (recall_write.go). A
+// batch failing with an error that may pass (retryable) is retried
+// RecallOptions.MaxRetries times; one the database refuses, or that still
+// fails, is given up and left to the catch-up (index.Tracker: its
+// conversations are Gaps, their marks stay behind), as is what finds the
+// queue full with no batch written for RecallOptions.MaxLagWait: neither
+// a failing database nor a refused doc holds up the engine's ingest or
+// Close for longer than those bounds.
 type Recall struct {
 	pool *pgxpool.Pool
 	opts RecallOptions
@@ -39,12 +46,22 @@ type Recall struct {
 	queue      []recallItem
 	queueBytes int
 	enq, done  uint64 // docs and deletions queued / written (or dropped)
+	calls      uint64 // enqueues that queued items (recallItem.call)
 	progress   chan struct{}
 	wake       chan struct{}
 	closed     bool
-	lastErr    error     // the last write error (nil after a write succeeds)
-	giveUp     time.Time // set by Close: the worker drops what it cannot write by then
-	dropped    int       // docs and deletions dropped at Close
+	lastErr    error // the last write error (nil after a write succeeds)
+	dropped    int   // docs and deletions dropped at Close
+	abandoned  int   // docs and deletions given up before Close (left to the catch-up)
+	// stalled is set when a full queue made no progress for MaxLagWait:
+	// until the worker writes a batch again, what finds the queue full is
+	// left to the catch-up at once instead of waiting.
+	stalled bool
+
+	// ctx bounds every write; Close cancels it CloseTimeout after it is
+	// called (the worker then gives up what it has not written).
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	prev index.TurnMemory // worker only
 	wg   sync.WaitGroup
@@ -53,29 +70,50 @@ type Recall struct {
 	// beforeBatch, when set (tests), is called by the worker before it
 	// writes each batch.
 	beforeBatch func()
+	// send, when set (tests), writes a batch in place of sendBatch.
+	send func(ctx context.Context, b *pgx.Batch, marksAt int) ([]string, error)
 }
 
 // RecallOptions configure a Recall. The zero value is usable.
 type RecallOptions struct {
 	// BatchSize is the number of docs written per round trip (default 500).
 	BatchSize int
-	// MaxLag bounds the docs waiting to be written: AddGeneration blocks
-	// while more are pending (default 100,000).
+	// MaxLag bounds the docs waiting to be written: AddGeneration and
+	// AddMessages wait while more are pending, as long as the writer
+	// makes progress (default 100,000; see MaxLagWait).
 	MaxLag int
 	// MaxLagBytes bounds the text waiting to be written (default 16 MiB).
 	MaxLagBytes int
+	// MaxLagWait bounds how long AddGeneration and AddMessages wait for
+	// room in a full queue without the writer writing a batch (default
+	// 5 s): past it, and until the writer writes a batch again, what they
+	// are given is not queued but left to the catch-up (the range of
+	// AddMessages is reported by Gaps, and its mark stays behind; the
+	// docs of AddGeneration are written by the catch-up of the next
+	// engine to open the database), so that a failing database never
+	// holds up the caller (the engine ingests under a conversation's
+	// lock) for longer.
+	MaxLagWait time.Duration
+	// MaxRetries is how many times a write failing with an error that may
+	// pass by itself (a serialization failure, a deadlock, a lost or
+	// refused connection, a timeout) is retried, with backoff from 50 ms
+	// to 5 s, before it is given up (default 8: about 15 s). Any other
+	// error (the database refused the statement: retrying cannot help) is
+	// given up at once. What a write gives up is left to the catch-up as
+	// with MaxLagWait, and Err reports the error.
+	MaxRetries int
 	// BM25B is BM25's length normalisation b (default index.DefaultBM25B,
 	// the Bleve index's).
 	BM25B float64
 	// Rank is how candidates are scored: RankBM25 (default, the Bleve
 	// index's BM25) or RankTS (PostgreSQL's ts_rank, for comparison).
 	Rank string
-	// CloseTimeout bounds how long Close keeps retrying to write what is
-	// queued when the database fails (default 30 s); what is left is
-	// dropped and Close says how much.
+	// CloseTimeout bounds how long Close writes what is queued (default
+	// 30 s): a write still running then is cancelled, what is left is
+	// dropped, and Close says how much.
 	CloseTimeout time.Duration
-	// Logf, when set, gets the errors of background writes (which are
-	// retried; Err reports the last one).
+	// Logf, when set, gets the errors of background writes (Err reports
+	// the last one).
 	Logf func(format string, args ...any)
 }
 
@@ -101,6 +139,12 @@ func (o *RecallOptions) fill() error {
 	if o.CloseTimeout <= 0 {
 		o.CloseTimeout = 30 * time.Second
 	}
+	if o.MaxLagWait <= 0 {
+		o.MaxLagWait = 5 * time.Second
+	}
+	if o.MaxRetries <= 0 {
+		o.MaxRetries = 8
+	}
 	switch o.Rank {
 	case "":
 		o.Rank = RankBM25
@@ -117,6 +161,7 @@ type recallItem struct {
 	doc   index.Doc
 	isDel bool
 	mark  *markRange
+	call  uint64 // the enqueue that queued it (its items are contiguous)
 }
 
 var (
@@ -145,6 +190,7 @@ func OpenRecall(ctx context.Context, pool *pgxpool.Pool, opts RecallOptions) (*R
 		progress: make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.wg.Add(1)
 	go r.worker()
 	return r, nil
@@ -173,7 +219,8 @@ func checkAnalyzer(ctx context.Context, pool *pgxpool.Pool) error {
 // AddGeneration queues docs for writing (the generation delta is
 // ignored: the database is the store, the index never lags behind it
 // across restarts). It blocks only while more than MaxLag docs or
-// MaxLagBytes of text are pending. Docs of one session should be added in
+// MaxLagBytes of text are pending, for at most MaxLagWait without
+// progress. Docs of one session should be added in
 // Seq order: the previous turn's text is indexed as context of the next
 // (Doc.Context, when set, wins; a previous turn this process has not
 // seen, written before it started or by another process, is read from the
@@ -204,21 +251,46 @@ func (r *Recall) Delete(ids ...string) {
 	r.enqueue(items, false)
 }
 
-// enqueue queues items, waiting for room first when wait is set.
+// enqueue queues items, waiting for room first when wait is set: while
+// the queue is full and the worker writes batches, but for at most
+// MaxLagWait without one (the queue is then stalled); items that find the
+// queue full and stalled are left to the catch-up (abandon).
 func (r *Recall) enqueue(items []recallItem, wait bool) {
 	if len(items) == 0 {
 		return
 	}
 	r.mu.Lock()
-	for wait && !r.closed && (len(r.queue) > r.opts.MaxLag || r.queueBytes > r.opts.MaxLagBytes) {
-		ch := r.progress
-		r.mu.Unlock()
-		<-ch
-		r.mu.Lock()
+	if wait && !r.closed && r.full() && !r.stalled {
+		timer := time.NewTimer(r.opts.MaxLagWait)
+		for !r.closed && r.full() && !r.stalled {
+			ch := r.progress
+			r.mu.Unlock()
+			select {
+			case <-ch: // a batch written (or given up): room, or wait anew
+				timer.Reset(r.opts.MaxLagWait) // Go 1.23 timers: no stale tick
+				r.mu.Lock()
+			case <-timer.C:
+				r.mu.Lock()
+				if !r.stalled && r.full() {
+					r.stalled = true
+					r.logf("pgstore: recall: the write queue is full and no batch was written for %v: docs are left to the catch-up until one is (last error: %v)", r.opts.MaxLagWait, r.lastErr)
+				}
+			}
+		}
+		timer.Stop()
 	}
 	if r.closed {
 		r.mu.Unlock()
 		return
+	}
+	if wait && r.full() && r.stalled {
+		r.abandonLocked(items, false)
+		r.mu.Unlock()
+		return
+	}
+	r.calls++
+	for i := range items {
+		items[i].call = r.calls
 	}
 	r.queue = append(r.queue, items...)
 	for i := range items {
@@ -227,6 +299,41 @@ func (r *Recall) enqueue(items []recallItem, wait bool) {
 	r.enq += uint64(len(items))
 	r.mu.Unlock()
 	r.signal()
+}
+
+// full reports whether more than MaxLag docs or MaxLagBytes of text are
+// queued (r.mu held).
+func (r *Recall) full() bool {
+	return len(r.queue) > r.opts.MaxLag || r.queueBytes > r.opts.MaxLagBytes
+}
+
+// abandonLocked leaves items to the catch-up (r.mu held), counting them
+// as dropped at Close (atClose) or abandoned before it: the
+// conversations of their ranges (AddMessages) are gaps (Gaps), whose
+// marks in the database stay behind them, so the engine's catch-up, or
+// the next engine's at open, indexes their messages from the store; the
+// docs of summaries are written by the next engine's opening catch-up
+// (index.Tracker.Missing); a deletion is not written.
+func (r *Recall) abandonLocked(items []recallItem, atClose bool) {
+	for i := range items {
+		if m := items[i].mark; m != nil {
+			if r.gaps == nil {
+				r.gaps = map[string]bool{}
+			}
+			r.gaps[m.conv] = true
+		}
+	}
+	if atClose {
+		r.dropped += len(items)
+	} else {
+		r.abandoned += len(items)
+	}
+}
+
+func (r *Recall) logf(format string, args ...any) {
+	if r.opts.Logf != nil {
+		r.opts.Logf(format, args...)
+	}
 }
 
 func (r *Recall) signal() {
@@ -245,7 +352,8 @@ func (r *Recall) Lag() int {
 }
 
 // Err returns the error of the last background write, nil once a write
-// succeeds after it (writes are retried).
+// succeeds after it (writes that may pass are retried, RecallOptions.
+// MaxRetries times; what a write gives up is left to the catch-up).
 func (r *Recall) Err() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -324,10 +432,10 @@ func (r *Recall) Recall(ctx context.Context, q index.RecallQuery) ([]index.Hit, 
 	return index.RankRecall(ctx, newRetriever(r), index.QueryTerms(q.Text), q)
 }
 
-// Close writes what is queued (retrying for at most
-// RecallOptions.CloseTimeout when the database fails), stops the writer
-// and returns; later calls fail with an error wrapping index.ErrClosed. It
-// does not close the pool. It is idempotent.
+// Close writes what is queued (for at most RecallOptions.CloseTimeout: a
+// write still running then is cancelled and the rest dropped), stops the
+// writer and returns; later calls fail with an error wrapping
+// index.ErrClosed. It does not close the pool. It is idempotent.
 func (r *Recall) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -335,10 +443,12 @@ func (r *Recall) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.giveUp = time.Now().Add(r.opts.CloseTimeout)
 	r.mu.Unlock()
+	giveUp := time.AfterFunc(r.opts.CloseTimeout, r.cancel)
 	r.signal()
 	r.wg.Wait()
+	giveUp.Stop()
+	r.cancel()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	close(r.progress)

@@ -31,6 +31,13 @@ func (r *Recall) worker() {
 			r.mu.Unlock()
 			return
 		}
+		if r.ctx.Err() != nil {
+			// Close gave up: drop the rest without building batches.
+			r.abandonLocked(r.queue, true)
+			r.finishLocked(len(r.queue), false)
+			r.mu.Unlock()
+			continue
+		}
 		n := min(len(r.queue), r.opts.BatchSize)
 		items := make([]recallItem, n)
 		copy(items, r.queue[:n])
@@ -38,67 +45,120 @@ func (r *Recall) worker() {
 
 		// The rows are built once (the turn memory moves on), then retried
 		// as they are. The previous turns the memory lacks are read first
-		// (without them if the database fails until Close gives up).
+		// (without them if that fails).
 		var prev []string
-		r.attempt(n, false, func(ctx context.Context) (err error) {
+		if err := r.attempt(n, func(ctx context.Context) (err error) {
 			prev, err = r.previousTurns(ctx, &r.prev, items)
 			return err
-		})
+		}); err != nil {
+			prev = nil
+		}
 		b, marksAt := buildBatch(&r.prev, items, prev)
 		if r.beforeBatch != nil {
 			r.beforeBatch()
 		}
-		r.attempt(n, true, func(ctx context.Context) error {
-			gaps, err := sendBatch(ctx, r.pool, b, marksAt)
+		err := r.attempt(n, func(ctx context.Context) error {
+			send := r.send
+			if send == nil {
+				send = func(ctx context.Context, b *pgx.Batch, marksAt int) ([]string, error) {
+					return sendBatch(ctx, r.pool, b, marksAt)
+				}
+			}
+			gaps, err := send(ctx, b, marksAt)
 			if len(gaps) > 0 {
 				r.noteGaps(gaps)
 			}
 			return err
 		})
 		r.mu.Lock()
-		for i := range items {
-			r.queueBytes -= len(items[i].doc.Text) + len(items[i].doc.Context)
+		if err != nil {
+			// Given up: the items are left to the catch-up.
+			r.abandonLocked(items, r.closed)
+			r.splitRangeLocked(items, n)
+			r.logf("pgstore: recall: gave up writing %d docs, left to the catch-up: %v", n, err)
 		}
-		r.queue = r.queue[n:]
-		if len(r.queue) == 0 {
-			r.queue = nil
-		}
-		r.done += uint64(n)
-		close(r.progress)
-		r.progress = make(chan struct{})
+		r.finishLocked(n, err == nil)
 		r.mu.Unlock()
 	}
 }
 
-// attempt runs f (with a minute's timeout) until it succeeds, retrying
-// with backoff, or until Close has waited CloseTimeout: the n items are
-// then dropped when drop is set. Errors go to lastErr and Logf.
-func (r *Recall) attempt(n int, drop bool, f func(ctx context.Context) error) {
+// splitRangeLocked keeps the mark of a range whose first docs were the
+// end of a batch given up (items, the first n of the queue) from moving
+// past them when the rest of the range is written (r.mu held): the mark
+// item of that range, further in the queue, is made one that never moves
+// a mark (its range then starts after its end: sqlMarks reports a gap),
+// so the catch-up indexes the whole range.
+func (r *Recall) splitRangeLocked(items []recallItem, n int) {
+	last := items[len(items)-1]
+	if last.mark != nil {
+		return
+	}
+	for i := n; i < len(r.queue) && r.queue[i].call == last.call; i++ {
+		if m := r.queue[i].mark; m != nil {
+			r.queue[i].mark = &markRange{conv: m.conv, from: m.to + 1, to: m.to}
+			if r.gaps == nil {
+				r.gaps = map[string]bool{}
+			}
+			r.gaps[m.conv] = true
+			return
+		}
+	}
+}
+
+// finishLocked takes the first n items off the queue, written (ok) or
+// given up, and wakes those waiting for progress (r.mu held). A batch
+// written ends a stall.
+func (r *Recall) finishLocked(n int, ok bool) {
+	for i := range r.queue[:n] {
+		r.queueBytes -= len(r.queue[i].doc.Text) + len(r.queue[i].doc.Context)
+	}
+	r.queue = r.queue[n:]
+	if len(r.queue) == 0 {
+		r.queue = nil
+	}
+	r.done += uint64(n)
+	if ok {
+		r.stalled = false
+	}
+	close(r.progress)
+	r.progress = make(chan struct{})
+}
+
+// attempt runs f (with a minute's timeout, and cancelled when Close gives
+// up) until it succeeds, retrying an error that may pass by itself
+// (retryable) at most RecallOptions.MaxRetries times with backoff, and
+// returns the error it gave up on (nil: f succeeded). Errors go to lastErr
+// and Logf.
+func (r *Recall) attempt(n int, f func(ctx context.Context) error) error {
 	backoff := 50 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 		err := f(ctx)
 		cancel()
 		r.mu.Lock()
 		if err == nil {
 			r.lastErr = nil
 			r.mu.Unlock()
-			return
+			return nil
+		}
+		closing := r.ctx.Err() != nil
+		if closing {
+			err = fmt.Errorf("%w (Close gave up after %v)", err, r.opts.CloseTimeout)
 		}
 		r.lastErr = fmt.Errorf("pgstore: recall: write %d docs: %w", n, err)
-		giveUp := r.closed && time.Now().After(r.giveUp)
-		if giveUp && drop {
-			r.dropped += n
-		}
 		last := r.lastErr
 		r.mu.Unlock()
-		if r.opts.Logf != nil {
-			r.opts.Logf("%v", last)
+		r.logf("%v", last)
+		if closing || !retryable(err) || try >= r.opts.MaxRetries {
+			return last
 		}
-		if giveUp {
-			return
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+			t.Stop()
+			return last
 		}
-		time.Sleep(backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }

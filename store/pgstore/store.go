@@ -50,7 +50,8 @@ type Options struct {
 	// the server (or of its machine) may lose the last commits (about
 	// three times wal_writer_delay: 600 ms by default), never part of
 	// one. Sync then flushes them. Default false: the server's setting
-	// (on, unless its administrator chose otherwise).
+	// (on, unless its administrator chose otherwise), or the URL's
+	// synchronous_commit parameter (=off is the same as AsyncCommit).
 	AsyncCommit bool
 }
 
@@ -126,6 +127,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	if o.AsyncCommit {
 		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	} else if strings.EqualFold(cfg.ConnConfig.RuntimeParams["synchronous_commit"], "off") {
+		o.AsyncCommit = true // the URL's synchronous_commit=off: Sync flushes
 	}
 	where := serverName(cfg)
 	s := &Store{opts: o, held: map[*heldLock]struct{}{}}

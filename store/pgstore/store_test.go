@@ -197,6 +197,16 @@ func TestAsyncCommit(t *testing.T) {
 		}
 		s.Close()
 	}
+	// The URL's synchronous_commit=off is AsyncCommit (Sync flushes).
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	s := openTest(t, Options{URL: u + sep + "synchronous_commit=off"})
+	var got string
+	if err := s.Pool().QueryRow(ctx, "SHOW synchronous_commit").Scan(&got); err != nil || got != "off" || !s.opts.AsyncCommit {
+		t.Errorf("synchronous_commit=off in the URL: synchronous_commit = %q (%v), AsyncCommit %t", got, err, s.opts.AsyncCommit)
+	}
 }
 
 // TestPoolMaxConnsFromURL: the URL's pool_max_conns sizes the pool unless
