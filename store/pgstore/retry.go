@@ -3,11 +3,14 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // retryable reports whether err may pass by itself, so that running the
@@ -38,4 +41,17 @@ func retryable(err error) bool {
 	return errors.As(err, &ne) || errors.As(err, &ce) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}
+
+// conflict wraps err with store.ErrConflict when the server rolled the
+// transaction back for a conflict with a concurrent one (serialization
+// failure 40001, deadlock 40P01): nothing of it was written, and the
+// caller may run it again. Any other error is returned as it is (a lost
+// connection is not: the commit may have happened).
+func conflict(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %w", store.ErrConflict, err)
+	}
+	return err
 }

@@ -261,9 +261,9 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 // Update implements store.Store: fn runs in a REPEATABLE READ read-write
 // transaction whose writes are queued and sent as a few pipelined
 // statements with its next read, or with the COMMIT. It commits when fn
-// returns nil and the context is live; a serialization failure is
-// returned (wrapped), never retried: fn may have changed its caller's
-// state.
+// returns nil and the context is live; a serialization failure or
+// deadlock is returned wrapped with store.ErrConflict, never retried here:
+// fn may have changed its caller's state.
 func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if err := s.enter("update"); err != nil {
 		return err
@@ -285,10 +285,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	err = fn(t)
 	t.reader.done = true
 	if err != nil {
-		return err
+		return conflict(err)
 	}
 	if err := t.writer.failed; err != nil {
-		return fmt.Errorf("pgstore: commit refused after a failed write: %w", err)
+		return conflict(fmt.Errorf("pgstore: commit refused after a failed write: %w", err))
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("pgstore: update: %w", err)
@@ -296,7 +296,10 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	if t.reader.begin != "" && t.writer.q.empty() {
 		return nil // nothing read, nothing written: nothing begun
 	}
-	return t.writer.q.commit(ctx, t.reader.conn, t.reader.begin, "COMMIT")
+	// A serialization failure or deadlock is wrapped with store.ErrConflict
+	// (the caller may run its Update again); it is never retried here: fn
+	// may have changed its caller's state.
+	return conflict(t.writer.q.commit(ctx, t.reader.conn, t.reader.begin, "COMMIT"))
 }
 
 // txn is the store.Tx of an Update.
