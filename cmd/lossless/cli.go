@@ -26,7 +26,14 @@ const (
 	exitOK      = 0
 	exitRuntime = 1
 	exitUsage   = 2
+	// exitPartial: the command did its work but left some input out
+	// (import skipped malformed lines); what it printed says which.
+	exitPartial = 3
 )
+
+// errPartial is returned by a command that printed its result but left
+// some input out: exit code exitPartial.
+var errPartial = errors.New("partial")
 
 // stdio holds the command's streams.
 type stdio struct {
@@ -188,6 +195,8 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		return exitUsage
 	case errors.Is(err, errProblems):
 		return exitRuntime // doctor already printed its findings
+	case errors.Is(err, errPartial):
+		return exitPartial // the command printed what it left out
 	default:
 		fmt.Fprintf(io.err, "lossless %s: %v\n", cmd.name, err)
 		return exitRuntime

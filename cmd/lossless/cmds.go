@@ -27,6 +27,9 @@ func cmdImport() *command {
 			sizes := make([]int64, len(files))
 			var totalBytes int64
 			for i, f := range files {
+				if f == "-" {
+					return usagef("import reads session files, not standard input: it is incremental by file path (a file's checkpoint says what was read); save the transcript to a file and import that")
+				}
 				st, err := os.Stat(f)
 				if err != nil {
 					return fmt.Errorf("%s: %w", f, err)
@@ -80,9 +83,12 @@ func cmdImport() *command {
 			}
 			bar.done()
 			if c.json {
-				return printJSON(c.io.out, map[string]any{"agent": c.agent, "store": lossless.RedactURL(c.store), "files": results,
+				if err := printJSON(c.io.out, map[string]any{"agent": c.agent, "store": lossless.RedactURL(c.store), "files": results,
 					"imported": total.Imported, "duplicates": total.Duplicates, "summaries": total.Summaries,
-					"malformed": len(total.Malformed), "bytes": total.Bytes})
+					"malformed": len(total.Malformed), "bytes": total.Bytes}); err != nil {
+					return err
+				}
+				return skippedLines(len(total.Malformed))
 			}
 			for _, r := range results {
 				fmt.Fprintf(c.io.out, "%s: session %s: %d imported, %d already stored, %d summaries, %d malformed lines, %s read",
@@ -99,9 +105,18 @@ func cmdImport() *command {
 				fmt.Fprintf(c.io.out, "total: %d imported, %d already stored, %d summaries, %d malformed lines\n",
 					total.Imported, total.Duplicates, total.Summaries, len(total.Malformed))
 			}
-			return nil
+			return skippedLines(len(total.Malformed))
 		},
 	}
+}
+
+// skippedLines is import's result when n malformed lines were skipped
+// (everything else is stored): errPartial, exit code 3.
+func skippedLines(n int) error {
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d malformed lines skipped: %w", n, errPartial)
 }
 
 func cmdSessions() *command {

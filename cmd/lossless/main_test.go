@@ -367,9 +367,12 @@ func TestMalformedFile(t *testing.T) {
 	file := filepath.Join(dir, "bad.jsonl")
 	writeSession(t, file, "sess-bad", 2, `this is not json`, `{"type":"message","message":{"role":"user","content":"ok after garbage"}}`, `{"broken":`)
 	r := runCLI(t, "", nil, "import", "--store", store, file)
-	r.want(t, 0, "5 imported", "2 malformed lines", "malformed line 6", "malformed line 8")
+	// Lines skipped: everything else stored, exit code 3 (not 0).
+	r.want(t, 3, "5 imported", "2 malformed lines", "malformed line 6", "malformed line 8")
+	// Imported again: nothing new read, nothing skipped, exit 0.
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 0, "0 imported", "0 malformed lines")
 	r = runCLI(t, "", nil, "import", "--store", filepath.Join(dir, "store2"), "--json", file)
-	r.want(t, 0)
+	r.want(t, 3)
 	var res struct {
 		Malformed int `json:"malformed"`
 		Files     []struct {
@@ -389,7 +392,9 @@ func TestMalformedFile(t *testing.T) {
 	// A file that is not a session at all: every line malformed, nothing stored.
 	junk := filepath.Join(dir, "junk.jsonl")
 	os.WriteFile(junk, []byte("\x00\x01binary\n<html>\n"), 0o644)
-	runCLI(t, "", nil, "import", "--store", store, junk).want(t, 0, "0 imported", "2 malformed lines")
+	runCLI(t, "", nil, "import", "--store", store, junk).want(t, 3, "0 imported", "2 malformed lines")
+	// Standard input: refused with a usage error that says why.
+	runCLI(t, "", nil, "import", "--store", store, "-").want(t, 2, "not standard input")
 }
 
 func TestBadInput(t *testing.T) {
