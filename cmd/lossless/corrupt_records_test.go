@@ -177,6 +177,10 @@ func TestCorruptSummaryAndItem(t *testing.T) {
 			if r.code != 1 {
 				t.Errorf("plain doctor: exit %d on the damaged store, want 1\n%s%s", r.code, r.stdout, r.stderr)
 			}
+			// It says what it did not read.
+			if !strings.Contains(r.stdout, "not read   message records (bodies and headers: run with --deep)") {
+				t.Errorf("plain doctor does not say it left the messages unread:\n%s", r.stdout)
+			}
 		})
 	}
 }
