@@ -181,3 +181,50 @@ func TestCheckHealthyStore(t *testing.T) {
 		t.Fatal("check changed the store")
 	}
 }
+
+// TestGrepFailsOnMissingMessage: a message gone from the store makes Grep
+// and GrepPage (the explorer's search) fail with ErrCorrupt and the
+// missing range, for every scope and time bound, instead of answering
+// from the messages left (issue 27: 45 of 61 hits with exit 0).
+func TestGrepFailsOnMissingMessage(t *testing.T) {
+	ctx := context.Background()
+	for _, lost := range []uint64{4, 10} { // one inside, the last
+		t.Run(fmt.Sprint(lost), func(t *testing.T) {
+			e := openTest(t)
+			var msgs []core.Message
+			for i := 0; i < 10; i++ {
+				msgs = append(msgs, core.UserText(fmt.Sprintf("needle %d", i), int64(i+1)))
+			}
+			if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: msgs}); err != nil {
+				t.Fatal(err)
+			}
+			conv, err := e.Conversation(ctx, "", "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hits, err := e.Grep(ctx, GrepParams{SessionID: "s", Query: "needle", Limit: 50}); err != nil || len(hits) != 10 {
+				t.Fatalf("healthy grep: %d hits, %v", len(hits), err)
+			}
+			if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.DeleteMessage(conv.id, lost) }); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("messages %d-%d are missing", lost, lost)
+			for _, p := range []GrepParams{
+				{SessionID: "s", Query: "needle", Limit: 50},
+				{SessionID: "s", Query: "needle", Limit: 50, Since: 1, Until: 100},
+				{SessionID: "s", Query: "needle", Limit: 50, Scope: ScopeAgent},
+			} {
+				hits, err := e.Grep(ctx, p)
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+					t.Errorf("grep %+v: %d hits, err %v", p, len(hits), err)
+				}
+				res, err := e.GrepPage(ctx, GrepPageParams{GrepParams: p})
+				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {
+					t.Errorf("grep page %+v: %d hits, err %v", p, len(res.Hits), err)
+				}
+			}
+			// The store is damaged on purpose: skip the cleanup's invariants.
+			e.Close()
+		})
+	}
+}
