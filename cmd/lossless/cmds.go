@@ -414,6 +414,8 @@ func cmdCompact() *command {
 			switch {
 			case !res.OK:
 				fmt.Fprintf(c.io.out, "not compacted: %s\n", orDash(res.Reason))
+			case !res.Compacted && strings.HasPrefix(res.Reason, "nothing to compact"):
+				fmt.Fprintln(c.io.out, res.Reason)
 			case !res.Compacted:
 				fmt.Fprintf(c.io.out, "nothing to compact: %s\n", orDash(res.Reason))
 			default:

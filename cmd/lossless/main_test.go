@@ -270,9 +270,10 @@ func TestImportStatsCompactExport(t *testing.T) {
 	}
 	// The assembled context now starts with that summary.
 	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "100000").want(t, 0, sumID)
-	// A budget the fresh tail cannot fit: ok:false, exit 1, the reason.
+	// A budget the fresh tail cannot fit: the context is at its floor,
+	// nothing more to compact (no failure), and the reason says so.
 	runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "5", "--force").
-		want(t, 1, "not compacted", "fresh tail")
+		want(t, 0, "nothing to compact: the context is at its floor", "fresh tail")
 
 	// export: every message object, in order, byte for byte.
 	r = runCLI(t, "", nil, "export", "--store", store, "--session", sid)
