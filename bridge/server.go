@@ -368,10 +368,50 @@ func lineHead(head []byte) (id json.RawMessage, method string) {
 	return id, method
 }
 
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000
+
+// nestedDeeper reports whether line nests arrays and objects deeper than
+// max (outside strings): valid JSON encoding/json refuses.
+func nestedDeeper(line []byte, max int) bool {
+	depth, inStr, esc := 0, false, false
+	for _, b := range line {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case b == '\\':
+				esc = true
+			case b == '"':
+				inStr = false
+			}
+		case b == '"':
+			inStr = true
+		case b == '[' || b == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case b == ']' || b == '}':
+			depth--
+		}
+	}
+	return false
+}
+
 func (s *server) dispatchLine(line []byte) {
 	m, derr := DecodeMessage(line)
 	if derr != nil {
 		s.logf("bridge: %s", derr.Message)
+		if m.ID == nil && nestedDeeper(line, maxJSONDepth) {
+			// Valid JSON nested deeper than the decoder goes: a request
+			// whose id comes before its params is answered under that id
+			// (with a null id its caller would wait for ever).
+			if id, method := lineHead(line[:min(len(line), lineHeadBytes)]); id != nil && method != "" {
+				s.writeError(id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + derr.Message})
+				return
+			}
+		}
 		s.writeError(m.ID, derr)
 		return
 	}

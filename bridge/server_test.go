@@ -197,6 +197,8 @@ func TestMalformedInput(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":80,"method":"info","params":"x"}`, CodeInvalidRequest, "80"},
 		{`{"jsonrpc":"2.0"}`, CodeInvalidRequest, "null"},
 		{"\xff\xfe{}", CodeParseError, "null"},
+		// Nested deeper than the decoder goes: answered under its id.
+		{`{"jsonrpc":"2.0","id":81,"method":"assemble","params":{"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, CodeInvalidRequest, "81"},
 	}
 	for _, tc := range cases {
 		c.send(tc.line)
