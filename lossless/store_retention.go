@@ -31,9 +31,12 @@ type RetentionResult struct {
 
 // DeletedConversation is one conversation removed by Retain.
 type DeletedConversation struct {
-	Agent  string `json:"agent"`
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
+	Agent string `json:"agent"`
+	ID    string `json:"id"`
+	// Session names it as the user knows it: its session key, else its
+	// latest session id ("" for an orphan without either).
+	Session string `json:"session,omitempty"`
+	Reason  string `json:"reason"`
 }
 
 // Retain applies Config.Retention (both limits are off by default) and
@@ -128,7 +131,11 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 				return err
 			}
 		}
-		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Reason: reason})
+		session := c.rec.Key
+		if session == "" && len(c.rec.SessionIDs) > 0 {
+			session = c.rec.SessionIDs[len(c.rec.SessionIDs)-1]
+		}
+		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Session: session, Reason: reason})
 		res.Messages += c.rec.Messages
 		res.Bytes += c.rec.Bytes
 		return nil

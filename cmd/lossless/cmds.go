@@ -550,9 +550,9 @@ func cmdRetain() *command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AGENT\tCONVERSATION\tREASON")
+			fmt.Fprintln(tw, "AGENT\tSESSION\tCONVERSATION\tREASON")
 			for _, d := range res.Deleted {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Agent, d.ID, d.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Agent, orDash(d.Session), d.ID, d.Reason)
 			}
 			return tw.Flush()
 		},

@@ -349,10 +349,10 @@ func TestRetain(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // sess-old is the least recently updated
 	}
 	runCLI(t, "", nil, "retain", "--store", store, "--max-bytes-per-agent", "1", "--dry-run").
-		want(t, 0, "would delete 1 conversation, 6 messages", "size")
+		want(t, 0, "would delete 1 conversation, 6 messages", "size", "sess-old") // named by its session, not only its id
 	runCLI(t, "", nil, "sessions", "--store", store).want(t, 0, "sess-old", "sess-new")
 	r := runCLI(t, "", nil, "retain", "--store", store, "--max-bytes-per-agent", "1", "--json")
-	r.want(t, 0, `"reason": "size"`, `"messages": 6`, `"dryRun": false`)
+	r.want(t, 0, `"reason": "size"`, `"messages": 6`, `"dryRun": false`, `"session": "sess-old"`)
 	r = runCLI(t, "", nil, "sessions", "--store", store)
 	r.want(t, 0, "sess-new")
 	if strings.Contains(r.stdout, "sess-old") {
