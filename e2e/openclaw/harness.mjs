@@ -253,9 +253,11 @@ export class OpenClawEnv {
    * surface that keeps the engine's tools (schemas sent directly, not behind
    * tool search, so the model request lists them), the memory plugin off (its
    * own recall would blur the engine's), a local gateway on `gatewayPort`.
+   * defaultTools: no `tools` section at all, OpenClaw's defaults as a new
+   * user has them (no profile, tool search on: plugin tools deferred).
    */
-  baseConfig({ fake, contextWindow = 128_000, maxTokens = 1024, gatewayPort = 0 }) {
-    return {
+  baseConfig({ fake, contextWindow = 128_000, maxTokens = 1024, gatewayPort = 0, defaultTools = false }) {
+    const cfg = {
       agents: {
         defaults: {
           model: { primary: `${PROVIDER_ID}/${MODEL_ID}` },
@@ -298,6 +300,8 @@ export class OpenClawEnv {
       },
       logging: { file: path.join(this.logDir, "openclaw.log") },
     };
+    if (defaultTools) delete cfg.tools;
+    return cfg;
   }
 
   /** plugins.entries.lossless.config: the engine's config plus the recording bridge. */
