@@ -152,7 +152,10 @@ export function trafficMark(env) {
 
 /** Whether a turn failed: the CLI's exit, the run's status, or an error text in place of an answer. */
 export function turnFailure(t) {
-  if (t.code !== 0) return `exit ${t.code}: ${(t.stderr ?? "").trim().split("\n").slice(-3).join(" | ").slice(0, 400)}`;
+  if (t.code !== 0) {
+    const err = (t.stderr ?? "").trim().split("\n").filter((l) => l && !/^\[openclaw\] (Debug|Try|Help):/.test(l)).slice(-2).join(" | ");
+    return `exit ${t.code}: ${(err || JSON.stringify(t.json) || (t.stdout ?? "").trim().split("\n").slice(-2).join(" | ") || "no output").slice(0, 300)}`;
+  }
   const status = t.json?.status;
   if (status && status !== "ok") return `status ${status}`;
   const meta = t.json?.result?.meta ?? {};
@@ -165,20 +168,23 @@ export function turnFailure(t) {
 /**
  * Runs the plan's turns in one session through the running gateway. Before
  * the expand turn, state.expandId is set to the earliest summary id of the
- * newest request that holds one. Returns [{...plan turn, turn record,
+ * newest request of this run that holds one (expand false: none, the model
+ * then answers that turn with text). Returns [{...plan turn, turn record,
  * failure, mark (traffic sizes before the turn), firstSeq (the first model
  * request of the turn)}].
  */
-export async function runTurns(env, fake, { plan, sessionKey, state, onTurn }) {
+export async function runTurns(env, fake, { plan, sessionKey, state, onTurn, expand = true }) {
   const out = [];
+  const fromSeq = (chatRequests(fake).at(-1)?.seq ?? 0) + 1;
   for (const p of plan) {
     if (p.kind === "expand") {
-      const withSummary = chatRequests(fake).filter((r) => summaryIds(r).length && JSON.stringify(r.body?.messages ?? []).includes("LS-T"));
-      state.expandId = withSummary.length ? summaryIds(withSummary.at(-1))[0] : null;
+      const withSummary = chatRequests(fake).filter((r) => r.seq >= fromSeq && summaryIds(r).length);
+      state.expandId = expand && withSummary.length ? summaryIds(withSummary.at(-1))[0] : null;
     }
     const mark = trafficMark(env);
     const firstSeq = (chatRequests(fake).at(-1)?.seq ?? 0) + 1;
     const t = await env.turn({ sessionKey, message: p.message });
+    t.stdout = env.commands.at(-1)?.stdout ?? "";
     const rec = { ...p, fileText: undefined, turn: t, failure: turnFailure(t), mark, firstSeq };
     out.push(rec);
     onTurn?.(rec);
@@ -240,8 +246,8 @@ export function attributedTraffic(env, turns) {
   return { calls, callbacks };
 }
 
-/** The figures the engine was given, one object per assemble / commitTurn / compact call of turns [0, maxTurns). */
-export function budgetSequence(calls, turns, maxTurns = 15) {
+/** The figures the engine was given, one object per assemble / commitTurn / compact call of turns [0, maxTurns); a figure the call did not carry is left out. */
+export function budgetSequence(calls, turns, maxTurns = 12) {
   const out = [];
   for (const c of calls) {
     if (c.turn < 0 || c.turn >= maxTurns) continue;
@@ -264,7 +270,14 @@ export function budgetSequence(calls, turns, maxTurns = 15) {
       out.push({ call: "compact", turn, tokenBudget: p.tokenBudget ?? null, currentTokenCount: p.currentTokenCount ?? null, force: Boolean(p.force) });
     }
   }
-  return out;
+  const drop = (o) => {
+    for (const [k, v] of Object.entries(o)) {
+      if (v == null) delete o[k];
+      else if (typeof v === "object") drop(v);
+    }
+    return o;
+  };
+  return out.map(drop);
 }
 
 /** The engine's store: `lossless stats --json` summary count for the agent (null when unreadable). */
