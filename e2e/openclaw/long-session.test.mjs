@@ -45,11 +45,11 @@ const LONG_TURNS = Number(process.env.LOSSLESS_E2E_LONG_TURNS || 42);
 const SMALL_TURNS = Number(process.env.LOSSLESS_E2E_SMALL_TURNS || 15);
 const BUDGET_TURNS = 12;
 
-const BUDGETS = {};
+const BUDGETS = new Map(); // window -> calls, in the order the runs ran
 function writeBudgets() {
   const out = process.env.LOSSLESS_E2E_BUDGETS_OUT;
   if (!out) return;
-  const runs = Object.entries(BUDGETS).map(([window, calls]) => `    ${JSON.stringify(window)}: [\n${calls.map((c) => `      ${JSON.stringify(c)}`).join(",\n")}\n    ]`);
+  const runs = [...BUDGETS].map(([window, calls]) => `    ${JSON.stringify(window)}: [\n${calls.map((c) => `      ${JSON.stringify(c)}`).join(",\n")}\n    ]`);
   const text =
     "{\n" +
     `  "source": "e2e/openclaw/long-session.test.mjs with LOSSLESS_E2E_BUDGETS_OUT: OpenClaw 2026.9.6, default tool settings; the assemble, commitTurn and compact calls of the first ${BUDGET_TURNS} turns of each run, in order (turn = 1-based turn of the session)",\n` +
@@ -138,7 +138,7 @@ describe(`long session in a 24K window, default settings (${LONG_TURNS} turns)`,
   before(
     async () => {
       S = await runScenario({ name: "long24k", window: WINDOW, plan, sessionKey: KEY });
-      BUDGETS[String(WINDOW)] = S.budgets;
+      BUDGETS.set(String(WINDOW), S.budgets);
       writeBudgets();
     },
     { timeout: 12 * 60_000 },
@@ -256,7 +256,7 @@ describe(`long session in a 16K window, default settings (${SMALL_TURNS} turns)`
   before(
     async () => {
       S = await runScenario({ name: "long16k", window: WINDOW, plan, sessionKey: KEY });
-      BUDGETS[String(WINDOW)] = S.budgets;
+      BUDGETS.set(String(WINDOW), S.budgets);
       writeBudgets();
     },
     { timeout: 8 * 60_000 },
