@@ -59,10 +59,10 @@ function writeBudgets() {
 }
 
 /** One session through a real gateway with default settings; returns everything the tests read. */
-async function runScenario({ name, window, plan, sessionKey }) {
-  const env = new OpenClawEnv({ name });
-  const fake = await startFakeModel({ logFile: path.join(env.root, "model-requests.jsonl"), contextLimitTokens: window });
-  const S = { env, fake, state: {}, errors: [] };
+async function runScenario(S, { name, window, plan, sessionKey }) {
+  const env = (S.env = new OpenClawEnv({ name }));
+  const fake = (S.fake = await startFakeModel({ logFile: path.join(env.root, "model-requests.jsonl"), contextLimitTokens: window }));
+  Object.assign(S, { state: {}, errors: [] });
   // OpenClaw's defaults: no `tools` section, and the workspace's bootstrap
   // files (AGENTS.md, SOUL.md, ...) in the system prompt, as a new user has them.
   const cfg = env.baseConfig({ fake, contextWindow: window, gatewayPort: await freePort(), defaultTools: true });
@@ -133,11 +133,11 @@ describe(`long session in a 24K window, default settings (${LONG_TURNS} turns)`,
   const WINDOW = 24_000;
   const plan = planTurns({ turns: LONG_TURNS, expandAt: LONG_TURNS - 6, tag: "w24" });
   const KEY = "agent:main:long-24k";
-  let S;
+  const S = {}; // filled by runScenario (env and fake first, so after() cleans up even when the run throws)
 
   before(
     async () => {
-      S = await runScenario({ name: "long24k", window: WINDOW, plan, sessionKey: KEY });
+      await runScenario(S, { name: "long24k", window: WINDOW, plan, sessionKey: KEY });
       BUDGETS.set(String(WINDOW), S.budgets);
       writeBudgets();
     },
@@ -145,8 +145,8 @@ describe(`long session in a 24K window, default settings (${LONG_TURNS} turns)`,
   );
 
   after(async () => {
-    await S?.fake?.close();
-    await S?.env?.cleanup();
+    await S.fake?.close();
+    await S.env?.cleanup();
   });
 
   test("0. every turn answers; OpenClaw never degrades or quarantines the engine", () => {
@@ -177,7 +177,8 @@ describe(`long session in a 24K window, default settings (${LONG_TURNS} turns)`,
   });
 
   test("4. once a summary reached the model, every later request of the session holds one; the engine's own summaries reach the model", () => {
-    const reqs = S.sessionRequests.filter((r) => requestTurn(S.turns, r) >= 0);
+    // The session's own requests: their prompt names one of its turns (not a side run of OpenClaw's).
+    const reqs = S.sessionRequests.filter((r) => requestTurn(S.turns, r) >= 0 && promptIndex(r.body?.messages ?? []) >= 0);
     const first = reqs.findIndex((r) => summaryIds(r).length > 0);
     assert.ok(first >= 0, `no request of the session held a ${SUMMARY_OPEN} block`);
     const lost = reqs.slice(first).filter((r) => summaryIds(r).length === 0);
@@ -251,11 +252,11 @@ describe(`long session in a 16K window, default settings (${SMALL_TURNS} turns)`
   // tool directory: notes of 2-6 KB, a 3 KB read every 5th turn.
   const plan = planTurns({ turns: SMALL_TURNS, noteMin: 2000, noteMax: 6000, readSizes: [3_000, 3_400], tag: "w16" });
   const KEY = "agent:main:long-16k";
-  let S;
+  const S = {}; // filled by runScenario (env and fake first, so after() cleans up even when the run throws)
 
   before(
     async () => {
-      S = await runScenario({ name: "long16k", window: WINDOW, plan, sessionKey: KEY });
+      await runScenario(S, { name: "long16k", window: WINDOW, plan, sessionKey: KEY });
       BUDGETS.set(String(WINDOW), S.budgets);
       writeBudgets();
     },
@@ -263,8 +264,8 @@ describe(`long session in a 16K window, default settings (${SMALL_TURNS} turns)`
   );
 
   after(async () => {
-    await S?.fake?.close();
-    await S?.env?.cleanup();
+    await S.fake?.close();
+    await S.env?.cleanup();
   });
 
   test("no model request over the window (no overflow answer)", () => {
