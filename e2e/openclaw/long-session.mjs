@@ -154,7 +154,8 @@ export function trafficMark(env) {
 export function turnFailure(t) {
   if (t.code !== 0) {
     const err = (t.stderr ?? "").trim().split("\n").filter((l) => l && !/^\[openclaw\] (Debug|Try|Help):/.test(l)).slice(-2).join(" | ");
-    return `exit ${t.code}: ${(err || JSON.stringify(t.json) || (t.stdout ?? "").trim().split("\n").slice(-2).join(" | ") || "no output").slice(0, 300)}`;
+    const payload = (t.json?.result?.payloads ?? []).map((p) => p.text ?? "").join(" ").trim();
+    return `exit ${t.code}: ${(err || payload || JSON.stringify(t.json) || (t.stdout ?? "").trim().split("\n").slice(-2).join(" | ") || "no output").slice(0, 300)}`;
   }
   const status = t.json?.status;
   if (status && status !== "ok") return `status ${status}`;
