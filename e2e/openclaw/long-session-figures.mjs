@@ -173,7 +173,7 @@ function report(L, G) {
   if (c.compactReasons.length) notes.push(`compact's reasons when it did nothing: ${c.compactReasons.map((r) => JSON.stringify(r)).join(", ")}`);
   for (const p of [L, G]) {
     if (p.degradation.length) notes.push(`${p.slot}: ${p.degradation.length} degradation/quarantine line(s): ${p.degradation[0].slice(0, 200)}`);
-    if (p.failed.length) notes.push(`${p.slot}: failed turns: ${p.failed.slice(0, 3).join("; ").slice(0, 500)}${p.failed.length > 3 ? " …" : ""}`);
+    if (p.failed.length) notes.push(`${p.slot}: failed turns: ${p.failed.slice(0, 3).map((f) => f.slice(0, 200)).join("; ")}${p.failed.length > 3 ? " …" : ""}`);
   }
   if (notes.length) {
     out();

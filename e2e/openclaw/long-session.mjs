@@ -25,6 +25,22 @@ import { filler } from "./text.mjs";
 const pad = (n) => String(n).padStart(2, "0");
 export const marker = (i) => `LS-T${pad(i)}`;
 const MARKER_RE = /LS-T(\d\d):/;
+// A turn's prompt as the model sees it: the marker first (after OpenClaw's "[Fri 2026-12-04 05:20 UTC] " prefix).
+const PROMPT_RE = /^(?:\[[^\]\n]*\]\s*)?LS-T(\d\d):/;
+
+/** The answer to a summarization request (no tools: OpenClaw's own compaction, e.g. under legacy), in the sections its prompt asks for. */
+export const SUMMARY_TEXT = [
+  "## Goal",
+  "The user is keeping a running record of notes and files in this session.",
+  "## Progress",
+  "- Notes and file reads were acknowledged one by one.",
+  "## Key decisions",
+  "- None beyond recording the notes.",
+  "## Next steps",
+  "- Keep recording notes and answer questions about them.",
+  "## Critical context",
+  "- Notes are labelled LS-Tnn; files are workspace logs.",
+].join("\n");
 
 /** Token-dense log lines (timestamps, hex ids, numbers): ~3.5 characters a token, so a 10 KB file is well over maintain's 2,000-token default. */
 export function logText(chars, seed) {
@@ -90,7 +106,7 @@ export function promptIndex(msgs) {
     const m = msgs[k];
     if (m?.role !== "user") continue;
     const t = contentText(m.content);
-    if (MARKER_RE.test(t) && !t.includes(RECALL_OPEN) && !t.includes("<lcm_summary")) return k;
+    if (PROMPT_RE.test(t) && !t.includes(RECALL_OPEN) && !t.includes("<lcm_summary")) return k;
   }
   return -1;
 }
@@ -104,9 +120,10 @@ export function promptIndex(msgs) {
 export function scriptModel(fake, { plan, window, workspace, state, expandMaxTokens = 1500 }) {
   const byTurn = new Map(plan.map((t) => [t.i, t]));
   const respond = (body) => {
+    if (!(body.tools?.length > 0)) return { text: SUMMARY_TEXT }; // a summarization call, not a turn of the session
     const msgs = body.messages ?? [];
     const u = promptIndex(msgs);
-    const hit = u >= 0 ? MARKER_RE.exec(contentText(msgs[u].content)) : null;
+    const hit = u >= 0 ? PROMPT_RE.exec(contentText(msgs[u].content)) : null;
     const t = hit ? byTurn.get(Number(hit[1])) : null;
     if (!t) return { text: "Noted." };
     const after = msgs.slice(u + 1);
