@@ -133,7 +133,7 @@ async function phase(env, fake, slot, plan, state) {
     turnWallMs: turns.map((t) => t.turn.ms),
   };
   const tr = await env.transcript(sessionKey);
-  out.transcriptCompactions = tr.all.filter((e) => /compaction/i.test(String(e.type))).length;
+  out.transcriptCompactions = tr.all.filter((e) => e.type === "compaction").length;
   if (slot === "lossless") {
     const { calls, callbacks } = attributedTraffic(env, turns);
     out.compaction = compactionFigures(env, calls);
