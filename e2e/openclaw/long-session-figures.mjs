@@ -3,7 +3,7 @@
 // long-session.test.mjs, run once with the lossless engine and once with
 // `legacy` on the same turns, printed as a markdown table.
 //
-//   node e2e/openclaw/long-session-figures.mjs [--turns N (42)] [--context-window TOKENS (24000)] [--json FILE]
+//   node e2e/openclaw/long-session-figures.mjs [--turns N (42)] [--context-window TOKENS (24000)] [--json FILE] [--only lossless|legacy]
 //
 // Both phases share one isolated OpenClaw installation (the plugin
 // installed by the README's command, default plugin config, OpenClaw's
@@ -38,7 +38,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = path.resolve(HERE, "../..");
 
 function parseArgs(argv) {
-  const o = { turns: 42, contextWindow: 24_000, json: null };
+  const o = { turns: 42, contextWindow: 24_000, json: null, only: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const val = () => {
@@ -49,11 +49,13 @@ function parseArgs(argv) {
     if (a === "--turns" || a.startsWith("--turns=")) o.turns = Number(val());
     else if (a === "--context-window" || a.startsWith("--context-window=")) o.contextWindow = Number(val());
     else if (a === "--json" || a.startsWith("--json=")) o.json = val();
+    else if (a === "--only" || a.startsWith("--only=")) o.only = val();
     else if (a === "-h" || a === "--help") {
-      process.stdout.write("usage: node e2e/openclaw/long-session-figures.mjs [--turns N (42)] [--context-window TOKENS (24000)] [--json FILE]\n");
+      process.stdout.write("usage: node e2e/openclaw/long-session-figures.mjs [--turns N (42)] [--context-window TOKENS (24000)] [--json FILE] [--only lossless|legacy]\n");
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
+  if (o.only && o.only !== "lossless" && o.only !== "legacy") throw new Error("--only is lossless or legacy");
   if (!Number.isInteger(o.turns) || o.turns < 7) throw new Error("--turns must be an integer >= 7");
   if (!Number.isInteger(o.contextWindow) || o.contextWindow < 4096) throw new Error("--context-window must be an integer >= 4096");
   return o;
@@ -148,6 +150,9 @@ async function phase(env, fake, slot, plan, state) {
   return out;
 }
 
+/** A phase that was not run (--only): its column reads "not run". */
+const NOT_RUN = new Proxy({}, { get: (_, k) => (k === "slot" ? "not run" : k === "failed" || k === "degradation" || k === "turnWallMs" || k === "engineMs" ? [] : k === "compaction" ? new Proxy({}, { get: (_, j) => (j === "compactReasons" ? [] : "not run") }) : "not run") });
+
 function report(L, G) {
   const lines = [];
   const out = (s = "") => lines.push(s);
@@ -202,10 +207,10 @@ try {
   for (const t of plan) if (t.fileText) fs.writeFileSync(path.join(env.workspace, t.file), t.fileText);
   const stateL = {};
   scriptModel(fake, { plan, window: opts.contextWindow, workspace: env.workspace, state: stateL });
-  const L = await phase(env, fake, "lossless", plan, stateL);
+  const L = opts.only === "legacy" ? NOT_RUN : await phase(env, fake, "lossless", plan, stateL);
   const stateG = {};
   scriptModel(fake, { plan, window: opts.contextWindow, workspace: env.workspace, state: stateG });
-  const G = await phase(env, fake, "legacy", plan, stateG);
+  const G = opts.only === "lossless" ? NOT_RUN : await phase(env, fake, "legacy", plan, stateG);
   process.stdout.write(`\n${report(L, G)}\n`);
   if (opts.json) fs.writeFileSync(opts.json, JSON.stringify({ opts, startLoad, lossless: L, legacy: G }, null, 2) + "\n");
 } catch (err) {

@@ -28,19 +28,35 @@ const MARKER_RE = /LS-T(\d\d):/;
 // A turn's prompt as the model sees it: the marker first (after OpenClaw's "[Fri 2026-12-04 05:20 UTC] " prefix).
 const PROMPT_RE = /^(?:\[[^\]\n]*\]\s*)?LS-T(\d\d):/;
 
-/** The answer to a summarization request (no tools: OpenClaw's own compaction, e.g. under legacy), in the sections its prompt asks for. */
-export const SUMMARY_TEXT = [
-  "## Goal",
-  "The user is keeping a running record of notes and files in this session.",
-  "## Progress",
-  "- Notes and file reads were acknowledged one by one.",
-  "## Key decisions",
-  "- None beyond recording the notes.",
-  "## Next steps",
-  "- Keep recording notes and answer questions about them.",
-  "## Critical context",
-  "- Notes are labelled LS-Tnn; files are workspace logs.",
-].join("\n");
+// OpenClaw's compaction safeguard (legacy's compaction) audits a summary:
+// these five sections, the conversation's opaque identifiers verbatim (its
+// extractOpaqueIdentifiers, at most 12: we list every match), the latest
+// unresolved request first under "## Pending user asks", the latest ask
+// reflected in the text. A fake that answers anything less fails every
+// preflight compaction, which is not what a real model does.
+const SUMMARY_SECTIONS = ["## Decisions", "## Open TODOs", "## Constraints/Rules", "## Pending user asks", "## Exact identifiers"];
+const IDENTIFIER_RE =
+  /(https?:\/\/\S+|(?<![A-Za-z0-9._-])\/[\w.-]{2,}(?:\/[\w.-]+)+|(?<![A-Za-z0-9._-])[A-Za-z0-9._-]+\.[A-Za-z0-9._/-]+:\d{1,5})|(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*(?:[A-Fa-f0-9]{8,}|\d{6,}))([A-Za-z0-9_-]+)|(?<![A-Za-z0-9])(\d+\.\d+[A-Za-z]*)(?![A-Za-z0-9])/g;
+
+/** The answer to a summarization request (no tools: OpenClaw's own compaction, e.g. under legacy), in the form its safeguard accepts. */
+export function summaryText(body) {
+  const text = (body.messages ?? []).map((m) => contentText(m.content)).join("\n");
+  const ids = new Set();
+  for (const m of text.matchAll(IDENTIFIER_RE)) {
+    const v = (m[1] ?? m[2] ?? m[3] ?? "").trim().replace(/^[("'`[{<]+/, "").replace(/[)\]"'`,;:.!?<>]+$/, "");
+    if (v.length >= 4) ids.add(v);
+  }
+  const latest = /Latest unresolved user request[^\n]*\n<untrusted-text>\n([\s\S]*?)\n<\/untrusted-text>/.exec(text)?.[1];
+  const asks = [...text.matchAll(/\[User\]: ([^\n]*)/g)].map((m) => m[1]);
+  const body_ = {
+    "## Decisions": `- The user records notes and file contents; the latest ask: ${(asks.at(-1) ?? "none").slice(0, 400)}`,
+    "## Open TODOs": "- Keep recording notes and answer questions about them.",
+    "## Constraints/Rules": "- Notes are labelled LS-Tnn; files are workspace logs.",
+    "## Pending user asks": latest ? `Latest user request context: ${JSON.stringify(latest)}` : "none",
+    "## Exact identifiers": ids.size ? [...ids].map((v) => `- ${v}`).join("\n") : "- none",
+  };
+  return SUMMARY_SECTIONS.map((h) => `${h}\n${body_[h]}`).join("\n\n");
+}
 
 /** Token-dense log lines (timestamps, hex ids, numbers): ~3.5 characters a token, so a 10 KB file is well over maintain's 2,000-token default. */
 export function logText(chars, seed) {
@@ -120,7 +136,7 @@ export function promptIndex(msgs) {
 export function scriptModel(fake, { plan, window, workspace, state, expandMaxTokens = 1500 }) {
   const byTurn = new Map(plan.map((t) => [t.i, t]));
   const respond = (body) => {
-    if (!(body.tools?.length > 0)) return { text: SUMMARY_TEXT }; // a summarization call, not a turn of the session
+    if (!(body.tools?.length > 0)) return { text: summaryText(body) }; // a summarization call, not a turn of the session
     const msgs = body.messages ?? [];
     const u = promptIndex(msgs);
     const hit = u >= 0 ? PROMPT_RE.exec(contentText(msgs[u].content)) : null;
