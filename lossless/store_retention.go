@@ -222,8 +222,15 @@ var (
 func (e *Engine) startRetention() {
 	r := e.cfg.Retention
 	interruptedOnly := (r.MaxAgeDays <= 0 && r.MaxBytesPerAgent <= 0) || r.IntervalMinutes < 0
-	if interruptedOnly && !e.anyRetiring() {
-		return
+	if interruptedOnly {
+		retiring, err := e.anyRetiring()
+		if err != nil {
+			// Cannot tell: the pass runs and finds out (it reports what it
+			// cannot read).
+			slog.Warn("lossless: retention: could not list conversations", "err", err)
+		} else if !retiring {
+			return
+		}
 	}
 	every := time.Duration(r.IntervalMinutes) * retentionUnit
 	if r.IntervalMinutes == 0 {
@@ -264,12 +271,12 @@ func (e *Engine) startRetention() {
 
 // anyRetiring reports whether a conversation is marked Retiring (a stopped
 // retention pass left it partly deleted).
-func (e *Engine) anyRetiring() bool {
+func (e *Engine) anyRetiring() (bool, error) {
 	found := false
-	_ = e.st.View(context.Background(), func(r store.Reader) error {
+	err := e.st.View(context.Background(), func(r store.Reader) error {
 		for cr, err := range r.Conversations() {
 			if err != nil {
-				break
+				return err
 			}
 			if cr.Retiring {
 				found = true
@@ -278,7 +285,7 @@ func (e *Engine) anyRetiring() bool {
 		}
 		return nil
 	})
-	return found
+	return found, err
 }
 
 // stopRetention stops the periodic pass and waits for a pass in progress

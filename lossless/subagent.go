@@ -691,19 +691,22 @@ func (e *Engine) dropForkCache(sub subID) {
 
 // linkedChildren returns the conversations of the ended children linked to
 // conversation parent.
-func (e *Engine) linkedChildren(ctx context.Context, parent convID) []convID {
+func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {
 	var out []convID
-	_ = e.st.View(ctx, func(r store.Reader) error {
+	err := e.st.View(ctx, func(r store.Reader) error {
 		var subs []subID
 		for l, err := range r.SubagentLinks(parent) {
 			if err != nil {
-				break
+				return fmt.Errorf("lossless: read subagent links: %w", err)
 			}
 			subs = append(subs, l.ID)
 		}
 		for _, s := range subs {
 			rec, ok, err := getSub(r, s)
-			if err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
 			if cs := childConvs(r, rec); len(cs) > 0 {
@@ -712,7 +715,7 @@ func (e *Engine) linkedChildren(ctx context.Context, parent convID) []convID {
 		}
 		return nil
 	})
-	return out
+	return out, err
 }
 
 // LinkedChildren returns the conversation ids (hex) of the ended subagents
@@ -728,7 +731,11 @@ func (e *Engine) LinkedChildren(ctx context.Context, sessionID, sessionKey strin
 		return nil, err
 	}
 	var out []string
-	for _, k := range e.linkedChildren(ctx, c) {
+	kids, err := e.linkedChildren(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
 		out = append(out, k.String())
 	}
 	return out, nil
@@ -800,7 +807,8 @@ func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string)
 	if out != conv {
 		return out
 	}
-	for _, c := range e.linkedChildren(ctx, conv.id) {
+	kids, _ := e.linkedChildren(ctx, conv.id) // a read error: the owner is conv itself, which the caller reads next
+	for _, c := range kids {
 		found := false
 		_ = e.st.View(ctx, func(r store.Reader) error { found = has(r, c); return nil })
 		if found {
