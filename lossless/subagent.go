@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"iter"
 	"math"
 	"os"
@@ -81,8 +82,11 @@ type subagents struct {
 	// swept sweeps expired preparations once since open (Open, or the
 	// first subagent call or Assemble of a read-only engine).
 	swept sync.Once
-	// forks holds the fork caches: subID -> *forkMsgCache.
-	forks sync.Map
+	// forks holds the fork caches of the most recently assembled forks
+	// (maxForkCaches; a forgotten one is parsed again at its next assemble).
+	// Finished subagents' caches used to stay for the life of the engine.
+	forksMu sync.Mutex
+	forks   *lru.Cache[subID, *forkMsgCache]
 }
 
 // lockSubagents serialises subagent record changes: the engine's lock and,
@@ -391,6 +395,7 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	default:
 		return fmt.Errorf("lossless: subagent ended: reason %q (want deleted, completed, swept or released): %w", p.Reason, ErrBadParams)
 	}
+	defer e.dropForkCache(sub) // the child is done: its parsed fork prefix goes
 	return e.updateMapped(ctx, func(tx store.Tx) error {
 		rec, ok, err := getSub(tx, sub)
 		if err != nil || !ok {
@@ -679,14 +684,33 @@ type forkMsgCache struct {
 	sums  map[string]core.Message
 }
 
+// maxForkCaches bounds the fork caches kept (each holds at most one
+// budget's window of parsed parent messages).
+const maxForkCaches = 64
+
 func (e *Engine) forkCache(sub subID) *forkMsgCache {
-	c, _ := e.subagents.forks.LoadOrStore(sub, new(forkMsgCache))
-	return c.(*forkMsgCache)
+	s := &e.subagents
+	s.forksMu.Lock()
+	defer s.forksMu.Unlock()
+	if s.forks == nil {
+		s.forks = must(lru.New[subID, *forkMsgCache](maxForkCaches))
+	}
+	c, ok := s.forks.Get(sub)
+	if !ok {
+		c = new(forkMsgCache)
+		s.forks.Add(sub, c)
+	}
+	return c
 }
 
 // dropForkCache forgets sub's cache (its preparation was removed).
 func (e *Engine) dropForkCache(sub subID) {
-	e.subagents.forks.Delete(sub)
+	s := &e.subagents
+	s.forksMu.Lock()
+	defer s.forksMu.Unlock()
+	if s.forks != nil {
+		s.forks.Remove(sub)
+	}
 }
 
 // linkedChildren returns the conversations of the ended children linked to
