@@ -202,10 +202,14 @@ func (r *runner) soak(ctx context.Context, rep *SoakReport) error {
 	p := cfg.Progress
 	secs := int(math.Ceil(cfg.SoakDuration.Seconds()))
 	p.Step(fmt.Sprintf("soak: %s of sessions, subagents and compactions", cfg.SoakDuration), secs)
-	wctx, cancel := context.WithTimeout(ctx, cfg.SoakDuration)
-	defer cancel()
 	st := &soakStats{}
 	start := time.Now()
+	// The workers stop at the deadline between calls (a call the deadline
+	// interrupted would fail, and recall would log it); wctx is done when
+	// they are.
+	deadline := start.Add(cfg.SoakDuration)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, soakWorkers)
 	for w := 0; w < soakWorkers; w++ {
@@ -214,9 +218,13 @@ func (r *runner) soak(ctx context.Context, rep *SoakReport) error {
 			defer wg.Done()
 			sw := &soakWorker{e: e, id: w, st: st, files: files,
 				rng: rand.New(rand.NewPCG(cfg.Seed, uint64(w)+1)), gen: synth.New(cfg.Seed*1000 + uint64(w))}
-			errs[w] = sw.run(wctx)
+			errs[w] = sw.run(ctx, deadline)
 		}()
 	}
+	go func() {
+		wg.Wait()
+		cancel()
+	}()
 	// Sample until the workload's time is up.
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	sample := func() {
@@ -369,9 +377,10 @@ type soakSession struct {
 	life    int // turns before it goes idle
 }
 
-func (w *soakWorker) run(ctx context.Context) error {
+// run drives the worker's sessions until deadline (or ctx is done).
+func (w *soakWorker) run(ctx context.Context, deadline time.Time) error {
 	active := make([]*soakSession, 0, soakActive)
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && time.Now().Before(deadline) {
 		for len(active) < soakActive {
 			s, err := w.newSession(ctx)
 			if err != nil {
@@ -407,9 +416,8 @@ func (w *soakWorker) run(ctx context.Context) error {
 	return nil
 }
 
-// soakErr is nil when the run is over (its context done): the call the
-// deadline interrupted failed for that reason. A cancelled run is
-// reported by the caller.
+// soakErr is nil when the run was cancelled (the caller reports that),
+// else err.
 func soakErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return nil
