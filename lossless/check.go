@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -20,10 +21,23 @@ type CheckProblem struct {
 
 // CheckResult is what Check read and found.
 type CheckResult struct {
-	Conversations int            `json:"conversations"`
-	Messages      int64          `json:"messages"`
-	Deep          bool           `json:"deep"`
-	Problems      []CheckProblem `json:"problems"`
+	Conversations int   `json:"conversations"`
+	Messages      int64 `json:"messages"`
+	// Records is the number of records other than messages read (and
+	// verified against their checksums, in a store that has them).
+	Records  int64          `json:"records"`
+	Deep     bool           `json:"deep"`
+	Problems []CheckProblem `json:"problems"`
+	// NotRead names what the check did not read: a damage there is not
+	// found (message bodies without deep).
+	NotRead []string `json:"notRead,omitempty"`
+}
+
+// What a check without deep leaves unread (CheckResult.NotRead).
+var checkNotRead = []string{
+	"message records (bodies and headers: run with --deep)",
+	"the message key index, entry maps and large references (one per message; read with the messages they map)",
+	"committed turns (read by their key when a turn is committed again)",
 }
 
 // Check verifies the store's invariants, reading only: for every
@@ -31,13 +45,30 @@ type CheckResult struct {
 // in order; summaries and their sources consistent; every referenced
 // message and summary present). With deep, every message record is also
 // read, decoded and checked for continuity (a corrupt block, a missing
-// range, a record that does not decode), which reads the whole store. It
-// changes nothing: no index rebuild, no retention pass.
+// range, a record that does not decode), which reads the whole store.
+// Without deep, the records that are not one per message (summaries,
+// items, order records, host entries, links, names, checkpoints,
+// subagents and fork snapshots) are each read and checked as well, and
+// CheckResult.NotRead says what was not read. It changes nothing: no
+// index rebuild, no retention pass.
 func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 	res := CheckResult{Deep: deep, Problems: []CheckProblem{}}
+	if !deep {
+		res.NotRead = checkNotRead
+	} else {
+		res.NotRead = checkNotRead[1:]
+	}
 	infos, err := e.Sessions(ctx, "")
 	if err != nil {
 		return res, err
+	}
+	// The store-wide records (names, checkpoints, subagents and their
+	// fork snapshots): small, each read and checked.
+	if err := e.st.View(ctx, func(r store.Reader) error { return checkGlobal(r, &res) }); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return res, err
+		}
+		res.Problems = append(res.Problems, CheckProblem{Problem: err.Error()})
 	}
 	for _, in := range infos {
 		if err := ctx.Err(); err != nil {
@@ -81,6 +112,14 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 			}
 			report(err)
 		}
+		// Every summary (those no item refers to as well), order record,
+		// host entry and subagent link: small records, each read.
+		if err := e.st.View(ctx, func(r store.Reader) error { return checkConvRecords(r, c, &res) }); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return res, err
+			}
+			report(err)
+		}
 		if deep && sid != "" {
 			n := int64(0)
 			err := e.Messages(ctx, in.Agent, sid, func(uint64, core.Message) error { n++; return nil })
@@ -96,4 +135,60 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// drain reads every element of seq, counting them in *n: the first error
+// is returned.
+func drain[T any](seq iter.Seq2[T, error], n *int64) error {
+	for _, err := range seq {
+		if err != nil {
+			return err
+		}
+		*n++
+	}
+	return nil
+}
+
+// checkConvRecords reads conversation c's summaries, items, order
+// records, host entries and subagent links (the records that are not one
+// per message), so that a record that does not decode or fails its
+// checksum is found without reading the messages.
+func checkConvRecords(r store.Reader, c convID, res *CheckResult) error {
+	for _, seq := range []func() error{
+		func() error { return drain(r.Summaries(c), &res.Records) },
+		func() error { return drain(r.Items(c, 0, ^uint64(0), false), &res.Records) },
+		func() error { return drain(r.Orders(c), &res.Records) },
+		func() error { return drain(r.HostEntries(c, 0), &res.Records) },
+		func() error { return drain(r.SubagentLinks(c), &res.Records) },
+	} {
+		if err := seq(); err != nil {
+			return fmt.Errorf("lossless: check: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkGlobal reads the records that belong to no one conversation:
+// names, checkpoints, subagents and their fork snapshots.
+func checkGlobal(r store.Reader, res *CheckResult) error {
+	var subs []store.SubID
+	for s, err := range r.Subagents() {
+		if err != nil {
+			return fmt.Errorf("lossless: check: %w", err)
+		}
+		res.Records++
+		subs = append(subs, s.ID)
+	}
+	if err := drain(r.Names(), &res.Records); err != nil {
+		return fmt.Errorf("lossless: check: %w", err)
+	}
+	if err := drain(r.Checkpoints(), &res.Records); err != nil {
+		return fmt.Errorf("lossless: check: %w", err)
+	}
+	for _, s := range subs {
+		if err := drain(r.ForkItems(s), &res.Records); err != nil {
+			return fmt.Errorf("lossless: check: %w", err)
+		}
+	}
+	return nil
 }

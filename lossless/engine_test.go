@@ -127,8 +127,21 @@ func TestFormatVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Close()
-	if m.Format != FormatVersion || m.Tokenizer == "" {
-		t.Fatalf("not migrated: %+v", m)
+	if m.Format != FormatVersion || m.Tokenizer == "" || m.Since != 0 {
+		t.Fatalf("not migrated (or Since set: records written before format 3 have no checksum): %+v", m)
+	}
+	// A new store records that it was created at this format: every
+	// record of it has a checksum (badgerstore refuses one without).
+	e = openTest(t)
+	if err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		m, err = r.Meta()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if m.Since != FormatVersion {
+		t.Fatalf("new store's format record %+v, want since %d", m, FormatVersion)
 	}
 }
 

@@ -234,6 +234,9 @@ func (g *grepScan) messages(ctx context.Context, r store.Reader, c convID, at gr
 			}
 			batch = append(batch, rec)
 		}
+		if err := checkRun(c, batch, lo, hi); err != nil {
+			return fmt.Errorf("lossless: grep: %w", err)
+		}
 		for i := len(batch) - 1; i >= 0; i-- {
 			if g.full() {
 				g.out.Next = grepCursor{set: true, conv: c, seq: batch[i].Seq}.String()
@@ -324,4 +327,22 @@ func parseGrepCursor(s string) (grepCursor, error) {
 		return grepCursor{}, bad
 	}
 	return cur, nil
+}
+
+// checkRun checks that msgs are messages lo to hi of conversation c, each
+// once in order: a message missing from the store (a lost key) is
+// ErrCorrupt with the missing range, so that a search never answers from
+// fewer messages as if they were all.
+func checkRun(c convID, msgs []msgRecord, lo, hi uint64) error {
+	want := lo
+	for _, m := range msgs {
+		if m.Seq != want {
+			return missingErr(c, "", want, m.Seq-1)
+		}
+		want++
+	}
+	if want != hi+1 {
+		return missingErr(c, "", want, hi)
+	}
+	return nil
 }

@@ -15,8 +15,10 @@ import (
 
 // FormatVersion is the store format this build writes. A store with a
 // higher version is refused (core.ErrFormatTooNew); a lower one is migrated
-// on open.
-const FormatVersion = 2
+// on open. Format 3 (badgerstore) checksums every record but the format
+// record and the messages; a store created before it keeps its older
+// records, read without a checksum (store.Meta.Since).
+const FormatVersion = 3
 
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes.
 const DefaultMaxMessageBytes = 32 << 20
@@ -76,7 +78,7 @@ func (e *Engine) checkFormat() error {
 	return e.st.Update(ctx, func(tx store.Tx) error {
 		m, err := tx.Meta()
 		if errors.Is(err, store.ErrNotFound) {
-			return tx.PutMeta(metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer})
+			return tx.PutMeta(metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer, Since: FormatVersion})
 		}
 		if err != nil {
 			return fmt.Errorf("lossless: read format: %w", err)
@@ -88,7 +90,10 @@ func (e *Engine) checkFormat() error {
 			// Format 0 (never released) had no tokenizer field. Format 1
 			// stored every message body uncompressed (record byte 1); format
 			// 2 may compress it (record byte 2) and reads format-1 records
-			// as they are, so nothing is rewritten.
+			// as they are. Format 3 writes its records with a checksum and
+			// reads those written before without one, in a store whose
+			// format record has no Since (kept absent here): nothing is
+			// rewritten, so a read-only open reads an old store as well.
 			m.Format = FormatVersion
 			if m.Tokenizer == "" {
 				m.Tokenizer = e.cfg.Tokenizer

@@ -277,7 +277,17 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 	for _, c := range convs {
 		err := e.st.View(ctx, func(r store.Reader) error {
 			if p.Kind == "" || p.Kind == "message" {
-				n := 0
+				conv, err := r.Conversation(c)
+				if err != nil {
+					return fmt.Errorf("lossless: grep: conversation %s: %w", c, fromStore(err))
+				}
+				if conv.Retiring {
+					return nil // being deleted by retention: not searched
+				}
+				// Sequence numbers run from 1 to NextSeq-1 without a gap:
+				// a missing message fails the search (ErrCorrupt, with
+				// the range), never a short answer.
+				n, want := 0, uint64(1)
 				for rec, err := range r.Messages(c, 0, !bounded) {
 					if n++; n%256 == 0 {
 						if err := ctx.Err(); err != nil {
@@ -287,6 +297,10 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 					if err != nil {
 						return fmt.Errorf("lossless: grep: %w", err)
 					}
+					if rec.Seq != want {
+						return fmt.Errorf("lossless: grep: %w", missingErr(c, "", want, rec.Seq-1))
+					}
+					want++
 					if !inTime(rec.Timestamp) {
 						continue
 					}
@@ -299,16 +313,17 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 						hits = append(hits, h)
 					}
 				}
+				if conv.NextSeq > want {
+					return fmt.Errorf("lossless: grep: %w", missingErr(c, "", want, conv.NextSeq-1))
+				}
 			}
 			if p.Kind == "" || p.Kind == "summary" {
 				for s, err := range r.Summaries(c) {
-					if errors.Is(err, store.ErrCorrupt) {
-						// A summary that does not decode is left out (and,
-						// the scan ending at it, those after it).
-						break
-					}
 					if err != nil {
-						return fmt.Errorf("lossless: grep: %w", err)
+						// A summary that does not decode (ErrCorrupt,
+						// naming it) fails the search: never fewer hits
+						// as if they were all.
+						return fmt.Errorf("lossless: grep: %w", fromStore(err))
 					}
 					if !inTime(s.Latest) {
 						continue

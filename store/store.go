@@ -158,6 +158,11 @@ type Meta struct {
 	Engine string `json:"engine"`
 	// Tokenizer is the counter the stored token counts were made with.
 	Tokenizer string `json:"tokenizer"`
+	// Since is the format the store was created with (0: before format
+	// 3, when it was not recorded). A backend that checksums its records
+	// from format 3 (badgerstore) reads a record without a checksum as
+	// one written before then only in a store created before then.
+	Since int `json:"since,omitempty"`
 }
 
 // Conversation is a conversation's record.

@@ -268,10 +268,13 @@ func cmdAssemble() *command {
 				for i, m := range rep.Messages {
 					out[i] = msgOut{m.Tokens, m.Part, m.Message}
 				}
-				return printJSON(c.io.out, map[string]any{"sessionId": session, "agent": agent, "budget": budget,
+				if err := printJSON(c.io.out, map[string]any{"sessionId": session, "agent": agent, "budget": budget,
 					"estimatedTokens": res.EstimatedTokens, "messages": out, "parts": rep.Parts,
 					"systemPromptAddition": res.SystemPromptAddition, "systemPromptAdditionTokens": addTokens,
-					"promptAuthority": res.PromptAuthority, "recall": details.Recall})
+					"promptAuthority": res.PromptAuthority, "recall": details.Recall}); err != nil {
+					return err
+				}
+				return recallFailed(details.Recall)
 			}
 			w := bufio.NewWriter(c.io.out)
 			defer w.Flush()
@@ -294,9 +297,20 @@ func cmdAssemble() *command {
 				}
 				fmt.Fprintf(w, "[%d] %s (%d tokens): %s\n", i, m.Role(), rep.Messages[i].Tokens, text)
 			}
-			return nil
+			return recallFailed(details.Recall)
 		},
 	}
+}
+
+// recallFailed is the error of an assemble whose recall failed (a record
+// it read is damaged, say): the context printed lacks what recall would
+// have added, so the command exits 1 (the host's assemble goes on without
+// recall; this command reports it).
+func recallFailed(r lossless.RecallReport) error {
+	if r.Status != lossless.RecallFailed {
+		return nil
+	}
+	return fmt.Errorf("assemble: recall failed, the context printed lacks it: %s", r.Reason)
 }
 
 // recallLine says what recall did in an assemble, for people.

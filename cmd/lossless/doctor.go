@@ -444,11 +444,14 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
 	}
 	if c := s.Check; c != nil {
-		what := "summary DAG of each conversation"
+		what := "summary DAG and the records other than messages"
 		if c.Deep {
-			what = "every record and the summary DAG"
+			what = "every message record, the summary DAG and the other records"
 		}
-		fmt.Fprintf(w, "check      %s: %d conversations, %d messages, %d problem(s)\n", what, c.Conversations, c.Messages, len(c.Problems))
+		fmt.Fprintf(w, "check      %s: %d conversations, %d messages, %d other records read, %d problem(s)\n", what, c.Conversations, c.Messages, c.Records, len(c.Problems))
+		for _, n := range c.NotRead {
+			fmt.Fprintf(w, "not read   %s\n", n)
+		}
 	}
 	if r := s.Recall; r != nil {
 		switch {

@@ -599,7 +599,7 @@ func TestDoctor(t *testing.T) {
 	runCLI(t, "", nil, "doctor", "--config", good).want(t, 0, "engine     lossless (configured)", "recall     ", "no problems found")
 	r = runCLI(t, "", nil, "doctor", "--config", good, "--deep", "--json")
 	r.want(t, 0, `"deep": true`, `"messages": 4`)
-	runCLI(t, "", nil, "doctor", "--config", good, "--deep").want(t, 0, "check      every record and the summary DAG: 1 conversations, 4 messages, 0 problem(s)")
+	runCLI(t, "", nil, "doctor", "--config", good, "--deep").want(t, 0, "check      every message record, the summary DAG and the other records: 1 conversations, 4 messages, ", "0 problem(s)")
 
 	// The plugin's own config as the README gives it: its bridge section
 	// is accepted, and the store is the config's storeDir (not the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/storetest"
 )
@@ -29,7 +31,45 @@ func TestContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		return openContract(t, Options{Dir: dir})
+	}, storetest.Corrupt(corruptValues))
+}
+
+// corruptValues changes the middle byte of every value but the format
+// record's and the messages' in Badger itself (storetest.Corrupt): only
+// the records' checksums can tell.
+func corruptValues(t *testing.T, st store.Store) store.Store {
+	db := st.(*Store).DB()
+	kvs := map[string][]byte{}
+	err := db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if k := it.Item().Key(); k[0] != pMeta && k[0] != pMsg {
+				v, err := it.Item().ValueCopy(nil)
+				if err != nil {
+					return err
+				}
+				kvs[string(k)] = v
+			}
+		}
+		return nil
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(txn *badger.Txn) error {
+		for k, v := range kvs {
+			v[len(v)/2] ^= 0x20
+			if err := txn.Set([]byte(k), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // TestContractReadOnly runs the suite's read-only case: the store reopened

@@ -1,6 +1,6 @@
-// Package badgerstore implements store.Store on Badger, with the on-disk
-// format of package lossless byte for byte: a store written by one is read
-// by the other, and the engine moves to store.Store without a migration.
+// Package badgerstore implements store.Store on Badger, in store format 3
+// (records checksummed), reading the format-2 stores package lossless
+// wrote before store.Store as they are.
 //
 // # Using it
 //
@@ -12,7 +12,9 @@
 // plus the directory, SyncWrites and ReadOnly; Badger is opened with the
 // options package lossless uses (no block compression: see options.go; 1 KiB value
 // threshold, no conflict detection, checksums verified on every block read,
-// one table size at every level), and its log goes to slog at warning level.
+// one table size at every level, every value read from the value log
+// checked against its entry's checksum), and its log goes to slog at
+// warning level.
 //
 // # Key layout
 //
@@ -21,7 +23,7 @@
 // are 8 bytes (store.ConvID, store.SubID, store.FileTag), key is 16
 // (store.Hash):
 //
-//	0x00 "format"                     -> Meta (JSON)                   format record
+//	0x00 "format"                     -> Meta (JSON, never checked)    format record
 //	'N' agent 0x00 "k:"sessionKey     -> conv                          conversation by session key
 //	'N' agent 0x00 "s:"sessionId      -> conv                          conversation by session id
 //	'C' conv                          -> Conversation (JSON)
@@ -48,8 +50,41 @@
 //	'K' parentConv sub                -> the child's session key       link of an ended child
 //	                                                                     (store.SubagentLinkRecord)
 //
+// # Checksums (format 3)
+//
+// Every value but the format record's and the messages' is a checked
+// record (checksum.go):
+//
+//	3, body, CRC-32C (Castagnoli) over key || 3 || body, 4 bytes big-endian
+//
+// where body is the format-2 encoding below (for items and summaries,
+// without their version byte 1): JSON for the JSON records, 8 bytes for
+// the integers and ids (a checked one is 13), the text of a large
+// reference or a link, seq(8) key(16) entryId for a host entry. Every read
+// verifies it; a mismatch, or a value too short for it, is
+// store.ErrCorrupt naming the record (RecordName: its family, conversation
+// or subagent, and key). The key is in the checksum, so a value read under
+// another key fails too.
+//
+// A store is not rewritten when it moves to format 3 (a read-only open
+// could not, and a large store would take long): a record written before
+// has no checksum and is read as it is. It is told apart by its family's
+// format-2 encoding: 8 bytes long (integers, ids), a first byte '{'
+// (JSON), 1 (items, summaries), 0 (a host entry: the high byte of a
+// sequence number) or anything but 3 (large references, links). Such a
+// record is accepted only in a store created before format 3: the format
+// record's "since" (store.Meta.Since) is absent there and 3 in a store
+// created at format 3, where every record has a checksum and one without
+// is corruption (a damaged first byte). The answer is read from the format
+// record the first time a record without a checksum is met, and kept.
+//
+// Messages keep their records (below): a compressed body has zstd's frame
+// checksum; Badger checks a value-log value against its entry's CRC-32C
+// (Options.VerifyValueChecksum) and a table block against its own.
+//
 // The JSON records are encoding/json of the store's types, whose fields and
-// tags are those of package lossless's records. The binary records:
+// tags are those of package lossless's records. The binary records (their
+// format-2 encoding; in format 3 inside a checked record, except messages):
 //
 //   - message: 1 (or 2, below), flags, uvarint tokens, varint timestamp,
 //     uvarint length and role, key(16), then the raw JSON byte for byte.
@@ -64,9 +99,12 @@
 //   - summary: 1, then dag.Summary's JSON.
 //
 // compat_test.go pins one record of every family to the bytes package
-// lossless writes for it; fixture_test.go reads every record of package
-// lossless's fixture store (lossless/testdata/store-format2) and writes it
-// back, byte for byte.
+// lossless wrote for it in format 2 (golden2, still read) and
+// compat3_test.go to the bytes this package writes (golden3, checked
+// against the layout above by TestGolden3Layout); fixture_test.go reads
+// every record of package lossless's fixture store
+// (lossless/testdata/store-format2) and writes it back, byte for byte in
+// format 3.
 //
 // A conversation's data is every key under 'M', 'H', 'I', 'L', 'S', 'E',
 // 'O' or 'T' followed by its id (DeleteConversationData; its host entries
@@ -121,8 +159,10 @@
 //
 // Errors are prefixed "badgerstore: " and wrap the store sentinels: a
 // missing key is store.ErrNotFound; a record that does not decode (a wrong
-// length, a bad header, a body whose checksum fails, JSON that does not
-// parse) store.ErrCorrupt; Badger's ErrTxnTooBig store.ErrTooBig; a write on
+// length, a bad header, a record or body whose checksum fails, a record
+// without a checksum in a store created at format 3, JSON that does not
+// parse, a value-log entry whose checksum fails) store.ErrCorrupt, naming
+// the record; Badger's ErrTxnTooBig store.ErrTooBig; a write on
 // a read-only store store.ErrReadOnly; any call after Close store.ErrClosed.
 // Update and NewBatch refuse to write on a filesystem with less free space
 // than Badger may map next (store.ErrDiskFull): Badger writes through

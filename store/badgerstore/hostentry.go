@@ -37,25 +37,39 @@ func hostEntryKey(c store.ConvID, index uint64) []byte {
 	return entryKey(c, hostTag, hostKind, index)
 }
 
-func encodeHostEntry(e *store.HostEntry) []byte {
-	v := make([]byte, 8, hostEntryMin+len(e.EntryID))
-	putU64(v, e.Seq)
+// encodeHostEntry encodes a host entry under key, checked: recordChecked,
+// seq(8), key(16), the entry id, the checksum (before format 3: without
+// the first byte and the checksum).
+func encodeHostEntry(key []byte, e *store.HostEntry) []byte {
+	v := newChecked(hostEntryMin + len(e.EntryID))
+	v = binary.BigEndian.AppendUint64(v, e.Seq)
 	v = append(v, e.Key[:]...)
-	return append(v, e.EntryID...)
+	return seal(key, append(v, e.EntryID...))
 }
 
-func decodeHostEntry(index uint64, v []byte) (store.HostEntry, error) {
-	if len(v) < hostEntryMin {
-		return store.HostEntry{}, corrupt("host entry %d: %d-byte value", index, len(v))
+// decodeHostEntry decodes host entry v under key: a checked record, or
+// (when legacy) one written before format 3, which starts with the high
+// byte of a sequence number, 0.
+func decodeHostEntry(key, v []byte, legacy bool) (store.HostEntry, error) {
+	body, err := recordBody(key, v, legacy, len(v) > 0 && v[0] == 0)
+	if err != nil {
+		return store.HostEntry{}, err
 	}
-	e := store.HostEntry{Seq: binary.BigEndian.Uint64(v), EntryID: string(v[hostEntryMin:])}
-	copy(e.Key[:], v[8:hostEntryMin])
+	if len(v) > 0 && v[0] == 0 {
+		body = v // a format-2 entry has no first byte of its own
+	}
+	if len(body) < hostEntryMin {
+		return store.HostEntry{}, corruptAt(key, "%d-byte value", len(v))
+	}
+	e := store.HostEntry{Seq: binary.BigEndian.Uint64(body), EntryID: string(body[hostEntryMin:])}
+	copy(e.Key[:], body[8:hostEntryMin])
 	return e, nil
 }
 
 // PutHostEntry writes entry index of c's host-kept transcript.
 func (w *writer) PutHostEntry(c store.ConvID, index uint64, e store.HostEntry) error {
-	return w.set(hostEntryKey(c, index), encodeHostEntry(&e), "host entry")
+	key := hostEntryKey(c, index)
+	return w.set(key, encodeHostEntry(key, &e), "host entry")
 }
 
 // DeleteHostEntries deletes every entry of c's host-kept transcript (by
@@ -67,9 +81,10 @@ func (w *writer) DeleteHostEntries(c store.ConvID) error {
 // HostEntry returns entry index of c's host-kept transcript.
 func (r *reader) HostEntry(c store.ConvID, index uint64) (store.HostEntry, error) {
 	var e store.HostEntry
-	err := r.get(hostEntryKey(c, index), "host entry", func(v []byte) error {
+	key := hostEntryKey(c, index)
+	err := r.get(key, "host entry", func(v []byte) error {
 		var err error
-		e, err = decodeHostEntry(index, v)
+		e, err = decodeHostEntry(key, v, r.legacy())
 		return err
 	})
 	return e, err
@@ -87,7 +102,7 @@ func (r *reader) HostEntries(c store.ConvID, from uint64) iter.Seq2[store.HostEn
 		rec.Index = binary.BigEndian.Uint64(k[18:])
 		err := value(kv, "host entry", func(v []byte) error {
 			var err error
-			rec.HostEntry, err = decodeHostEntry(rec.Index, v)
+			rec.HostEntry, err = decodeHostEntry(k, v, r.legacy())
 			return err
 		})
 		return rec, emit, err

@@ -52,14 +52,6 @@ func u64Bytes(v uint64) []byte {
 	return b
 }
 
-// getU64 decodes an 8-byte big-endian integer (false for another length).
-func getU64(b []byte) (uint64, bool) {
-	if len(b) != 8 {
-		return 0, false
-	}
-	return binary.BigEndian.Uint64(b), true
-}
-
 func convPrefix(prefix byte, id [8]byte) []byte {
 	k := make([]byte, 9)
 	k[0] = prefix

@@ -126,6 +126,10 @@ func badgerOptions(o Options) badger.Options {
 		// Every SST block read from disk is checked against its checksum,
 		// so a corrupt block is an error, never a silently short read.
 		WithChecksumVerificationMode(options.OnBlockRead).
+		// Every value read from the value log is checked against its
+		// entry's checksum (CRC-32C): a large message stored uncompressed
+		// has no checksum of its own.
+		WithVerifyValueChecksum(true).
 		WithReadOnly(o.ReadOnly)
 	// Every table of every level is BaseTableSize (2 MiB), not twice the
 	// size of the level above's: a compaction runs up to 8 + 5 table

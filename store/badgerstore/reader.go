@@ -19,6 +19,9 @@ import (
 type reader struct {
 	txn *badger.Txn
 	ctx context.Context
+	// s is the store (nil for a reader made outside one, in tests: such a
+	// reader accepts records without a checksum).
+	s *Store
 	// done is set when the View or Update function returned.
 	done bool
 }
@@ -26,6 +29,15 @@ type reader struct {
 var _ store.Reader = (*reader)(nil)
 
 func (r *reader) end() { r.done = true }
+
+// legacy reports whether records without a checksum (written before
+// format 3) are accepted: in a store not created at format 3 or later.
+func (r *reader) legacy() bool {
+	if r.s == nil {
+		return true
+	}
+	return r.s.legacyOK(r.txn)
+}
 
 // get calls fn with key's value, valid only during fn. A missing key is
 // store.ErrNotFound; what names the record in errors.
@@ -65,17 +77,35 @@ func (e *notFoundError) Unwrap() error { return store.ErrNotFound }
 func (r *reader) getU64(key []byte, what string) (uint64, error) {
 	var n uint64
 	err := r.get(key, what, func(v []byte) error {
-		var ok bool
-		if n, ok = getU64(v); !ok {
-			return corrupt("%s (key %x): %d-byte value", what, key, len(v))
-		}
-		return nil
+		var err error
+		n, err = r.u64(key, v)
+		return err
 	})
 	return n, err
 }
 
+// u64 decodes the value v, under key, of a record holding one 8-byte
+// integer.
+func (r *reader) u64(key, v []byte) (uint64, error) {
+	b, err := decodeFixed(key, v, 8, r.legacy())
+	if err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(b), nil
+}
+
+// id8 decodes the value v, under key, of a record holding an 8-byte id.
+func (r *reader) id8(key, v []byte, id *[8]byte) error {
+	b, err := decodeFixed(key, v, 8, r.legacy())
+	if err != nil {
+		return err
+	}
+	copy(id[:], b)
+	return nil
+}
+
 func (r *reader) getJSON(key []byte, what string, v any) error {
-	return r.get(key, what, func(b []byte) error { return decodeJSON(what, b, v) })
+	return r.get(key, what, func(b []byte) error { return decodeJSON(key, b, r.legacy(), v) })
 }
 
 // value calls fn with the value of a scanned item, valid only during fn.
@@ -144,7 +174,7 @@ func scan[T any](r *reader, prefix, seek []byte, reverse bool, decode func(kv *b
 // Meta returns the format record.
 func (r *reader) Meta() (store.Meta, error) {
 	var m store.Meta
-	err := r.getJSON(metaKey, "format record", &m)
+	err := r.get(metaKey, "format record", func(v []byte) error { return decodeMeta(v, &m) })
 	return m, err
 }
 
@@ -164,7 +194,7 @@ func (r *reader) Conversations() iter.Seq2[store.ConvRecord, error] {
 			return rec, stop, corrupt("conversation key %x", k)
 		}
 		copy(rec.ID[:], k[1:])
-		err := value(kv, "conversation", func(v []byte) error { return decodeJSON("conversation", v, &rec.Conversation) })
+		err := value(kv, "conversation", func(v []byte) error { return decodeJSON(k, v, r.legacy(), &rec.Conversation) })
 		return rec, emit, err
 	})
 }
@@ -172,13 +202,8 @@ func (r *reader) Conversations() iter.Seq2[store.ConvRecord, error] {
 // ConvByName resolves a name to its conversation.
 func (r *reader) ConvByName(n store.Name) (store.ConvID, error) {
 	var c store.ConvID
-	err := r.get(nameKey(n), "name", func(v []byte) error {
-		if len(v) != len(c) {
-			return corrupt("name %s/%c:%s: %d-byte value", n.Agent, n.Kind, n.Value, len(v))
-		}
-		copy(c[:], v)
-		return nil
-	})
+	key := nameKey(n)
+	err := r.get(key, "name", func(v []byte) error { return r.id8(key, v, (*[8]byte)(&c)) })
 	return c, err
 }
 
@@ -192,13 +217,7 @@ func (r *reader) Names() iter.Seq2[store.NameRecord, error] {
 			return rec, stop, corrupt("name key %q", k)
 		}
 		rec.Agent, rec.Kind, rec.Value = string(agent), store.NameKind(name[0]), string(name[2:])
-		err := value(kv, "name", func(v []byte) error {
-			if len(v) != len(rec.Conv) {
-				return corrupt("name %q: %d-byte value", k, len(v))
-			}
-			copy(rec.Conv[:], v)
-			return nil
-		})
+		err := value(kv, "name", func(v []byte) error { return r.id8(k, v, (*[8]byte)(&rec.Conv)) })
 		return rec, emit, err
 	})
 }
@@ -255,8 +274,13 @@ func (r *reader) SeqByHash(c store.ConvID, h store.Hash) (uint64, error) {
 // Large returns the reference text standing for large message seq.
 func (r *reader) Large(c store.ConvID, seq uint64) ([]byte, error) {
 	var out []byte
-	err := r.get(largeKey(c, seq), "large reference", func(v []byte) error {
-		out = bytes.Clone(v)
+	key := largeKey(c, seq)
+	err := r.get(key, "large reference", func(v []byte) error {
+		b, err := textBody(key, v, r.legacy())
+		if err != nil {
+			return err
+		}
+		out = bytes.Clone(b)
 		if out == nil {
 			out = []byte{}
 		}
@@ -268,9 +292,10 @@ func (r *reader) Large(c store.ConvID, seq uint64) ([]byte, error) {
 // Item returns the context item at pos.
 func (r *reader) Item(c store.ConvID, pos uint64) (store.Item, error) {
 	var it store.Item
-	err := r.get(itemKey(c, pos), "item", func(v []byte) error {
+	key := itemKey(c, pos)
+	err := r.get(key, "item", func(v []byte) error {
 		var err error
-		it, err = decodeItem(pos, v)
+		it, err = decodeItem(key, pos, v, r.legacy())
 		return err
 	})
 	return it, err
@@ -284,14 +309,14 @@ func (r *reader) Items(c store.ConvID, from, to uint64, reverse bool) iter.Seq2[
 		seek = itemKey(c, to)
 	}
 	return scan(r, convPrefix(pItem, c), seek, reverse, func(kv *badger.Item) (store.Item, step, error) {
-		return itemAt(kv, from, to)
+		return r.itemAt(kv, from, to)
 	})
 }
 
 // itemAt decodes the item record of an item key (prefix, an 8-byte
 // conversation or subagent id, the 8-byte position) when its position is
 // within [from, to] (stop otherwise).
-func itemAt(kv *badger.Item, from, to uint64) (store.Item, step, error) {
+func (r *reader) itemAt(kv *badger.Item, from, to uint64) (store.Item, step, error) {
 	k := kv.Key()
 	if len(k) != 17 {
 		return store.Item{}, stop, corrupt("item key %x", k)
@@ -302,7 +327,7 @@ func itemAt(kv *badger.Item, from, to uint64) (store.Item, step, error) {
 	}
 	var it store.Item
 	var derr error
-	if err := kv.Value(func(v []byte) error { it, derr = decodeItem(pos, v); return nil }); err != nil {
+	if err := kv.Value(func(v []byte) error { it, derr = decodeItem(k, pos, v, r.legacy()); return nil }); err != nil {
 		return store.Item{}, stop, wrapErr("read item", err)
 	}
 	return it, emit, derr
@@ -311,9 +336,10 @@ func itemAt(kv *badger.Item, from, to uint64) (store.Item, step, error) {
 // Summary returns summary id of c.
 func (r *reader) Summary(c store.ConvID, id string) (dag.Summary, error) {
 	var s dag.Summary
-	err := r.get(summaryKey(c, id), "summary", func(v []byte) error {
+	key := summaryKey(c, id)
+	err := r.get(key, "summary", func(v []byte) error {
 		var err error
-		s, err = decodeSummary(v)
+		s, err = decodeSummary(key, v, r.legacy())
 		return err
 	})
 	return s, err
@@ -325,7 +351,7 @@ func (r *reader) Summaries(c store.ConvID) iter.Seq2[dag.Summary, error] {
 		var s dag.Summary
 		err := value(kv, "summary", func(v []byte) error {
 			var err error
-			s, err = decodeSummary(v)
+			s, err = decodeSummary(kv.Key(), v, r.legacy())
 			return err
 		})
 		return s, emit, err
@@ -346,15 +372,7 @@ func (r *reader) EntrySeq(c store.ConvID, tag store.FileTag, m store.EntryMap, i
 	if err := checkEntryMap(m); err != nil {
 		return 0, err
 	}
-	var seq uint64
-	err := r.get(entryKey(c, tag, byte(m), index), "entry map", func(v []byte) error {
-		var ok bool
-		if seq, ok = getU64(v); !ok {
-			return corrupt("entry map %c, entry %d: %d-byte value", m, index, len(v))
-		}
-		return nil
-	})
-	return seq, err
+	return r.getU64(entryKey(c, tag, byte(m), index), "entry map")
 }
 
 // EntryIndex returns the entry index of entry id in file tag.
@@ -376,11 +394,9 @@ func (r *reader) Entries(c store.ConvID, tag store.FileTag, m store.EntryMap, fr
 		}
 		p.Index = binary.BigEndian.Uint64(k[18:])
 		err := value(kv, "entry map", func(v []byte) error {
-			var ok bool
-			if p.Seq, ok = getU64(v); !ok {
-				return corrupt("entry map %c, entry %d: %d-byte value", m, p.Index, len(v))
-			}
-			return nil
+			var err error
+			p.Seq, err = r.u64(k, v)
+			return err
 		})
 		return p, emit, err
 	})
@@ -407,11 +423,9 @@ func (r *reader) Orders(c store.ConvID) iter.Seq2[store.Pair, error] {
 		}
 		p.Key = binary.BigEndian.Uint64(k[9:])
 		err := value(kv, "order record", func(v []byte) error {
-			var ok bool
-			if p.Value, ok = getU64(v); !ok {
-				return corrupt("order record %d: %d-byte value", p.Key, len(v))
-			}
-			return nil
+			var err error
+			p.Value, err = r.u64(k, v)
+			return err
 		})
 		return p, emit, err
 	})
@@ -446,12 +460,12 @@ func (r *reader) Checkpoints() iter.Seq2[store.CheckpointRecord, error] {
 		if hex, ok := strings.CutPrefix(string(path), hostCheckPrefix); ok {
 			if c, ok := store.ParseConvID(hex); ok {
 				rec.HostConv, rec.Host = c, new(store.HostCheckpoint)
-				err := value(kv, "host checkpoint", func(v []byte) error { return decodeJSON("host checkpoint", v, rec.Host) })
+				err := value(kv, "host checkpoint", func(v []byte) error { return decodeJSON(k, v, r.legacy(), rec.Host) })
 				return rec, emit, err
 			}
 		}
 		rec.Path, rec.File = string(path), new(store.FileCheckpoint)
-		err := value(kv, "file checkpoint", func(v []byte) error { return decodeJSON("file checkpoint", v, rec.File) })
+		err := value(kv, "file checkpoint", func(v []byte) error { return decodeJSON(k, v, r.legacy(), rec.File) })
 		return rec, emit, err
 	})
 }
@@ -473,13 +487,8 @@ func (r *reader) Subagent(s store.SubID) (store.Subagent, error) {
 // SubagentByChild resolves a child session id to its subagent.
 func (r *reader) SubagentByChild(agent, sessionID string) (store.SubID, error) {
 	var s store.SubID
-	err := r.get(subAliasKey(agent, sessionID), "subagent alias", func(v []byte) error {
-		if len(v) != len(s) {
-			return corrupt("subagent alias %s/%s: %d-byte value", agent, sessionID, len(v))
-		}
-		copy(s[:], v)
-		return nil
-	})
+	key := subAliasKey(agent, sessionID)
+	err := r.get(key, "subagent alias", func(v []byte) error { return r.id8(key, v, (*[8]byte)(&s)) })
 	return s, err
 }
 
@@ -492,7 +501,7 @@ func (r *reader) Subagents() iter.Seq2[store.SubagentRecord, error] {
 			return rec, skip, nil // as lossless's sweep: not a record
 		}
 		copy(rec.ID[:], k[1:])
-		err := value(kv, "subagent", func(v []byte) error { return decodeJSON("subagent", v, &rec.Subagent) })
+		err := value(kv, "subagent", func(v []byte) error { return decodeJSON(k, v, r.legacy(), &rec.Subagent) })
 		return rec, emit, err
 	})
 }
@@ -500,7 +509,7 @@ func (r *reader) Subagents() iter.Seq2[store.SubagentRecord, error] {
 // ForkItems scans a fork snapshot's items in position order.
 func (r *reader) ForkItems(s store.SubID) iter.Seq2[store.Item, error] {
 	return scan(r, convPrefix(pForkItem, s), nil, false, func(kv *badger.Item) (store.Item, step, error) {
-		return itemAt(kv, 0, ^uint64(0))
+		return r.itemAt(kv, 0, ^uint64(0))
 	})
 }
 
@@ -560,8 +569,9 @@ func (r *reader) SubagentLinks(parent store.ConvID) iter.Seq2[store.SubagentLink
 		}
 		copy(rec.ID[:], k[9:])
 		err := value(kv, "subagent link", func(v []byte) error {
-			rec.ChildKey = string(v)
-			return nil
+			b, err := textBody(k, v, r.legacy())
+			rec.ChildKey = string(b)
+			return err
 		})
 		return rec, emit, err
 	})

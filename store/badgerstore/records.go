@@ -91,13 +91,19 @@ func decodeMsg(b []byte, m *store.Message) error {
 	return nil
 }
 
-// encodeItem encodes an item record (dag.Item without Pos, plus flags):
-// version, flags, ref kind, the ref (uvarint seq, or uvarint-prefixed
-// summary id), uvarint tokens, varint depth, varint timestamp,
-// uvarint-prefixed role.
-func encodeItem(it *dag.Item, flags byte) []byte {
-	b := make([]byte, 0, 32+len(it.Role)+len(it.Ref.ID))
-	b = append(b, recordVersion, flags, byte(it.Ref.Kind))
+// encodeItem encodes the item record under key (dag.Item without Pos,
+// plus flags), checked: recordChecked, flags, ref kind, the ref (uvarint
+// seq, or uvarint-prefixed summary id), uvarint tokens, varint depth,
+// varint timestamp, uvarint-prefixed role, the checksum. Before format 3
+// the first byte was recordVersion and there was no checksum.
+func encodeItem(key []byte, it *dag.Item, flags byte) []byte {
+	b := newChecked(32 + len(it.Role) + len(it.Ref.ID))
+	return seal(key, appendItemBody(b, it, flags))
+}
+
+// appendItemBody appends an item record's fields after its first byte.
+func appendItemBody(b []byte, it *dag.Item, flags byte) []byte {
+	b = append(b, flags, byte(it.Ref.Kind))
 	switch it.Ref.Kind {
 	case dag.RefSummary:
 		b = binary.AppendUvarint(b, uint64(len(it.Ref.ID)))
@@ -123,57 +129,84 @@ func checkItem(it *dag.Item) error {
 	return nil
 }
 
-func decodeItem(pos uint64, b []byte) (store.Item, error) {
-	if len(b) < 3 || b[0] != recordVersion {
-		return store.Item{}, corrupt("item %d: header", pos)
+// decodeItem decodes the item record v stored under key at pos: a
+// checked record, or (when legacy) one written before format 3.
+func decodeItem(key []byte, pos uint64, v []byte, legacy bool) (store.Item, error) {
+	body, err := recordBody(key, v, legacy, len(v) > 0 && v[0] == recordVersion)
+	if err != nil {
+		return store.Item{}, err
+	}
+	if len(body) < 2 {
+		return store.Item{}, corruptAt(key, "header")
 	}
 	var it store.Item
 	it.Pos = pos
-	it.Flags = b[1]
-	it.Ref.Kind = dag.RefKind(b[2])
-	d := decoder{b: b[3:]}
+	it.Flags = body[0]
+	it.Ref.Kind = dag.RefKind(body[1])
+	d := decoder{b: body[2:]}
 	switch it.Ref.Kind {
 	case dag.RefSummary:
 		it.Ref.ID = d.str()
 	case dag.RefMessage:
 		it.Ref.Seq = d.uvarint()
 	default:
-		return store.Item{}, corrupt("item %d: ref kind %d", pos, b[2])
+		return store.Item{}, corruptAt(key, "ref kind %d", body[1])
 	}
 	tok := d.uvarint()
 	it.Depth = int(d.varint())
 	it.Timestamp = d.varint()
 	it.Role = d.role()
 	if d.err != nil || len(d.b) != 0 || tok > 1<<40 {
-		return store.Item{}, corrupt("item %d", pos)
+		return store.Item{}, corruptAt(key, "fields do not decode")
 	}
 	it.Tokens = int(tok)
 	return it, nil
 }
 
-// encodeSummary encodes a summary record: recordVersion, then the
-// dag.Summary's JSON.
-func encodeSummary(s *dag.Summary) ([]byte, error) {
+// recordBody returns the body of record v under key whose first byte is a
+// version byte: after it when old (a record written before format 3, read
+// unchecked when legacy allows it), else the body of the checked record.
+func recordBody(key, v []byte, legacy, old bool) ([]byte, error) {
+	if old {
+		if !legacy {
+			return nil, errUnchecked(key)
+		}
+		return v[1:], nil
+	}
+	return unseal(key, v)
+}
+
+// errUnchecked is the error of a record without a checksum in a store
+// created at format 3 or later, where every record has one: a damaged
+// first byte.
+func errUnchecked(key []byte) error {
+	return corruptAt(key, "no checksum, in a store whose every record has one")
+}
+
+// encodeSummary encodes the summary record under key, checked:
+// recordChecked, dag.Summary's JSON, the checksum (before format 3:
+// recordVersion and the JSON).
+func encodeSummary(key []byte, s *dag.Summary) ([]byte, error) {
 	j, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: encode summary %q: %w", s.ID, err)
 	}
-	b := make([]byte, 1+len(j))
-	b[0] = recordVersion
-	copy(b[1:], j)
-	return b, nil
+	return checked(key, j), nil
 }
 
-func decodeSummary(b []byte) (dag.Summary, error) {
+// decodeSummary decodes the summary record v stored under key (legacy: a
+// record written before format 3 is accepted unchecked).
+func decodeSummary(key, v []byte, legacy bool) (dag.Summary, error) {
 	var s dag.Summary
-	if len(b) < 1 || b[0] != recordVersion {
-		return s, corrupt("summary: header")
+	body, err := recordBody(key, v, legacy, len(v) > 0 && v[0] == recordVersion)
+	if err != nil {
+		return s, err
 	}
-	if err := json.Unmarshal(b[1:], &s); err != nil {
-		return dag.Summary{}, corrupt("summary: %v", err)
+	if err := json.Unmarshal(body, &s); err != nil {
+		return dag.Summary{}, corruptAt(key, "%v", err)
 	}
 	if s.ID == "" {
-		return dag.Summary{}, corrupt("summary without id")
+		return dag.Summary{}, corruptAt(key, "summary without id")
 	}
 	return s, nil
 }
@@ -245,19 +278,82 @@ func (d *decoder) role() string {
 	return store.Role(b)
 }
 
-// encodeJSON encodes a JSON record (meta, conversation, checkpoints, turns,
-// subagents) as package lossless does: encoding/json, nothing around it.
-func encodeJSON(what string, v any) ([]byte, error) {
+// encodeJSON encodes a JSON record (conversation, checkpoints, turns,
+// subagents) under key, checked: recordChecked, the encoding/json of v,
+// the checksum (before format 3: the JSON alone).
+func encodeJSON(key []byte, what string, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: encode %s: %w", what, err)
 	}
+	return checked(key, b), nil
+}
+
+// decodeJSON decodes the JSON record b stored under key into v; a record
+// written before format 3 (JSON, starting with '{') is accepted unchecked
+// when legacy.
+func decodeJSON(key, b []byte, legacy bool, v any) error {
+	body, err := jsonBody(key, b, legacy)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return corruptAt(key, "%v", err)
+	}
+	return nil
+}
+
+func jsonBody(key, b []byte, legacy bool) ([]byte, error) {
+	if len(b) > 0 && b[0] == '{' {
+		if !legacy {
+			return nil, errUnchecked(key)
+		}
+		return b, nil
+	}
+	return unseal(key, b)
+}
+
+// encodeMeta encodes the format record: encoding/json, never checked (any
+// build must read it to refuse a format it does not know).
+func encodeMeta(m store.Meta) ([]byte, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("badgerstore: encode format record: %w", err)
+	}
 	return b, nil
 }
 
-func decodeJSON(what string, b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return corrupt("%s: %v", what, err)
+func decodeMeta(b []byte, m *store.Meta) error {
+	if err := json.Unmarshal(b, m); err != nil {
+		return corruptAt(metaKey, "%v", err)
 	}
 	return nil
+}
+
+// fixedValue encodes a record of a fixed-size body (an integer, an id)
+// under key, checked (before format 3: the body alone).
+func fixedValue(key, body []byte) []byte { return checked(key, body) }
+
+// decodeFixed returns the n-byte body of record v under key: v itself
+// when it is n bytes (written before format 3; accepted when legacy), or
+// the body of a checked record.
+func decodeFixed(key, v []byte, n int, legacy bool) ([]byte, error) {
+	if len(v) == n && !legacy {
+		return nil, errUnchecked(key)
+	}
+	return fixedBody(key, v, n)
+}
+
+// textBody returns the body of a text record under key (a large reference,
+// a subagent link's session key): a checked record, or (when legacy) a
+// record written before format 3, the text itself, which never starts
+// with recordChecked.
+func textBody(key, v []byte, legacy bool) ([]byte, error) {
+	if !isChecked(v) {
+		if !legacy {
+			return nil, errUnchecked(key)
+		}
+		return v, nil
+	}
+	return unseal(key, v)
 }

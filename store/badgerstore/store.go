@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/y"
 
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -33,6 +34,54 @@ type Store struct {
 	active     int
 	closed     bool
 	closedFlag atomic.Bool
+
+	// checked is what the format record says of records without a
+	// checksum: 0 not known yet, checkedAll when the store was created at
+	// format 3 or later (every record has one: one without is damaged),
+	// checkedSome when it was created before (those written then have
+	// none). See legacyOK.
+	checked atomic.Int32
+}
+
+// Values of Store.checked.
+const (
+	checkedAll  = 1
+	checkedSome = 2
+)
+
+// FirstCheckedFormat is the store format from which every record but the
+// format record and the messages carries a checksum (checksum.go).
+// store.Meta.Since at or above it makes the store refuse a record without
+// one.
+const FirstCheckedFormat = 3
+
+// legacyOK reports whether records without a checksum are accepted, as
+// the format record read in txn says: they are in a store created before
+// FirstCheckedFormat (store.Meta.Since below it) and in one without a
+// format record yet (nothing the engine wrote: it writes the format
+// record first). The answer is kept once a format record gave it (a
+// store's Since never changes).
+func (s *Store) legacyOK(txn *badger.Txn) bool {
+	switch s.checked.Load() {
+	case checkedAll:
+		return false
+	case checkedSome:
+		return true
+	}
+	kv, err := txn.Get(metaKey)
+	if err != nil {
+		return true
+	}
+	var m store.Meta
+	if err := kv.Value(func(v []byte) error { return decodeMeta(v, &m) }); err != nil {
+		return true // the engine fails on it when it opens the store
+	}
+	if m.Since >= FirstCheckedFormat {
+		s.checked.Store(checkedAll)
+		return false
+	}
+	s.checked.Store(checkedSome)
+	return true
 }
 
 var (
@@ -95,7 +144,7 @@ func (s *Store) View(ctx context.Context, fn func(store.Reader) error) error {
 	}
 	txn := s.db.NewTransaction(false)
 	defer txn.Discard()
-	r := &reader{txn: txn, ctx: ctx}
+	r := &reader{txn: txn, ctx: ctx, s: s}
 	defer r.end()
 	return fn(r)
 }
@@ -128,7 +177,7 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 	}
 	txn := s.db.NewTransaction(true)
 	defer txn.Discard()
-	t := &tx{reader: reader{txn: txn, ctx: ctx}, writer: writer{kv: txn, rtxn: txn, ctx: ctx, s: s, limit: s.txnLimit}}
+	t := &tx{reader: reader{txn: txn, ctx: ctx, s: s}, writer: writer{kv: txn, rtxn: txn, ctx: ctx, s: s, limit: s.txnLimit}}
 	err := fn(t)
 	t.reader.end()
 	t.writer.end = errEnded
@@ -324,6 +373,10 @@ func wrapErr(op string, err error) error {
 		return fmt.Errorf("badgerstore: %s: %w (%w)", op, store.ErrClosed, err)
 	case errors.Is(err, badger.ErrDiscardedTxn):
 		return fmt.Errorf("badgerstore: %s: %w", op, errEnded)
+	case strings.Contains(err.Error(), y.ErrChecksumMismatch.Error()):
+		// A value-log entry or table block whose checksum fails (Badger's
+		// y.Wrap loses the chain, hence the text).
+		return fmt.Errorf("badgerstore: %s: %w (%v)", op, store.ErrCorrupt, err)
 	}
 	return fmt.Errorf("badgerstore: %s: %w", op, err)
 }

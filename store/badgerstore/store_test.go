@@ -629,13 +629,13 @@ func TestUpdateAtomic(t *testing.T) {
 func TestReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	g := newCompatRecords()
+	g := newCompatRecords3()
 	s, err := Open(ctx, Options{Dir: dir, SyncWrites: true})
 	must(t, err)
 	must(t, s.Update(ctx, func(tx store.Tx) error { return g.write(tx, nil) }))
 	must(t, s.Close())
 	s = openTest(t, Options{Dir: dir})
-	checkGolden(t, s.DB())
+	checkGolden(t, s.DB(), golden3)
 	g.checkRead(t, s)
 }
 

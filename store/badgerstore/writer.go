@@ -126,11 +126,16 @@ func (w *writer) del(k []byte, what string) error {
 }
 
 func (w *writer) setJSON(k []byte, what string, v any) error {
-	b, err := encodeJSON(what, v)
+	b, err := encodeJSON(k, what, v)
 	if err != nil {
 		return err
 	}
 	return w.set(k, b, what)
+}
+
+// setU64 writes a record holding one 8-byte integer, checked.
+func (w *writer) setU64(k []byte, n uint64, what string) error {
+	return w.set(k, fixedValue(k, u64Bytes(n)), what)
 }
 
 // view runs fn on the transaction the writer reads: Update's own, or a
@@ -172,7 +177,13 @@ func (w *writer) deletePrefix(prefix []byte, what string) error {
 }
 
 // PutMeta writes the format record.
-func (w *writer) PutMeta(m store.Meta) error { return w.setJSON(metaKey, "format record", m) }
+func (w *writer) PutMeta(m store.Meta) error {
+	b, err := encodeMeta(m)
+	if err != nil {
+		return err
+	}
+	return w.set(metaKey, b, "format record")
+}
 
 // PutConversation writes conversation c's record.
 func (w *writer) PutConversation(c store.ConvID, r store.Conversation) error {
@@ -186,7 +197,8 @@ func (w *writer) DeleteConversation(c store.ConvID) error {
 
 // PutName maps name n to conversation c.
 func (w *writer) PutName(n store.Name, c store.ConvID) error {
-	return w.set(nameKey(n), bytes.Clone(c[:]), "name")
+	k := nameKey(n)
+	return w.set(k, fixedValue(k, c[:]), "name")
 }
 
 // DeleteName deletes name n.
@@ -230,7 +242,7 @@ func (w *writer) DeleteMessage(c store.ConvID, seq uint64) error {
 
 // PutHash indexes message key h to seq.
 func (w *writer) PutHash(c store.ConvID, h store.Hash, seq uint64) error {
-	return w.set(hashKey(c, h), u64Bytes(seq), "message key index")
+	return w.setU64(hashKey(c, h), seq, "message key index")
 }
 
 // DeleteHash deletes message key h from the index.
@@ -241,9 +253,8 @@ func (w *writer) DeleteHash(c store.ConvID, h store.Hash) error {
 // PutLarge stores the reference text standing for large message seq (ref
 // is copied).
 func (w *writer) PutLarge(c store.ConvID, seq uint64, ref []byte) error {
-	v := make([]byte, len(ref))
-	copy(v, ref)
-	return w.set(largeKey(c, seq), v, "large reference")
+	k := largeKey(c, seq)
+	return w.set(k, checked(k, ref), "large reference")
 }
 
 // DeleteLarge deletes the reference of large message seq.
@@ -256,7 +267,8 @@ func (w *writer) PutItem(c store.ConvID, it store.Item) error {
 	if err := checkItem(&it.Item); err != nil {
 		return err
 	}
-	return w.set(itemKey(c, it.Pos), encodeItem(&it.Item, it.Flags), "item")
+	k := itemKey(c, it.Pos)
+	return w.set(k, encodeItem(k, &it.Item, it.Flags), "item")
 }
 
 // DeleteItem deletes the context item at pos.
@@ -269,11 +281,12 @@ func (w *writer) PutSummary(c store.ConvID, s dag.Summary) error {
 	if s.ID == "" {
 		return errors.New("badgerstore: summary without id")
 	}
-	v, err := encodeSummary(&s)
+	k := summaryKey(c, s.ID)
+	v, err := encodeSummary(k, &s)
 	if err != nil {
 		return err
 	}
-	return w.set(summaryKey(c, s.ID), v, "summary")
+	return w.set(k, v, "summary")
 }
 
 // DeleteSummary deletes summary id.
@@ -286,7 +299,7 @@ func (w *writer) PutEntrySeq(c store.ConvID, tag store.FileTag, m store.EntryMap
 	if err := checkEntryMap(m); err != nil {
 		return err
 	}
-	return w.set(entryKey(c, tag, byte(m), index), u64Bytes(seq), "entry map")
+	return w.setU64(entryKey(c, tag, byte(m), index), seq, "entry map")
 }
 
 // DeleteEntrySeq deletes entry index of file tag's map m.
@@ -299,7 +312,7 @@ func (w *writer) DeleteEntrySeq(c store.ConvID, tag store.FileTag, m store.Entry
 
 // PutEntryIndex maps entry id of file tag to its index.
 func (w *writer) PutEntryIndex(c store.ConvID, tag store.FileTag, id string, index uint64) error {
-	return w.set(entryIDKey(c, tag, id), u64Bytes(index), "entry id")
+	return w.setU64(entryIDKey(c, tag, id), index, "entry id")
 }
 
 // DeleteEntryIndex deletes entry id of file tag.
@@ -310,7 +323,7 @@ func (w *writer) DeleteEntryIndex(c store.ConvID, tag store.FileTag, id string) 
 // PutReconcileFrom records the first sequence number an unreconciled read
 // of file tag may append.
 func (w *writer) PutReconcileFrom(c store.ConvID, tag store.FileTag, seq uint64) error {
-	return w.set(reconcileFromKey(c, tag), u64Bytes(seq), "reconcile record")
+	return w.setU64(reconcileFromKey(c, tag), seq, "reconcile record")
 }
 
 // DeleteReconcileFrom deletes file tag's reconcile record.
@@ -320,7 +333,7 @@ func (w *writer) DeleteReconcileFrom(c store.ConvID, tag store.FileTag) error {
 
 // PutOrder records the order position of a moved message.
 func (w *writer) PutOrder(c store.ConvID, seq, pos uint64) error {
-	return w.set(orderKey(c, seq), u64Bytes(pos), "order record")
+	return w.setU64(orderKey(c, seq), pos, "order record")
 }
 
 // DeleteOrder deletes seq's order record.
@@ -368,7 +381,8 @@ func (w *writer) DeleteSubagent(s store.SubID) error { return w.del(subKey(s), "
 
 // PutSubagentByChild maps a child session id to its subagent.
 func (w *writer) PutSubagentByChild(agent, sessionID string, s store.SubID) error {
-	return w.set(subAliasKey(agent, sessionID), bytes.Clone(s[:]), "subagent alias")
+	k := subAliasKey(agent, sessionID)
+	return w.set(k, fixedValue(k, s[:]), "subagent alias")
 }
 
 // DeleteSubagentByChild deletes a child session id's mapping.
@@ -381,7 +395,8 @@ func (w *writer) PutForkItem(s store.SubID, it store.Item) error {
 	if err := checkItem(&it.Item); err != nil {
 		return err
 	}
-	return w.set(forkItemKey(s, it.Pos), encodeItem(&it.Item, it.Flags), "fork item")
+	k := forkItemKey(s, it.Pos)
+	return w.set(k, encodeItem(k, &it.Item, it.Flags), "fork item")
 }
 
 // DeleteForkItems deletes subagent s's fork snapshot. In an Update a large
@@ -394,7 +409,8 @@ func (w *writer) DeleteForkItems(s store.SubID) error {
 // PutSubagentLink links ended child s to conversation parent; the link's
 // value is the child's session key, as package lossless writes it.
 func (w *writer) PutSubagentLink(parent store.ConvID, s store.SubID, childKey string) error {
-	return w.set(subLinkKey(parent, s), []byte(childKey), "subagent link")
+	k := subLinkKey(parent, s)
+	return w.set(k, checked(k, []byte(childKey)), "subagent link")
 }
 
 // DeleteSubagentLink deletes the link of child s to parent.

@@ -29,6 +29,15 @@
 // refuses the \u0000 Go may encode. lossless_hashes is the dedup index, one
 // message key per conversation.
 //
+// Rows carry no checksum of their own (badgerstore's records do, from store
+// format 3): a value is typed columns or a json document the server parses,
+// and on-disk damage is the server's to find, with data page checksums
+// (initdb --data-checksums, the default from PostgreSQL 18; SHOW
+// data_checksums tells) and the WAL's CRCs; a page whose checksum fails is
+// an error of the query, never a silently changed row. A store format 3
+// store.Meta.Since in lossless_meta is kept but means nothing here. The
+// storetest Corrupt case is not run on this backend.
+//
 // # Transactions
 //
 // View runs REPEATABLE READ READ ONLY (one snapshot for all its reads);

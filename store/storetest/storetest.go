@@ -36,6 +36,9 @@
 //     see each Update whole or not at all.
 //   - Reopen: everything written is there after a reopen, byte for byte
 //     (skipped when reopen is nil).
+//   - Corrupt (with the Corrupt option): a byte changed in every stored
+//     record but the format record and the messages makes every read of
+//     them fail with store.ErrCorrupt.
 //   - Model: a seeded random sequence of operations applied to the backend
 //     and to a model made of Go maps, comparing every read. The number of
 //     operations is 100 000 with -short, 500 000 without, or
@@ -71,6 +74,7 @@ type Option func(*config)
 
 type config struct {
 	modelOps int
+	corrupt  CorruptFunc
 }
 
 // ModelOps sets the model-based random test's operation count when
@@ -111,6 +115,12 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc, opts ...Option) {
 		testReopen(t, open, reopen)
 	})
 	t.Run("Model", func(t *testing.T) { testModel(t, open(t), cfg.modelOps) })
+	t.Run("Corrupt", func(t *testing.T) {
+		if cfg.corrupt == nil {
+			t.Skip("no Corrupt option: the backend does not checksum its records")
+		}
+		testCorrupt(t, open(t), cfg.corrupt)
+	})
 }
 
 // ReadOnlyFunc returns a read-only store over s's data (it may close s
