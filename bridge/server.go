@@ -33,6 +33,16 @@ const DefaultMaxInFlight = 64
 // Options.MaxQueued says otherwise.
 const DefaultMaxQueued = 1024
 
+// DefaultMaxQueuedBytes bounds the bytes of the requests waiting for a slot
+// unless Options.MaxQueuedBytes says otherwise (1,024 requests of up to
+// 40 MiB each would be 40 GiB).
+const DefaultMaxQueuedBytes = 256 << 20
+
+// maxRollbacks bounds the rollbacks of subagent spawns kept for a
+// rollbackSubagentSpawn that may never come (a spawn that went well): the
+// oldest are forgotten beyond it.
+const maxRollbacks = 4096
+
 // Options tune Serve. The zero value is usable.
 type Options struct {
 	// ServerName and ServerVersion are reported by initialize.
@@ -50,6 +60,11 @@ type Options struct {
 	// notification beyond it (it has no answer) is dropped and logged.
 	// 0 means DefaultMaxQueued.
 	MaxQueued int
+	// MaxQueuedBytes bounds the bytes (their lines) of the requests waiting
+	// for a slot, as MaxQueued bounds their number; a request that would
+	// pass it while others wait is answered with CodeServerBusy. 0 means
+	// DefaultMaxQueuedBytes.
+	MaxQueuedBytes int
 	// Logf, when set, receives diagnostics (malformed lines, write errors).
 	// It must not write to Serve's writer.
 	Logf func(format string, args ...any)
@@ -97,6 +112,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, factory core.Factory, 
 	if opts.MaxQueued <= 0 {
 		opts.MaxQueued = DefaultMaxQueued
 	}
+	if opts.MaxQueuedBytes <= 0 {
+		opts.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
 	if opts.ServerName == "" {
 		opts.ServerName = "contextengine-bridge"
 	}
@@ -132,7 +150,9 @@ type server struct {
 	inflight     map[string]context.CancelFunc
 	running      int      // requests being served (at most Options.MaxInFlight)
 	queue        []queued // requests waiting for a slot, in arrival order
+	queueBytes   int      // the bytes of their lines
 	rollbacks    map[string]func(context.Context) error
+	rollbackIDs  []string // rollbacks' ids, oldest first (bounded by maxRollbacks)
 	nextRollback uint64
 	pending      map[string]chan Message
 	closed       chan struct{} // closed when the input ended
@@ -368,10 +388,50 @@ func lineHead(head []byte) (id json.RawMessage, method string) {
 	return id, method
 }
 
+// maxJSONDepth is encoding/json's nesting limit.
+const maxJSONDepth = 10000
+
+// nestedDeeper reports whether line nests arrays and objects deeper than
+// max (outside strings): valid JSON encoding/json refuses.
+func nestedDeeper(line []byte, max int) bool {
+	depth, inStr, esc := 0, false, false
+	for _, b := range line {
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case b == '\\':
+				esc = true
+			case b == '"':
+				inStr = false
+			}
+		case b == '"':
+			inStr = true
+		case b == '[' || b == '{':
+			if depth++; depth > max {
+				return true
+			}
+		case b == ']' || b == '}':
+			depth--
+		}
+	}
+	return false
+}
+
 func (s *server) dispatchLine(line []byte) {
 	m, derr := DecodeMessage(line)
 	if derr != nil {
 		s.logf("bridge: %s", derr.Message)
+		if m.ID == nil && nestedDeeper(line, maxJSONDepth) {
+			// Valid JSON nested deeper than the decoder goes: a request
+			// whose id comes before its params is answered under that id
+			// (with a null id its caller would wait for ever).
+			if id, method := lineHead(line[:min(len(line), lineHeadBytes)]); id != nil && method != "" {
+				s.writeError(id, &Error{Code: CodeInvalidRequest, Message: "invalid request: " + derr.Message})
+				return
+			}
+		}
 		s.writeError(m.ID, derr)
 		return
 	}
@@ -404,6 +464,7 @@ func (s *server) dispatchLine(line []byte) {
 			if s.queue[i].key == key {
 				q := s.queue[i]
 				dropped = &q
+				s.queueBytes -= q.size
 				s.queue = append(s.queue[:i], s.queue[i+1:]...)
 				delete(s.inflight, key)
 				break
@@ -424,7 +485,7 @@ func (s *server) dispatchLine(line []byte) {
 		// Synchronous, so that requests after it see the engine.
 		s.respond(m, s.initialize)
 	default:
-		key := ""
+		key, size := "", len(line)
 		var ctx context.Context
 		var cancel context.CancelFunc
 		if m.IsRequest() {
@@ -458,7 +519,7 @@ func (s *server) dispatchLine(line []byte) {
 		}
 		s.mu.Lock()
 		if s.running >= s.opts.MaxInFlight {
-			if len(s.queue) >= s.opts.MaxQueued {
+			if len(s.queue) >= s.opts.MaxQueued || (len(s.queue) > 0 && s.queueBytes+size > s.opts.MaxQueuedBytes) {
 				// Full: refuse now rather than hold the request in memory.
 				if key != "" {
 					delete(s.inflight, key)
@@ -467,7 +528,7 @@ func (s *server) dispatchLine(line []byte) {
 				cancel()
 				if m.IsRequest() {
 					s.writeError(m.ID, &Error{Code: CodeServerBusy,
-						Message: fmt.Sprintf("server busy: %d requests running and %d waiting (the limits); retry later", s.opts.MaxInFlight, s.opts.MaxQueued)})
+						Message: fmt.Sprintf("server busy: %d requests running and %d (%d bytes) waiting (the limits: %d, %d bytes); retry later", s.running, len(s.queue), s.queueBytes, s.opts.MaxQueued, s.opts.MaxQueuedBytes)})
 				} else {
 					s.logf("bridge: notification %s dropped: %d requests running and %d waiting", m.Method, s.opts.MaxInFlight, s.opts.MaxQueued)
 				}
@@ -476,7 +537,8 @@ func (s *server) dispatchLine(line []byte) {
 			// Beyond the bound a request waits its turn (FIFO); the reader
 			// goes on, so host callback answers still arrive.
 			s.wg.Add(1)
-			s.queue = append(s.queue, queued{key: key, id: m.ID, job: job})
+			s.queue = append(s.queue, queued{key: key, id: m.ID, job: job, size: size})
+			s.queueBytes += size
 			s.mu.Unlock()
 			return
 		}
@@ -490,9 +552,10 @@ func (s *server) dispatchLine(line []byte) {
 // queued is a request waiting for a slot: its id (key is its inflight key,
 // "" for a notification) and the job that serves it.
 type queued struct {
-	key string
-	id  json.RawMessage
-	job func()
+	key  string
+	id   json.RawMessage
+	job  func()
+	size int // bytes of its line
 }
 
 // work runs job, then the queued jobs, until the queue is empty.
@@ -504,6 +567,7 @@ func (s *server) work(job func()) {
 		job = nil
 		if len(s.queue) > 0 {
 			job = s.queue[0].job
+			s.queueBytes -= s.queue[0].size
 			s.queue[0] = queued{}
 			s.queue = s.queue[1:]
 		} else {
@@ -841,6 +905,13 @@ func (s *server) handlerMap() map[string]handler {
 			s.nextRollback++
 			id := "rb" + strconv.FormatUint(s.nextRollback, 10)
 			s.rollbacks[id] = prep.Rollback
+			s.rollbackIDs = append(s.rollbackIDs, id)
+			for len(s.rollbackIDs) > maxRollbacks {
+				// The oldest spawn's rollback is forgotten (its spawn went
+				// well long ago, or its host is gone).
+				delete(s.rollbacks, s.rollbackIDs[0])
+				s.rollbackIDs = s.rollbackIDs[1:]
+			}
 			s.mu.Unlock()
 			return SpawnResult{RollbackID: id}, nil
 		},
@@ -909,6 +980,7 @@ func (s *server) handlerMap() map[string]handler {
 			e := s.engine
 			s.engine = nil
 			s.rollbacks = map[string]func(context.Context) error{}
+			s.rollbackIDs = nil
 			s.mu.Unlock()
 			if c, ok := e.(io.Closer); ok {
 				if err := c.Close(); err != nil {

@@ -197,6 +197,8 @@ func TestMalformedInput(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":80,"method":"info","params":"x"}`, CodeInvalidRequest, "80"},
 		{`{"jsonrpc":"2.0"}`, CodeInvalidRequest, "null"},
 		{"\xff\xfe{}", CodeParseError, "null"},
+		// Nested deeper than the decoder goes: answered under its id.
+		{`{"jsonrpc":"2.0","id":81,"method":"assemble","params":{"x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, CodeInvalidRequest, "81"},
 	}
 	for _, tc := range cases {
 		c.send(tc.line)
@@ -940,5 +942,33 @@ func TestLineLimit(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":` + string(h.ID) + `,"result":{"text":"` + strings.Repeat("y", 4<<10) + `"}}`)
 	if m := c.wait(ch); m.Error == nil || !strings.Contains(m.Error.Message, "longer than 1024 bytes") {
 		t.Fatalf("request whose host answer was too long: %s", m.Line)
+	}
+}
+
+// TestQueueBytesBound: requests waiting for a slot are bounded in bytes too
+// (MaxQueued alone would hold 1,024 requests of 40 MiB): one that would pass
+// Options.MaxQueuedBytes while others wait is refused at once with
+// CodeServerBusy; a small one still queues.
+func TestQueueBytesBound(t *testing.T) {
+	g := &gateEngine{release: make(chan struct{})}
+	c := startServer(t, Static(g), Options{MaxInFlight: 1, MaxQueued: 100, MaxQueuedBytes: 8 << 10})
+	c.initialize()
+	_, ch1 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "a"}, CallbackLLMComplete)
+	h1 := c.nextHost()
+	_, ch2 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": strings.Repeat("x", 6<<10)})
+	_, ch3 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": strings.Repeat("y", 6<<10)})
+	if m := c.wait(ch3); m.Error == nil || m.Error.Code != CodeServerBusy {
+		t.Fatalf("a request over the queued bytes: %.200s, want code %d", m.Line, CodeServerBusy)
+	}
+	_, ch4 := c.start(MethodAssemble, map[string]any{"sessionId": "s", "prompt": "small"})
+	c.send(`{"jsonrpc":"2.0","id":` + string(h1.ID) + `,"result":{"text":"one"}}`)
+	if m := c.wait(ch1); m.Error != nil {
+		t.Fatalf("running request: %s", m.Line)
+	}
+	close(g.release)
+	for _, ch := range []chan rawMsg{ch2, ch4} {
+		if m := c.wait(ch); m.Error != nil {
+			t.Fatalf("queued request: %.200s", m.Line)
+		}
 	}
 }

@@ -189,26 +189,26 @@ type windowScan struct {
 
 // scan reads the window backwards from r until avail tokens are used.
 func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
-	w.win, err = budgetWalk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail, "assemble",
-		func(i int, item dag.Item, flags byte) (core.Message, error) {
-			if item.IsSummary() {
-				m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
-				w.nextSums[item.Ref.ID] = m
-				return m, err
-			}
-			if m, ok := w.prevMsgs[item.Ref.Seq]; ok {
-				w.nextMsgs[item.Ref.Seq] = m
-				return m, nil
-			}
-			// Parsed after the scan, in parallel (parsing is the cost of a
-			// cold assemble).
-			raw, err := itemRaw(r, w.c, item.Ref.Seq, flags)
-			w.todo = append(w.todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
-			return core.Message{}, err
-		},
-		func(item dag.Item, room int) (core.Message, int, bool, error) {
-			return w.e.referenceFor(r, w.c, item, room)
-		})
+	visit := func(i int, item dag.Item, flags byte) (core.Message, error) {
+		if item.IsSummary() {
+			m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
+			w.nextSums[item.Ref.ID] = m
+			return m, err
+		}
+		if m, ok := w.prevMsgs[item.Ref.Seq]; ok {
+			w.nextMsgs[item.Ref.Seq] = m
+			return m, nil
+		}
+		// Parsed after the scan, in parallel (parsing is the cost of a
+		// cold assemble).
+		raw, err := itemRaw(r, w.c, item.Ref.Seq, flags)
+		w.todo = append(w.todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
+		return core.Message{}, err
+	}
+	shrink := func(item dag.Item, room int) (core.Message, int, bool, error) {
+		return w.e.referenceFor(r, w.c, item, room)
+	}
+	w.win, err = budgetWalk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail, "assemble", visit, shrink)
 	if err != nil || w.win.cut == 0 {
 		return err
 	}
@@ -222,24 +222,7 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 		return err
 	}
 	w.todo = w.todo[:0]
-	win, err := budgetWalk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail-ltok, "assemble",
-		func(i int, item dag.Item, flags byte) (core.Message, error) {
-			if item.IsSummary() {
-				m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
-				w.nextSums[item.Ref.ID] = m
-				return m, err
-			}
-			if m, ok := w.prevMsgs[item.Ref.Seq]; ok {
-				w.nextMsgs[item.Ref.Seq] = m
-				return m, nil
-			}
-			raw, err := itemRaw(r, w.c, item.Ref.Seq, flags)
-			w.todo = append(w.todo, parseJob{idx: i, seq: item.Ref.Seq, raw: raw})
-			return core.Message{}, err
-		},
-		func(item dag.Item, room int) (core.Message, int, bool, error) {
-			return w.e.referenceFor(r, w.c, item, room)
-		})
+	win, err := budgetWalk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail-ltok, "assemble", visit, shrink)
 	if err != nil {
 		return err
 	}

@@ -327,7 +327,11 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	// A conversation read through the host is the host's, whatever this
 	// call's sessionFile looks like (transcriptStorage is not sent on every
 	// call).
-	host = host || e.hostKept(agent, conv.id)
+	if !host {
+		if host, err = e.hostKept(ctx, agent, conv.id); err != nil {
+			return core.CompactResult{}, err
+		}
+	}
 	if !host && p.SessionFile != "" && p.SessionID != "" {
 		// The transcript may hold messages the store does not (an afterTurn
 		// that failed): import what is new first, so that the compaction

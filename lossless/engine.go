@@ -3,6 +3,7 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -305,11 +306,11 @@ func (e *Engine) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
-	e.closeRecall() // recall index (recall.go)
+	rerr := e.closeRecall() // recall index (recall.go)
 	if err := e.st.Close(); err != nil {
-		return fmt.Errorf("lossless: close: %w", err)
+		return errors.Join(rerr, fmt.Errorf("lossless: close: %w", err))
 	}
-	return nil
+	return rerr
 }
 
 // Compact summarises older history into the summary DAG and, when the

@@ -78,7 +78,11 @@ func (e *Engine) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResult
 		if err != nil {
 			return GrepPageResult{}, err
 		}
-		convs = append([]convID{conv.id}, e.linkedChildren(ctx, conv.id)...)
+		kids, err := e.linkedChildren(ctx, conv.id)
+		if err != nil {
+			return GrepPageResult{}, err
+		}
+		convs = append([]convID{conv.id}, kids...)
 	case ScopeAgent:
 	default:
 		return GrepPageResult{}, fmt.Errorf("%w: scope %q (want conversation or agent)", ErrBadToolArgs, p.Scope)

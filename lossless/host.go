@@ -512,10 +512,18 @@ func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
 // hostKept reports whether conversation c was read through the host (it
 // has a host checkpoint): its transcript is the host's, never a file. A
 // checkpoint that does not decode counts: it is there.
-func (e *Engine) hostKept(agent string, c convID) bool {
-	err := e.st.View(context.Background(), func(r store.Reader) error {
+func (e *Engine) hostKept(ctx context.Context, agent string, c convID) (bool, error) {
+	err := e.st.View(ctx, func(r store.Reader) error {
 		_, err := r.HostCheckpoint(agent, c)
 		return err
 	})
-	return err == nil || errors.Is(err, store.ErrCorrupt)
+	switch {
+	case err == nil || errors.Is(err, store.ErrCorrupt):
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	}
+	// A failed read is no answer: taking it for "not the host's" would
+	// open the session key as a file.
+	return false, fmt.Errorf("lossless: read host checkpoint: %w", err)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -317,30 +318,54 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
+// benchRecallPrompt is the prompt of BenchmarkAssemble's recall runs: a
+// question about the stored pi-mono session's subject, as OpenClaw passes
+// the turn's prompt to every assemble.
+const benchRecallPrompt = "why does the queued messages component not update its theme colors when the terminal width changes?"
+
 // BenchmarkAssemble assembles a 128K-token context from a conversation of
-// 10K/100K/1M stored messages; reports the p99 latency. Cold: the parsed
-// message cache is cleared before each call; warm: it is kept (the
-// steady state of a conversation between turns).
+// 10K/100K/1M stored messages; reports the p50 and p99 latencies. Cold:
+// the parsed message cache is cleared before each call; warm: it is kept
+// (the steady state of a conversation between turns). Without /recall the
+// call has no prompt, so recall does not run; with /recall it has
+// benchRecallPrompt and recall runs (the path every OpenClaw assemble
+// takes: the query over the conversation's history outside the window,
+// the relevance gate, the block when something passes it). recall-items
+// is the items the recall block carried (0: nothing passed the gate; the
+// query ran all the same, checked once before timing).
 func BenchmarkAssemble(b *testing.B) {
 	stores := newBenchStores(b)
 	for _, sz := range storeSizes {
-		for _, mode := range []string{"cold", "warm"} {
+		for _, mode := range []string{"cold", "warm", "cold/recall", "warm/recall"} {
 			b.Run(sz.name+"/"+mode, func(b *testing.B) {
 				e := stores.open(b, sz.n)
 				defer e.Close()
 				ctx := context.Background()
 				p := core.AssembleParams{SessionID: "bench", TokenBudget: 128_000}
-				lat := make([]time.Duration, 0, b.N)
-				if mode == "warm" {
+				cold := strings.HasPrefix(mode, "cold")
+				items := 0
+				if strings.HasSuffix(mode, "/recall") {
+					p.Prompt = benchRecallPrompt
+					_, d, err := e.AssembleWithDetails(ctx, p)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if st := d.Recall.Status; (st != RecallInjected && st != RecallNone) || d.Recall.Partial {
+						b.Fatalf("recall did not run: %+v", d.Recall)
+					}
+					items = d.Recall.Items
+				}
+				if !cold {
 					if _, err := e.Assemble(ctx, p); err != nil {
 						b.Fatal(err)
 					}
 				}
+				lat := make([]time.Duration, 0, b.N)
 				b.ReportAllocs()
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				for i := 0; i < b.N; i++ {
-					if mode == "cold" {
+					if cold {
 						for _, s := range e.convs {
 							s.asmMsgs, s.asmSums = nil, nil
 						}
@@ -360,6 +385,9 @@ func BenchmarkAssemble(b *testing.B) {
 				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 				b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/op")
+				if p.Prompt != "" {
+					b.ReportMetric(float64(items), "recall-items")
+				}
 			})
 		}
 	}

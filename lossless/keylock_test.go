@@ -74,3 +74,25 @@ func TestEngineLockTablesStayBounded(t *testing.T) {
 		t.Fatalf("%d background results kept", e.compaction.last.Len())
 	}
 }
+
+// TestForkCachesBounded: the fork caches of many subagents are bounded
+// (the oldest forgotten), and an ended child's goes at once.
+func TestForkCachesBounded(t *testing.T) {
+	e := openTest(t)
+	for i := 0; i < 3*maxForkCaches; i++ {
+		e.forkCache(subIDOf("main", fmt.Sprintf("agent:main:subagent:%d", i)))
+	}
+	if n := e.subagents.forks.Len(); n > maxForkCaches {
+		t.Fatalf("%d fork caches kept, bound %d", n, maxForkCaches)
+	}
+	last := subIDOf("main", fmt.Sprintf("agent:main:subagent:%d", 3*maxForkCaches-1))
+	if !e.subagents.forks.Contains(last) {
+		t.Fatal("the newest fork cache was forgotten")
+	}
+	if err := e.OnSubagentEnded(context.Background(), core.SubagentEndedParams{ChildSessionKey: fmt.Sprintf("agent:main:subagent:%d", 3*maxForkCaches-1), Reason: core.SubagentCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if e.subagents.forks.Contains(last) {
+		t.Fatal("an ended child's fork cache is kept")
+	}
+}

@@ -72,7 +72,12 @@ func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	if err != nil {
 		return core.MaintainResult{}, err
 	}
-	if host || e.hostKept(agent, c) {
+	if !host {
+		if host, err = e.hostKept(ctx, agent, c); err != nil {
+			return core.MaintainResult{}, err
+		}
+	}
+	if host {
 		return e.maintainHost(ctx, p, agent, c) // host.go
 	}
 	t, err := core.ReadTranscript(p.SessionFile)

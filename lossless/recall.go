@@ -385,16 +385,21 @@ func (r *recaller) waitRebuild(ctx context.Context) error {
 }
 
 // closeRecall closes the index (Close calls it, once, with no call in
-// flight).
-func (e *Engine) closeRecall() {
+// flight) and returns its error (docs it could not write are missing: the
+// next Open finds the index stale and rebuilds it, but the caller hears
+// of it).
+func (e *Engine) closeRecall() error {
 	if r := e.recall; r != nil {
 		r.cancel() // an unfinished rebuild stops; the next Open redoes it
 		<-r.rebuild
 		if r.bg != nil {
 			<-r.bg
 		}
-		r.ix.Close()
+		if err := r.ix.Close(); err != nil {
+			return fmt.Errorf("lossless: close the recall index: %w", err)
+		}
 	}
+	return nil
 }
 
 // indexSource yields every stored message and summary (the store is the

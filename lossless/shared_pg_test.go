@@ -87,3 +87,22 @@ func TestSharedAssembleRecreated(t *testing.T) {
 		t.Fatalf("assemble after the conversation was made again: %q", texts)
 	}
 }
+
+// TestSharedReplaceLateCommitPostgres: a compaction's Replace by one engine
+// over a late commit of another engine ("process") on one PostgreSQL
+// database: refused and planned again, nothing rolled back, every message
+// stored byte for byte.
+func TestSharedReplaceLateCommitPostgres(t *testing.T) {
+	url := pgtest.NewDB(t)
+	ctx := context.Background()
+	var es []*Engine
+	for i := 0; i < 2; i++ {
+		e, err := openPG(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		es = append(es, e)
+	}
+	testReplaceLateCommit(t, es)
+}

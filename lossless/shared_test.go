@@ -363,7 +363,12 @@ func TestSharedLateCommit(t *testing.T) {
 // The Replace fails with dag.ErrConflict (the compactor plans again), and
 // every message comes back byte for byte afterwards.
 func TestSharedReplaceLateCommit(t *testing.T) {
-	es := openShared(t, 2)
+	testReplaceLateCommit(t, openShared(t, 2))
+}
+
+// testReplaceLateCommit is TestSharedReplaceLateCommit on two engines of
+// one shared store (memstore.Shared, or PostgreSQL).
+func testReplaceLateCommit(t *testing.T, es []*Engine) {
 	a, b := es[0], es[1]
 	ctx := context.Background()
 	var sent []core.Message

@@ -31,9 +31,12 @@ type RetentionResult struct {
 
 // DeletedConversation is one conversation removed by Retain.
 type DeletedConversation struct {
-	Agent  string `json:"agent"`
-	ID     string `json:"id"`
-	Reason string `json:"reason"`
+	Agent string `json:"agent"`
+	ID    string `json:"id"`
+	// Session names it as the user knows it: its session key, else its
+	// latest session id ("" for an orphan without either).
+	Session string `json:"session,omitempty"`
+	Reason  string `json:"reason"`
 }
 
 // Retain applies Config.Retention (both limits are off by default) and
@@ -128,7 +131,11 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 				return err
 			}
 		}
-		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Reason: reason})
+		session := c.rec.Key
+		if session == "" && len(c.rec.SessionIDs) > 0 {
+			session = c.rec.SessionIDs[len(c.rec.SessionIDs)-1]
+		}
+		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Session: session, Reason: reason})
 		res.Messages += c.rec.Messages
 		res.Bytes += c.rec.Bytes
 		return nil
@@ -215,8 +222,15 @@ var (
 func (e *Engine) startRetention() {
 	r := e.cfg.Retention
 	interruptedOnly := (r.MaxAgeDays <= 0 && r.MaxBytesPerAgent <= 0) || r.IntervalMinutes < 0
-	if interruptedOnly && !e.anyRetiring() {
-		return
+	if interruptedOnly {
+		retiring, err := e.anyRetiring()
+		if err != nil {
+			// Cannot tell: the pass runs and finds out (it reports what it
+			// cannot read).
+			slog.Warn("lossless: retention: could not list conversations", "err", err)
+		} else if !retiring {
+			return
+		}
 	}
 	every := time.Duration(r.IntervalMinutes) * retentionUnit
 	if r.IntervalMinutes == 0 {
@@ -257,12 +271,12 @@ func (e *Engine) startRetention() {
 
 // anyRetiring reports whether a conversation is marked Retiring (a stopped
 // retention pass left it partly deleted).
-func (e *Engine) anyRetiring() bool {
+func (e *Engine) anyRetiring() (bool, error) {
 	found := false
-	_ = e.st.View(context.Background(), func(r store.Reader) error {
+	err := e.st.View(context.Background(), func(r store.Reader) error {
 		for cr, err := range r.Conversations() {
 			if err != nil {
-				break
+				return err
 			}
 			if cr.Retiring {
 				found = true
@@ -271,7 +285,7 @@ func (e *Engine) anyRetiring() bool {
 		}
 		return nil
 	})
-	return found
+	return found, err
 }
 
 // stopRetention stops the periodic pass and waits for a pass in progress

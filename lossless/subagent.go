@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"iter"
 	"math"
 	"os"
@@ -81,8 +82,11 @@ type subagents struct {
 	// swept sweeps expired preparations once since open (Open, or the
 	// first subagent call or Assemble of a read-only engine).
 	swept sync.Once
-	// forks holds the fork caches: subID -> *forkMsgCache.
-	forks sync.Map
+	// forks holds the fork caches of the most recently assembled forks
+	// (maxForkCaches; a forgotten one is parsed again at its next assemble).
+	// Finished subagents' caches used to stay for the life of the engine.
+	forksMu sync.Mutex
+	forks   *lru.Cache[subID, *forkMsgCache]
 }
 
 // lockSubagents serialises subagent record changes: the engine's lock and,
@@ -391,6 +395,7 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	default:
 		return fmt.Errorf("lossless: subagent ended: reason %q (want deleted, completed, swept or released): %w", p.Reason, ErrBadParams)
 	}
+	defer e.dropForkCache(sub) // the child is done: its parsed fork prefix goes
 	return e.updateMapped(ctx, func(tx store.Tx) error {
 		rec, ok, err := getSub(tx, sub)
 		if err != nil || !ok {
@@ -679,31 +684,53 @@ type forkMsgCache struct {
 	sums  map[string]core.Message
 }
 
+// maxForkCaches bounds the fork caches kept (each holds at most one
+// budget's window of parsed parent messages).
+const maxForkCaches = 64
+
 func (e *Engine) forkCache(sub subID) *forkMsgCache {
-	c, _ := e.subagents.forks.LoadOrStore(sub, new(forkMsgCache))
-	return c.(*forkMsgCache)
+	s := &e.subagents
+	s.forksMu.Lock()
+	defer s.forksMu.Unlock()
+	if s.forks == nil {
+		s.forks = must(lru.New[subID, *forkMsgCache](maxForkCaches))
+	}
+	c, ok := s.forks.Get(sub)
+	if !ok {
+		c = new(forkMsgCache)
+		s.forks.Add(sub, c)
+	}
+	return c
 }
 
 // dropForkCache forgets sub's cache (its preparation was removed).
 func (e *Engine) dropForkCache(sub subID) {
-	e.subagents.forks.Delete(sub)
+	s := &e.subagents
+	s.forksMu.Lock()
+	defer s.forksMu.Unlock()
+	if s.forks != nil {
+		s.forks.Remove(sub)
+	}
 }
 
 // linkedChildren returns the conversations of the ended children linked to
 // conversation parent.
-func (e *Engine) linkedChildren(ctx context.Context, parent convID) []convID {
+func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {
 	var out []convID
-	_ = e.st.View(ctx, func(r store.Reader) error {
+	err := e.st.View(ctx, func(r store.Reader) error {
 		var subs []subID
 		for l, err := range r.SubagentLinks(parent) {
 			if err != nil {
-				break
+				return fmt.Errorf("lossless: read subagent links: %w", err)
 			}
 			subs = append(subs, l.ID)
 		}
 		for _, s := range subs {
 			rec, ok, err := getSub(r, s)
-			if err != nil || !ok {
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
 			if cs := childConvs(r, rec); len(cs) > 0 {
@@ -712,7 +739,7 @@ func (e *Engine) linkedChildren(ctx context.Context, parent convID) []convID {
 		}
 		return nil
 	})
-	return out
+	return out, err
 }
 
 // LinkedChildren returns the conversation ids (hex) of the ended subagents
@@ -728,7 +755,11 @@ func (e *Engine) LinkedChildren(ctx context.Context, sessionID, sessionKey strin
 		return nil, err
 	}
 	var out []string
-	for _, k := range e.linkedChildren(ctx, c) {
+	kids, err := e.linkedChildren(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
 		out = append(out, k.String())
 	}
 	return out, nil
@@ -800,7 +831,8 @@ func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string)
 	if out != conv {
 		return out
 	}
-	for _, c := range e.linkedChildren(ctx, conv.id) {
+	kids, _ := e.linkedChildren(ctx, conv.id) // a read error: the owner is conv itself, which the caller reads next
+	for _, c := range kids {
 		found := false
 		_ = e.st.View(ctx, func(r store.Reader) error { found = has(r, c); return nil })
 		if found {

@@ -234,7 +234,11 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 			return nil, err
 		}
 		convs = append(convs, conv.id)
-		convs = append(convs, e.linkedChildren(ctx, conv.id)...) // ended subagents (subagent.go)
+		kids, err := e.linkedChildren(ctx, conv.id) // ended subagents (subagent.go)
+		if err != nil {
+			return nil, err
+		}
+		convs = append(convs, kids...)
 	case ScopeAgent:
 		infos, err := e.Sessions(ctx, e.agentFor(p.AgentID, p.SessionKey))
 		if err != nil {

@@ -32,8 +32,9 @@ import (
 // The backends comparison (--store postgres://…): the same workload on the
 // Badger default and on PostgreSQL, in one run. Per backend: batched ingest
 // (batches of backendBatch short chat messages into a fresh store),
-// assemble p50/p99 (warm, no prompt, the run's budget) and the recall
-// query's p50/p99 at each history size, the wall time of a compaction of
+// assemble p50/p99 (warm, the run's budget) without a prompt (recall does
+// not run) and with one (recall runs: the path of every OpenClaw assemble),
+// and the recall query's p50/p99 alone, at each history size, the wall time of a compaction of
 // the largest history to the budget, the store's bytes per message, and
 // ingest by 1, 2 and 4 writer processes at once (PostgreSQL only: a Badger
 // store admits one process).
@@ -49,10 +50,17 @@ type backendFigures struct {
 	// IngestMsgsPerS is the batched ingest rate (acknowledged: durable in
 	// the store; the recall index catches up after).
 	IngestMsgsPerS float64 `json:"ingest_batched_msgs_per_s"`
-	// Assemble and Recall are latencies per history size ("10K", "100K",
-	// …).
-	Assemble bench.Latencies `json:"assemble"`
-	Recall   bench.Latencies `json:"recall"`
+	// Assemble, AssembleRecall and Recall are latencies per history size
+	// ("10K", "100K", …): Assemble without a prompt (recall does not run),
+	// AssembleRecall with a prompt naming one turn of the history (recall
+	// runs, as in every OpenClaw assemble; a different prompt each call),
+	// Recall the recall query alone. RecallBlocks is how many of the
+	// AssembleRecall calls carried a recall block (the others ran the
+	// query and found nothing past the relevance gate).
+	Assemble       bench.Latencies `json:"assemble"`
+	AssembleRecall bench.Latencies `json:"assemble_recall"`
+	RecallBlocks   map[string]int  `json:"assemble_recall_blocks"`
+	Recall         bench.Latencies `json:"recall"`
 	// CompactS is the wall time of compacting the largest history to the
 	// budget; CompactTokens the context's tokens before and after.
 	CompactS      float64  `json:"compact_s"`
@@ -262,7 +270,8 @@ func ms(d []time.Duration) []float64 {
 // measureBackend runs the workload on one backend.
 func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) (backendFigures, error) {
 	o := b.o
-	f := backendFigures{Backend: b.name, Assemble: bench.NewLatencies(), Recall: bench.NewLatencies(), WritersMsgsPerS: map[string]float64{}}
+	f := backendFigures{Backend: b.name, Assemble: bench.NewLatencies(), AssembleRecall: bench.NewLatencies(), RecallBlocks: map[string]int{},
+		Recall: bench.NewLatencies(), WritersMsgsPerS: map[string]float64{}}
 
 	// Batched ingest into a fresh store.
 	st, err := b.fresh(ctx)
@@ -314,6 +323,31 @@ func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) 
 		}
 		name := sizeName(size)
 		f.Assemble.Add(name, ms(lat))
+		lat = lat[:0]
+		// With a prompt: the recall query over the history outside the
+		// window, the gate, the block. Checked once that recall ran.
+		rp := core.AssembleParams{SessionID: "hist", TokenBudget: o.Budget, Prompt: recallPrompt(o.Runs, stored)}
+		if _, d, err := e.AssembleWithDetails(ctx, rp); err != nil { // warm
+			e.Close()
+			return f, fmt.Errorf("assemble with recall: %w", err)
+		} else if st := d.Recall.Status; (st != lossless.RecallInjected && st != lossless.RecallNone) || d.Recall.Partial {
+			e.Close()
+			return f, fmt.Errorf("assemble with recall: recall did not run: %+v", d.Recall)
+		}
+		for i := range o.Runs {
+			rp.Prompt = recallPrompt(i, stored)
+			t0 := time.Now()
+			res, err := e.Assemble(ctx, rp)
+			if err != nil {
+				e.Close()
+				return f, fmt.Errorf("assemble with recall: %w", err)
+			}
+			lat = append(lat, time.Since(t0))
+			if n := len(res.Messages); n > 0 && lossless.IsRecallMessage(res.Messages[n-1]) {
+				f.RecallBlocks[name]++
+			}
+		}
+		f.AssembleRecall.Add(name, ms(lat))
 		lat = lat[:0]
 		for i := range o.Runs {
 			rp := core.AssembleParams{SessionID: "ingest", TokenBudget: o.Budget, Prompt: recallPrompt(i, stored)}
@@ -589,8 +623,12 @@ func writeBackendsTable(w io.Writer, o backendsOptions, figs []backendFigures) {
 	row("batched ingest msgs/s", func(f backendFigures) string { return num(f.IngestMsgsPerS, 0) })
 	for _, s := range o.Sizes {
 		n := sizeName(s)
-		row("assemble p50/p99 ms at "+n, func(f backendFigures) string {
+		row("assemble p50/p99 ms at "+n+", no prompt (no recall)", func(f backendFigures) string {
 			return num(f.Assemble.P50Ms[n], 2) + " / " + num(f.Assemble.P99Ms[n], 2)
+		})
+		row("assemble p50/p99 ms at "+n+", with a prompt (recall)", func(f backendFigures) string {
+			return num(f.AssembleRecall.P50Ms[n], 2) + " / " + num(f.AssembleRecall.P99Ms[n], 2) +
+				fmt.Sprintf(" (%d of %d with a block)", f.RecallBlocks[n], o.Runs)
 		})
 		row("recall p50/p99 ms at "+n, func(f backendFigures) string {
 			return num(f.Recall.P50Ms[n], 2) + " / " + num(f.Recall.P99Ms[n], 2)

@@ -35,7 +35,8 @@ func TestBackends(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 	}
-	for _, want := range []string{"batched ingest msgs/s", "assemble p50/p99 ms at 600", "recall p50/p99 ms at 300",
+	for _, want := range []string{"batched ingest msgs/s", "assemble p50/p99 ms at 600, no prompt (no recall)",
+		"assemble p50/p99 ms at 600, with a prompt (recall)", "recall p50/p99 ms at 300",
 		"compaction s", "disk bytes per message", "2 writer processes msgs/s", "syncWrites (Badger fsyncs, PostgreSQL's synchronous commits)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
@@ -62,9 +63,16 @@ func TestBackends(t *testing.T) {
 			t.Errorf("%s: compaction tokens %v: not reduced", f.Backend, f.CompactTokens)
 		}
 		for _, n := range []string{"300", "600"} {
-			a, r := f.Assemble, f.Recall
+			a, ar, r := f.Assemble, f.AssembleRecall, f.Recall
 			if !(a.P50Ms[n] > 0 && a.P99Ms[n] >= a.P50Ms[n] && r.P99Ms[n] >= r.P50Ms[n] && r.P50Ms[n] > 0) {
 				t.Errorf("%s at %s: assemble %v/%v, recall %v/%v ms", f.Backend, n, a.P50Ms[n], a.P99Ms[n], r.P50Ms[n], r.P99Ms[n])
+			}
+			if !(ar.P50Ms[n] > 0 && ar.P99Ms[n] >= ar.P50Ms[n]) {
+				t.Errorf("%s at %s: assemble with recall %v/%v ms", f.Backend, n, ar.P50Ms[n], ar.P99Ms[n])
+			}
+			// The prompts name turns of the history: recall finds some.
+			if f.RecallBlocks[n] <= 0 {
+				t.Errorf("%s at %s: no assemble with a prompt carried a recall block", f.Backend, n)
 			}
 		}
 		if f.WritersMsgsPerS["1"] <= 0 {

@@ -36,6 +36,21 @@ func losslessTarget(tokenizer string, recall bool) bench.Target {
 			return nil
 		},
 		Expand: expandAll,
+		Summaries: func(ctx context.Context, e core.Engine) (int, error) {
+			le, ok := e.(*lossless.Engine)
+			if !ok {
+				return 0, fmt.Errorf("lossless-bench: summaries: %T is not *lossless.Engine", e)
+			}
+			st, err := le.Stats(ctx)
+			if err != nil {
+				return 0, err
+			}
+			n := 0
+			for _, a := range st.Agents {
+				n += int(a.Summaries)
+			}
+			return n, nil
+		},
 		Rotate: func(ctx context.Context, e core.Engine, session, key, file string, budget int) (string, string, error) {
 			le, ok := e.(*lossless.Engine)
 			if !ok {

@@ -18,7 +18,11 @@
 // block), lossless (import, compact, rotate, expand,
 // compare byte for byte) and footprint (heap, its peak during the bulk
 // load, RSS, disk). Only when named: sessions (one engine serving
-// --sessions conversations: heap at the end, assemble p99).
+// --sessions conversations: heap at the end, assemble p99) and soak (one
+// engine driven as a long-lived gateway for --soak-duration: sessions
+// arriving and going idle, turns committed after OpenClaw-like assembles
+// with recall, subagents, compactions, imports; the live heap sampled,
+// the run failing when it grows beyond the tolerance).
 //
 // Flags:
 //
@@ -26,6 +30,8 @@
 //	                        the full run is --sizes 10K,100K,1M)
 //	--messages N            synthetic transcript length (default 5000)
 //	--sessions N            conversations of the sessions suite (default 10K)
+//	--soak-duration D       how long the soak suite runs (default 60s)
+//	--soak-sample D         the soak suite's heap sampling period (default 2s)
 //	--transcripts FILE...   real session files to import and compact as well
 //	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture)
 //	--budget N              token budget (default 128000)
@@ -154,6 +160,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	messages := fs.String("messages", strconv.Itoa(defaultMessages), "synthetic transcript length in messages")
 	seed := fs.Uint64("seed", 1, "seed of the synthetic transcripts")
 	sessions := fs.String("sessions", strconv.Itoa(bench.DefaultSessions), "conversations the sessions suite serves")
+	soakDuration := fs.Duration("soak-duration", bench.DefaultSoakDuration, "how long the soak suite drives the engine")
+	soakSample := fs.Duration("soak-sample", bench.DefaultSoakSample, "the soak suite's heap sampling period")
 	minScore := fs.Float64("recall-min-score", 0, "relevance gate threshold of the recall suite's gated figures (0: the engine's default; negative: no gate)")
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of the engine and of the exact legacy row: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate; the exact row then counts with o200k_base)")
@@ -193,7 +201,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *syncWrites, *asyncCommit, *jsonPath, stdout, stderr)
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile}
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile,
+		SoakDuration: *soakDuration, SoakSample: *soakSample}
+	if *soakDuration <= 0 || *soakSample <= 0 {
+		return usage(fmt.Errorf("--soak-duration %s and --soak-sample %s must be positive", *soakDuration, *soakSample))
+	}
 	if *legacyExact {
 		cfg.LegacyExact = legacyTarget(exactCounter(*tokenizer))
 	}

@@ -428,6 +428,8 @@ func cmdCompact() *command {
 			switch {
 			case !res.OK:
 				fmt.Fprintf(c.io.out, "not compacted: %s\n", orDash(res.Reason))
+			case !res.Compacted && strings.HasPrefix(res.Reason, "nothing to compact"):
+				fmt.Fprintln(c.io.out, res.Reason)
 			case !res.Compacted:
 				fmt.Fprintf(c.io.out, "nothing to compact: %s\n", orDash(res.Reason))
 			default:
@@ -562,9 +564,9 @@ func cmdRetain() *command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "AGENT\tCONVERSATION\tREASON")
+			fmt.Fprintln(tw, "AGENT\tSESSION\tCONVERSATION\tREASON")
 			for _, d := range res.Deleted {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Agent, d.ID, d.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Agent, orDash(d.Session), d.ID, d.Reason)
 			}
 			return tw.Flush()
 		},

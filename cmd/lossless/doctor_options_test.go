@@ -107,6 +107,7 @@ func TestDoctorAcceptsManifestOptions(t *testing.T) {
 		"storeDir":           store,
 		"storeUrl":           "postgres://lossless:secret@127.0.0.1:1/none?connect_timeout=1",
 		"uiAddr":             "127.0.0.1:0",
+		"asyncCommit":        false, // with syncWrites true: both true is refused, by design
 		"agentId":            "main",
 		"largeContentTokens": 25000,
 		"maxMessageBytes":    1 << 20,

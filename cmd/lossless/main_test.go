@@ -270,9 +270,10 @@ func TestImportStatsCompactExport(t *testing.T) {
 	}
 	// The assembled context now starts with that summary.
 	runCLI(t, "", nil, "assemble", "--store", store, "--session", sid, "--budget", "100000").want(t, 0, sumID)
-	// A budget the fresh tail cannot fit: ok:false, exit 1, the reason.
+	// A budget the fresh tail cannot fit: the context is at its floor,
+	// nothing more to compact (no failure), and the reason says so.
 	runCLI(t, "", nil, "compact", "--store", store, "--session", sid, "--budget", "5", "--force").
-		want(t, 1, "not compacted", "fresh tail")
+		want(t, 0, "nothing to compact: the context is at its floor", "fresh tail")
 
 	// export: every message object, in order, byte for byte.
 	r = runCLI(t, "", nil, "export", "--store", store, "--session", sid)
@@ -348,10 +349,10 @@ func TestRetain(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // sess-old is the least recently updated
 	}
 	runCLI(t, "", nil, "retain", "--store", store, "--max-bytes-per-agent", "1", "--dry-run").
-		want(t, 0, "would delete 1 conversation, 6 messages", "size")
+		want(t, 0, "would delete 1 conversation, 6 messages", "size", "sess-old") // named by its session, not only its id
 	runCLI(t, "", nil, "sessions", "--store", store).want(t, 0, "sess-old", "sess-new")
 	r := runCLI(t, "", nil, "retain", "--store", store, "--max-bytes-per-agent", "1", "--json")
-	r.want(t, 0, `"reason": "size"`, `"messages": 6`, `"dryRun": false`)
+	r.want(t, 0, `"reason": "size"`, `"messages": 6`, `"dryRun": false`, `"session": "sess-old"`)
 	r = runCLI(t, "", nil, "sessions", "--store", store)
 	r.want(t, 0, "sess-new")
 	if strings.Contains(r.stdout, "sess-old") {

@@ -22,7 +22,7 @@ import (
 func cmdServe() *command {
 	var stdioFlag bool
 	var timingPath string
-	var maxLine, maxInFlight, maxQueued int
+	var maxLine, maxInFlight, maxQueued, maxQueuedBytes int
 	var uiAddr string
 	return &command{
 		name: "serve", args: "--stdio",
@@ -32,6 +32,7 @@ func cmdServe() *command {
 			fs.IntVar(&maxLine, "max-line-bytes", bridge.DefaultMaxLineBytes, "refuse a request line longer than this (a clear parse error; keep it above maxMessageBytes)")
 			fs.IntVar(&maxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "requests served at once; later ones wait in order")
 			fs.IntVar(&maxQueued, "max-queued", bridge.DefaultMaxQueued, "requests waiting for a slot; beyond it a request is refused at once (server busy, retry)")
+			fs.IntVar(&maxQueuedBytes, "max-queued-bytes", bridge.DefaultMaxQueuedBytes, "bytes of the requests waiting for a slot; a request beyond it is refused at once (server busy, retry)")
 			fs.StringVar(&timingPath, "timing", "", "append one JSON line per request served ({method, startMs, ms, ok}: the time inside the engine) to this file")
 			fs.StringVar(&uiAddr, "ui", "", "also serve the memory explorer (lossless ui) of the engine this process opens, on this loopback address (127.0.0.1:0: a free port); its URL, with a token kept in the store directory, goes to stderr and to the store's ui-url file; see lossless ui --url")
 		},
@@ -49,7 +50,7 @@ func cmdServe() *command {
 				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf,
 				// lossless.Engine.AfterTurn stores p.NewMessages() and skips
 				// messages already stored.
-				AfterTurnNewMessagesOnly: true, MaxLineBytes: maxLine, MaxInFlight: maxInFlight, MaxQueued: maxQueued}
+				AfterTurnNewMessagesOnly: true, MaxLineBytes: maxLine, MaxInFlight: maxInFlight, MaxQueued: maxQueued, MaxQueuedBytes: maxQueuedBytes}
 			if timingPath != "" {
 				f, err := os.OpenFile(timingPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 				if err != nil {

@@ -267,9 +267,12 @@ export class OpenClawEnv {
    * OpenClaw's default tool search: no `toolSearch` override); `null` leaves
    * the section out (OpenClaw's defaults: unset profile, tool search on);
    * `{...LEAN_TOOLS, toolSearch: false}` sends every schema directly.
+   * defaultTools: true is `tools: null` (no `tools` section at all, as a new
+   * user has it).
    */
-  baseConfig({ fake, contextWindow = 128_000, maxTokens = 1024, gatewayPort = 0, tools = LEAN_TOOLS }) {
-    return {
+  baseConfig({ fake, contextWindow = 128_000, maxTokens = 1024, gatewayPort = 0, tools = LEAN_TOOLS, defaultTools = false }) {
+    if (defaultTools) tools = null;
+    const cfg = {
       agents: {
         defaults: {
           model: { primary: `${PROVIDER_ID}/${MODEL_ID}` },
@@ -308,6 +311,7 @@ export class OpenClawEnv {
       },
       logging: { file: path.join(this.logDir, "openclaw.log") },
     };
+    return cfg;
   }
 
   /** plugins.entries.lossless.config: the engine's config plus the recording bridge. */

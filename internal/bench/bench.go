@@ -31,14 +31,17 @@ const (
 	SuiteLossless  = "lossless"
 	SuiteFootprint = "footprint"
 	SuiteSessions  = "sessions"
+	SuiteSoak      = "soak"
 )
 
 // Suites lists every suite in run order.
 var Suites = []string{SuiteIngest, SuiteAssemble, SuiteCompact, SuiteRecall, SuiteLossless, SuiteFootprint}
 
 // ExtraSuites run only when named (not in the default run): sessions
-// serves Config.Sessions conversations and takes minutes.
-var ExtraSuites = []string{SuiteSessions}
+// serves Config.Sessions conversations and takes minutes; soak drives one
+// engine as a long-lived gateway does for Config.SoakDuration and checks
+// that its heap stays flat.
+var ExtraSuites = []string{SuiteSessions, SuiteSoak}
 
 // ErrUnknownSuite is returned by Config.Validate for a suite name not in
 // Suites.
@@ -74,6 +77,9 @@ type Target struct {
 	// Flush waits for background work (indexing, compaction) to finish, so
 	// that a measurement includes it. May be nil.
 	Flush func(ctx context.Context, e core.Engine) error
+	// Summaries returns the summaries the engine stores, in all
+	// conversations (the soak suite reports them). May be nil.
+	Summaries func(ctx context.Context, e core.Engine) (int, error)
 }
 
 // RecallFunc measures cross-session recall on a LoCoMo-format file and
@@ -125,6 +131,11 @@ type Config struct {
 	// Sessions is the conversations the sessions suite serves (default
 	// DefaultSessions).
 	Sessions int
+	// SoakDuration is how long the soak suite's workload runs (default
+	// DefaultSoakDuration); SoakSample its heap sampling period (default
+	// DefaultSoakSample).
+	SoakDuration time.Duration
+	SoakSample   time.Duration
 	// Transcripts are real session files to import and compact as well.
 	Transcripts []string
 	// LoCoMo is a LoCoMo-format file for the recall suite; empty means the
@@ -191,6 +202,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Sessions <= 0 {
 		c.Sessions = DefaultSessions
+	}
+	if c.SoakDuration <= 0 {
+		c.SoakDuration = DefaultSoakDuration
+	}
+	if c.SoakSample <= 0 {
+		c.SoakSample = DefaultSoakSample
 	}
 	if c.TempDir == "" {
 		c.TempDir = os.TempDir()
@@ -284,6 +301,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Sessions = &SessionsReport{}
 			err = r.sessions(ctx, rep.Sessions)
 			rep.Sessions.Error = errString(err)
+		case SuiteSoak:
+			rep.Soak = &SoakReport{}
+			err = r.soak(ctx, rep.Soak)
+			rep.Soak.Error = errString(err)
 		case SuiteFootprint:
 			if rep.Footprint == nil { // not measured during assemble
 				rep.Footprint = &FootprintReport{}

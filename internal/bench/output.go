@@ -204,6 +204,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			r.AtMessages, r.HeapMB, r.RSSMB, r.RSSAnonMB, float64(r.DiskBytes)/1e6, float64(r.RawJSON)/1e6, r.DiskRatio)
 	}
 	writeSessions(&b, rep.Sessions)
+	writeSoak(&b, rep.Soak)
 	if len(m.SuiteWallS) > 0 {
 		b.WriteString("\nsuite wall time:")
 		for _, s := range slices.Concat(Suites, ExtraSuites) {
@@ -290,6 +291,9 @@ func WriteGoBench(w io.Writer, rep *Report) error {
 	}
 	if r := rep.Sessions; r != nil && r.Assembles > 0 {
 		line("Sessions", r.Conversations, goBenchSessions(r)...)
+	}
+	if r := rep.Soak; r != nil && len(r.Samples) > 0 {
+		line("Soak", r.Turns, goBenchSoak(r)...)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

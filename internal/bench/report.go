@@ -13,6 +13,7 @@ type Report struct {
 	Lossless  *LosslessReport  `json:"lossless,omitempty"`
 	Footprint *FootprintReport `json:"footprint,omitempty"`
 	Sessions  *SessionsReport  `json:"sessions,omitempty"`
+	Soak      *SoakReport      `json:"soak,omitempty"`
 	// Errors lists the suites that failed, as "suite: error".
 	Errors []string `json:"errors,omitempty"`
 }

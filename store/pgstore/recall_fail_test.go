@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // flushWithin flushes r, failing t if the queue is not written (or given
@@ -27,33 +28,13 @@ func flushWithin(t *testing.T, r *Recall, d time.Duration) {
 
 // countingSend is a Recall.send that counts its calls and fails with
 // fail's error (nil: writes) for each.
-func countingSend(pool interface {
-	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-}, calls *atomic.Int32, fail func(call int32) error) func(ctx context.Context, b *pgx.Batch, marksAt int) ([]string, error) {
+func countingSend(pool *pgxpool.Pool, calls *atomic.Int32, fail func(call int32) error) func(ctx context.Context, b *pgx.Batch, marksAt int) ([]string, error) {
 	return func(ctx context.Context, b *pgx.Batch, marksAt int) ([]string, error) {
 		n := calls.Add(1)
 		if err := fail(n); err != nil {
 			return nil, err
 		}
-		br := pool.SendBatch(ctx, b)
-		defer br.Close()
-		var gaps []string
-		for i := range b.Len() {
-			if i != marksAt {
-				if _, err := br.Exec(); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			rows, err := br.Query()
-			if err != nil {
-				return nil, err
-			}
-			if gaps, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-				return nil, err
-			}
-		}
-		return gaps, br.Close()
+		return sendBatch(ctx, pool, b, marksAt) // the real send
 	}
 }
 
