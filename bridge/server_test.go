@@ -109,8 +109,8 @@ func TestEveryMethod(t *testing.T) {
 	if spawn.RollbackID == "" {
 		t.Fatal("no rollback id")
 	}
-	c.ok(MethodRollbackSubagentSpawn, RollbackParams{RollbackID: spawn.RollbackID}, nil)
-	c.ok(MethodRollbackSubagentSpawn, RollbackParams{RollbackID: spawn.RollbackID}, nil) // idempotent
+	c.ok(MethodRollbackSubagentSpawn, RollbackParams(spawn), nil)
+	c.ok(MethodRollbackSubagentSpawn, RollbackParams(spawn), nil) // idempotent
 	if n := f.rollbacks.Load(); n != 1 {
 		t.Fatalf("rollback ran %d times, want 1", n)
 	}

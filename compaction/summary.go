@@ -19,11 +19,6 @@ const (
 	SecTurn        = "Turn Context (split turn)"
 )
 
-// sectionOrder is the fixed layout; Done, In Progress and Blocked are
-// sub-sections of "Progress".
-var sectionOrder = []string{SecGoal, SecConstraints, SecDone, SecInProgress, SecBlocked,
-	SecDecisions, SecNextSteps, SecCritical, SecTurn}
-
 // Summary is a compaction summary split into its fixed sections, plus the
 // files read and modified.
 type Summary struct {

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -223,19 +222,5 @@ func TestWithFieldKeepsOtherBytes(t *testing.T) {
 	}
 	if !bytes.Equal(m.Raw(), []byte(raw)) {
 		t.Fatal("original modified")
-	}
-}
-
-// scanLines is bufio.Scanner with a large buffer.
-func scanLines(t testing.TB, path string, fn func(line []byte)) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		fn(sc.Bytes())
 	}
 }

@@ -2,7 +2,6 @@ package dag_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -115,5 +114,3 @@ func appendMsgs(m *dag.Memory, n, tokens int, roles []string, ts0 int64) (first,
 	}
 	return first, last
 }
-
-var errStop = errors.New("stop")

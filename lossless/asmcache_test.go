@@ -214,14 +214,6 @@ func rawJoin(msgs []core.Message) []byte {
 	return b
 }
 
-func convOf(t testing.TB, e *Engine, session string) convID {
-	conv, err := e.Conversation(context.Background(), "", session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return conv.id
-}
-
 // BenchmarkSessionsHeap ingests and assembles across 10,000 conversations
 // (20 messages each, a 16K budget) and reports the in-use heap at the end
 // (sessions.heap_mb) and the assemble p99: the cached windows stay within

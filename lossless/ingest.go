@@ -384,14 +384,6 @@ func writeMessage(tx store.Tx, c convID, rec *convRecord, p *pending) error {
 	return nil
 }
 
-func putU64(b []byte, v uint64) {
-	_ = b[7]
-	for i := 7; i >= 0; i-- {
-		b[i] = byte(v)
-		v >>= 8
-	}
-}
-
 func getU64(b []byte) (uint64, bool) {
 	if len(b) != 8 {
 		return 0, false

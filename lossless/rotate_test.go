@@ -157,6 +157,9 @@ func TestRotate(t *testing.T) {
 	if err != nil || len(a.Messages) == 0 || !bytes.Equal(a.Messages[len(a.Messages)-1].Raw(), next.Raw()) {
 		t.Fatalf("assemble on the new session: %v", err)
 	}
+	if n := countMessages(t, e); n != stored+1 {
+		t.Fatalf("stored messages after the successor's append and a new message: %d, want %d", n, stored+1)
+	}
 	checkConvDAG(t, e, info.ID)
 	// A rotated session rotates again on request.
 	rot, err := e.Rotate(ctx, RotateParams{SessionID: r.SessionID, SessionFile: r.SessionFile, TokenBudget: 30000})

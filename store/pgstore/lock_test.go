@@ -135,7 +135,8 @@ func TestLockFreedByClose(t *testing.T) {
 }
 
 func TestLockKey(t *testing.T) {
-	if LockKey("a") == LockKey("b") || LockKey("a") != LockKey("a") || LockKey("") == migrationLock {
+	a1, a2 := LockKey("a"), LockKey("a")
+	if a1 == LockKey("b") || a1 != a2 || LockKey("") == migrationLock {
 		t.Error("LockKey does not tell names apart")
 	}
 }
