@@ -2,11 +2,7 @@ package index
 
 import (
 	"context"
-	"sync"
 	"unicode/utf8"
-
-	"github.com/blevesearch/bleve/v2/analysis"
-	"github.com/blevesearch/bleve/v2/registry"
 )
 
 // Retriever is the search half of a recall index: it supplies scored
@@ -47,38 +43,6 @@ func (h *Hit) SetTextKey(k uint64) { h.hash = k }
 
 // TextKey returns the hit's text key (see SetTextKey).
 func (h *Hit) TextKey() uint64 { return h.hash }
-
-// Recall returns up to q.K distinct turns ranked for q.Text: hits without
-// those already in context, with near-identical texts collapsed, and the
-// neighbours of the best hits ranked in among them (at a decayed share of
-// the hit's score, NeighbourOf set); with q.MinRelevance, only what passes
-// the relevance gate.
-func (ix *Index) Recall(ctx context.Context, q RecallQuery) ([]Hit, error) {
-	if q.Agent == "" && !q.AllAgents {
-		return nil, ErrNoAgent
-	}
-	if q.WaitForLag {
-		if err := ix.Flush(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return RankRecall(ctx, bleveRetriever{ix}, ix.Terms(q.Text), q)
-}
-
-// bleveRetriever is the Index's Retriever.
-type bleveRetriever struct{ ix *Index }
-
-func (r bleveRetriever) Candidates(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {
-	return r.ix.search(ctx, q, terms, size)
-}
-
-func (r bleveRetriever) Relevance(ctx context.Context, terms []string, hits []Hit, agent string) error {
-	return r.ix.relevance(ctx, terms, hits, agent)
-}
-
-func (r bleveRetriever) AtPositions(ctx context.Context, agent string, allAgents bool, pos []Position) ([]Hit, error) {
-	return r.ix.byPos(ctx, agent, allAgents, pos)
-}
 
 // RankRecall is Recall over any Retriever: terms are q.Text's analyzed
 // terms (QueryTerms). It does not wait for lag (q.WaitForLag is the
@@ -172,19 +136,9 @@ func RankRecall(ctx context.Context, r Retriever, terms []string, q RecallQuery)
 	return out, nil
 }
 
-// chatAnalyzer is AnalyzerChat outside any Bleve index (QueryTerms,
-// DocTerms).
-var chatAnalyzer = sync.OnceValue(func() analysis.Analyzer {
-	a, err := registry.NewCache().AnalyzerNamed(AnalyzerChat)
-	if err != nil {
-		panic("index: " + AnalyzerChat + ": " + err.Error()) // registered in init
-	}
-	return a
-})
-
 // QueryTerms returns the distinct analyzed terms of a prompt as Index.Terms
 // does (AnalyzerChat), for a Retriever outside Bleve.
-func QueryTerms(text string) []string { return queryTerms(chatAnalyzer(), text) }
+func QueryTerms(text string) []string { return queryTerms(text) }
 
 // DocTerms analyzes a doc's text as the index does (AnalyzerChat): the
 // frequency of each term and the field length (the number of tokens, what
@@ -196,7 +150,7 @@ func DocTerms(text string) (freqs map[string]int, length int) {
 	if !utf8.ValidString(text) {
 		text = toValidUTF8(text)
 	}
-	toks := chatAnalyzer().Analyze([]byte(text))
+	toks := Analyze([]byte(text))
 	freqs = make(map[string]int, len(toks))
 	for _, t := range toks {
 		freqs[string(t.Term)]++
@@ -226,6 +180,10 @@ func (t *TurnMemory) Remembers(d *Doc) bool {
 // TurnContext returns a turn's text cut as TurnMemory keeps it for the
 // next turn of its session.
 func TurnContext(text string) string { return clip(text, maxCtxBytes) }
+
+// BM25K1 is BM25's term-frequency saturation (Bleve's default), for
+// a Retriever scoring as the index does.
+const BM25K1 = 1.2
 
 // DefaultBM25B is the default of Options.BM25B, BM25's length
 // normalisation b.

@@ -5,8 +5,6 @@ import (
 	"sort"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/blevesearch/bleve/v2/search/query"
 )
 
 // RecallQuery asks for the turns of an agent's history that best match a
@@ -206,19 +204,6 @@ func mergeDated(cands, dated []Hit, boost float64) []Hit {
 	}
 	sortHits(cands)
 	return cands
-}
-
-// byPos returns the agent's docs at the given positions.
-func (ix *Index) byPos(ctx context.Context, agent string, allAgents bool, keys []Position) ([]Hit, error) {
-	qs := make([]query.Query, len(keys))
-	for i, k := range keys {
-		qs[i] = termQ(fPos, posKey(k.Session, k.Seq))
-	}
-	bq := query.NewBooleanQuery(nil, qs, nil)
-	if !allAgents {
-		bq.AddFilter(termQ(fAgent, agent))
-	}
-	return ix.run(ctx, bq, len(keys))
 }
 
 // TextKey is the key under which Recall collapses near-identical texts

@@ -29,8 +29,6 @@ type Recall interface {
 	Close() error
 }
 
-var _ Recall = (*Index)(nil)
-
 // Tracker is implemented by a Recall that records, with the docs it
 // writes, how far each conversation's messages are indexed (a mark per
 // conversation: every message through it has its doc written, or has

@@ -3,7 +3,7 @@ package lossless
 import (
 	"context"
 	"fmt"
-	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +18,7 @@ func (e *Engine) recaller() *recaller { return e.recall }
 
 // bleve returns the recall index as the Bleve index it is in tests, for
 // the methods beyond index.Recall that tests look through.
-func (r *recaller) bleve() *index.Index { return r.ix.(*index.Index) }
+func (r *recaller) bleve() *bleveindex.Index { return r.ix.(*bleveindex.Index) }
 
 // countSummarizer summarises to its mark and counts its calls.
 type countSummarizer struct {

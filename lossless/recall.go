@@ -37,6 +37,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -61,7 +62,7 @@ const (
 type recaller struct {
 	// ix counts the store's generation itself (index.AddGeneration): the
 	// engine holds no lock of its own while ix.Add waits for room in a
-	// full queue. It is the Bleve index (*index.Index) unless a backend
+	// full queue. It is the Bleve index (*bleveindex.Index) unless a backend
 	// brings its own search.
 	ix index.Recall
 
@@ -183,9 +184,9 @@ func (e *Engine) openRecallOrLog() *recaller {
 	return r
 }
 
-// Test hooks: indexMaxLag is index.Options.MaxLag (0: the index's
+// Test hooks: indexMaxLag is bleveindex.Options.MaxLag (0: the index's
 // default), lowered to make ingest wait on a full queue; indexBatchHook is
-// index.Options.BeforeBatch (holds indexing); rebuildHook, when set, is
+// bleveindex.Options.BeforeBatch (holds indexing); rebuildHook, when set, is
 // called before the rebuild indexes each doc read from the store (ctx: the
 // rebuild's, ended by Close; n: docs read by this run so far).
 var (
@@ -220,7 +221,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
-	ix, err := index.Open(e.indexDir(), index.Options{Generation: gen, MaxLag: indexMaxLag, BeforeBatch: indexBatchHook})
+	ix, err := bleveindex.Open(e.indexDir(), bleveindex.Options{Generation: gen, MaxLag: indexMaxLag, BeforeBatch: indexBatchHook})
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
@@ -526,7 +527,7 @@ type IndexRetriever struct {
 
 // NewIndexRetriever opens a fresh Bleve index in dir.
 func NewIndexRetriever(dir string, neighbours int) (*IndexRetriever, error) {
-	ix, err := index.Open(filepath.Join(dir, "index"), index.Options{})
+	ix, err := bleveindex.Open(filepath.Join(dir, "index"), bleveindex.Options{})
 	if err != nil {
 		return nil, err
 	}

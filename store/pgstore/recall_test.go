@@ -15,6 +15,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 )
 
@@ -62,7 +63,7 @@ func newPGRecall(t testing.TB) index.Recall {
 }
 
 func newBleveRecall(t testing.TB) index.Recall {
-	ix, err := index.Open(t.TempDir(), index.Options{StoreText: true})
+	ix, err := bleveindex.Open(t.TempDir(), bleveindex.Options{StoreText: true})
 	if err != nil {
 		t.Fatal(err)
 	}

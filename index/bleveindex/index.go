@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -20,18 +19,9 @@ import (
 	bindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/lossless-engine/contextengine/core"
-)
 
-// Kinds of indexed documents.
-const (
-	KindMessage = "message"
-	KindSummary = "summary"
+	"github.com/lossless-engine/contextengine/index"
 )
-
-// FormatVersion is the version of the index layout (mapping, analyzers,
-// fields). An index written with an older version is rebuilt; one written by
-// a newer version is refused with core.ErrFormatTooNew.
-const FormatVersion = 5 // 5: whole-identifier tokens from package ident (dashed words and non-ASCII chunks by their words only)
 
 // Field names in the bleve documents.
 const (
@@ -58,58 +48,6 @@ var (
 	// keyPersist is written by persist: a batch to wait for, changing nothing.
 	keyPersist = []byte("lossless_persist")
 )
-
-// Sentinel errors of the package, checked with errors.Is.
-var (
-	// ErrClosed is returned by an Index used after Close; it wraps
-	// core.ErrClosed.
-	ErrClosed = fmt.Errorf("index: %w", core.ErrClosed)
-)
-
-// Doc is one indexed message or summary.
-type Doc struct {
-	// ID is the store's id of the message or summary (unique in the index).
-	ID string
-	// Agent scopes recall: a search never returns docs of another agent.
-	Agent string
-	// Conversation groups sessions (a session key, a thread); may be empty.
-	Conversation string
-	// Session is the session id.
-	Session string
-	// Role is the message role ("user", "assistant", "toolResult", ...);
-	// for summaries, "summary".
-	Role string
-	// Kind is KindMessage or KindSummary.
-	Kind string
-	// Seq is the position of the message in its session (increasing in
-	// session order; gaps allowed). Neighbours are found by Seq.
-	Seq uint64
-	// Timestamp is the message time in Unix milliseconds.
-	Timestamp int64
-	// Text is the searchable text (core.Message.SearchText for messages).
-	Text string
-	// Context is text indexed with a lower weight to make the doc findable
-	// by what surrounds it (not stored, not returned). When empty, the text
-	// of the previous doc of the same session (in Add order) is used.
-	Context string
-}
-
-// Hit is a search result: the doc's fields and its score.
-type Hit struct {
-	Doc
-	// Score is the relevance score (higher is better; 0 for neighbours added
-	// by Recall).
-	Score float64
-	// NeighbourOf is set on turns that Recall added as context of a hit: the
-	// id of that hit.
-	NeighbourOf string
-	// Relevance is what the relevance gate measures (see Relevance); set
-	// by Recall. A neighbour carries the relevance of the hit it was added
-	// for.
-	Relevance Relevance
-
-	hash uint64 // textKey of the text (stored), for de-duplication
-}
 
 // Options configure an Index. The zero value is usable.
 type Options struct {
@@ -156,7 +94,7 @@ func (o *Options) fill() {
 		o.MaxLagBytes = 16 << 20
 	}
 	if o.BM25B <= 0 {
-		o.BM25B = DefaultBM25B
+		o.BM25B = index.DefaultBM25B
 	}
 }
 
@@ -202,7 +140,7 @@ type Index struct {
 	rebuilding   bool               // a Rebuild call is running
 	stopRebuild  context.CancelFunc // stops it (Close)
 	rebuildEnded chan struct{}      // closed when it returns
-	prev         turnMemory         // worker only
+	prev         index.TurnMemory   // worker only
 	dfs          dfCache
 	// failApply, set by tests, makes apply fail before it writes anything.
 	failApply func() error
@@ -212,7 +150,7 @@ type Index struct {
 
 // item is a queued doc, a deletion (doc.ID only) or a generation marker.
 type item struct {
-	doc    Doc
+	doc    index.Doc
 	gen    uint64
 	isMark bool
 	isDel  bool
@@ -261,7 +199,7 @@ func Open(dir string, opts Options) (*Index, error) {
 	if corrupt != "" && ix.needsRebuild {
 		ix.reason = corrupt
 	}
-	ix.chat = ix.bi.Mapping().AnalyzerNamed(AnalyzerChat)
+	ix.chat = ix.bi.Mapping().AnalyzerNamed(index.AnalyzerChat)
 	if ix.chat == nil {
 		ix.bi.Close()
 		return nil, errors.New("index: open: chat analyzer missing from mapping")
@@ -307,11 +245,11 @@ func (ix *Index) openBleve() error {
 		bi.Close()
 		return ix.recreate("corrupt: bad format marker")
 	}
-	if v > FormatVersion {
+	if v > index.FormatVersion {
 		bi.Close()
-		return fmt.Errorf("index: format %d, this build reads up to %d: %w", v, FormatVersion, core.ErrFormatTooNew)
+		return fmt.Errorf("index: format %d, this build reads up to %d: %w", v, index.FormatVersion, core.ErrFormatTooNew)
 	}
-	if v < FormatVersion {
+	if v < index.FormatVersion {
 		bi.Close()
 		return ix.recreate(fmt.Sprintf("old format %d", v))
 	}
@@ -414,7 +352,7 @@ func (ix *Index) create(complete bool) error {
 		return fmt.Errorf("index: create: %w", err)
 	}
 	b := bi.NewBatch()
-	b.SetInternal(keyFormat, []byte(strconv.Itoa(FormatVersion)))
+	b.SetInternal(keyFormat, []byte(strconv.Itoa(index.FormatVersion)))
 	if complete {
 		b.SetInternal(keyGen, genBytes(ix.opts.Generation))
 	}
@@ -437,16 +375,16 @@ func genBytes(g uint64) []byte {
 func newMapping() *mapping.IndexMappingImpl {
 	im := bleve.NewIndexMapping()
 	im.ScoringModel = bindex.BM25Scoring
-	im.DefaultAnalyzer = AnalyzerChat
+	im.DefaultAnalyzer = index.AnalyzerChat
 	dm := bleve.NewDocumentStaticMapping()
 	text := bleve.NewTextFieldMapping()
-	text.Analyzer = AnalyzerChat
+	text.Analyzer = index.AnalyzerChat
 	text.Store = false // per Options.StoreText, set on each document
 	text.IncludeTermVectors = false
 	text.IncludeInAll = false
 	dm.AddFieldMappingsAt(fText, text)
 	ctxf := bleve.NewTextFieldMapping()
-	ctxf.Analyzer = AnalyzerChat
+	ctxf.Analyzer = index.AnalyzerChat
 	ctxf.Store = false
 	ctxf.IncludeTermVectors = false
 	ctxf.IncludeInAll = false
@@ -500,7 +438,7 @@ func (ix *Index) RebuildReason() string {
 // pending). Docs of one session should be added in Seq order: the previous
 // turn's text is indexed as context of the next. Adding an id again
 // replaces the doc.
-func (ix *Index) Add(docs ...Doc) {
+func (ix *Index) Add(docs ...index.Doc) {
 	if len(docs) == 0 {
 		return
 	}
@@ -512,13 +450,13 @@ func (ix *Index) Add(docs ...Doc) {
 // from the one last set, and is recorded with these docs once they are
 // indexed (see SetGeneration). The caller keeps no count and holds no lock
 // of its own while Add waits for room in the queue.
-func (ix *Index) AddGeneration(delta int64, docs ...Doc) {
+func (ix *Index) AddGeneration(delta int64, docs ...index.Doc) {
 	ix.enqueue(docs, delta, true)
 }
 
 // enqueue waits for room, then queues docs and, when mark, a generation
 // mark moved by delta, under one hold of mu.
-func (ix *Index) enqueue(docs []Doc, delta int64, mark bool) {
+func (ix *Index) enqueue(docs []index.Doc, delta int64, mark bool) {
 	ix.mu.Lock()
 	for len(docs) > 0 && !ix.closed && ix.err == nil && (len(ix.queue) > ix.opts.MaxLag || ix.queueBytes > ix.opts.MaxLagBytes) {
 		ch := ix.progress
@@ -565,7 +503,7 @@ func (ix *Index) Delete(ids ...string) {
 		return
 	}
 	for _, id := range ids {
-		ix.queue = append(ix.queue, item{doc: Doc{ID: id}, isDel: true})
+		ix.queue = append(ix.queue, item{doc: index.Doc{ID: id}, isDel: true})
 	}
 	ix.enq += uint64(len(ids))
 	ix.enqI += uint64(len(ids))
@@ -583,7 +521,7 @@ func (ix *Index) ConversationDocIDs(ctx context.Context, conversation string) ([
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
 	if ix.isClosed() {
-		return nil, ErrClosed
+		return nil, index.ErrClosed
 	}
 	var ids []string
 	const page = 10_000
@@ -608,7 +546,7 @@ func (ix *Index) ConversationDocIDs(ctx context.Context, conversation string) ([
 }
 
 // docBytes is what a queued doc counts toward Options.MaxLagBytes.
-func docBytes(d *Doc) int { return len(d.Text) + len(d.Context) }
+func docBytes(d *index.Doc) int { return len(d.Text) + len(d.Context) }
 
 // SetGeneration records that everything of the store up to generation gen
 // has been added: once the docs added before this call are indexed, gen is
@@ -675,7 +613,7 @@ func (ix *Index) Flush(ctx context.Context) error {
 			return nil
 		}
 		if closed {
-			return ErrClosed
+			return index.ErrClosed
 		}
 		select {
 		case <-ctx.Done():
@@ -794,7 +732,7 @@ func (ix *Index) apply(items []item) error {
 				a.deleted[it.doc.ID] = struct{}{}
 			}
 		default:
-			cx := ix.prev.context(&it.doc)
+			cx := ix.prev.Context(&it.doc)
 			if err := b.IndexAdvanced(ix.document(&it.doc, cx)); err != nil {
 				return fmt.Errorf("index: batch: %w", err)
 			}
@@ -817,31 +755,10 @@ func (ix *Index) apply(items []item) error {
 	return nil
 }
 
-// turnMemory remembers the last turn of each session, indexed as the
-// context of the next (see Doc.Context).
-type turnMemory struct{ m map[string]string }
-
-// context returns the context indexed with d (d.Context, else the
-// remembered previous turn of its session) and remembers d's text.
-func (t *turnMemory) context(d *Doc) string {
-	key := d.Agent + "\x00" + d.Session
-	cx := d.Context
-	if cx == "" {
-		cx = t.m[key]
-	}
-	if d.Kind != KindSummary {
-		if t.m == nil || len(t.m) >= maxPrevSessions {
-			t.m = make(map[string]string) // bounded memory; only context is lost
-		}
-		t.m[key] = clip(d.Text, maxCtxBytes)
-	}
-	return cx
-}
-
 // document builds the bleve document of d, with cx indexed as its context
-// (turnMemory.context). A document is indexed into one bleve index only:
+// (index.TurnMemory.Context). A document is indexed into one bleve index only:
 // Batch analyzes it in place.
-func (ix *Index) document(d *Doc, cx string) *document.Document {
+func (ix *Index) document(d *index.Doc, cx string) *document.Document {
 	doc := document.NewDocument(d.ID)
 	textOpts := bindex.IndexField
 	if ix.opts.StoreText {
@@ -857,7 +774,7 @@ func (ix *Index) document(d *Doc, cx string) *document.Document {
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fSession, nil, []byte(d.Session), kw))
 	kind := d.Kind
 	if kind == "" {
-		kind = KindMessage
+		kind = index.KindMessage
 	}
 	doc.AddField(document.NewTextFieldWithIndexingOptions(fKind, nil, []byte(kind), kw))
 	doc.AddField(document.NewTextFieldCustom(fTS, nil, tsValue(d.Timestamp), kw, tsAnalyzer{}))
@@ -871,7 +788,7 @@ func (ix *Index) document(d *Doc, cx string) *document.Document {
 // allocations): uvarint-length-prefixed agent, conversation, session, role
 // and kind, then seq (uvarint), timestamp (varint) and the text hash (8
 // bytes).
-func encodeMeta(d *Doc, kind string) []byte {
+func encodeMeta(d *index.Doc, kind string) []byte {
 	b := make([]byte, 0, 40+len(d.Agent)+len(d.Conversation)+len(d.Session)+len(d.Role)+len(kind))
 	for _, s := range []string{d.Agent, d.Conversation, d.Session, d.Role, kind} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
@@ -879,11 +796,11 @@ func encodeMeta(d *Doc, kind string) []byte {
 	}
 	b = binary.AppendUvarint(b, d.Seq)
 	b = binary.AppendVarint(b, d.Timestamp)
-	return binary.BigEndian.AppendUint64(b, textKey(d.Text))
+	return binary.BigEndian.AppendUint64(b, index.TextKey(d.Text))
 }
 
 // decodeMeta unpacks encodeMeta into h; false when b is malformed.
-func decodeMeta(b []byte, h *Hit) bool {
+func decodeMeta(b []byte, h *index.Hit) bool {
 	var strs [5]string
 	for i := range strs {
 		n, k := binary.Uvarint(b)
@@ -903,31 +820,13 @@ func decodeMeta(b []byte, h *Hit) bool {
 		return false
 	}
 	h.Agent, h.Conversation, h.Session, h.Role, h.Kind = strs[0], strs[1], strs[2], strs[3], strs[4]
-	h.Seq, h.Timestamp, h.hash = seq, ts, binary.BigEndian.Uint64(b[k:])
+	h.Seq, h.Timestamp = seq, ts
+	h.SetTextKey(binary.BigEndian.Uint64(b[k:]))
 	return true
 }
 
 func posKey(session string, seq uint64) string {
 	return session + "\x1f" + strconv.FormatUint(seq, 10)
-}
-
-// maxCtxBytes caps the previous turn's text indexed as context: enough for
-// a chat turn; a long tool output as context only adds noise and cost.
-const maxCtxBytes = 400
-
-// maxPrevSessions bounds the sessions whose last turn is remembered for
-// the next turn's context.
-const maxPrevSessions = 50_000
-
-// clip cuts s to at most n bytes at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // Compact merges the index's segments into one (scorch force merge), which
@@ -936,7 +835,7 @@ func (ix *Index) Compact(ctx context.Context) error {
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
 	if ix.isClosed() {
-		return ErrClosed
+		return index.ErrClosed
 	}
 	return forceMerge(ctx, ix.bi)
 }
@@ -962,7 +861,7 @@ func (ix *Index) DocCount() (uint64, error) {
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
 	if ix.isClosed() {
-		return 0, ErrClosed
+		return 0, index.ErrClosed
 	}
 	n, err := ix.bi.DocCount()
 	if err != nil {

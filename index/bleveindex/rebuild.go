@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // Source yields the docs of the store for Rebuild: every message and
@@ -19,7 +22,7 @@ import (
 // non-nil, it yields only the docs after the one at position after (a
 // rebuild resumed where an earlier one stopped). It stops when yield
 // returns false.
-type Source func(ctx context.Context, after []byte, yield func(d Doc, pos []byte) bool) error
+type Source func(ctx context.Context, after []byte, yield func(d index.Doc, pos []byte) bool) error
 
 // The two slots of the live index, and the file naming the live one.
 const (
@@ -129,7 +132,7 @@ func openResumable(p string, gen uint64) bleve.Index {
 	fv, err1 := bi.GetInternal(keyFormat)
 	ag, err2 := bi.GetInternal(keyAsideGen)
 	cur, err3 := bi.GetInternal(keyCursor)
-	if err1 != nil || err2 != nil || err3 != nil || string(fv) != strconv.Itoa(FormatVersion) ||
+	if err1 != nil || err2 != nil || err3 != nil || string(fv) != strconv.Itoa(index.FormatVersion) ||
 		len(ag) != 8 || binary.BigEndian.Uint64(ag) != gen || len(cur) < 8 {
 		bi.Close()
 		return nil
@@ -185,7 +188,7 @@ func (ix *Index) Rebuild(ctx context.Context, source Source, progress func(done 
 	ix.mu.Lock()
 	if ix.closed {
 		ix.mu.Unlock()
-		return ErrClosed
+		return index.ErrClosed
 	}
 	if ix.rebuilding {
 		ix.mu.Unlock()
@@ -204,7 +207,7 @@ func (ix *Index) Rebuild(ctx context.Context, source Source, progress func(done 
 		ix.mu.Unlock()
 		close(ended)
 		if err != nil && closed && ctx.Err() == nil {
-			err = fmt.Errorf("%w (the rebuild stopped; it resumes at the next open)", ErrClosed)
+			err = fmt.Errorf("%w (the rebuild stopped; it resumes at the next open)", index.ErrClosed)
 		}
 	}()
 
@@ -213,7 +216,7 @@ func (ix *Index) Rebuild(ctx context.Context, source Source, progress func(done 
 		return err
 	}
 	b := a.bi.NewBatch()
-	var mem turnMemory
+	var mem index.TurnMemory
 	var last []byte
 	var ferr error
 	flush := func() bool {
@@ -228,11 +231,11 @@ func (ix *Index) Rebuild(ctx context.Context, source Source, progress func(done 
 		}
 		return true
 	}
-	serr := source(rctx, after, func(d Doc, pos []byte) bool {
+	serr := source(rctx, after, func(d index.Doc, pos []byte) bool {
 		if rctx.Err() != nil {
 			return false
 		}
-		if err := b.IndexAdvanced(ix.document(&d, mem.context(&d))); err != nil {
+		if err := b.IndexAdvanced(ix.document(&d, mem.Context(&d))); err != nil {
 			ferr = fmt.Errorf("index: rebuild: %w", err)
 			return false
 		}
@@ -307,7 +310,7 @@ func (ix *Index) startAside() (a *asideIndex, done int, after []byte, err error)
 	gen := ix.wantGen // counts what was enqueued so far: all in the source
 	ix.mu.Unlock()
 	b := bi.NewBatch()
-	b.SetInternal(keyFormat, []byte(strconv.Itoa(FormatVersion)))
+	b.SetInternal(keyFormat, []byte(strconv.Itoa(index.FormatVersion)))
 	b.SetInternal(keyAsideGen, genBytes(gen))
 	b.SetInternal(keyCursor, cursorBytes(0, nil))
 	if err := bi.Batch(b); err != nil {
@@ -371,4 +374,15 @@ func (ix *Index) swap(a *asideIndex) error {
 		return fmt.Errorf("index: rebuild: remove the old index: %w", err)
 	}
 	return nil
+}
+
+// clip cuts s to at most n bytes at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // openTest opens an index in a temp dir and closes it after the test.
@@ -28,14 +30,14 @@ func openTest(t testing.TB, opts Options) (*Index, string) {
 	return ix, dir
 }
 
-func msg(agent, session string, seq uint64, text string) Doc {
-	return Doc{
+func msg(agent, session string, seq uint64, text string) index.Doc {
+	return index.Doc{
 		ID: fmt.Sprintf("%s/%s/%d", agent, session, seq), Agent: agent, Conversation: session,
-		Session: session, Role: "user", Kind: KindMessage, Seq: seq, Timestamp: int64(seq) * 1000, Text: text,
+		Session: session, Role: "user", Kind: index.KindMessage, Seq: seq, Timestamp: int64(seq) * 1000, Text: text,
 	}
 }
 
-func ids(hs []Hit) []string {
+func ids(hs []index.Hit) []string {
 	out := make([]string, len(hs))
 	for i, h := range hs {
 		out[i] = h.ID
@@ -43,7 +45,7 @@ func ids(hs []Hit) []string {
 	return out
 }
 
-func mustSearch(t *testing.T, ix *Index, q Query) []Hit {
+func mustSearch(t *testing.T, ix *Index, q index.Query) []index.Hit {
 	t.Helper()
 	q.WaitForLag = true
 	hs, err := ix.Search(context.Background(), q)
@@ -115,7 +117,7 @@ func TestSearchAnalyzers(t *testing.T) {
 		{"zeppelin", "", true},                                   // miss
 	}
 	for _, c := range cases {
-		hs := mustSearch(t, ix, Query{Agent: "a", Text: c.q})
+		hs := mustSearch(t, ix, index.Query{Agent: "a", Text: c.q})
 		if c.none {
 			if len(hs) != 0 {
 				t.Errorf("%q: want no hit, got %v", c.q, ids(hs))
@@ -127,29 +129,29 @@ func TestSearchAnalyzers(t *testing.T) {
 		}
 	}
 	// Hits carry the stored fields (Text only with StoreText).
-	hs := mustSearch(t, ix, Query{Agent: "a", Text: "tomatoes"})
+	hs := mustSearch(t, ix, index.Query{Agent: "a", Text: "tomatoes"})
 	if len(hs) != 1 || hs[0].Text != "unrelated words about gardening and tomatoes" || hs[0].Seq != 7 ||
-		hs[0].Session != "s" || hs[0].Role != "user" || hs[0].Kind != KindMessage || hs[0].Timestamp != 7000 || hs[0].Score <= 0 {
+		hs[0].Session != "s" || hs[0].Role != "user" || hs[0].Kind != index.KindMessage || hs[0].Timestamp != 7000 || hs[0].Score <= 0 {
 		t.Fatalf("stored fields: %+v", hs)
 	}
 }
 
 func TestSearchFilters(t *testing.T) {
 	ix, _ := openTest(t, Options{})
-	var docs []Doc
+	var docs []index.Doc
 	for s := 0; s < 3; s++ {
 		for i := 0; i < 5; i++ {
 			d := msg("a", fmt.Sprint("s", s), uint64(s*10+i), "shared topic words")
 			d.Conversation = fmt.Sprint("c", s%2)
 			d.Timestamp = int64(s*10+i) * 1000
 			if i == 4 {
-				d.Kind = KindSummary
+				d.Kind = index.KindSummary
 			}
 			docs = append(docs, d)
 		}
 	}
 	ix.Add(docs...)
-	all := func(hs []Hit, f func(Hit) bool) bool {
+	all := func(hs []index.Hit, f func(index.Hit) bool) bool {
 		for _, h := range hs {
 			if !f(h) {
 				return false
@@ -157,35 +159,35 @@ func TestSearchFilters(t *testing.T) {
 		}
 		return len(hs) > 0
 	}
-	q := Query{Agent: "a", Text: "topic", K: 100}
+	q := index.Query{Agent: "a", Text: "topic", K: 100}
 	if hs := mustSearch(t, ix, q); len(hs) != 15 {
 		t.Fatalf("all: %d", len(hs))
 	}
 	q.Sessions = []string{"s1"}
-	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Session == "s1" }) {
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h index.Hit) bool { return h.Session == "s1" }) {
 		t.Fatalf("sessions: %v", ids(hs))
 	}
 	q.Sessions, q.ExcludeSessions = nil, []string{"s0", "s2"}
-	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Session == "s1" }) {
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h index.Hit) bool { return h.Session == "s1" }) {
 		t.Fatalf("exclude sessions: %v", ids(hs))
 	}
 	q.ExcludeSessions, q.Conversations = nil, []string{"c0"}
-	if hs := mustSearch(t, ix, q); len(hs) != 10 || !all(hs, func(h Hit) bool { return h.Conversation == "c0" }) {
+	if hs := mustSearch(t, ix, q); len(hs) != 10 || !all(hs, func(h index.Hit) bool { return h.Conversation == "c0" }) {
 		t.Fatalf("conversations: %v", ids(hs))
 	}
 	q.Conversations, q.ExcludeConversation = nil, "c0"
-	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Conversation == "c1" }) {
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h index.Hit) bool { return h.Conversation == "c1" }) {
 		t.Fatalf("exclude conversation: %v", ids(hs))
 	}
-	q.ExcludeConversation, q.Kind = "", KindSummary
-	if hs := mustSearch(t, ix, q); len(hs) != 3 || !all(hs, func(h Hit) bool { return h.Kind == KindSummary }) {
+	q.ExcludeConversation, q.Kind = "", index.KindSummary
+	if hs := mustSearch(t, ix, q); len(hs) != 3 || !all(hs, func(h index.Hit) bool { return h.Kind == index.KindSummary }) {
 		t.Fatalf("kind: %v", ids(hs))
 	}
 	q.Kind, q.Since, q.Until = "", 10_000, 14_000
-	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h Hit) bool { return h.Timestamp >= 10_000 && h.Timestamp <= 14_000 }) {
+	if hs := mustSearch(t, ix, q); len(hs) != 5 || !all(hs, func(h index.Hit) bool { return h.Timestamp >= 10_000 && h.Timestamp <= 14_000 }) {
 		t.Fatalf("since/until: %v", ids(hs))
 	}
-	q.Since, q.Until, q.Spans = 0, 0, []TimeSpan{{0, 2000}, {20_000, 21_000}}
+	q.Since, q.Until, q.Spans = 0, 0, []index.TimeSpan{{From: 0, To: 2000}, {From: 20_000, To: 21_000}}
 	if hs := mustSearch(t, ix, q); len(hs) != 3 {
 		t.Fatalf("spans: %v", ids(hs))
 	}
@@ -210,11 +212,11 @@ func TestIsolation(t *testing.T) {
 	queries := append(words, "secret", "secret alpha", "alpha secret bravo")
 	for _, agent := range []string{"agentA", "agentB"} {
 		for _, w := range queries {
-			hs, err := ix.Search(ctx, Query{Agent: agent, Text: w, K: 1000})
+			hs, err := ix.Search(ctx, index.Query{Agent: agent, Text: w, K: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
-			rs, err := ix.Recall(ctx, RecallQuery{Agent: agent, Text: w, K: 1000, Neighbours: 3, NeighbourHits: 1000})
+			rs, err := ix.Recall(ctx, index.RecallQuery{Agent: agent, Text: w, K: 1000, Neighbours: 3, NeighbourHits: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,13 +230,13 @@ func TestIsolation(t *testing.T) {
 			}
 		}
 	}
-	if _, err := ix.Search(ctx, Query{Text: "secret"}); !errors.Is(err, ErrNoAgent) {
+	if _, err := ix.Search(ctx, index.Query{Text: "secret"}); !errors.Is(err, index.ErrNoAgent) {
 		t.Fatalf("no agent: %v", err)
 	}
-	if _, err := ix.Recall(ctx, RecallQuery{Text: "secret"}); !errors.Is(err, ErrNoAgent) {
+	if _, err := ix.Recall(ctx, index.RecallQuery{Text: "secret"}); !errors.Is(err, index.ErrNoAgent) {
 		t.Fatalf("recall without agent: %v", err)
 	}
-	hs, err := ix.Search(ctx, Query{AllAgents: true, Text: "secret", K: 1000})
+	hs, err := ix.Search(ctx, index.Query{AllAgents: true, Text: "secret", K: 1000})
 	if err != nil || len(hs) != 400 {
 		t.Fatalf("all agents: %d %v", len(hs), err)
 	}
@@ -243,7 +245,7 @@ func TestIsolation(t *testing.T) {
 func TestLagAndFlush(t *testing.T) {
 	ix, _ := openTest(t, Options{BatchSize: 100})
 	const n = 800
-	docs := make([]Doc, n)
+	docs := make([]index.Doc, n)
 	for i := range docs {
 		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("message number w%d", i))
 	}
@@ -254,7 +256,7 @@ func TestLagAndFlush(t *testing.T) {
 		t.Fatalf("lag %d", lag)
 	}
 	// A search that waits sees the last doc at once.
-	hs := mustSearch(t, ix, Query{Agent: "a", Text: fmt.Sprintf("w%d", n-1)})
+	hs := mustSearch(t, ix, index.Query{Agent: "a", Text: fmt.Sprintf("w%d", n-1)})
 	if len(hs) == 0 || hs[0].ID != docs[n-1].ID {
 		t.Fatalf("wait for lag: %v", ids(hs))
 	}
@@ -326,11 +328,11 @@ func TestMaxLagBytesBlocksAdd(t *testing.T) {
 
 // source yields docs, each at its index as position, from after a
 // position on.
-func source(docs []Doc) Source { return sourceHook(docs, nil) }
+func source(docs []index.Doc) Source { return sourceHook(docs, nil) }
 
 // sourceHook is source calling hook(i) before yielding docs[i].
-func sourceHook(docs []Doc, hook func(i int)) Source {
-	return func(ctx context.Context, after []byte, yield func(Doc, []byte) bool) error {
+func sourceHook(docs []index.Doc, hook func(i int)) Source {
+	return func(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
 		from := 0
 		if len(after) == 8 {
 			from = int(binary.BigEndian.Uint64(after)) + 1
@@ -350,7 +352,7 @@ func sourceHook(docs []Doc, hook func(i int)) Source {
 func TestRebuildMissingStaleCorrupt(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "ix")
-	docs := make([]Doc, 600)
+	docs := make([]index.Doc, 600)
 	for i := range docs {
 		docs[i] = msg("a", fmt.Sprint("s", i%3), uint64(i), fmt.Sprintf("stored message %d tag%d", i, i))
 	}
@@ -377,7 +379,7 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 		if c, _ := ix.DocCount(); c != uint64(len(docs)) {
 			t.Fatalf("count %d", c)
 		}
-		if hs := mustSearch(t, ix, Query{Agent: "a", Text: "tag534"}); len(hs) == 0 || hs[0].ID != docs[534].ID {
+		if hs := mustSearch(t, ix, index.Query{Agent: "a", Text: "tag534"}); len(hs) == 0 || hs[0].ID != docs[534].ID {
 			t.Fatalf("search after rebuild: %v", ids(hs))
 		}
 	}
@@ -452,7 +454,7 @@ func TestRebuildMissingStaleCorrupt(t *testing.T) {
 
 	// Incomplete: a rebuild whose source fails leaves a marker-less index.
 	boom := errors.New("store read failed")
-	err = ix.Rebuild(ctx, func(_ context.Context, _ []byte, yield func(Doc, []byte) bool) error {
+	err = ix.Rebuild(ctx, func(_ context.Context, _ []byte, yield func(index.Doc, []byte) bool) error {
 		yield(docs[0], []byte{0, 0, 0, 0, 0, 0, 0, 0})
 		return boom
 	}, nil)
@@ -491,7 +493,7 @@ func TestFormatTooNew(t *testing.T) {
 func TestRebuildWhileAdding(t *testing.T) {
 	ix, _ := openTest(t, Options{BatchSize: 64})
 	ctx := context.Background()
-	docs := make([]Doc, 400)
+	docs := make([]index.Doc, 400)
 	for i := range docs {
 		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("old %d", i))
 	}
@@ -518,7 +520,7 @@ func TestRebuildWhileAdding(t *testing.T) {
 	if c, _ := ix.DocCount(); c != 600 {
 		t.Fatalf("count %d, want 600", c)
 	}
-	if hs := mustSearch(t, ix, Query{Agent: "a", Text: "live199"}); len(hs) == 0 || hs[0].ID != "a/live/199" {
+	if hs := mustSearch(t, ix, index.Query{Agent: "a", Text: "live199"}); len(hs) == 0 || hs[0].ID != "a/live/199" {
 		t.Fatalf("last live doc: %v", ids(hs))
 	}
 }
@@ -533,24 +535,24 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 	ctx := context.Background()
-	if _, err := ix.Search(ctx, Query{Agent: "a", Text: "hello"}); !errors.Is(err, ErrClosed) || !errors.Is(err, core.ErrClosed) {
+	if _, err := ix.Search(ctx, index.Query{Agent: "a", Text: "hello"}); !errors.Is(err, index.ErrClosed) || !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("search after close: %v", err)
 	}
-	if err := ix.Rebuild(ctx, source(nil), nil); !errors.Is(err, ErrClosed) {
+	if err := ix.Rebuild(ctx, source(nil), nil); !errors.Is(err, index.ErrClosed) {
 		t.Fatalf("rebuild after close: %v", err)
 	}
 	ix.Add(msg("a", "s", 2, "ignored"))
-	if _, err := ix.DocCount(); !errors.Is(err, ErrClosed) {
+	if _, err := ix.DocCount(); !errors.Is(err, index.ErrClosed) {
 		t.Fatalf("count after close: %v", err)
 	}
 }
 
 func FuzzDecodeMeta(f *testing.F) {
-	f.Add(encodeMeta(&Doc{Agent: "a", Conversation: "c", Session: "s", Role: "user", Seq: 7, Timestamp: -3, Text: "hi"}, KindMessage))
+	f.Add(encodeMeta(&index.Doc{Agent: "a", Conversation: "c", Session: "s", Role: "user", Seq: 7, Timestamp: -3, Text: "hi"}, index.KindMessage))
 	f.Add([]byte{})
 	f.Add([]byte{0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var h Hit
+		var h index.Hit
 		if !decodeMeta(b, &h) {
 			return
 		}
@@ -562,13 +564,13 @@ func FuzzDecodeMeta(f *testing.F) {
 }
 
 func TestMetaRoundTrip(t *testing.T) {
-	d := Doc{ID: "x", Agent: "ag\x1fent", Conversation: "c1", Session: "s1", Role: "assistant", Seq: 1 << 40, Timestamp: 1700000000123, Text: "Hello, World"}
-	var h Hit
-	if !decodeMeta(encodeMeta(&d, KindSummary), &h) {
+	d := index.Doc{ID: "x", Agent: "ag\x1fent", Conversation: "c1", Session: "s1", Role: "assistant", Seq: 1 << 40, Timestamp: 1700000000123, Text: "Hello, World"}
+	var h index.Hit
+	if !decodeMeta(encodeMeta(&d, index.KindSummary), &h) {
 		t.Fatal("decode")
 	}
-	if h.Agent != d.Agent || h.Conversation != "c1" || h.Session != "s1" || h.Role != "assistant" || h.Kind != KindSummary ||
-		h.Seq != d.Seq || h.Timestamp != d.Timestamp || h.hash != textKey("hello world") {
+	if h.Agent != d.Agent || h.Conversation != "c1" || h.Session != "s1" || h.Role != "assistant" || h.Kind != index.KindSummary ||
+		h.Seq != d.Seq || h.Timestamp != d.Timestamp || h.TextKey() != index.TextKey("hello world") {
 		t.Fatalf("%+v", h)
 	}
 }
@@ -580,7 +582,7 @@ func TestMetaRoundTrip(t *testing.T) {
 // recorded once it completes.
 func TestInterruptedRebuildNotStamped(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ix")
-	docs := make([]Doc, 300)
+	docs := make([]index.Doc, 300)
 	for i := range docs {
 		docs[i] = msg("a", "s", uint64(i), fmt.Sprintf("stored %d", i))
 	}
@@ -647,7 +649,7 @@ func TestDelete(t *testing.T) {
 	ix.Add(msg("a", "s", 1, "gondola ferry"), msg("a", "s", 2, "gondola bridge"))
 	ix.Delete("a/s/1", "no-such-doc")
 	ix.Add(msg("a", "s", 3, "gondola tunnel"))
-	hits, err := ix.Search(ctx, Query{Agent: "a", Text: "gondola", WaitForLag: true})
+	hits, err := ix.Search(ctx, index.Query{Agent: "a", Text: "gondola", WaitForLag: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -663,7 +665,7 @@ func TestDelete(t *testing.T) {
 // none of another.
 func TestConversationDocIDs(t *testing.T) {
 	ix, _ := openTest(t, Options{})
-	var docs []Doc
+	var docs []index.Doc
 	for i := 0; i < 25_000; i++ {
 		d := msg("a", "c1", uint64(i), "t")
 		if i%5 == 0 {

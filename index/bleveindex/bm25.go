@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -8,11 +8,9 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/scorer"
 	bindex "github.com/blevesearch/bleve_index_api"
-)
 
-// BM25K1 is BM25's term-frequency saturation (Bleve's default), for
-// a Retriever scoring as the index does.
-const BM25K1 = 1.2
+	"github.com/lossless-engine/contextengine/index"
+)
 
 // bm25Query is a term query scored with BM25 and the index's own b
 // (Options.BM25B). Bleve's term scorer reads b from a package variable,
@@ -94,7 +92,7 @@ func (s *bm25Searcher) match(ctx *search.SearchContext, td *bindex.TermFieldDoc)
 		if s.avgLen > 0 {
 			norm += s.b * fieldLen / s.avgLen
 		}
-		sc := s.idf * tf * BM25K1 / (tf + BM25K1*norm)
+		sc := s.idf * tf * index.BM25K1 / (tf + index.BM25K1*norm)
 		if s.queryWeight != 1 {
 			sc *= s.queryWeight
 		}

@@ -1,114 +1,33 @@
-package index
+package bleveindex
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
 	bindex "github.com/blevesearch/bleve_index_api"
+
+	"github.com/lossless-engine/contextengine/index"
 )
-
-// ErrNoAgent is returned by a search without an agent that does not set
-// AllAgents: recall never crosses agents unless asked to.
-var ErrNoAgent = errors.New("index: query without agent (set Query.AllAgents to search every agent)")
-
-// MaxQueryTerms caps the distinct terms taken from a query text (the rest
-// are dropped), bounding query cost for long prompts.
-const MaxQueryTerms = 48
-
-// Query is a full-text search. Text is plain text (a prompt), never query
-// syntax: it is analyzed like the indexed text and its terms are OR-ed.
-type Query struct {
-	// Agent restricts the search to one agent's docs (required unless
-	// AllAgents).
-	Agent string
-	// AllAgents searches every agent (tools that are configured to cross
-	// agents; recall never sets it).
-	AllAgents bool
-	// Text is the query text.
-	Text string
-	// Conversations, when set, restricts to these conversations.
-	Conversations []string
-	// ExcludeConversation leaves one conversation out.
-	ExcludeConversation string
-	// Sessions, when set, restricts to these sessions.
-	Sessions []string
-	// ExcludeSessions leaves these sessions out.
-	ExcludeSessions []string
-	// Kind, when set, restricts to KindMessage or KindSummary.
-	Kind string
-	// Since and Until, when non-zero, bound Timestamp (inclusive, ms).
-	Since, Until int64
-	// Spans, when set, restricts Timestamp to any of these spans.
-	Spans []TimeSpan
-	// K is the number of hits wanted (default 10).
-	K int
-	// WaitForLag makes the search wait until everything added before it is
-	// searchable (bounded by the context); otherwise docs still in the queue
-	// are not found (see Lag).
-	WaitForLag bool
-}
 
 // Terms returns the distinct analyzed terms of a query text, in order of
 // first appearance, at most MaxQueryTerms. This is the whole of query
 // parsing: no operator or syntax in the text has any effect.
 func (ix *Index) Terms(text string) []string {
-	return queryTerms(ix.chat, text)
-}
-
-func queryTerms(a analysis.Analyzer, text string) []string {
-	if text == "" {
-		return nil
-	}
-	if !utf8.ValidString(text) {
-		text = toValidUTF8(text)
-	}
-	if len(text) > 16<<10 {
-		text = text[:16<<10]
-	}
-	toks := a.Analyze([]byte(text))
-	seen := make(map[string]struct{}, len(toks))
-	out := make([]string, 0, len(toks))
-	for _, t := range toks {
-		if len(t.Term) == 0 || len(t.Term) > maxIdentLen {
-			continue
-		}
-		s := string(t.Term)
-		if _, ok := seen[s]; ok {
-			continue
-		}
-		seen[s] = struct{}{}
-		out = append(out, s)
-		if len(out) == MaxQueryTerms {
-			break
-		}
-	}
-	return out
-}
-
-func toValidUTF8(s string) string {
-	b := make([]rune, 0, len(s))
-	for _, r := range s {
-		b = append(b, r) // invalid bytes become U+FFFD
-	}
-	return string(b)
+	return index.QueryTerms(text)
 }
 
 // Search runs q and returns up to q.K hits, best first.
-func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
+func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error) {
 	if q.K <= 0 {
 		q.K = 10
 	}
 	if q.Agent == "" && !q.AllAgents {
-		return nil, ErrNoAgent
+		return nil, index.ErrNoAgent
 	}
 	if q.WaitForLag {
 		if err := ix.Flush(ctx); err != nil {
@@ -121,38 +40,6 @@ func (ix *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	return ix.search(ctx, &q, terms, q.K)
 }
-
-// ctxBoost weighs the neighbour-context field against the text field;
-// only the ctxTerms rarest query terms are looked up in it (each costs a
-// posting-list walk).
-var (
-	ctxBoost = 0.5
-	ctxTerms = 5
-)
-
-// Query-term pruning: a prompt is cut to its maxSearchTerms rarest terms,
-// and, in an index of at least commonTermMinDocs docs, terms found in more
-// than commonTermShare of the docs (or more than commonTermMaxDF docs) are
-// dropped while at least minSearchTerms remain. Common terms cost the most (long posting lists) and weigh the
-// least under BM25; on the LoCoMo dev set dropping them changes recall@k by
-// less than a point.
-var (
-	maxSearchTerms    = 10
-	minSearchTerms    = 3
-	commonTermShare   = 0.05
-	commonTermMinDocs = uint64(1000)
-	// commonTermMaxDF caps the posting-list length of a dropped-if-common
-	// term in large indexes, whatever the share.
-	commonTermMaxDF = uint64(2000)
-	// maxPostings caps the summed document frequencies of the kept terms
-	// (the postings a query walks): a term that would exceed it is dropped
-	// with every commoner one, even the rarest term of the prompt (a
-	// prompt of common words only, "run the tests again" in a 100K-doc
-	// index, then recalls nothing: BM25 would rank its matches by length
-	// alone). It bounds the cost of the slowest queries, and binds in none
-	// of the LoCoMo dev set's indexes.
-	maxPostings = uint64(12000)
-)
 
 // dfCache caches document frequencies for term pruning. Frequencies move
 // slowly; the cache is dropped when the doc count has changed by a tenth
@@ -252,56 +139,15 @@ func (ix *Index) pruneTerms(ctx context.Context, terms []string) (out []string, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("index: search: %w", err)
 	}
-	out, _, nctx = PruneTerms(terms, counts, total)
+	out, _, nctx = index.PruneTerms(terms, counts, total)
 	return out, nctx, nil
 }
 
-// PruneTerms keeps the terms worth searching, rarest first, given the
-// document frequency of each (dfs, parallel to terms; 0: absent) in an
-// index of total docs: the maxSearchTerms rarest present, without common
-// ones (see maxSearchTerms, commonTermShare, maxPostings), with their
-// frequencies; the first nctx of them are searched in the context field
-// too.
-func PruneTerms(terms []string, dfs []uint64, total uint64) (out []string, outDFs []uint64, nctx int) {
-	type tdf struct {
-		t  string
-		df uint64
-	}
-	sorted := make([]tdf, 0, len(terms))
-	for i, t := range terms {
-		if dfs[i] > 0 {
-			sorted = append(sorted, tdf{t, dfs[i]})
-		}
-	}
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].df < sorted[j].df })
-	out = make([]string, 0, min(len(sorted), maxSearchTerms))
-	outDFs = make([]uint64, 0, cap(out))
-	var postings uint64
-	for i, d := range sorted {
-		if len(out) == maxSearchTerms {
-			break
-		}
-		if i >= minSearchTerms && total >= commonTermMinDocs && (float64(d.df) > commonTermShare*float64(total) || d.df > commonTermMaxDF) {
-			break
-		}
-		if postings+d.df > maxPostings {
-			break
-		}
-		postings += d.df
-		out = append(out, d.t)
-		outDFs = append(outDFs, d.df)
-		if nctx == i && i < ctxTerms && (total < commonTermMinDocs || d.df <= commonTermMaxDF) {
-			nctx++
-		}
-	}
-	return out, outDFs, nctx
-}
-
-func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int) ([]Hit, error) {
+func (ix *Index) search(ctx context.Context, q *index.Query, terms []string, size int) ([]index.Hit, error) {
 	ix.bmu.RLock()
 	if ix.isClosed() {
 		ix.bmu.RUnlock()
-		return nil, ErrClosed
+		return nil, index.ErrClosed
 	}
 	terms, nctx, err := ix.pruneTerms(ctx, terms)
 	ix.bmu.RUnlock()
@@ -314,8 +160,8 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 	should := make([]query.Query, 0, 2*len(terms))
 	for i, t := range terms {
 		should = append(should, &bm25Query{term: t, field: fText, boost: 1, b: ix.opts.BM25B})
-		if ctxBoost > 0 && i < nctx {
-			should = append(should, &bm25Query{term: t, field: fCtx, boost: ctxBoost, b: ix.opts.BM25B})
+		if cb := index.ContextBoost(); cb > 0 && i < nctx {
+			should = append(should, &bm25Query{term: t, field: fCtx, boost: cb, b: ix.opts.BM25B})
 		}
 	}
 	bq := query.NewBooleanQuery(nil, should, nil)
@@ -332,7 +178,7 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 	if q.Kind != "" {
 		filters = append(filters, termQ(fKind, q.Kind))
 	}
-	tr, timed := q.timeRange()
+	tr, timed := timeRangeOf(q)
 	if q.Since != 0 || q.Until != 0 {
 		lo, hi := q.Since, q.Until
 		if hi == 0 {
@@ -401,7 +247,7 @@ func (ix *Index) search(ctx context.Context, q *Query, terms []string, size int)
 }
 
 // run executes a query and converts its hits.
-func (ix *Index) run(ctx context.Context, bq query.Query, size int) ([]Hit, error) {
+func (ix *Index) run(ctx context.Context, bq query.Query, size int) ([]index.Hit, error) {
 	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
 	req.Fields = storedFields(ix.opts.StoreText)
 	// Score order only: a tie-break on _id would load the external id of
@@ -411,13 +257,13 @@ func (ix *Index) run(ctx context.Context, bq query.Query, size int) ([]Hit, erro
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
 	if ix.isClosed() {
-		return nil, ErrClosed
+		return nil, index.ErrClosed
 	}
 	res, err := ix.bi.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("index: search: %w", err)
 	}
-	hits := make([]Hit, 0, len(res.Hits))
+	hits := make([]index.Hit, 0, len(res.Hits))
 	for _, h := range res.Hits {
 		hits = append(hits, hitFrom(h))
 	}
@@ -453,8 +299,8 @@ func storedFields(withText bool) []string {
 	return fieldsNoText
 }
 
-func hitFrom(h *search.DocumentMatch) Hit {
-	out := Hit{Doc: Doc{ID: h.ID}, Score: h.Score}
+func hitFrom(h *search.DocumentMatch) index.Hit {
+	out := index.Hit{Doc: index.Doc{ID: h.ID}, Score: h.Score}
 	if math.IsNaN(out.Score) {
 		out.Score = 0
 	}
@@ -463,14 +309,4 @@ func hitFrom(h *search.DocumentMatch) Hit {
 	}
 	out.Text, _ = h.Fields[fText].(string)
 	return out
-}
-
-// sortHits orders hits by score, then id.
-func sortHits(hs []Hit) {
-	sort.SliceStable(hs, func(i, j int) bool {
-		if hs[i].Score != hs[j].Score {
-			return hs[i].Score > hs[j].Score
-		}
-		return hs[i].ID < hs[j].ID
-	})
 }

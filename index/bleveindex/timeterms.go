@@ -1,10 +1,12 @@
-package index
+package bleveindex
 
 import (
 	"strconv"
 
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // Time filters. A doc's timestamp is indexed as one keyword term per
@@ -122,10 +124,11 @@ func tsValue(ts int64) []byte {
 // and Spans (From inclusive, To exclusive).
 type timeRange struct {
 	since, until int64
-	spans        []TimeSpan
+	spans        []index.TimeSpan
 }
 
-func (q *Query) timeRange() (timeRange, bool) {
+// timeRangeOf returns q's exact time filter; false when q has none.
+func timeRangeOf(q *index.Query) (timeRange, bool) {
 	if q.Since == 0 && q.Until == 0 && len(q.Spans) == 0 {
 		return timeRange{}, false
 	}

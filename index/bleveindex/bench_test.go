@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/synth"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // benchDocs returns n realistic docs (synthetic agent sessions of 500
 // messages each, text as core.Message.SearchText) and some user prompts.
-func benchDocs(n int) (docs []Doc, prompts []string) {
+func benchDocs(n int) (docs []index.Doc, prompts []string) {
 	benchMu.Lock()
 	defer benchMu.Unlock()
 	for len(benchAll) < n {
@@ -33,9 +35,9 @@ func benchDocs(n int) (docs []Doc, prompts []string) {
 			if len(text) > 8000 {
 				text = text[:8000]
 			}
-			d := Doc{
+			d := index.Doc{
 				ID: fmt.Sprintf("m%d", len(benchAll)), Agent: fmt.Sprint("agent", s%4), Conversation: fmt.Sprint("c", s),
-				Session: fmt.Sprint("s", s), Role: m.Role(), Kind: KindMessage, Seq: uint64(i), Timestamp: m.Timestamp(), Text: text,
+				Session: fmt.Sprint("s", s), Role: m.Role(), Kind: index.KindMessage, Seq: uint64(i), Timestamp: m.Timestamp(), Text: text,
 			}
 			benchAll = append(benchAll, d)
 			if m.Role() == core.RoleUser && len(benchPrompts) < 2000 && len(text) > 10 {
@@ -52,7 +54,7 @@ func benchDocs(n int) (docs []Doc, prompts []string) {
 
 var (
 	benchMu      sync.Mutex
-	benchAll     []Doc
+	benchAll     []index.Doc
 	benchPrompts []string
 )
 
@@ -78,7 +80,7 @@ func BenchmarkIndex(b *testing.B) {
 	}
 }
 
-func indexOurs(b *testing.B, docs []Doc) time.Duration {
+func indexOurs(b *testing.B, docs []index.Doc) time.Duration {
 	dir := b.TempDir()
 	start := time.Now()
 	ix, err := Open(filepath.Join(dir, "ix"), Options{})
@@ -96,7 +98,7 @@ func indexOurs(b *testing.B, docs []Doc) time.Duration {
 	return el
 }
 
-func indexRaw(b *testing.B, docs []Doc) time.Duration {
+func indexRaw(b *testing.B, docs []index.Doc) time.Duration {
 	dir := b.TempDir()
 	start := time.Now()
 	im := bleve.NewIndexMapping()
@@ -145,7 +147,7 @@ func BenchmarkRecallQuery(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					p := prompts[i%len(prompts)]
 					t0 := time.Now()
-					if _, err := ix.Recall(ctx, RecallQuery{Agent: fmt.Sprint("agent", i%4), Text: p, K: 10, MinRelevance: gate}); err != nil {
+					if _, err := ix.Recall(ctx, index.RecallQuery{Agent: fmt.Sprint("agent", i%4), Text: p, K: 10, MinRelevance: gate}); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(t0))
@@ -190,7 +192,7 @@ func benchIndex(b *testing.B, n int) *Index {
 	if ix.NeedsRebuild() {
 		docs, _ := benchDocs(n)
 		ix.SetGeneration(gen)
-		if err := ix.Rebuild(context.Background(), func(_ context.Context, _ []byte, yield func(Doc, []byte) bool) error {
+		if err := ix.Rebuild(context.Background(), func(_ context.Context, _ []byte, yield func(index.Doc, []byte) bool) error {
 			for _, d := range docs {
 				if !yield(d, nil) {
 					break

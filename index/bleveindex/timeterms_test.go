@@ -1,10 +1,12 @@
-package index
+package bleveindex
 
 import (
 	"context"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // TestTSCover checks the bucket cover of a time range against its
@@ -86,7 +88,7 @@ func TestTimeFilterOutrankedByNeighbours(t *testing.T) {
 	ix, _ := openTest(t, Options{})
 	base := int64(400_000) << tsLevels[0] // a bucket start (2023)
 	until := base + 1_000_000
-	var docs []Doc
+	var docs []index.Doc
 	for i := 0; i < 30; i++ {
 		in := msg("a", "s", uint64(i), "zebra "+strings.Repeat("apple banana cherry date elder fig grape ", 5))
 		in.Timestamp = base + int64(i)*1000
@@ -99,9 +101,9 @@ func TestTimeFilterOutrankedByNeighbours(t *testing.T) {
 	if err := ix.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	for name, q := range map[string]Query{
+	for name, q := range map[string]index.Query{
 		"until": {Agent: "a", Text: "zebra", Until: until, K: 10},
-		"span":  {Agent: "a", Text: "zebra", Spans: []TimeSpan{{From: base, To: until}}, K: 10},
+		"span":  {Agent: "a", Text: "zebra", Spans: []index.TimeSpan{{From: base, To: until}}, K: 10},
 	} {
 		hits, err := ix.Search(context.Background(), q)
 		if err != nil {

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	bleveunicode "github.com/blevesearch/bleve/v2/analysis/tokenizer/unicode"
-
 	"github.com/lossless-engine/contextengine/ident"
 )
 
@@ -15,9 +13,8 @@ import (
 func TestChatTokenizerIdentifiers(t *testing.T) {
 	text := "mail user@example.com about key=max_tokens in (src/a/b.go), see https://x.org/a?b=c; " +
 		"a well-known trick, commit 0894b93, host db.internal:5432."
-	tok := chatTokenizer{base: bleveunicode.NewUnicodeTokenizer()}
 	var terms []string
-	for _, tk := range tok.Tokenize([]byte(text)) {
+	for _, tk := range chatTokenize([]byte(text)) {
 		terms = append(terms, string(tk.Term))
 		if string(tk.Term) != text[tk.Start:tk.End] {
 			t.Errorf("token %q at %d-%d, text there %q", tk.Term, tk.Start, tk.End, text[tk.Start:tk.End])

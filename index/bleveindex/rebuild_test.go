@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // TestSearchDuringRebuild: a rebuild of 100K docs, held by its source
@@ -31,7 +33,7 @@ func TestSearchDuringRebuild(t *testing.T) {
 	if err := ix.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	docs := make([]Doc, n)
+	docs := make([]index.Doc, n)
 	for i := range docs {
 		docs[i] = msg("a", fmt.Sprint("s", i%50), uint64(i), fmt.Sprintf("stored message %d word%d", i, i%997))
 	}
@@ -64,14 +66,14 @@ func TestSearchDuringRebuild(t *testing.T) {
 	// does not wait meets its deadline. A loaded machine may stall a
 	// goroutine past 50 ms: a deadline error is retried, a blocked call
 	// fails the test.
-	var hits []Hit
+	var hits []index.Hit
 	for try := 0; ; try++ {
 		res := make(chan error, 1)
 		go func() {
 			qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 			defer cancel()
 			var err error
-			hits, err = ix.Recall(qctx, RecallQuery{Agent: "a", Text: "gondola"})
+			hits, err = ix.Recall(qctx, index.RecallQuery{Agent: "a", Text: "gondola"})
 			res <- err
 		}()
 		var err error
@@ -113,7 +115,7 @@ func TestSearchDuringRebuild(t *testing.T) {
 func TestRebuildResumes(t *testing.T) {
 	const total, stopAt = 3000, 1500
 	dir := filepath.Join(t.TempDir(), "ix")
-	docs := make([]Doc, total)
+	docs := make([]index.Doc, total)
 	for i := range docs {
 		docs[i] = msg("a", fmt.Sprint("s", i%7), uint64(i), fmt.Sprintf("stored message unique%d", i))
 	}
@@ -127,7 +129,7 @@ func TestRebuildResumes(t *testing.T) {
 	reached := make(chan struct{})
 	rebuilt := make(chan error, 1)
 	go func() {
-		rebuilt <- ix.Rebuild(context.Background(), func(ctx context.Context, after []byte, yield func(Doc, []byte) bool) error {
+		rebuilt <- ix.Rebuild(context.Background(), func(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
 			for i, d := range docs {
 				if i == stopAt {
 					close(reached)
@@ -147,7 +149,7 @@ func TestRebuildResumes(t *testing.T) {
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-rebuilt; !errors.Is(err, ErrClosed) {
+	if err := <-rebuilt; !errors.Is(err, index.ErrClosed) {
 		t.Fatalf("rebuild stopped by Close: %v", err)
 	}
 

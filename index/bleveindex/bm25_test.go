@@ -1,4 +1,4 @@
-package index
+package bleveindex
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
 	"github.com/blevesearch/bleve/v2/search/query"
+
+	"github.com/lossless-engine/contextengine/index"
 )
 
 // TestBM25OwnB: the index scores with its own b and leaves Bleve's global
@@ -67,7 +69,7 @@ func TestBM25OwnB(t *testing.T) {
 	for _, c := range []struct {
 		field string
 		boost float64
-	}{{fText, 1}, {fCtx, ctxBoost}} {
+	}{{fText, 1}, {fCtx, index.ContextBoost()}} {
 		ours, bleves := both(c.field, c.boost)
 		if len(ours) == 0 || len(ours) != len(bleves) {
 			t.Fatalf("%s: %d hits, bleve %d", c.field, len(ours), len(bleves))
@@ -82,7 +84,7 @@ func TestBM25OwnB(t *testing.T) {
 			t.Fatal("b has no effect on the scores")
 		}
 	}
-	if _, err := ix.Search(ctx, Query{Agent: "a", Text: "gondola ferry"}); err != nil {
+	if _, err := ix.Search(ctx, index.Query{Agent: "a", Text: "gondola ferry"}); err != nil {
 		t.Fatal(err)
 	}
 	if search.BM25_b != before {
