@@ -1,50 +1,32 @@
-// Package index is the full-text index of the lossless engine: every message
-// and summary of every session, searchable by agent, conversation, session,
-// role, kind and time, with analyzers that fit real chats.
+// Package index is the recall contract of the lossless engine and its
+// ranking: what a recall index is (the Recall interface, and Tracker for
+// one shared by processes), what goes in and comes out (Doc, Query,
+// RecallQuery, Hit), and everything that makes two implementations rank
+// alike: the chat analyzer (Analyze, QueryTerms, DocTerms), query-term
+// pruning (PruneTerms), BM25's parameters, date spans named in a prompt
+// (DateSpans), the relevance gate (ComputeRelevance) and the ranking
+// itself (RankRecall over a Retriever).
 //
-// # Source of truth
-//
-// The index is derived data kept beside the Badger store. Open detects an
-// index that is missing, stale (its recorded generation differs from the
-// store's, see Options.Generation and SetGeneration), incomplete (a rebuild
-// that did not finish) or corrupt, replaces it with an empty one and reports
-// NeedsRebuild; the engine then calls Rebuild with the store as source,
-// which reports progress and ends with a force merge (Compact). The
-// generation is written in the same Bleve batch as the docs added before
-// SetGeneration (or with them, AddGeneration), so a crash never leaves a
-// generation that claims docs the index lacks. An index written by a newer
-// FormatVersion is refused.
-//
-// # Rebuilding aside
-//
-// Rebuild builds the new index in a second directory while the old one
-// keeps serving searches (with what it holds) and indexing added docs,
-// which go to both; the new one is swapped in under a short lock at the
-// end. Searches never wait for a rebuild. Each rebuild batch is saved with
-// the position of its last doc in the source: a rebuild stopped by Close
-// (or a crash, if the store gained nothing the new index lacks) resumes
-// from there at the next Open instead of starting over.
-//
-// # Indexing off the ingest path
-//
-// Add enqueues and returns; a background goroutine indexes in batches
-// (Options.BatchSize). Lag reports how many docs are not yet searchable,
-// Flush waits for them, Query.WaitForLag makes a search wait, and Add
-// blocks only when more than Options.MaxLag docs or Options.MaxLagBytes of
-// text are pending.
-//
-// # Time filters
-//
-// A doc's timestamp is indexed as four bucket terms (timeterms.go); a
-// time-filtered search matches the buckets overlapping the range and keeps
-// the hits whose exact timestamp is in it.
+// It imports no search engine. The implementations live apart, as
+// store/badgerstore and store/pgstore live apart from package store:
+// index/bleveindex, a Bleve index beside a Badger store, and
+// store/pgstore's Recall, PostgreSQL's tables beside its store. The name
+// stays "index" (rather than "recall") because it is what the engine
+// holds and what both backends implement: a full-text index of turns,
+// searched for recall.
 //
 // # Analysis
 //
-// Text goes through AnalyzerChat: Unicode word segmentation, whole
+// Text goes through Analyze (AnalyzerChat): Unicode word segmentation, whole
 // identifiers (paths, URLs, UUIDs) and their parts (snake_case, camelCase,
 // dotted names), CJK width folding and bigrams, lower case, English
 // possessives and stop words, Porter stemming.
+//
+// Analyze imports no Bleve package: it is built on the libraries Bleve's
+// analyzers are (github.com/blevesearch/segment, go-porterstemmer), and
+// gives, token for token, what the Bleve chain it replaces gave (tested in
+// package bleveindex on real chats and by fuzzing), so indexes written
+// before it stay valid (FormatVersion unchanged).
 //
 // # Ranking
 //
@@ -75,8 +57,8 @@
 // The ranking is shared: a Retriever supplies scored candidates, the
 // relevance of hits (ComputeRelevance over a RelevanceSource) and the
 // docs at given positions, and RankRecall does the date boost,
-// exclusions, gate, neighbours and de-duplication. *Index's retriever is
-// Bleve; package pgstore's Recall is PostgreSQL with the same analyzer
+// exclusions, gate, neighbours and de-duplication. bleveindex.Index's
+// retriever is Bleve; package pgstore's Recall is PostgreSQL with the same analyzer
 // (QueryTerms, DocTerms) and the same BM25, and ranks identically.
 //
 // # Relevance gate
@@ -91,12 +73,4 @@
 // engine's threshold 0.65, tuned on conv-26) it keeps injected recall@8
 // within about 3 points of the ungated ranking's while under 10% of
 // unrelated prompts get a block (see lossless-bench --suite recall).
-//
-// # Caveats
-//
-// Bleve keeps BM25's b in a package variable; the index never sets it: its
-// text and context terms are scored by its own BM25 term query (bm25.go)
-// with Options.BM25B, so other Bleve indexes in the process keep Bleve's
-// default. Text is not stored unless Options.StoreText: hits
-// carry ids, fields and scores, and the caller reads texts from its store.
 package index

@@ -9,8 +9,8 @@ import (
 // candidates, the relevance of hits and the docs at given positions.
 // RankRecall does the rest (date boost, exclusions, the relevance gate,
 // neighbours, de-duplication), so that every implementation of Recall
-// ranks the same way. *Index's own retriever is Bleve; package pgstore's is
-// PostgreSQL. A Retriever may be built per call (it can cache what one
+// ranks the same way. Package bleveindex's retriever is Bleve, package
+// pgstore's PostgreSQL. A Retriever may be built per call (it can cache what one
 // recall reads twice, such as document frequencies).
 type Retriever interface {
 	// Candidates returns up to size docs matching q's filters (Agent or
@@ -136,8 +136,10 @@ func RankRecall(ctx context.Context, r Retriever, terms []string, q RecallQuery)
 	return out, nil
 }
 
-// QueryTerms returns the distinct analyzed terms of a prompt as Index.Terms
-// does (AnalyzerChat), for a Retriever outside Bleve.
+// QueryTerms returns the distinct analyzed terms of a prompt with Analyze
+// (AnalyzerChat), in order of first appearance, at most MaxQueryTerms.
+// This is the whole of query parsing: no operator or syntax in the text
+// has any effect.
 func QueryTerms(text string) []string { return queryTerms(text) }
 
 // DocTerms analyzes a doc's text as the index does (AnalyzerChat): the
@@ -185,8 +187,8 @@ func TurnContext(text string) string { return clip(text, maxCtxBytes) }
 // a Retriever scoring as the index does.
 const BM25K1 = 1.2
 
-// DefaultBM25B is the default of Options.BM25B, BM25's length
-// normalisation b.
+// DefaultBM25B is the default of BM25's length normalisation b in every
+// implementation (bleveindex.Options.BM25B, pgstore's RecallOptions.BM25B).
 const DefaultBM25B = 0.3
 
 // ContextBoost is the weight of a term matched in a doc's context (the

@@ -3,7 +3,8 @@ package index
 import "context"
 
 // Recall is the recall index as the lossless engine uses it: documents in,
-// ranked turns out. *Index (Bleve, in a directory beside the store)
+// ranked turns out. bleveindex.Index (Bleve, in a directory beside the
+// store)
 // implements it; a storage backend may bring its own search instead (a
 // database's full-text index), so that every process sharing the store
 // sees every other's messages. Implementations are safe for concurrent use.

@@ -40,7 +40,7 @@ func freshShort(n int) []core.Message {
 // configuration (o200k_base, recall on): one message per call and batches
 // of 1,000 short chat messages. msgs/s is until the last call returns (the
 // messages are durable then; the recall index catches up in the
-// background, its queue bounded by index.Options.MaxLag and MaxLagBytes);
+// background, its queue bounded by bleveindex.Options.MaxLag and MaxLagBytes);
 // drained-msgs/s is until every one is also indexed. The runs share one
 // store per size and add to it: batch runs first (with -benchtime 20000x it
 // is measured from N to N+20K stored messages), then one-by-one (from

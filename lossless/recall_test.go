@@ -438,7 +438,7 @@ func indexGoroutines() int {
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "contextengine/index.") || strings.Contains(g, "openRecall") || strings.Contains(g, "blevesearch/") {
+		if strings.Contains(g, "contextengine/index.") || strings.Contains(g, "contextengine/index/bleveindex.") || strings.Contains(g, "openRecall") || strings.Contains(g, "blevesearch/") {
 			n++
 		}
 	}

@@ -121,7 +121,7 @@ func (p *pgRetriever) Candidates(ctx context.Context, q *index.Query, terms []st
 	}
 	b := p.r.opts.BM25B
 	// Bleve's average field length: the field's distinct terms over the
-	// docs, rounded up (index/bm25.go); 0 turns length normalisation off.
+	// docs, rounded up (index/bleveindex/bm25.go); 0 turns length normalisation off.
 	bnText, bnCtx := 0.0, 0.0
 	if p.total > 0 {
 		if avg := math.Ceil(float64(p.textTerms) / float64(p.total)); avg > 0 {
