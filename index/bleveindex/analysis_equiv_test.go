@@ -357,3 +357,47 @@ func TestStopWordsAsBleve(t *testing.T) {
 }
 
 var _ = bleveindex.Open // the registered analyzer comes with the package
+
+// BenchmarkAnalyzer: index.Analyze (through the registered Bleve analyzer,
+// as the index runs it, and alone) against the Bleve chain it replaces, on
+// the pi-mono message texts (MB/s of text).
+func BenchmarkAnalyzer(b *testing.B) {
+	var texts [][]byte
+	size := 0
+	for _, p := range testutil.PiMono(b) {
+		tr, err := core.ReadTranscript(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range tr.Entries {
+			if m, ok := e.ModelMessage(); ok {
+				s := m.SearchText(false)
+				texts = append(texts, []byte(s))
+				size += len(s)
+			}
+		}
+	}
+	registered, err := registry.NewCache().AnalyzerNamed(index.AnalyzerChat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ref := referenceAnalyzer(b)
+	for _, c := range []struct {
+		name string
+		run  func([]byte) int
+	}{
+		{"bleve-chain", func(t []byte) int { return len(ref.Analyze(t)) }},
+		{"registered", func(t []byte) int { return len(registered.Analyze(t)) }},
+		{"index.Analyze", func(t []byte) int { return len(index.Analyze(t)) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				for _, t := range texts {
+					c.run(t)
+				}
+			}
+		})
+	}
+}
