@@ -227,7 +227,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
 		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile,
-		Window: windowFunc(windowOptions{tokenizer: *tokenizer, speaker: *windowSpeaker, questions: *questions, detail: *windowDetail}),
+		Window:       windowFunc(windowOptions{tokenizer: *tokenizer, speaker: *windowSpeaker, questions: *questions, detail: *windowDetail}),
 		SoakDuration: *soakDuration, SoakSample: *soakSample}
 	if *soakDuration <= 0 || *soakSample <= 0 {
 		return usage(fmt.Errorf("--soak-duration %s and --soak-sample %s must be positive", *soakDuration, *soakSample))
