@@ -131,6 +131,7 @@ func (e *Engine) Compactor() (*dag.Compactor, error) {
 		MinFanIn:              c.MinFanIn,
 		Concurrency:           c.SummarizerConcurrency, // 0: dag's default (4)
 		Render:                summaryText,
+		NewID:                 c.NewSummaryID, // nil: dag's default
 	}, sum, e.tc)
 }
 
@@ -566,6 +567,26 @@ func (e *Engine) backgroundRun(x *compactionState, conv *Conversation, budget in
 func (e *Engine) waitBackground() {
 	x := e.compaction
 	x.wg.Wait()
+}
+
+// WaitCompactions waits until no background compaction runs (those that
+// AfterTurn and CommitTurn start), or until ctx is done. A benchmark that
+// replays a conversation turn by turn calls it after each turn, so that
+// the context is where it would be when the model's reply takes longer
+// than the compaction, whatever the machine's load: the replay is then
+// deterministic. Call it when no turn is in flight.
+func (e *Engine) WaitCompactions(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		e.compaction.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("lossless: wait for compactions: %w", ctx.Err())
+	}
 }
 
 // lastBackground returns the last background result of conv (tests).

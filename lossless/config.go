@@ -135,6 +135,11 @@ type Config struct {
 	// last process died) is refused read-only; Open then says so. Not
 	// settable from JSON.
 	ReadOnly bool `json:"-"`
+	// NewSummaryID, when set, makes the ids of new summaries instead of
+	// dag.NewSummaryID's random ones (benchmarks that must give the same
+	// figures on every run: an id's token count varies with its digits).
+	// Not settable from JSON.
+	NewSummaryID func() string `json:"-"`
 }
 
 // RecallConfig is Config.Recall.

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/ident"
@@ -156,6 +158,50 @@ func recallFunc(minScore float64) bench.RecallFunc {
 		}
 		rep.RecallAtNoSpeaker, rep.GateNoSpeaker = ns.RecallAt, ns.Gate
 		return nil
+	}
+}
+
+// windowOptions are the window suite's flags.
+type windowOptions struct {
+	tokenizer string
+	speaker   bool
+	questions int
+	detail    string
+}
+
+// windowFunc runs the window suite of internal/locomo: the lossless
+// engine (recall on, and the same store with recall off), the legacy
+// engine counting with chars4 as OpenClaw's does, and the recency
+// baseline, token figures counted with the engine's tokenizer.
+func windowFunc(o windowOptions) bench.WindowFunc {
+	return func(ctx context.Context, path string, budgets []int, rep *bench.WindowReport) (err error) {
+		tc, err := core.NewCounter(o.tokenizer)
+		if err != nil {
+			return err
+		}
+		cfg := locomo.WindowConfig{Path: path, Budgets: budgets, Counter: tc, Speaker: o.speaker, Questions: o.questions,
+			Engines: []locomo.WindowEngine{locomo.LosslessWindowEngine(o.tokenizer), locomo.LegacyWindowEngine(core.CounterChars4)}}
+		if o.detail != "" {
+			f, err := os.Create(o.detail)
+			if err != nil {
+				return fmt.Errorf("--window-detail: %w", err)
+			}
+			defer func() {
+				if cerr := f.Close(); err == nil && cerr != nil {
+					err = fmt.Errorf("--window-detail: %w", cerr)
+				}
+			}()
+			w := bufio.NewWriter(f)
+			defer func() {
+				if ferr := w.Flush(); err == nil && ferr != nil {
+					err = fmt.Errorf("--window-detail: %w", ferr)
+				}
+			}()
+			cfg.Detail = w
+		}
+		r, err := locomo.RunWindow(ctx, cfg)
+		rep.WindowReport = r
+		return err
 	}
 }
 

@@ -22,7 +22,20 @@
 // engine driven as a long-lived gateway for --soak-duration: sessions
 // arriving and going idle, turns committed after OpenClaw-like assembles
 // with recall, subagents, compactions, imports; the live heap sampled,
-// the run failing when it grows beyond the tolerance).
+// the run failing when it grows beyond the tolerance) and window (issue
+// #28: each conversation of the --locomo file replayed through the
+// engines as a host drives them, turn by turn at each of --budgets, then
+// each question assembled as the prompt at that budget; per budget and
+// engine, the share of evidence turns whose whole text is in the window
+// (window.evidence_verbatim_pct), that have ≥ 80% of their content words
+// there (evidence_covered_pct) or in its summaries alone
+// (summary_covered_pct), of questions with all their evidence covered
+// (questions_all_evidence_pct), and the window's tokens by part; rows
+// lossless, lossless-no-recall (the same store, recall off), legacy (its
+// built-in compaction, run by the host's overflow recovery) and recency
+// (the newest turns that fit). See internal/locomo/window.go):
+//
+//	go run ./cmd/lossless-bench --suite window --locomo ../shared/data/locomo/locomo-dev3.json
 //
 // Flags:
 //
@@ -33,7 +46,14 @@
 //	--soak-duration D       how long the soak suite runs (default 60s)
 //	--soak-sample D         the soak suite's heap sampling period (default 2s)
 //	--transcripts FILE...   real session files to import and compact as well
-//	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture)
+//	--locomo FILE           LoCoMo JSON for recall (default: a small built-in fixture);
+//	                        required by the window suite
+//	--budgets 2000,4000,8000  the window suite's token budgets
+//	--questions N           window suite: only the first N questions of each conversation
+//	--window-speaker        window suite: each turn with "Speaker: " before it (default without)
+//	--window-detail FILE    window suite: one JSON line per question and row (evidence ids,
+//	                        those verbatim, covered and covered by summaries, each one's
+//	                        share of content words, the window's tokens by part)
 //	--budget N              token budget (default 128000)
 //	--k 5,8,10,25,50        recall cut-offs (8: the items assemble's recall renders)
 //	--recall-min-score X    relevance gate threshold of the recall suite (0: the engine's default)
@@ -65,6 +85,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -147,12 +168,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	}
 	fs := flag.NewFlagSet("lossless-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var sizes, suites, transcripts, ks, writers listFlag
+	var sizes, suites, transcripts, ks, writers, budgets listFlag
 	fs.Var(&sizes, "sizes", "assemble history sizes in messages, comma-separated (e.g. 10K,100K,1M)")
 	fs.Var(&suites, "suite", "suites to run (repeatable or comma-separated): "+strings.Join(bench.Suites, ", ")+"; only when named: "+strings.Join(bench.ExtraSuites, ", "))
 	fs.Var(&transcripts, "transcripts", "real session JSONL files to import and compact (repeatable or comma-separated; extra arguments are added too)")
 	fs.Var(&ks, "k", "recall cut-offs, comma-separated (default 5,8,10,25,50)")
-	locomoPath := fs.String("locomo", "", "LoCoMo JSON file for the recall suite (default: a small built-in synthetic fixture)")
+	locomoPath := fs.String("locomo", "", "LoCoMo JSON file for the recall suite (default: a small built-in synthetic fixture); required by the window suite")
+	fs.Var(&budgets, "budgets", "the window suite's token budgets, comma-separated (default 2000,4000,8000)")
+	questions := fs.Int("questions", 0, "window suite: ask only the first `N` questions of each conversation (0: all)")
+	windowSpeaker := fs.Bool("window-speaker", false, "window suite: ingest each turn with \"Speaker: \" before it (default: without, as real chat messages)")
+	windowDetail := fs.String("window-detail", "", "window suite: write one JSON line per question and row to `FILE` (evidence ids, which were verbatim, covered, covered by summaries; the token split)")
 	jsonPath := fs.String("json", "", "write the figures as JSON to `FILE`")
 	plotPath := fs.String("plot", "", "write an SVG chart to `FILE.svg`")
 	gobench := fs.Bool("gobench", false, "also print the figures as Go benchmark lines (benchstat reads them)")
@@ -202,6 +227,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
 		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile,
+		Window:       windowFunc(windowOptions{tokenizer: *tokenizer, speaker: *windowSpeaker, questions: *questions, detail: *windowDetail}),
 		SoakDuration: *soakDuration, SoakSample: *soakSample}
 	if *soakDuration <= 0 || *soakSample <= 0 {
 		return usage(fmt.Errorf("--soak-duration %s and --soak-sample %s must be positive", *soakDuration, *soakSample))
@@ -232,6 +258,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 			return usage(fmt.Errorf("--k: %w", err))
 		}
 	}
+	if len(budgets) > 0 {
+		if cfg.WindowBudgets, err = parseCounts(budgets); err != nil {
+			return usage(fmt.Errorf("--budgets: %w", err))
+		}
+	}
+	if *questions < 0 {
+		return usage(fmt.Errorf("--questions %d is negative", *questions))
+	}
+	if slices.Contains(suites, bench.SuiteWindow) && *locomoPath == "" {
+		return usage(errors.New("--suite window needs --locomo FILE (a LoCoMo JSON file, e.g. ../shared/data/locomo/locomo-dev3.json)"))
+	}
 	// Checked by name only: loading tiktoken-go's ranks here would keep
 	// them on the heap the footprint suites measure.
 	if err := core.CheckCounterName(*tokenizer); err != nil {
@@ -246,9 +283,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		}
 	}
 	if *locomoPath != "" {
-		if _, err := os.Stat(*locomoPath); err != nil {
+		f, err := os.Open(*locomoPath)
+		if err != nil {
 			return usage(fmt.Errorf("--locomo: %w", err))
 		}
+		f.Close()
 	}
 	var pb *bar
 	if isTerm {

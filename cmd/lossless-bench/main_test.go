@@ -268,7 +268,14 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--locomo", "/nonexistent/l.json"}, 2, "--locomo"},
 		{[]string{"--nope"}, 2, "flag provided but not defined"},
 		{[]string{"--tokenizer", "gpt2"}, 2, "--tokenizer"},
+		{[]string{"--suite", "window"}, 2, "--suite window needs --locomo FILE"},
+		{[]string{"--suite", "window", "--locomo", "/nonexistent/l.json"}, 2, "--locomo"},
+		{[]string{"--budgets", "2000,0"}, 2, "--budgets"},
+		{[]string{"--budgets", "2K,x"}, 2, "--budgets"},
+		{[]string{"--questions", "-1"}, 2, "--questions"},
 		{[]string{"--help"}, 0, "usage: lossless-bench"},
+		{[]string{"--help"}, 0, "-window-detail"},
+		{[]string{"--help"}, 0, "-budgets"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr, false, nil, nil)
@@ -329,5 +336,69 @@ func TestProgressBar(t *testing.T) {
 	b.Clear()
 	if strings.TrimSpace(strings.ReplaceAll(buf.String(), "\r", "")) != "" {
 		t.Fatalf("Clear wrote %q", buf.String())
+	}
+}
+
+// TestCommandWindow runs the window suite of the real command on the
+// synthetic LoCoMo fixture and checks the JSON keys the issue names, the
+// rows, the table and the detail file.
+func TestCommandWindow(t *testing.T) {
+	dir := t.TempDir()
+	locomoPath := filepath.Join(dir, "locomo.json")
+	if err := os.WriteFile(locomoPath, synth.LoCoMo(1, synth.LoCoMoOptions{Conversations: 1, Sessions: 3, Turns: 10}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jsonPath, detailPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "detail.jsonl")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--suite", "window", "--locomo", locomoPath, "--budgets", "300,1K",
+		"--questions", "4", "--tokenizer", "chars4", "--json", jsonPath, "--window-detail", detailPath}, &stdout, &stderr, false, nil, tiny(t))
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Window struct {
+			Questions int                          `json:"questions"`
+			Budgets   []int                        `json:"budgets"`
+			Rows      []map[string]json.RawMessage `json:"rows"`
+		} `json:"window"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	w := doc.Window
+	if w.Questions != 4 || len(w.Budgets) != 2 || w.Budgets[0] != 300 || w.Budgets[1] != 1000 {
+		t.Fatalf("window: %d questions, budgets %v; want 4 (--questions 4, one conversation) and [300 1000]", w.Questions, w.Budgets)
+	}
+	var engines []string
+	for _, r := range w.Rows {
+		for _, k := range []string{"budget", "engine", "evidence_verbatim_pct", "evidence_covered_pct", "questions_all_evidence_pct", "summary_covered_pct", "tokens"} {
+			if _, ok := r[k]; !ok {
+				t.Errorf("row %v has no %q", r, k)
+			}
+		}
+		var e string
+		_ = json.Unmarshal(r["engine"], &e)
+		engines = append(engines, e)
+	}
+	want := "lossless lossless-no-recall legacy recency lossless lossless-no-recall legacy recency"
+	if got := strings.Join(engines, " "); got != want {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	for _, s := range []string{"WINDOW", "lossless-no-recall", "recency", "summary-covered"} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("table without %q", s)
+		}
+	}
+	detail, err := os.ReadFile(detailPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(detail), "\n"); n != 4*len(w.Rows) {
+		t.Errorf("%d detail lines, want %d (4 questions × %d rows)", n, 4*len(w.Rows), len(w.Rows))
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/locomo"
 )
 
 // Suite names, in the order Run runs them.
@@ -32,6 +33,7 @@ const (
 	SuiteFootprint = "footprint"
 	SuiteSessions  = "sessions"
 	SuiteSoak      = "soak"
+	SuiteWindow    = "window"
 )
 
 // Suites lists every suite in run order.
@@ -40,8 +42,10 @@ var Suites = []string{SuiteIngest, SuiteAssemble, SuiteCompact, SuiteRecall, Sui
 // ExtraSuites run only when named (not in the default run): sessions
 // serves Config.Sessions conversations and takes minutes; soak drives one
 // engine as a long-lived gateway does for Config.SoakDuration and checks
-// that its heap stays flat.
-var ExtraSuites = []string{SuiteSessions, SuiteSoak}
+// that its heap stays flat; window replays the LoCoMo file Config.LoCoMo
+// (required) through the engines at Config.WindowBudgets and measures what
+// each question's window holds of its evidence.
+var ExtraSuites = []string{SuiteSessions, SuiteSoak, SuiteWindow}
 
 // ErrUnknownSuite is returned by Config.Validate for a suite name not in
 // Suites.
@@ -138,9 +142,12 @@ type Config struct {
 	SoakSample   time.Duration
 	// Transcripts are real session files to import and compact as well.
 	Transcripts []string
-	// LoCoMo is a LoCoMo-format file for the recall suite; empty means the
-	// built-in synthetic fixture.
+	// LoCoMo is a LoCoMo-format file for the recall suite (empty: the
+	// built-in synthetic fixture) and the window suite (required there).
 	LoCoMo string
+	// WindowBudgets are the window suite's token budgets (default
+	// locomo.DefaultWindowBudgets: 2000, 4000, 8000).
+	WindowBudgets []int
 	// TempDir holds the stores (default os.TempDir()); Run removes what it
 	// creates.
 	TempDir string
@@ -158,6 +165,8 @@ type Config struct {
 	LegacyExact Target
 	// Recall runs the recall suite; nil records ErrUnsupported.
 	Recall RecallFunc
+	// Window runs the window suite; nil records ErrUnsupported.
+	Window WindowFunc
 	// Identifiers extracts identifiers for the compact suite's retention
 	// figure; nil leaves it out.
 	Identifiers IdentifierFunc
@@ -215,6 +224,12 @@ func (c Config) withDefaults() Config {
 	if c.Progress == nil {
 		c.Progress = nopProgress{}
 	}
+	if len(c.WindowBudgets) == 0 {
+		c.WindowBudgets = locomo.DefaultWindowBudgets
+	}
+	c.WindowBudgets = slices.Clone(c.WindowBudgets)
+	slices.Sort(c.WindowBudgets)
+	c.WindowBudgets = slices.Compact(c.WindowBudgets)
 	return c
 }
 
@@ -222,7 +237,7 @@ func (c Config) withDefaults() Config {
 func (c Config) Validate() error {
 	for _, s := range c.Suites {
 		if !slices.Contains(Suites, s) && !slices.Contains(ExtraSuites, s) {
-			return fmt.Errorf("%w %q (want one of %s)", ErrUnknownSuite, s, strings.Join(Suites, ", "))
+			return fmt.Errorf("%w %q (want one of %s)", ErrUnknownSuite, s, strings.Join(slices.Concat(Suites, ExtraSuites), ", "))
 		}
 	}
 	if c.Engine.Open == nil {
@@ -237,6 +252,14 @@ func (c Config) Validate() error {
 		if k <= 0 {
 			return fmt.Errorf("bench: config: k %d is not positive", k)
 		}
+	}
+	for _, b := range c.WindowBudgets {
+		if b <= 0 {
+			return fmt.Errorf("bench: config: window budget %d is not positive", b)
+		}
+	}
+	if slices.Contains(c.Suites, SuiteWindow) && c.LoCoMo == "" {
+		return errors.New("bench: config: the window suite needs a LoCoMo file (LoCoMo)")
 	}
 	return nil
 }
@@ -305,6 +328,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Soak = &SoakReport{}
 			err = r.soak(ctx, rep.Soak)
 			rep.Soak.Error = errString(err)
+		case SuiteWindow:
+			rep.Window = &WindowReport{}
+			err = r.window(ctx, rep.Window)
+			rep.Window.Error = errString(err)
 		case SuiteFootprint:
 			if rep.Footprint == nil { // not measured during assemble
 				rep.Footprint = &FootprintReport{}

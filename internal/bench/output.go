@@ -205,6 +205,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	writeSessions(&b, rep.Sessions)
 	writeSoak(&b, rep.Soak)
+	writeWindow(&b, rep.Window)
 	if len(m.SuiteWallS) > 0 {
 		b.WriteString("\nsuite wall time:")
 		for _, s := range slices.Concat(Suites, ExtraSuites) {
@@ -295,6 +296,7 @@ func WriteGoBench(w io.Writer, rep *Report) error {
 	if r := rep.Soak; r != nil && len(r.Samples) > 0 {
 		line("Soak", r.Turns, goBenchSoak(r)...)
 	}
+	goBenchWindow(rep.Window, line)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

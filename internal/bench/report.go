@@ -14,6 +14,7 @@ type Report struct {
 	Footprint *FootprintReport `json:"footprint,omitempty"`
 	Sessions  *SessionsReport  `json:"sessions,omitempty"`
 	Soak      *SoakReport      `json:"soak,omitempty"`
+	Window    *WindowReport    `json:"window,omitempty"`
 	// Errors lists the suites that failed, as "suite: error".
 	Errors []string `json:"errors,omitempty"`
 }
