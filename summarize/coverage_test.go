@@ -148,7 +148,7 @@ func hierarchy(t testing.TB, tc core.TokenCounter, fn summarizeFn, msgs []string
 // coverageResult is the evidence coverage of one summarizer at one size.
 type coverageResult struct {
 	leafCovered, topCovered, evidence int
-	leafTokens, topTokens              int
+	leafTokens, topTokens             int
 }
 
 func (r coverageResult) leafPct() float64 { return 100 * float64(r.leafCovered) / float64(r.evidence) }
