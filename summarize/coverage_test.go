@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/ident"
 	"github.com/lossless-engine/contextengine/internal/locomo"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/summarize"
@@ -257,5 +258,158 @@ func TestLocomoSummaryCoverage(t *testing.T) {
 				t.Errorf("condensed summary covers %d evidence turns, first sentences %d", got.topCovered, base.topCovered)
 			}
 		})
+	}
+}
+
+// piMonoMessages renders the real pi-mono transcripts' messages as the
+// lossless engine hands them to a summarizer (lossless.MessagePlainText's
+// form: "role: text", a tool result's name, tool calls after the text).
+func piMonoMessages(t testing.TB) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, p := range testutil.PiMono(t) {
+		tr, err := core.ReadTranscript(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msgs []string
+		for _, e := range tr.Entries {
+			m, ok := e.ModelMessage()
+			if !ok {
+				continue
+			}
+			var b strings.Builder
+			b.WriteString(m.Role())
+			if m.Role() == core.RoleToolResult {
+				fmt.Fprintf(&b, " (%s)", m.ToolName())
+			}
+			b.WriteString(": ")
+			b.WriteString(m.Text())
+			for _, c := range m.ToolCalls() {
+				fmt.Fprintf(&b, "\n[tool call %s(%s)]", c.Name, c.Arguments)
+			}
+			msgs = append(msgs, b.String())
+		}
+		out = append(out, msgs)
+	}
+	return out
+}
+
+// codingFacts are what a coding session's summary must keep, found in the
+// input: file paths and code names (ident), and the user's and the
+// assistant's sentences that report an error or a decision.
+type codingFacts struct {
+	ids, idsKept             int
+	errors, errorsKept       int
+	decisions, decisionsKept int
+}
+
+var (
+	errorWords    = []string{"error", "failed", "fails", "cannot", "exception", "undefined", "not found"}
+	decisionWords = []string{"decided", "instead of", "let's", "we'll", "i'll use", "the plan is", "should use", "go with"}
+)
+
+// codingRetention measures what one summary keeps of its input.
+func codingRetention(input, summary string, f *codingFacts) {
+	seen := map[string]bool{}
+	for _, id := range ident.All(input) {
+		if (id.Kind != ident.Path && id.Kind != ident.Name) || seen[id.Value] {
+			continue
+		}
+		seen[id.Value] = true
+		f.ids++
+		if strings.Contains(summary, id.Value) {
+			f.idsKept++
+		}
+	}
+	have := contentWords(summary)
+	role := ""
+	for _, line := range strings.Split(input, "\n") {
+		if r, _, ok := strings.Cut(line, ": "); ok && (r == "user" || r == "assistant" || strings.HasPrefix(r, "toolResult")) {
+			role = r
+		}
+		if role != "user" && role != "assistant" {
+			continue // tool output: errors there are kept by identifier and keyword, not whole
+		}
+		l := strings.ToLower(line)
+		if len(l) < 20 || len(l) > 400 {
+			continue
+		}
+		for _, set := range []struct {
+			words   []string
+			n, kept *int
+		}{{errorWords, &f.errors, &f.errorsKept}, {decisionWords, &f.decisions, &f.decisionsKept}} {
+			for _, w := range set.words {
+				if strings.Contains(l, w) {
+					if yes, ok := covered(line, have); ok {
+						*set.n++
+						if yes {
+							*set.kept++
+						}
+					}
+					break
+				}
+			}
+		}
+	}
+}
+
+func pct(n, of int) float64 { return 100 * float64(n) / float64(max(of, 1)) }
+
+// TestPiMonoSummaryRetention logs what leaf summaries of the real coding
+// transcripts keep (paths and code names, the error and decision lines of
+// the user and the assistant), chunked as the engine's defaults chunk them
+// (20,000 tokens to 2,400), and asserts the extractive summaries keep more
+// identifiers than the first sentences.
+func TestPiMonoSummaryRetention(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: summarizes the pi-mono transcripts")
+	}
+	convs := piMonoMessages(t)
+	tc, err := core.NewTiktoken(core.EncodingO200k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := summarize.NewExtractive(tc)
+	for _, size := range []struct{ chunk, target int }{{20000, 2400}, {6000, 750}} {
+		var got, base codingFacts
+		for _, msgs := range convs {
+			var chunk []string
+			tok := 0
+			flush := func() {
+				text := strings.Join(chunk, "\n\n")
+				target := min(size.target, tc.CountText(text)/2)
+				req := core.SummarizeRequest{Text: text, TargetTokens: target, Kind: core.SummaryLeaf}
+				out, err := ext.Summarize(context.Background(), req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				codingRetention(text, out, &got)
+				codingRetention(text, core.Truncate(tc, text, target), &base)
+				chunk, tok = nil, 0
+			}
+			for _, m := range msgs {
+				n := tc.CountText(m)
+				if tok > 0 && tok+n > size.chunk {
+					flush()
+				}
+				chunk = append(chunk, m)
+				tok += n
+			}
+			if len(chunk) > 0 {
+				flush()
+			}
+		}
+		for _, r := range []struct {
+			name string
+			f    codingFacts
+		}{{"first sentences", base}, {"extractive", got}} {
+			t.Logf("chunk %d → %d, %-15s: identifiers %.1f%% of %d, error lines %.1f%% of %d, decision lines %.1f%% of %d",
+				size.chunk, size.target, r.name, pct(r.f.idsKept, r.f.ids), r.f.ids, pct(r.f.errorsKept, r.f.errors), r.f.errors,
+				pct(r.f.decisionsKept, r.f.decisions), r.f.decisions)
+		}
+		if got.idsKept <= base.idsKept {
+			t.Errorf("chunk %d: extractive keeps %d identifiers, first sentences %d", size.chunk, got.idsKept, base.idsKept)
+		}
 	}
 }
