@@ -150,6 +150,9 @@ func hierarchy(t testing.TB, tc core.TokenCounter, fn summarizeFn, msgs []string
 type coverageResult struct {
 	leafCovered, topCovered, evidence int
 	leafTokens, topTokens             int
+	// allLeaf and allTop count every turn covered (of allTurns), the
+	// question-free figure the summarizer's constants were tuned on.
+	allLeaf, allTop, allTurns int
 }
 
 func (r coverageResult) leafPct() float64 { return 100 * float64(r.leafCovered) / float64(r.evidence) }
@@ -187,6 +190,17 @@ func measureCoverage(t testing.TB, tc core.TokenCounter, convs []locomo.Conversa
 			r.leafTokens += tc.CountText(l)
 		}
 		r.topTokens += tc.CountText(top)
+		for _, body := range byID {
+			if yes, ok := covered(body, leafWords); ok {
+				r.allTurns++
+				if yes {
+					r.allLeaf++
+				}
+				if yes, _ := covered(body, topWords); yes {
+					r.allTop++
+				}
+			}
+		}
 		seen := map[string]bool{}
 		for _, q := range c.QA {
 			for _, id := range q.Evidence {
@@ -249,8 +263,13 @@ func TestLocomoSummaryCoverage(t *testing.T) {
 			base := measureCoverage(t, tc, convs, firstSentences(tc), sz)
 			got := measureCoverage(t, tc, convs, ext.Summarize, sz)
 			t.Logf("budget %d (chunk %d, leaf target %d, condensed target %d), %d evidence turns:", budget, sz.chunk, sz.leafTarget, sz.condTarget, got.evidence)
-			t.Logf("  first sentences: leaves %.1f%% (%d tokens), condensed %.1f%% (%d tokens)", base.leafPct(), base.leafTokens, base.topPct(), base.topTokens)
-			t.Logf("  extractive:      leaves %.1f%% (%d tokens), condensed %.1f%% (%d tokens)", got.leafPct(), got.leafTokens, got.topPct(), got.topTokens)
+			for _, r := range []struct {
+				name string
+				c    coverageResult
+			}{{"first sentences", base}, {"extractive", got}} {
+				t.Logf("  %-15s: evidence: leaves %.1f%%, condensed %.1f%%; all %d turns: leaves %.1f%%, condensed %.1f%%; tokens: leaves %d, condensed %d",
+					r.name, r.c.leafPct(), r.c.topPct(), r.c.allTurns, pct(r.c.allLeaf, r.c.allTurns), pct(r.c.allTop, r.c.allTurns), r.c.leafTokens, r.c.topTokens)
+			}
 			if got.leafCovered <= base.leafCovered {
 				t.Errorf("leaf summaries cover %d evidence turns, first sentences %d", got.leafCovered, base.leafCovered)
 			}
