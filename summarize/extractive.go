@@ -789,8 +789,13 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 	if p.chat && flags&fPref != 0 {
 		score += prefBonus
 	}
-	if content <= 1 && ids == 0 && !digits {
-		score -= smallTalkLoss // "Hey Mel! Good to see you!", "Thanks so much!"
+	if ids == 0 && !digits && (content <= 1 || (content <= 2 && words >= 3*content)) {
+		// "Hey Mel! Good to see you! How have you been?", "Thanks so much!"
+		if p.chat && !prev {
+			p.arena = p.arena[:w0]
+			return // a chat's small talk is no fact
+		}
+		score -= smallTalkLoss
 	}
 	if p.chat && strings.HasSuffix(strings.TrimRight(s, " \"'”)"), "?") {
 		score -= questionLoss
