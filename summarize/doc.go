@@ -3,7 +3,16 @@
 //   - Extractive, the embedded default: deterministic, no network, fast. It
 //     keeps the sentences that carry asks, constraints, decisions, errors,
 //     outcomes and identifiers, in fixed sections, and its output is always
-//     strictly shorter than its input and within the target.
+//     strictly shorter than its input and within the target. Every sentence
+//     is also scored by what it says (rare words by inverse frequency within
+//     the input, names, numbers, dates, preferences and plans; small talk
+//     loses, near-duplicates are left out). A chat becomes one chronological
+//     "Facts:" list of whole short turns, with the date stamps its lines
+//     carry ("[7 May 2023] user: …"); a condensed input is split back into
+//     its children's items, so the most specific facts of all children win,
+//     not the first child's. Measured by TestLocomoSummaryCoverage (LoCoMo
+//     evidence covered by summaries alone) and TestPiMonoSummaryRetention
+//     (paths, names, error and decision lines of coding sessions).
 //   - Model, a language model behind the official SDKs: OpenAI-compatible
 //     chat completions (NewOpenAI: OpenAI, vLLM, llama.cpp server, Ollama)
 //     or Anthropic Messages (NewAnthropic), or the host's own model

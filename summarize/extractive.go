@@ -3,6 +3,7 @@ package summarize
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -12,7 +13,16 @@ import (
 
 // Extractive is the embedded summarizer: deterministic, no network. It picks
 // and trims the sentences that carry asks, constraints, decisions, errors,
-// outcomes and identifiers, and lays them out in fixed sections. Its output
+// outcomes and identifiers, and lays them out in fixed sections. Every
+// sentence is also scored by how much it says: its rare words (weighted by
+// inverse frequency within the summarized text), names, numbers, dates and
+// times, preferences and plans; greetings, thanks and small talk lose, and a
+// sentence whose words the summary already holds is left out. A chat (turns
+// of two speakers, no tools and no code) becomes one chronological list of
+// facts; a date stamp leading a line ("[7 May 2023] user: …", "(7 May 2023)
+// …") is carried onto the facts kept from it. Summaries of summaries split
+// their children's sections back into items and keep the most informative
+// of all children, not the first. Its output
 // is always strictly shorter (in tokens) than its input (Text plus
 // PreviousSummary) and never longer than TargetTokens. It is safe for
 // concurrent use.
@@ -43,8 +53,21 @@ const (
 	secNext
 	secContext
 	numSections
-	secNone = -1
+	// secFacts holds statements of no coding section (all of a chat's
+	// sentences); it is rendered after the others, only when not empty.
+	secFacts = numSections
+	secNone  = -1
 )
+
+// Label and heading of the facts section.
+const (
+	factsLabel   = "Facts"
+	factsHeading = "## Facts"
+)
+
+// sectionBase is the base score of an item taken from a child summary's
+// section (secFacts last).
+var sectionBase = [numSections + 1]float64{3, 3.5, 2, 1.8, 3, 3, 2.2, 2, 2}
 
 // Headings of the full (compaction) form and labels of the compact form.
 var (
@@ -73,6 +96,8 @@ const (
 	fProgress
 	fBlocked
 	fNext
+	fTime // a date or time word: yesterday, Monday, May, weeks, ago
+	fPref // a preference, plan or life event: love, favorite, started, adopted
 )
 
 var keywords = func() map[string]uint16 {
@@ -90,6 +115,12 @@ var keywords = func() map[string]uint16 {
 	add(fProgress, "currently ongoing wip progress started starting continuing working now")
 	add(fBlocked, "blocked blocking stuck waiting blocker pending")
 	add(fNext, "next todo remaining later follow-up then will tbd afterwards")
+	add(fTime, "yesterday today tomorrow tonight weekend week weeks month months year years ago "+
+		"monday tuesday wednesday thursday friday saturday sunday january february march april june july "+
+		"august september october november december morning evening night birthday anniversary")
+	add(fPref, "love loved loves favorite favourite favorites enjoy enjoyed enjoys prefer hate hated passion "+
+		"passionate dream hobby hobbies going planning plan plans started joined adopted bought moved visited "+
+		"graduated married signed decided learned learning took won finished volunteer volunteering")
 	return m
 }()
 
@@ -107,10 +138,26 @@ type sent struct {
 	score   float64
 	cost    int // estimated tokens
 	prev    bool
+	w0, w1  int32  // its content words: plan.arena[w0:w1]
+	when    string // the date stamp it was said under, if the input gave one
 }
+
+// smallTalk are words that carry no fact: greetings, thanks, praise,
+// agreement. They count neither as content nor as rare words.
+var smallTalk = setOf("hi hey hello thanks thank congrats congratulations wow awesome great amazing cool glad bye " +
+	"nice lol haha yeah yes yep okay sure totally absolutely good really sounds proud happy hear see take care " +
+	"catch talk chat soon definitely appreciate super fun wonderful incredible cheers sweet true well know think " +
+	"glad lovely beautiful fantastic exciting excited stuff things thing something anything much lot lots way " +
+	"feel feels felt like just get got going doing done make made can could would should will shall might " +
+	"there here how what why who whom whose its it's that's i'm i've you're we're they're don't can't won't " +
+	"didn't doesn't isn't aren't wasn't let's gonna wanna also too very")
 
 // maxSentBytes caps one kept sentence; longer ones are cut at a space.
 const maxSentBytes = 360
+
+// chatTurnBytes is the longest line of a chat kept as one candidate; longer
+// ones are split into sentences.
+const chatTurnBytes = 240
 
 // Summarize returns an extractive summary of req. It fails (wrapping
 // core.ErrSummarizerFailed) only when the input is too small to shorten.
@@ -188,11 +235,23 @@ type plan struct {
 	focus    map[string]struct{}
 	seenUser bool    // a user sentence of Text was seen
 	frac     float64 // position in Text of the sentence being added, 0..1
+	chat     bool    // Text is a chat: turns without tools or code
+	when     string  // the date stamp of the line being added
+
+	// content words: each distinct word an id, the number of sentences
+	// holding it (df), and every sentence's ids in one arena.
+	wordID   map[string]int32
+	df       []int32
+	lastSent []int32 // the last sentence (1-based) that counted the word
+	arena    []int32
+	nSents   int // sentences seen, kept or not: the span for df
 }
 
 // collect splits the inputs into scored candidate sentences.
 func (p *plan) collect() {
 	p.focus = map[string]struct{}{}
+	p.wordID = map[string]int32{}
+	p.chat = isChat(p.req.Text)
 	forEachWord(p.req.Focus, func(w string) {
 		if len(w) >= 3 && !stopword(w) {
 			p.focus[w] = struct{}{}
@@ -218,16 +277,17 @@ func (p *plan) collect() {
 	})
 	sort.SliceStable(order, func(i, j int) bool { return count[order[i]] > count[order[j]] })
 	p.ids = order
+	p.scoreInformation()
 	// diminishing returns within a section: the k-th best loses 0.35*k.
 	idx := make([]int, len(p.sents))
 	for i := range idx {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return p.sents[idx[a]].score > p.sents[idx[b]].score })
-	var rank [numSections]int
+	var rank [numSections + 1]int
 	for _, i := range idx {
 		s := &p.sents[i]
-		if s.section >= 0 {
+		if s.section >= 0 && s.section < numSections {
 			s.score -= 0.35 * float64(rank[s.section])
 			rank[s.section]++
 		}
@@ -266,6 +326,9 @@ func (p *plan) collectPrevious(prev string) {
 			continue
 		}
 		for _, item := range strings.Split(t, " · ") {
+			if when, rest, ok := stamp(strings.TrimSpace(item)); ok {
+				p.when, item = when, rest
+			}
 			p.add(item, 'p', section, true)
 		}
 	}
@@ -296,6 +359,8 @@ func parseHeading(t string) (int, string, bool) {
 			return secNext, "", true
 		case strings.Contains(h, "context"):
 			return secContext, "", true
+		case strings.HasPrefix(h, "facts"):
+			return secFacts, "", true
 		}
 		return secNone, "", true
 	}
@@ -304,7 +369,113 @@ func parseHeading(t string) (int, string, bool) {
 			return s, strings.TrimSpace(t[len(l)+1:]), true
 		}
 	}
+	if len(t) > len(factsLabel)+1 && strings.HasPrefix(t, factsLabel) && t[len(factsLabel)] == ':' {
+		return secFacts, strings.TrimSpace(t[len(factsLabel)+1:]), true
+	}
 	return 0, "", false
+}
+
+// isChat reports whether text is a chat: turns marked by role, none of them
+// a tool's, no tool calls, and (almost) no code.
+func isChat(text string) bool {
+	if strings.Contains(text, "[tool call") {
+		return false
+	}
+	lines, code, marked, facts := 0, 0, 0, 0
+	for len(text) > 0 {
+		k := strings.IndexByte(text, '\n')
+		var line string
+		if k < 0 {
+			line, text = text, ""
+		} else {
+			line, text = text[:k], text[k+1:]
+		}
+		if _, rest, ok := stamp(strings.TrimSpace(line)); ok {
+			line = rest
+		}
+		t := strings.TrimSpace(line)
+		if len(t) < 3 {
+			continue
+		}
+		lines++
+		if r, rest, ok := roleMarker(line); ok {
+			if r == 't' || r == 's' {
+				return false
+			}
+			marked++
+			line = rest
+			if t = strings.TrimSpace(line); t == "" {
+				continue
+			}
+		} else if strings.HasPrefix(t, factsLabel+": ") || strings.HasPrefix(t, factsHeading) {
+			facts++
+		}
+		if isCode(line, t) {
+			code++
+		}
+	}
+	return (marked > 0 || facts > 0) && code*10 <= lines
+}
+
+// isCode is a stricter isCodeLike: indented, or braces and semicolons
+// (chat lines end with ")" and "]" too: smileys, image captions).
+func isCode(line, t string) bool {
+	if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "    ") {
+		return true
+	}
+	switch t[len(t)-1] {
+	case '{', '}', ';':
+		return true
+	}
+	switch t[0] {
+	case '{', '}', '<', '|', '=':
+		return true
+	}
+	return false
+}
+
+// months are the month names a date stamp may hold (three-letter prefixes).
+var months = setOf("jan feb mar apr may jun jul aug sep oct nov dec")
+
+// stamp recognises a date stamp leading t: "[7 May 2023]", "(2023-05-07
+// 13:56)", "[1:56 pm on 8 May, 2023]". It holds a digit and a month name or
+// an ISO date. It returns the stamp's inside and the text after it.
+func stamp(t string) (string, string, bool) {
+	if len(t) < 5 || (t[0] != '[' && t[0] != '(') {
+		return "", "", false
+	}
+	closer := byte(']')
+	if t[0] == '(' {
+		closer = ')'
+	}
+	end := strings.IndexByte(t[:min(len(t), 48)], closer)
+	if end < 4 {
+		return "", "", false
+	}
+	in := strings.TrimSpace(t[1:end])
+	if strings.IndexAny(in, "0123456789") < 0 {
+		return "", "", false
+	}
+	dated := false
+	forEachWord(in, func(w string) {
+		if len(w) >= 3 {
+			if _, ok := months[w[:3]]; ok {
+				dated = true
+			}
+		}
+	})
+	if !dated {
+		// an ISO date: dddd-dd-dd
+		for i := 0; i+10 <= len(in) && !dated; i++ {
+			d := in[i : i+10]
+			dated = isDigit(d[0]) && isDigit(d[1]) && isDigit(d[2]) && isDigit(d[3]) && d[4] == '-' &&
+				isDigit(d[5]) && isDigit(d[6]) && d[7] == '-' && isDigit(d[8]) && isDigit(d[9])
+		}
+	}
+	if !dated {
+		return "", "", false
+	}
+	return in, strings.TrimSpace(t[end+1:]), true
 }
 
 // collectText splits the rendered messages into sentences, tracking the
@@ -312,6 +483,7 @@ func parseHeading(t string) (int, string, bool) {
 func (p *plan) collectText(text string) {
 	role := byte('?')
 	total := float64(len(text))
+	section := secNone // the section of a child summary's "## heading"
 	for len(text) > 0 {
 		p.frac = 1 - float64(len(text))/total
 		k := strings.IndexByte(text, '\n')
@@ -321,14 +493,47 @@ func (p *plan) collectText(text string) {
 		} else {
 			line, text = text[:k], text[k+1:]
 		}
+		if when, rest, ok := stamp(strings.TrimSpace(line)); ok {
+			p.when, line = when, rest
+		}
 		if r, rest, ok := roleMarker(line); ok {
-			role, line = r, rest
+			role, line, section = r, rest, secNone
+			if when, rest, ok := stamp(strings.TrimSpace(line)); ok {
+				p.when, line = when, rest
+			}
 		}
 		t := strings.TrimSpace(line)
+		if t == "" {
+			section = secNone // children of a condensed input are apart by a blank line
+		}
 		if len(t) < 3 {
 			continue
 		}
+		// a child summary's lines (a condensed input): its sections and
+		// items, the identifiers line left to the identifier scan.
+		if strings.HasPrefix(t, identifiersLabel) || strings.HasPrefix(t, "- "+identifiersLabel) || strings.HasPrefix(t, "Focus: ") {
+			continue
+		}
+		if s, rest, ok := parseHeading(t); ok && role != 't' {
+			section = s
+			if rest != "" {
+				p.addItems(rest, s)
+			}
+			continue
+		}
+		if section != secNone && strings.HasPrefix(t, "- ") {
+			if item := strings.TrimSpace(t[2:]); item != "(none)" {
+				p.addItems(item, section)
+			}
+			continue
+		}
 		codeLike := isCodeLike(line, t)
+		if p.chat && len(t) <= chatTurnBytes && len(t) >= 8 {
+			// a chat's short turn is one fact: kept whole, its
+			// greeting and thanks with it, or not at all
+			p.add(t, role, secNone, false)
+			continue
+		}
 		for len(t) > 0 {
 			end := sentenceEnd(t)
 			s := strings.TrimSpace(t[:end])
@@ -340,6 +545,20 @@ func (p *plan) collectText(text string) {
 					p.add(s, role, secNone, false)
 				}
 			}
+		}
+	}
+}
+
+// addItems adds the " · "-separated items of one section of a child
+// summary, each keeping its section and its leading date stamp.
+func (p *plan) addItems(line string, section int) {
+	for _, item := range strings.Split(line, " · ") {
+		item = strings.TrimSpace(item)
+		if when, rest, ok := stamp(item); ok {
+			p.when, item = when, rest
+		}
+		if len(item) >= 3 {
+			p.add(item, 'p', section, false)
 		}
 	}
 }
@@ -434,7 +653,24 @@ func sentenceEnd(t string) int {
 
 func isRuneStartByte(b byte) bool { return b&0xC0 != 0x80 }
 
-// add scores one sentence and appends it as a candidate.
+// Weights of the information score (see add and scoreInformation).
+const (
+	infoWeight    = 0.2 // per unit of summed inverse frequency of content words
+	infoCap       = 12  // the most summed inverse frequency counted
+	entityWeight  = 0.3 // per name (a capitalised word inside a sentence), at most 3
+	timeBonus     = 0.4 // a date or time word
+	prefBonus     = 0.5 // a preference, plan or life event (chat)
+	digitBonus    = 0.3 // a number
+	smallTalkLoss = 2   // at most one content word beside greetings and thanks
+	questionLoss  = 0.7 // a question in a chat
+	factsBase     = 2   // a chat sentence
+	proseBase     = 0.8 // a coding session's prose of no section
+	chatRecency   = 0   // weight of the position in a chat (1 in a coding session)
+	chatCostDiv   = 60  // a chat candidate loses its estimated tokens / chatCostDiv (60 in a coding session)
+)
+
+// add scores one sentence and appends it as a candidate. Its content words
+// are counted for the inverse frequencies that scoreInformation adds later.
 func (p *plan) add(s string, role byte, section int, prev bool) {
 	code := role&0x80 != 0
 	role &^= 0x80
@@ -448,9 +684,12 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 		}
 		s = s[:cut] + "…"
 	}
+	p.nSents++
+	sentNo := int32(p.nSents)
+	w0 := len(p.arena)
 	var flags uint16
 	focus := false
-	words := 0
+	words, content := 0, 0
 	forEachWord(s, func(w string) {
 		words++
 		flags |= keywords[w]
@@ -459,6 +698,26 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 				focus = true
 			}
 		}
+		if len(w) < 3 || stopword(w) {
+			return
+		}
+		if _, ok := smallTalk[w]; ok {
+			return
+		}
+		content++
+		id, ok := p.wordID[w]
+		if !ok {
+			id = int32(len(p.df))
+			p.wordID[w] = id
+			p.df = append(p.df, 0)
+			p.lastSent = append(p.lastSent, 0)
+		}
+		if p.lastSent[id] == sentNo {
+			return
+		}
+		p.lastSent[id] = sentNo
+		p.df[id]++
+		p.arena = append(p.arena, id)
 	})
 	ids := 0
 	ident.Scan(s, func(int, int, ident.Kind) { ids++ })
@@ -473,12 +732,20 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 			// tool output and code: only errors and identifiers matter
 			flags &= fError
 		}
-		section, score = classify(flags, role, ids)
+		switch {
+		case p.chat && !code && role != 't':
+			section, score = secFacts, factsBase
+		default:
+			section, score = classify(flags, role, ids)
+			if section == secNone && !code && role != 't' && content > 0 {
+				section, score = secFacts, proseBase
+			}
+		}
 		if section == secGoal {
 			if !p.seenUser {
 				score += 1.5 // the first ask: the original goal
 				p.seenUser = true
-			} else if flags == 0 && ids == 0 && words < 6 {
+			} else if flags&^(fTime|fPref) == 0 && ids == 0 && words < 6 {
 				score = 0.5 // chatter: "sounds good", "ok"
 			}
 		}
@@ -487,15 +754,21 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 		} else if role == 't' && section != secNone {
 			score -= 1
 		}
-	} else {
+	} else if prev {
 		score = 3
+	} else {
+		score = sectionBase[section]
 	}
 	if section == secNone {
+		p.arena = p.arena[:w0]
 		return
 	}
-	if prev {
+	switch {
+	case prev:
 		score += 2.5
-	} else {
+	case p.chat:
+		score += chatRecency * p.frac
+	default:
 		score += p.frac // the latest state matters most
 	}
 	if ids > 4 {
@@ -505,9 +778,27 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 		score += 0.25 * float64(ids)
 	} else {
 		score += 0.6 * float64(ids)
+		score += entityWeight * float64(min(entities(s), 3))
 	}
 	if digits {
-		score += 0.2
+		score += digitBonus
+	}
+	if flags&fTime != 0 {
+		score += timeBonus
+	}
+	if p.chat && flags&fPref != 0 {
+		score += prefBonus
+	}
+	if ids == 0 && !digits && (content <= 1 || (content <= 2 && words >= 3*content)) {
+		// "Hey Mel! Good to see you! How have you been?", "Thanks so much!"
+		if p.chat && !prev {
+			p.arena = p.arena[:w0]
+			return // a chat's small talk is no fact
+		}
+		score -= smallTalkLoss
+	}
+	if p.chat && strings.HasSuffix(strings.TrimRight(s, " \"'”)"), "?") {
+		score -= questionLoss
 	}
 	if focus && code {
 		score += 1
@@ -515,9 +806,67 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 		score += 4
 	}
 	cost := int(float64(len(s)+3)*p.ratio) + 1
-	score -= float64(cost) / 60
+	if p.when != "" {
+		cost += int(float64(len(p.when)+3)*p.ratio) + 1 // the "(stamp) " it may be shown with
+	}
+	if p.chat {
+		score -= float64(cost) / chatCostDiv
+	} else {
+		score -= float64(cost) / 60
+	}
 	score += float64(len(p.sents)) * 1e-6 // later sentences win ties: the latest state
-	p.sents = append(p.sents, sent{text: s, order: len(p.sents), section: section, score: score, cost: cost, prev: prev})
+	p.sents = append(p.sents, sent{text: s, order: len(p.sents), section: section, score: score, cost: cost, prev: prev,
+		w0: int32(w0), w1: int32(len(p.arena)), when: p.when})
+}
+
+// scoreInformation adds to every candidate the summed inverse frequency of
+// its content words within the summarized text (rare words, the specific
+// facts, weigh most), capped so that length alone does not win.
+func (p *plan) scoreInformation() {
+	if len(p.sents) == 0 {
+		return
+	}
+	n := float64(p.nSents)
+	idf := make([]float64, len(p.df))
+	for i, d := range p.df {
+		idf[i] = math.Log(1 + n/float64(d))
+	}
+	for i := range p.sents {
+		s := &p.sents[i]
+		sum := 0.0
+		for _, w := range p.arena[s.w0:s.w1] {
+			sum += idf[w]
+		}
+		s.score += infoWeight * math.Min(sum, infoCap)
+	}
+}
+
+// entities counts the capitalised words of s that do not start a sentence
+// (names of people, places, products), "I" aside.
+func entities(s string) int {
+	n := 0
+	start := true
+	for i := 0; i < len(s); {
+		c := s[i]
+		if isLetter(c) {
+			j := i
+			for j < len(s) && (isLetter(s[j]) || isDigit(s[j]) || s[j] == '\'' || s[j] == '-') {
+				j++
+			}
+			if isUpper(c) && !start && s[i:j] != "I" && !strings.HasPrefix(s[i:j], "I'") {
+				n++
+			}
+			start = false
+			i = j
+			continue
+		}
+		switch c {
+		case '.', '!', '?', ':', '"', '\n':
+			start = true
+		}
+		i++
+	}
+	return n
 }
 
 // classify picks a sentence's section and base score from its keywords.
@@ -594,7 +943,7 @@ func (p *plan) render(budget int) string {
 		focusLine = "Focus: " + f
 		headCost += int(float64(len(focusLine)+1)*p.ratio) + 2
 	}
-	if !p.compact {
+	if !p.compact && !p.chat {
 		headCost += 45 + 3*numSections // headings and "(none)" lines
 	}
 	avail := budget - headCost
@@ -610,6 +959,7 @@ func (p *plan) render(budget int) string {
 	sort.SliceStable(order, func(a, b int) bool { return p.sents[order[a]].score > p.sents[order[b]].score })
 	chosen := make([]bool, len(p.sents))
 	seen := map[string]struct{}{}
+	have := make([]bool, len(p.df)) // content words the chosen sentences hold
 	used := 0
 	pick := func(limit int) {
 		misses := 0
@@ -629,6 +979,21 @@ func (p *plan) render(budget int) string {
 				continue
 			}
 			seen[s.text] = struct{}{}
+			// a near-duplicate: the summary already holds 80% of its words
+			if words := p.arena[s.w0:s.w1]; len(words) >= 3 {
+				old := 0
+				for _, w := range words {
+					if have[w] {
+						old++
+					}
+				}
+				if old*5 >= len(words)*4 {
+					continue
+				}
+			}
+			for _, w := range p.arena[s.w0:s.w1] {
+				have[w] = true
+			}
 			chosen[i] = true
 			used += s.cost
 		}
@@ -673,11 +1038,21 @@ func (p *plan) render(budget int) string {
 	}
 	pick(avail)
 
-	var bySec [numSections][]string
+	var bySec [numSections + 1][]string
+	var lastWhen [numSections + 1]string
 	for i, c := range chosen {
 		if c {
 			s := p.sents[i]
-			bySec[s.section] = append(bySec[s.section], trimLabel(s.text, sectionLabels[s.section]))
+			label := factsLabel
+			if s.section < numSections {
+				label = sectionLabels[s.section]
+			}
+			text := trimLabel(s.text, label)
+			if s.when != "" && s.when != lastWhen[s.section] {
+				text = "(" + s.when + ") " + text
+				lastWhen[s.section] = s.when
+			}
+			bySec[s.section] = append(bySec[s.section], text)
 		}
 	}
 	var b strings.Builder
@@ -695,6 +1070,12 @@ func (p *plan) render(budget int) string {
 			b.WriteString(strings.Join(bySec[s], " · "))
 			b.WriteByte('\n')
 		}
+		if len(bySec[secFacts]) > 0 {
+			b.WriteString(factsLabel)
+			b.WriteString(": ")
+			b.WriteString(strings.Join(bySec[secFacts], " · "))
+			b.WriteByte('\n')
+		}
 		if len(idLine) > 0 {
 			b.WriteString(identifiersLabel)
 			b.WriteString(strings.Join(idLine, ", "))
@@ -703,6 +1084,9 @@ func (p *plan) render(budget int) string {
 		return strings.TrimRight(b.String(), "\n")
 	}
 	for s := 0; s < numSections; s++ {
+		if p.chat && len(bySec[s]) == 0 && (s != secContext || len(idLine) == 0) {
+			continue // a chat shows only the sections it has
+		}
 		if s == secDone {
 			b.WriteString(progressHeading)
 			b.WriteByte('\n')
@@ -717,6 +1101,15 @@ func (p *plan) render(budget int) string {
 			b.WriteString("- (none)\n")
 		}
 		for _, it := range items {
+			b.WriteString("- ")
+			b.WriteString(it)
+			b.WriteByte('\n')
+		}
+	}
+	if len(bySec[secFacts]) > 0 {
+		b.WriteString(factsHeading)
+		b.WriteByte('\n')
+		for _, it := range bySec[secFacts] {
 			b.WriteString("- ")
 			b.WriteString(it)
 			b.WriteByte('\n')

@@ -343,3 +343,99 @@ func TestSummarizeCountedMatchesSummarize(t *testing.T) {
 		t.Fatalf("count 40: %d tokens, %v", tc.CountText(c), err)
 	}
 }
+
+// chatSample is a hand-made chat: greetings, thanks and small talk around
+// a few facts (a name, a place, a date, a number, a preference).
+const chatSample = `user: Hey Mel! Good to see you! How have you been?
+assistant: Hey! I'm good, thanks so much for asking! Wow, it's been a while!
+user: Yeah, so great to hear from you! Totally!
+assistant: Haha, yes, so nice to chat again!
+user: On 7 May 2023 I went to the LGBTQ support group in Boston with Jordan.
+assistant: Awesome! That's so cool, I'm really happy for you!
+user: Thanks! It was really great, you know.
+assistant: My favourite painting is the lake sunrise I finished in 2022.
+user: Wow, that's amazing! So cool!
+assistant: Thanks a lot! Glad you think so!
+user: Okay, talk to you soon! Bye!
+assistant: Bye! Take care!
+`
+
+func TestExtractiveChatKeepsFactsOverSmallTalk(t *testing.T) {
+	tc := counter(t)
+	e := NewExtractive(tc)
+	out, err := e.Summarize(context.Background(), core.SummarizeRequest{Text: chatSample, TargetTokens: 60, Kind: core.SummaryLeaf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+	for _, want := range []string{"LGBTQ support group in Boston", "lake sunrise"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fact %q lost:\n%s", want, out)
+		}
+	}
+	for _, chatter := range []string{"Hey Mel", "Take care", "so nice to chat", "talk to you soon"} {
+		if strings.Contains(out, chatter) {
+			t.Errorf("small talk %q kept:\n%s", chatter, out)
+		}
+	}
+	if !strings.HasPrefix(out, "Facts: ") {
+		t.Errorf("a chat is not summarized as one list of facts:\n%s", out)
+	}
+	if i, j := strings.Index(out, "Boston"), strings.Index(out, "lake sunrise"); i > j {
+		t.Errorf("facts out of chronological order:\n%s", out)
+	}
+	if n := tc.CountText(out); n > 60 {
+		t.Errorf("%d tokens > 60", n)
+	}
+}
+
+func TestExtractiveCarriesDateStamps(t *testing.T) {
+	text := "[7 May 2023] user: Hi! How are you?\n[7 May 2023] user: I went to the LGBTQ support group with Jordan yesterday.\n" +
+		"[7 May 2023] assistant: Nice, thanks for sharing!\n[25 May 2023] assistant: I ran a charity race for mental health in Portland last Saturday.\n" +
+		"[25 May 2023] user: Great, good for you!\n"
+	out, err := extractive(t).Summarize(context.Background(), core.SummarizeRequest{Text: text, TargetTokens: 50, Kind: core.SummaryLeaf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+	for _, want := range []string{"(7 May 2023) I went to the LGBTQ support group", "(25 May 2023) I ran a charity race"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	// a condensed summary of it keeps the stamps
+	again, err := extractive(t).Summarize(context.Background(), core.SummarizeRequest{Text: out + "\n\n" + out, TargetTokens: 40, Kind: core.SummaryCondensed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(again, "(7 May 2023) ") && !strings.Contains(again, "(25 May 2023) ") {
+		t.Errorf("condensed summary lost the date stamps:\n%s", again)
+	}
+}
+
+func TestExtractiveCondensedKeepsRareFactOfLaterChild(t *testing.T) {
+	generic := func(topic string) string {
+		return fmt.Sprintf("Facts: We talked about %s and how important it is. · %s really matters to us and we talked about it a lot. · "+
+			"It is important to keep talking about %s with each other. · We both agree %s is important and we will keep talking.", topic, topic, topic, topic)
+	}
+	children := []string{
+		generic("family"),
+		generic("family support"),
+		"Facts: We talked about family again and how important it is. · Melanie adopted a greyhound named Oscar from the Springfield shelter on 14 June 2023.",
+	}
+	tc := counter(t)
+	out, err := NewExtractive(tc).Summarize(context.Background(), core.SummarizeRequest{Text: strings.Join(children, "\n\n"), TargetTokens: 45, Kind: core.SummaryCondensed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+	if !strings.Contains(out, "greyhound named Oscar") {
+		t.Errorf("the third child's specific fact was lost:\n%s", out)
+	}
+	if strings.Count(out, "talked about family") > 1 {
+		t.Errorf("near-identical items kept twice:\n%s", out)
+	}
+	if n := tc.CountText(out); n > 45 {
+		t.Errorf("%d tokens > 45", n)
+	}
+}
