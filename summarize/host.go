@@ -49,7 +49,7 @@ var ErrNoHostLLM = errors.New("summarize: the host's model is not offered in thi
 // per call, and a failed call counts once toward its circuit breaker.
 func NewHost(timeout time.Duration, maxOutput int) *Model {
 	t := timeoutOr(timeout)
-	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: t, callTimeout: t}
+	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: t, callTimeout: t, hostOnly: true}
 	m.call = func(ctx context.Context, system, user string, maxTokens int) (string, error) {
 		f := HostLLMFrom(ctx)
 		if f == nil {
