@@ -210,10 +210,14 @@ type LLMResponse struct {
 }
 
 // LLMUsage is LLMResponse.Usage: OpenClaw's usage of one llm.complete
-// (its other fields, such as costUsd, are not read).
+// (its other fields, such as totalTokens and costUsd, are not read).
 type LLMUsage struct {
 	InputTokens  int `json:"inputTokens,omitempty"`
 	OutputTokens int `json:"outputTokens,omitempty"`
+	// CacheReadTokens and CacheWriteTokens are prompt tokens read from or
+	// written to the provider's prompt cache, when it reports them apart.
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
 
 // BootstrapParams are the arguments of Bootstrap.

@@ -483,8 +483,9 @@ func withHostLLM(ctx context.Context, rc *core.RuntimeContext) context.Context {
 			return "", err
 		}
 		if u := res.Usage; u != nil {
-			// The host's count of the call, for the spend cap.
-			summarize.ReportUsage(ctx, u.InputTokens, u.OutputTokens)
+			// The host's count of the call, for the spend cap (the prompt's
+			// cached tokens included: the cap counts tokens, not prices).
+			summarize.ReportUsage(ctx, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.OutputTokens)
 		}
 		return res.Text, nil
 	})
