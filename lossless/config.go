@@ -366,6 +366,12 @@ func (c Config) validateStoreless() error {
 	return nil
 }
 
+// SummarizerConfig returns the summarizer the engine builds from this
+// config: Summarizer decoded, its kind defaulted by Host (KindHost under
+// OpenClaw, else KindExtractive), checked. Limits left at zero mean the
+// summarize package's defaults.
+func (c Config) SummarizerConfig() (summarize.Config, error) { return c.summarizerConfig() }
+
 // summarizerConfig decodes Summarizer (unknown fields refused) and fills
 // in the default kind: KindHost under OpenClaw (Host), else the extractive
 // one.
