@@ -14,7 +14,7 @@
 //
 // # Methods (client → server)
 //
-//	initialize            {config?, agentDir?, workspaceDir?, protocolVersion?}
+//	initialize            {config?, agentDir?, workspaceDir?, host?, protocolVersion?}
 //	                      → {protocolVersion, info, methods, server}
 //	info                  → core.Info
 //	bootstrap             core.BootstrapParams   → core.BootstrapResult
@@ -32,7 +32,9 @@
 //	$/cancelRequest       notification {id}: cancels that request's context
 //
 // initialize must come first: it calls the factory with the plugin's config
-// (plugins.entries.<id>.config) and the host's directories. Its result lists
+// (plugins.entries.<id>.config), the host's directories and its name
+// (host: core.HostOpenClaw from the OpenClaw plugin, which makes the host's
+// model lossless's default summarizer; FactoryOptions.Host). Its result lists
 // in methods the optional methods the engine implements, so the JavaScript
 // side exposes exactly those to OpenClaw (whose behaviour depends on which
 // methods exist). An optional method the engine lacks answers -32601. When

@@ -87,8 +87,8 @@ var ErrConnectionClosed = errors.New("bridge: connection closed")
 var ErrNotInitialized = errors.New("bridge: server not initialized")
 
 // InitializeParams are the params of initialize: core.FactoryOptions (the
-// plugin's own config and the host's directories) and the client's protocol
-// version.
+// plugin's own config, the host's directories and name) and the client's
+// protocol version.
 type InitializeParams struct {
 	core.FactoryOptions
 	ProtocolVersion int `json:"protocolVersion,omitempty"`

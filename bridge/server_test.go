@@ -972,3 +972,29 @@ func TestQueueBytesBound(t *testing.T) {
 		}
 	}
 }
+
+// TestInitializeHost: initialize's "host" (the OpenClaw plugin sends
+// "openclaw") reaches the factory as FactoryOptions.Host, beside the
+// config; a client that sends none gives an empty Host.
+func TestInitializeHost(t *testing.T) {
+	for _, tc := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{map[string]any{"config": map[string]any{"storeDir": "/s"}, "host": core.HostOpenClaw, "protocolVersion": 1}, core.HostOpenClaw},
+		{map[string]any{"config": map[string]any{"storeDir": "/s"}, "protocolVersion": 1}, ""},
+	} {
+		got := make(chan core.FactoryOptions, 1)
+		f := func(ctx context.Context, o core.FactoryOptions) (core.Engine, error) {
+			got <- o
+			return minimalEngine{}, nil
+		}
+		c := startServer(t, f, Options{})
+		var r InitializeResult
+		c.ok(MethodInitialize, tc.params, &r)
+		o := <-got
+		if o.Host != tc.want || string(o.Config) != `{"storeDir":"/s"}` {
+			t.Fatalf("params %v: factory got host %q config %s, want host %q", tc.params, o.Host, o.Config, tc.want)
+		}
+	}
+}

@@ -67,12 +67,23 @@ type SubagentPreparation struct {
 }
 
 // FactoryOptions is what a Factory receives: the engine's own config
-// (plugins.entries.<id>.config, raw JSON or nil), and the host's directories.
+// (plugins.entries.<id>.config, raw JSON or nil), the host's directories,
+// and which host runs the engine.
 type FactoryOptions struct {
 	Config       json.RawMessage `json:"config,omitempty"`
 	AgentDir     string          `json:"agentDir,omitempty"`
 	WorkspaceDir string          `json:"workspaceDir,omitempty"`
+	// Host names the host that runs the engine when it says so:
+	// HostOpenClaw from the OpenClaw plugin (its bridge's initialize),
+	// empty for Go hosts and the CLI. An engine may choose defaults by it
+	// (lossless summarizes with the host's own model under OpenClaw).
+	Host string `json:"host,omitempty"`
 }
+
+// HostOpenClaw is FactoryOptions.Host under OpenClaw: the host offers its
+// own model (runtimeContext.llm.complete) in bootstrap, maintain and
+// compact.
+const HostOpenClaw = "openclaw"
 
 // Factory creates an engine. The host calls it when it resolves the slot.
 type Factory func(ctx context.Context, opts FactoryOptions) (Engine, error)

@@ -201,9 +201,23 @@ type LLMRequest struct {
 	MaxTokens int       `json:"maxTokens,omitempty"`
 }
 
-// LLMResponse is what llm.complete returns.
+// LLMResponse is what llm.complete returns (OpenClaw also returns the
+// provider and model, which the engine does not read).
 type LLMResponse struct {
 	Text string `json:"text"`
+	// Usage is the host's count of the call's tokens, when it gives one.
+	Usage *LLMUsage `json:"usage,omitempty"`
+}
+
+// LLMUsage is LLMResponse.Usage: OpenClaw's usage of one llm.complete
+// (its other fields, such as totalTokens and costUsd, are not read).
+type LLMUsage struct {
+	InputTokens  int `json:"inputTokens,omitempty"`
+	OutputTokens int `json:"outputTokens,omitempty"`
+	// CacheReadTokens and CacheWriteTokens are prompt tokens read from or
+	// written to the provider's prompt cache, when it reports them apart.
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
 
 // BootstrapParams are the arguments of Bootstrap.

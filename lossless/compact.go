@@ -84,8 +84,9 @@ func (e *Engine) SetSummarizer(s core.Summarizer) {
 }
 
 // Summarizer returns the summarizer compactions use: the one set with
-// SetSummarizer, else summarize.FromConfig(Config.Summarizer) (the
-// extractive summarizer by default).
+// SetSummarizer, else summarize.FromConfig(Config.Summarizer): by default
+// the extractive summarizer, or under OpenClaw (Config.Host) the host's
+// model in a Guard that falls back to it.
 func (e *Engine) Summarizer() (core.Summarizer, error) {
 	x := e.compaction
 	x.mu.Lock()
@@ -95,14 +96,10 @@ func (e *Engine) Summarizer() (core.Summarizer, error) {
 		return o, nil
 	}
 	x.sumOnce.Do(func() {
-		var sc summarize.Config
-		if raw := strings.TrimSpace(string(e.cfg.Summarizer)); raw != "" && raw != "null" {
-			dec := json.NewDecoder(strings.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&sc); err != nil {
-				x.sumErr = fmt.Errorf("lossless: config summarizer: %w", err)
-				return
-			}
+		sc, err := e.cfg.summarizerConfig()
+		if err != nil {
+			x.sumErr = err
+			return
 		}
 		x.sum, x.sumErr = summarize.FromConfig(sc, e.tc)
 	})
@@ -185,6 +182,9 @@ type runOutcome struct {
 	windowBefore int
 	windowAfter  int
 	summarizer   string
+	// tally is how the summarizer's requests were answered (a model's
+	// Guard counts them; other summarizers leave it zero).
+	tally summarize.TallyCounts
 }
 
 // errCompacting is runCompaction's error when another process of a shared
@@ -238,7 +238,9 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 		return out, err
 	}
 	out.windowBefore = windowTokens(before, tgt.Budget)
-	out.res, err = comp.Run(ctx, conv, tgt)
+	tally := &summarize.Tally{}
+	out.res, err = comp.Run(summarize.WithTally(ctx, tally), conv, tgt)
+	out.tally = tally.Counts()
 	if err != nil {
 		return out, fmt.Errorf("lossless: compact: %w", err)
 	}
@@ -265,11 +267,19 @@ type CompactDetails struct {
 	Rounds              int    `json:"rounds"`
 	Summarizer          string `json:"summarizer,omitempty"`
 	SummarizerCalls     int    `json:"summarizerCalls"`
-	Aggressive          int    `json:"aggressive"`
-	Truncated           int    `json:"truncated"`
-	TailTooLarge        bool   `json:"tailTooLarge,omitempty"`
-	Rotated             bool   `json:"rotated,omitempty"`
-	PreviousSessionFile string `json:"previousSessionFile,omitempty"`
+	// SummarizerFallbacks counts the summaries of this compaction that a
+	// model summarizer's fallback (the extractive summarizer) wrote, and
+	// SummarizerFallbackReason says why the last one did: the host
+	// offered no model in the call, the spend cap (maxCallsPerHour,
+	// maxTokensPerHour, maxCallsPerWindow) was reached, the breaker was
+	// open, or the model failed.
+	SummarizerFallbacks      int    `json:"summarizerFallbacks,omitempty"`
+	SummarizerFallbackReason string `json:"summarizerFallbackReason,omitempty"`
+	Aggressive               int    `json:"aggressive"`
+	Truncated                int    `json:"truncated"`
+	TailTooLarge             bool   `json:"tailTooLarge,omitempty"`
+	Rotated                  bool   `json:"rotated,omitempty"`
+	PreviousSessionFile      string `json:"previousSessionFile,omitempty"`
 }
 
 // maxResultSummaryChars caps CompactOutcome.Summary (OpenClaw's cap).
@@ -372,7 +382,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 	d := CompactDetails{Engine: EngineID, NewSummaryIDs: r.NewSummaryIDs, ContextTokensBefore: r.TokensBefore,
 		ContextTokensAfter: r.TokensAfter, Goal: r.Goal, TailTokens: r.TailTokens, Rounds: r.Rounds,
 		Summarizer: out.summarizer, SummarizerCalls: r.Calls, Aggressive: r.Aggressive, Truncated: r.Truncated,
-		TailTooLarge: r.TailTooLarge}
+		TailTooLarge: r.TailTooLarge, SummarizerFallbacks: out.tally.Fallback, SummarizerFallbackReason: out.tally.Reason}
 	if d.NewSummaryIDs == nil {
 		d.NewSummaryIDs = []string{}
 	}

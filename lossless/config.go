@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/summarize"
 )
 
 // Config is the engine's configuration: the JSON object at
@@ -104,11 +105,21 @@ type Config struct {
 	// original. Default 2000 (DefaultMaintainMinTokens).
 	MaintainMinTokens int `json:"maintainMinTokens,omitempty"`
 	// Summarizer configures the summarizer (package summarize's Config, kept
-	// raw here and decoded by the compaction code). Default: extractive.
-	// Kind "host" summarizes with the host's own model
+	// raw here, checked by Open and decoded by the compaction code). Kind
+	// "host" summarizes with the host's own model
 	// (runtimeContext.llm.complete, OpenClaw's session model): compact and
-	// maintain, which the host calls with it, run those compactions.
+	// maintain, which the host calls with it, run those compactions, and a
+	// summary asked where the host offers no model is the extractive
+	// summarizer's. Default: kind "host" when Host is core.HostOpenClaw
+	// (the OpenClaw plugin), else "extractive" (the CLI, Go hosts). An
+	// object without "kind" takes the default kind with its other settings
+	// (say, {"maxTokensPerHour": 200000} under OpenClaw).
 	Summarizer json.RawMessage `json:"summarizer,omitempty"`
+	// Host is the host that runs the engine: core.HostOpenClaw under the
+	// OpenClaw plugin (Factory sets it from core.FactoryOptions.Host),
+	// empty otherwise. It chooses the default summarizer. Not settable
+	// from JSON.
+	Host string `json:"-"`
 	// Recall configures cross-session recall (on by default; see
 	// RecallConfig.Enabled and RecallEnabled).
 	Recall RecallConfig `json:"recall,omitempty"`
@@ -344,6 +355,9 @@ func (c Config) validateStoreless() error {
 	if r := c.Retention; r.MaxAgeDays < 0 || r.MaxBytesPerAgent < 0 || r.IntervalMinutes < -1 {
 		return fmt.Errorf("lossless: config: retention %+v: maxAgeDays and maxBytesPerAgent must be 0 (no limit) or positive, intervalMinutes -1 (off), 0 (default) or positive", r)
 	}
+	if _, err := c.summarizerConfig(); err != nil {
+		return err
+	}
 	switch c.ContextProjection {
 	case "", core.ProjectionPerTurn, core.ProjectionThreadBootstrap:
 	default:
@@ -355,6 +369,36 @@ func (c Config) validateStoreless() error {
 		return fmt.Errorf("lossless: config: unknown tokenizer %q (want o200k_base, cl100k_base or chars4)", c.Tokenizer)
 	}
 	return nil
+}
+
+// SummarizerConfig returns the summarizer the engine builds from this
+// config: Summarizer decoded, its kind defaulted by Host (KindHost under
+// OpenClaw, else KindExtractive), checked. Limits left at zero mean the
+// summarize package's defaults.
+func (c Config) SummarizerConfig() (summarize.Config, error) { return c.summarizerConfig() }
+
+// summarizerConfig decodes Summarizer (unknown fields refused) and fills
+// in the default kind: KindHost under OpenClaw (Host), else the extractive
+// one.
+func (c Config) summarizerConfig() (summarize.Config, error) {
+	var sc summarize.Config
+	if raw := strings.TrimSpace(string(c.Summarizer)); raw != "" && raw != "null" {
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sc); err != nil {
+			return sc, fmt.Errorf("lossless: config: summarizer: %w", err)
+		}
+	}
+	if sc.Kind == "" {
+		sc.Kind = summarize.KindExtractive
+		if c.Host == core.HostOpenClaw {
+			sc.Kind = summarize.KindHost
+		}
+	}
+	if err := sc.Validate(); err != nil {
+		return sc, fmt.Errorf("lossless: config: summarizer: %w", err)
+	}
+	return sc, nil
 }
 
 // DefaultStoreDir returns the store directory used when Config.StoreDir is

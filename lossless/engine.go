@@ -229,12 +229,14 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 // Factory is the core.Factory registered as "lossless": it decodes
 // FactoryOptions.Config (JSON) over DefaultConfig and resolves the store
 // directory (DefaultStoreDir(opts.AgentDir) when storeDir and storeUrl are
-// empty).
+// empty). opts.Host sets Config.Host (under OpenClaw the default
+// summarizer is the host's model).
 var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
 	cfg, err := ParseConfig(opts.Config)
 	if err != nil {
 		return nil, err
 	}
+	cfg.Host = opts.Host
 	if cfg.StoreDir == "" && cfg.StoreURL == "" {
 		dir, err := DefaultStoreDir(opts.AgentDir)
 		if err != nil {

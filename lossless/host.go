@@ -454,16 +454,19 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 }
 
 // hostSummarizer reports whether compactions summarize with the host's
-// model (summarizer kind "host"), which only calls that offer
-// runtimeContext.llm can reach.
+// model (summarizer kind "host", the default under OpenClaw), which only
+// calls that offer runtimeContext.llm can reach. A summarizer set with
+// SetSummarizer is not the host's.
 func (e *Engine) hostSummarizer() bool {
-	var sc struct {
-		Kind string `json:"kind"`
-	}
-	if len(e.cfg.Summarizer) == 0 || json.Unmarshal(e.cfg.Summarizer, &sc) != nil {
+	x := e.compaction
+	x.mu.Lock()
+	o := x.override
+	x.mu.Unlock()
+	if o != nil {
 		return false
 	}
-	return strings.EqualFold(sc.Kind, summarize.KindHost)
+	sc, err := e.cfg.summarizerConfig()
+	return err == nil && strings.EqualFold(sc.Kind, summarize.KindHost)
 }
 
 // withHostLLM returns ctx carrying the host's model (rc's llm.complete) for
@@ -478,6 +481,11 @@ func withHostLLM(ctx context.Context, rc *core.RuntimeContext) context.Context {
 			Messages: []core.Message{core.UserText(user, time.Now().UnixMilli())}})
 		if err != nil {
 			return "", err
+		}
+		if u := res.Usage; u != nil {
+			// The host's count of the call, for the spend cap (the prompt's
+			// cached tokens included: the cap counts tokens, not prices).
+			summarize.ReportUsage(ctx, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.OutputTokens)
 		}
 		return res.Text, nil
 	})
@@ -503,9 +511,13 @@ func (e *Engine) maintainCompact(ctx context.Context, p core.MaintainParams) {
 	if err != nil || float64(itemTokens(items)) <= e.cfg.ContextThreshold*float64(budget) {
 		return
 	}
-	if _, err := e.runCompaction(withHostLLM(ctx, p.RuntimeContext), conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false); err != nil &&
-		!errors.Is(err, errCompacting) && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
+	out, err := e.runCompaction(withHostLLM(ctx, p.RuntimeContext), conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false)
+	if err != nil && !errors.Is(err, errCompacting) && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
 		slog.Warn("lossless: compaction in maintain failed", "conversation", conv.ID(), "err", err)
+	}
+	if t := out.tally; t.Fallback > 0 {
+		slog.Info("lossless: compaction in maintain: summaries written by the extractive fallback", "conversation", conv.ID(),
+			"fallbacks", t.Fallback, "model", t.Model, "reason", t.Reason)
 	}
 }
 

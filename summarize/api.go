@@ -17,8 +17,9 @@ const (
 
 // Config selects and configures a summarizer. It is read from
 // plugins.entries.lossless.config.summarizer; the zero value means the
-// extractive summarizer. Durations are in milliseconds; zero means the
-// documented default.
+// extractive summarizer (the engine's default under OpenClaw is KindHost:
+// see lossless.Config.Summarizer). Durations are in milliseconds; zero
+// means the documented default.
 type Config struct {
 	// Kind is KindExtractive (default when empty), KindOpenAI, KindAnthropic
 	// or KindHost.
@@ -50,6 +51,17 @@ type Config struct {
 	MaxCallsPerWindow int `json:"maxCallsPerWindow,omitempty"`
 	// WindowMs is the spend guard's window (default 60000).
 	WindowMs int `json:"windowMs,omitempty"`
+	// MaxCallsPerHour caps the model requests (the SDK's retries included)
+	// in any hour, for the whole process (default DefaultMaxCallsPerHour;
+	// -1 for unlimited). Beyond it the extractive summarizer answers.
+	MaxCallsPerHour int `json:"maxCallsPerHour,omitempty"`
+	// MaxTokensPerHour caps the tokens of the model's calls (prompt and
+	// answer, as the provider or host reports them, else counted with the
+	// engine's tokenizer) in any hour, for the whole process (default
+	// DefaultMaxTokensPerHour; -1 for unlimited). A call whose prompt and
+	// longest answer would pass it is not made: the extractive summarizer
+	// answers it.
+	MaxTokensPerHour int `json:"maxTokensPerHour,omitempty"`
 	// BreakerFailures is the number of consecutive failed calls (each after
 	// the SDK's retries) that opens the circuit breaker (default 5).
 	BreakerFailures int `json:"breakerFailures,omitempty"`
@@ -58,13 +70,50 @@ type Config struct {
 	BreakerCooldownMs int `json:"breakerCooldownMs,omitempty"`
 }
 
+// Validate reports a Config FromConfig would refuse for its values (an
+// unknown kind, a model kind without a model, a negative limit other than
+// -1); it does not look for API keys.
+func (cfg Config) Validate() error {
+	switch strings.ToLower(cfg.Kind) {
+	case "", KindExtractive, KindHost:
+	case KindOpenAI, KindAnthropic:
+		if cfg.Model == "" {
+			return fmt.Errorf("summarize: config: kind %q needs a model: %w", cfg.Kind, ErrConfig)
+		}
+	default:
+		return fmt.Errorf("summarize: unknown summarizer kind %q (want extractive, openai, anthropic or host): %w", cfg.Kind, ErrConfig)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"maxCallsPerWindow", cfg.MaxCallsPerWindow}, {"maxCallsPerHour", cfg.MaxCallsPerHour}, {"maxTokensPerHour", cfg.MaxTokensPerHour}} {
+		if f.v < -1 {
+			return fmt.Errorf("summarize: config: %s %d (want -1 for unlimited, 0 for the default, or a positive limit): %w", f.name, f.v, ErrConfig)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"timeoutMs", cfg.TimeoutMs}, {"maxOutputTokens", cfg.MaxOutputTokens}, {"windowMs", cfg.WindowMs},
+		{"breakerFailures", cfg.BreakerFailures}, {"breakerCooldownMs", cfg.BreakerCooldownMs}} {
+		if f.v < 0 {
+			return fmt.Errorf("summarize: config: %s %d is negative (0 for the default): %w", f.name, f.v, ErrConfig)
+		}
+	}
+	return nil
+}
+
 // FromConfig builds the summarizer cfg describes, counting tokens with tc
 // (core.DefaultCounter when nil). The extractive kind needs no network. The
 // model kinds retry through their SDK (MaxRetries, TimeoutMs per request)
-// and are wrapped in a Guard (a bound on the whole call, spend guard shared
-// by the process for these limits, circuit breaker) that falls back to the
+// and are wrapped in a Guard (a bound on the whole call, a spend guard per
+// window and an hourly spend cap of calls and tokens, both shared by the
+// process for these limits, circuit breaker) that falls back to the
 // extractive summarizer.
 func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if tc == nil {
 		tc = core.DefaultCounter()
 	}
@@ -91,6 +140,7 @@ func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 	}
 	return NewGuard(m, ext, GuardOptions{
 		Spend:           SharedSpendGuard(cfg.MaxCallsPerWindow, time.Duration(cfg.WindowMs)*time.Millisecond),
+		Cap:             SharedSpendCap(cfg.MaxCallsPerHour, cfg.MaxTokensPerHour),
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerCooldown: time.Duration(cfg.BreakerCooldownMs) * time.Millisecond,
 		Counter:         tc,

@@ -23,9 +23,12 @@
 //   - Guard, around every model: one call per request (no retries of its
 //     own) bounded in time, reasoning stripped (StripReasoning), empty or
 //     not-shorter answers rejected, a process-wide SpendGuard charged for
-//     every request the SDK sends and a circuit Breaker counting failed
-//     calls; on failure it falls back to Extractive, so compaction always
-//     converges.
+//     every request the SDK sends, a process-wide SpendCap of requests and
+//     tokens per hour (the tokens the provider or host reports through
+//     ReportUsage, else counted) and a circuit Breaker counting failed
+//     calls; on failure, or over a limit, it falls back to Extractive, so
+//     compaction always converges. A Tally in the context counts how one
+//     compaction's requests were answered.
 //
 // FromConfig builds one from Config (plugins.entries.lossless.config.summarizer).
 // The identifiers it keeps are those of package ident, the project's one

@@ -35,6 +35,9 @@ type GuardOptions struct {
 	Timeout time.Duration
 	// Spend limits model requests; nil means DefaultSpend, shared by the process.
 	Spend *SpendGuard
+	// Cap limits model requests and tokens per hour; nil means none
+	// (FromConfig gives every model a SharedSpendCap).
+	Cap *SpendCap
 	// Breaker is the circuit breaker; nil means a new one from
 	// BreakerFailures and BreakerCooldown.
 	Breaker *Breaker
@@ -56,6 +59,12 @@ type GuardStats struct {
 	Failures  int // failed calls (errors after the SDK's retries, timeouts, empty or not-shorter output)
 	Fallbacks int // requests answered by the fallback
 	Skipped   int // requests that never reached the model (breaker open, spend limit)
+	// Capped counts the requests of Skipped that a spend limit refused
+	// (the calls per window, or the hourly cap of calls and tokens).
+	Capped int
+	// Tokens counts the tokens of the calls (prompt and answer: the
+	// provider's or host's count when reported, else the Counter's).
+	Tokens int
 }
 
 // Guard wraps a model summarizer with a timeout on each call, reasoning
@@ -110,6 +119,9 @@ func (g *Guard) Name() string { return g.inner.Name() }
 // Breaker returns the Guard's circuit breaker.
 func (g *Guard) Breaker() *Breaker { return g.opts.Breaker }
 
+// Cap returns the Guard's hourly spend cap (nil when it has none).
+func (g *Guard) Cap() *SpendCap { return g.opts.Cap }
+
 // Stats returns a copy of the Guard's counters.
 func (g *Guard) Stats() GuardStats {
 	g.mu.Lock()
@@ -131,6 +143,7 @@ func (g *Guard) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 	}
 	out, err := g.tryModel(ctx, req)
 	if err == nil {
+		tallyOf(ctx).model()
 		return out, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -140,6 +153,7 @@ func (g *Guard) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 		return "", err
 	}
 	g.count(func(s *GuardStats) { s.Fallbacks++ })
+	tallyOf(ctx).fallback(err)
 	out, ferr := g.fallback.Summarize(ctx, req)
 	if ferr != nil {
 		return "", fmt.Errorf("summarize: guard: fallback %s after %v: %w", g.fallback.Name(), err, ferr)
@@ -150,14 +164,30 @@ func (g *Guard) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 // tryModel makes the one call of the inner summarizer; its error wraps
 // core.ErrSummarizerFailed.
 func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string, error) {
+	if m, ok := g.inner.(*Model); ok && m.hostOnly && HostLLMFrom(ctx) == nil {
+		// The host offers no model in this call: nothing is charged,
+		// nothing counts toward the breaker; the fallback answers.
+		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, ErrNoHostLLM)
+	}
 	if !g.opts.Breaker.Allow() {
 		g.count(func(s *GuardStats) { s.Skipped++ })
 		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, ErrBreakerOpen)
 	}
+	prompt, est := g.estimate(req)
+	var charge *capCharge
+	if g.opts.Cap != nil {
+		var err error
+		if charge, err = g.opts.Cap.reserve(g.inner.Name(), est); err != nil {
+			g.opts.Breaker.Release()
+			g.count(func(s *GuardStats) { s.Skipped++; s.Capped++ })
+			return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
+		}
+	}
 	if !g.opts.Spend.Allow() {
+		g.opts.Cap.cancel(charge)
 		g.opts.Breaker.Release()
-		g.count(func(s *GuardStats) { s.Skipped++ })
-		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, ErrSpendLimit)
+		g.count(func(s *GuardStats) { s.Skipped++; s.Capped++ })
+		return "", fmt.Errorf("summarize: guard: %w: %w (maxCallsPerWindow)", core.ErrSummarizerFailed, ErrSpendLimit)
 	}
 	g.count(func(s *GuardStats) { s.Calls++ })
 
@@ -170,6 +200,13 @@ func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string
 		if attempts.Add(1) == 1 {
 			return nil // the first request was charged above
 		}
+		if g.opts.Cap != nil {
+			// A retry is one more request; its tokens are the call's.
+			if _, err := g.opts.Cap.reserve(g.inner.Name(), 0); err != nil {
+				cancel(err) // so that the SDK stops retrying
+				return err
+			}
+		}
 		if !g.opts.Spend.Allow() {
 			cancel(ErrSpendLimit) // so that the SDK stops retrying
 			return ErrSpendLimit
@@ -177,8 +214,34 @@ func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string
 		g.count(func(s *GuardStats) { s.Retries++ })
 		return nil
 	})
+	var usageMu sync.Mutex
+	reported := -1
+	cctx = withUsageHook(cctx, func(in, out int) {
+		usageMu.Lock()
+		reported = max(reported, 0) + in + out
+		usageMu.Unlock()
+	})
 
 	out, err := g.inner.Summarize(cctx, req)
+	// The call's tokens: as reported, else its prompt and answer counted
+	// (a failed call is charged its prompt: it may have been billed).
+	usageMu.Lock()
+	spent := reported
+	usageMu.Unlock()
+	if spent < 0 {
+		spent = prompt
+		if err == nil {
+			spent += g.opts.Counter.CountText(out)
+		}
+	}
+	if errors.Is(err, ErrNoHostLLM) {
+		// No call was made: nothing spent.
+		g.opts.Cap.cancel(charge)
+		spent = 0
+	} else {
+		g.opts.Cap.settle(charge, spent)
+	}
+	g.count(func(s *GuardStats) { s.Tokens += spent })
 	if err == nil {
 		out = StripReasoning(out)
 		if out == "" {
@@ -210,6 +273,20 @@ func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string
 		err = fmt.Errorf("%w: %w", core.ErrSummarizerFailed, err)
 	}
 	return "", err
+}
+
+// estimate returns a request's prompt tokens and the most the call may
+// spend: the prompt and the longest answer it may get (for a Model, the
+// prompts it sends and its output cap; for another summarizer, the input
+// and the target).
+func (g *Guard) estimate(req core.SummarizeRequest) (prompt, most int) {
+	c := g.opts.Counter
+	if m, ok := g.inner.(*Model); ok {
+		prompt = c.CountText(SystemPrompt(req)) + c.CountText(UserPrompt(req))
+		return prompt, prompt + m.maxTokensFor(req)
+	}
+	prompt = c.CountText(req.Text) + c.CountText(req.PreviousSummary)
+	return prompt, prompt + max(req.TargetTokens, 0)
 }
 
 // SpendGuard limits model requests per sliding time window: a Guard

@@ -46,10 +46,15 @@ var ErrNoHostLLM = errors.New("summarize: the host's model is not offered in thi
 // llm.complete runs OpenClaw's own model stack, which retries and fails
 // over by itself, and a second layer of retries would multiply its waits.
 // Config.MaxRetries does not apply to it. The Guard charges one spend unit
-// per call, and a failed call counts once toward its circuit breaker.
+// per call and the call's tokens to its SpendCap (what the HostLLM reports
+// with ReportUsage, else its own count), and a failed call counts once
+// toward its circuit breaker. A request whose context carries no HostLLM
+// is answered by the Guard's fallback without any charge.
+//
+// It is the engine's default summarizer under OpenClaw (lossless.Config.Host).
 func NewHost(timeout time.Duration, maxOutput int) *Model {
 	t := timeoutOr(timeout)
-	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: t, callTimeout: t}
+	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: t, callTimeout: t, hostOnly: true}
 	m.call = func(ctx context.Context, system, user string, maxTokens int) (string, error) {
 		f := HostLLMFrom(ctx)
 		if f == nil {

@@ -144,7 +144,10 @@ type Model struct {
 	// callTimeout, when set, bounds the whole call in Summarize (the host
 	// kind; the SDKs apply timeout per attempt themselves).
 	callTimeout time.Duration
-	call        func(ctx context.Context, system, user string, maxTokens int) (string, error)
+	// hostOnly marks the host kind: it answers only with the host's model
+	// in the call's context (HostLLMFrom).
+	hostOnly bool
+	call     func(ctx context.Context, system, user string, maxTokens int) (string, error)
 }
 
 // Name returns "openai:<model>", "anthropic:<model>" or "host".
@@ -160,13 +163,7 @@ func (m *Model) callBudget() time.Duration {
 // Summarize asks the model for a summary of req. Errors wrap
 // core.ErrSummarizerFailed, and a *StatusError for HTTP failures.
 func (m *Model) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
-	max := m.maxOutput
-	if max <= 0 {
-		max = req.TargetTokens
-		if max < 256 {
-			max = 256
-		}
-	}
+	max := m.maxTokensFor(req)
 	if m.callTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, m.callTimeout)
@@ -181,6 +178,15 @@ func (m *Model) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 		return "", fmt.Errorf("summarize: %s: empty answer (after removing reasoning): %w", m.name, core.ErrSummarizerFailed)
 	}
 	return out, nil
+}
+
+// maxTokensFor is the answer cap of req: MaxOutputTokens, else the
+// request's target, at least 256.
+func (m *Model) maxTokensFor(req core.SummarizeRequest) int {
+	if m.maxOutput > 0 {
+		return m.maxOutput
+	}
+	return max(req.TargetTokens, 256)
 }
 
 func apiKey(key, env, def string) string {
@@ -297,6 +303,7 @@ func NewOpenAI(cfg OpenAIConfig) (*Model, error) {
 			}
 			return "", err
 		}
+		ReportUsage(ctx, int(resp.Usage.PromptTokens), int(resp.Usage.CompletionTokens))
 		if len(resp.Choices) == 0 {
 			return "", errors.New("no choices in the answer")
 		}
@@ -344,6 +351,7 @@ func NewAnthropic(cfg AnthropicConfig) (*Model, error) {
 			}
 			return "", err
 		}
+		ReportUsage(ctx, int(resp.Usage.InputTokens), int(resp.Usage.OutputTokens))
 		var b strings.Builder
 		for _, c := range resp.Content {
 			if c.Type == "text" {

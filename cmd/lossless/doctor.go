@@ -36,8 +36,11 @@ type doctorReport struct {
 	// Explorer is the memory explorer an engine process serves for the
 	// store (the plugin's uiAddr): the URL it recorded, token included.
 	Explorer *explorerReport `json:"explorer,omitempty"`
-	Problems []string        `json:"problems"`
-	Warnings []string        `json:"warnings"`
+	// Summarizer is the summarizer the plugin's engine uses (absent when
+	// the config is refused).
+	Summarizer *summarizerReport `json:"summarizer,omitempty"`
+	Problems   []string          `json:"problems"`
+	Warnings   []string          `json:"warnings"`
 }
 
 // explorerReport is what doctor knows of the memory explorer of the store.
@@ -220,6 +223,9 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	case err != nil:
 		cfgErr = err
 		problem("plugins.entries.lossless.config: %v (the engine process refuses this config: OpenClaw would fall back to legacy)", err)
+	}
+	if cfgErr == nil {
+		rep.Summarizer, _ = pluginSummarizer(pc) // Validate checked it
 	}
 	if cfgErr != nil {
 		// The store it names, read leniently, is still checked.
@@ -463,6 +469,7 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			fmt.Fprintf(w, "recall     index at %s, %s (not opened: the engine checks it when it opens for writing)\n", r.Dir, humanBytes(r.DiskBytes))
 		}
 	}
+	printSummarizer(w, r.Summarizer)
 	if e := r.Explorer; e != nil {
 		switch {
 		case e.URL == "":

@@ -206,6 +206,10 @@ func TestDoctorConfigProblemIsNotQuarantine(t *testing.T) {
 		"range":   `"contextThreshold": 7`,
 		"uiAddr":  `"uiAddr": "0.0.0.0:80"`,
 		"bridge":  `"bridge": "lossless"`,
+		// the summarizer's settings are checked too: a misspelt cap, a
+		// negative one
+		"summarizerTypo":  `"summarizer": {"maxTokenPerHour": 1000}`,
+		"summarizerRange": `"summarizer": {"maxTokensPerHour": -5}`,
 	} {
 		p := filepath.Join(dir, name+".json")
 		body := `{"plugins":{"slots":{"contextEngine":"lossless"},"entries":{"lossless":{"config":{"storeDir":` + jsonString(store) + `,` + extra + `}}}}}`

@@ -3,8 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/summarize"
 	"github.com/lossless-engine/contextengine/ui"
 )
 
@@ -56,4 +60,67 @@ func splitPluginConfig(raw json.RawMessage) (json.RawMessage, pluginOptions, err
 		return nil, opts, fmt.Errorf("lossless: plugin config: %w", err)
 	}
 	return out, opts, nil
+}
+
+// summarizerReport is the summarizer the plugin's engine process uses
+// (under OpenClaw: the plugin's initialize says host "openclaw").
+type summarizerReport struct {
+	// Kind is the summarizer kind: "host", "extractive", "openai", "anthropic".
+	Kind string `json:"kind"`
+	// Default is true when the config names no kind.
+	Default bool `json:"default"`
+	// Fallback is the summarizer that answers over the cap or when the
+	// model fails ("extractive"; empty for the extractive kind).
+	Fallback string `json:"fallback,omitempty"`
+	// MaxCallsPerHour and MaxTokensPerHour are the spend cap, per engine
+	// process (-1: unlimited); zero for the extractive kind.
+	MaxCallsPerHour  int `json:"maxCallsPerHour,omitempty"`
+	MaxTokensPerHour int `json:"maxTokensPerHour,omitempty"`
+}
+
+// pluginSummarizer describes the summarizer the engine process the plugin
+// starts would use with config pc (its Host set as the plugin sets it).
+func pluginSummarizer(pc lossless.Config) (*summarizerReport, error) {
+	pc.Host = core.HostOpenClaw
+	sc, err := pc.SummarizerConfig()
+	if err != nil {
+		return nil, err
+	}
+	var explicit struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(pc.Summarizer, &explicit)
+	r := &summarizerReport{Kind: strings.ToLower(sc.Kind), Default: explicit.Kind == ""}
+	if r.Kind == summarize.KindExtractive {
+		return r, nil
+	}
+	u := summarize.NewSpendCap(sc.MaxCallsPerHour, sc.MaxTokensPerHour).Usage()
+	r.Fallback, r.MaxCallsPerHour, r.MaxTokensPerHour = summarize.KindExtractive, u.MaxCalls, u.MaxTokens
+	return r, nil
+}
+
+// printSummarizer writes doctor's summarizer line.
+func printSummarizer(w io.Writer, r *summarizerReport) {
+	if r == nil {
+		return
+	}
+	what := map[string]string{summarize.KindHost: "OpenClaw's model for the session", summarize.KindExtractive: "offline, no model calls"}[r.Kind]
+	if what == "" {
+		what = "a model called directly"
+	}
+	if r.Default {
+		what += ", the plugin's default"
+	}
+	fmt.Fprintf(w, "summarizer %s (%s)", r.Kind, what)
+	if r.Fallback != "" {
+		limit := func(n int, unit string) string {
+			if n < 0 {
+				return "unlimited " + unit
+			}
+			return fmt.Sprintf("%d %s", n, unit)
+		}
+		fmt.Fprintf(w, ": at most %s and %s an hour per engine process, the %s summarizer beyond that",
+			limit(r.MaxCallsPerHour, "calls"), limit(r.MaxTokensPerHour, "tokens"), r.Fallback)
+	}
+	fmt.Fprintln(w)
 }

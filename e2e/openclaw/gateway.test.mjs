@@ -129,7 +129,7 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
       await phase("long", async () => {
         for (let i = 1; i <= LONG_TURNS; i++) {
           await turn(K_LONG, `${longMarker(i)}: a long note for the record. ${filler(LONG_CHARS, i)}`);
-          const last = chatRequests(fake).at(-1);
+          const last = chatRequests(fake).filter((r) => r.body?.tools?.length > 0).at(-1); // the turn's last agent request
           if (S.summaryRequestSeq == null && last && summaryIds(last).length) S.summaryRequestSeq = last.seq;
         }
         // lcm_expand on the newest summary id the model was shown.
@@ -344,7 +344,9 @@ describe("OpenClaw gateway + lossless plugin, end to end", { skip }, () => {
     // The long session's requests: a user message of its own (not a recall
     // block of another session's request quoting it) names a long turn.
     const ownLong = (m) => m.role === "user" && /LONG-TURN-\d\d-MARKER/.test(contentText(m.content)) && !contentText(m.content).includes(RECALL_OPEN);
-    const longReqs = S.requests.filter((r) => (r.body?.messages ?? []).some(ownLong));
+    // (Agent requests only: the engine's summarization calls to OpenClaw's
+    // model, the default summarizer, carry no tools and quote the turns.)
+    const longReqs = S.requests.filter((r) => r.body?.tools?.length > 0 && (r.body?.messages ?? []).some(ownLong));
     const lost = longReqs.filter((r) => r.seq >= S.summaryRequestSeq && summaryIds(r).length === 0);
     assert.deepEqual(
       lost.map((r) => `request ${r.seq}: ${(r.body?.messages ?? []).map((m) => `${m.role}: ${contentText(m.content).slice(0, 80)}`).join(" | ").slice(0, 600)}`),

@@ -59,7 +59,10 @@ export function sharedClient(pluginConfig, logger) {
   // The store and every engine setting come from the config; the factory's
   // agentDir/workspaceDir are not sent (the engine reads neither when the
   // server names the store), so every agent of the process shares one child.
-  const initialize = { config: engineConfig };
+  // host "openclaw" tells the engine that its host offers its own model
+  // (runtimeContext.llm.complete): with no summarizer kind configured, it
+  // summarizes with it, the extractive summarizer as fallback.
+  const initialize = { config: engineConfig, host: "openclaw" };
   const key = JSON.stringify([command, args, bridge.env ?? null, initialize]);
   let client = pool.get(key);
   if (!client || client.closed) {

@@ -110,6 +110,10 @@ test("no secret outside the read fields reaches the child's stdin, on any method
   // OpenClaw's.)
   const calls = written.split("\n").filter((l) => l && !l.includes('"method":"initialize"'));
   assert.equal(calls.some((l) => l.includes('"config"')), false);
+  // initialize tells the engine its host: OpenClaw, whose model is then the
+  // default summarizer.
+  const init = written.split("\n").filter((l) => l.includes('"method":"initialize"')).map((l) => JSON.parse(l));
+  assert.ok(init.length > 0 && init.every((m) => m.params.host === "openclaw"), `initialize without host "openclaw": ${JSON.stringify(init)}`);
   assert.equal(written.includes("skillsSnapshot"), false);
 
   // What compact sent, exactly.

@@ -1,0 +1,186 @@
+package lossless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/summarize"
+)
+
+// TestDefaultSummarizerByHost: with no summarizer configured, an engine
+// under OpenClaw (Config.Host, set by Factory from FactoryOptions.Host)
+// summarizes with the host's model in a Guard with the extractive
+// fallback and the default spend cap, and compacts in maintain (not in the
+// background); without a host (the CLI, Go hosts) the extractive
+// summarizer stays the default. An explicit kind wins either way, and
+// settings without a kind apply to the default kind.
+func TestDefaultSummarizerByHost(t *testing.T) {
+	for _, tc := range []struct {
+		name, host, summarizer string
+		wantName               string
+		wantCap                *summarize.SpendCap
+	}{
+		{"cli", "", "", "extractive", nil},
+		{"openclaw", core.HostOpenClaw, "", summarize.KindHost, summarize.SharedSpendCap(0, 0)},
+		{"openclaw-null", core.HostOpenClaw, "null", summarize.KindHost, summarize.SharedSpendCap(0, 0)},
+		{"openclaw-explicit-extractive", core.HostOpenClaw, `{"kind":"extractive"}`, "extractive", nil},
+		{"openclaw-cap-only", core.HostOpenClaw, `{"maxCallsPerHour":30,"maxTokensPerHour":200000}`, summarize.KindHost, summarize.SharedSpendCap(30, 200_000)},
+		{"cli-cap-only", "", `{"maxTokensPerHour":200000}`, "extractive", nil},
+		{"cli-explicit-host", "", `{"kind":"host"}`, summarize.KindHost, summarize.SharedSpendCap(0, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := openTest(t, func(c *Config) {
+				c.Host = tc.host
+				c.Summarizer = json.RawMessage(tc.summarizer)
+			})
+			s, err := e.Summarizer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Name() != tc.wantName {
+				t.Fatalf("summarizer %q, want %q", s.Name(), tc.wantName)
+			}
+			g, isGuard := s.(*summarize.Guard)
+			if (tc.wantCap != nil) != isGuard || (isGuard && g.Cap() != tc.wantCap) {
+				t.Fatalf("summarizer %T; want a Guard with cap %p", s, tc.wantCap)
+			}
+			if e.hostSummarizer() != (tc.wantName == summarize.KindHost) {
+				t.Fatalf("hostSummarizer %v", e.hostSummarizer())
+			}
+		})
+	}
+	// Factory carries the host's name into the engine.
+	for _, host := range []string{"", core.HostOpenClaw} {
+		raw, _ := json.Marshal(map[string]any{"storeDir": t.TempDir()})
+		eng, err := Factory(context.Background(), core.FactoryOptions{Config: raw, Host: host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := eng.(*Engine)
+		s, err := e.Summarizer()
+		want := map[string]string{"": "extractive", core.HostOpenClaw: summarize.KindHost}[host]
+		if err != nil || e.Config().Host != host || s.Name() != want {
+			t.Fatalf("Factory host %q: config host %q, summarizer %v %v; want %s", host, e.Config().Host, s, err, want)
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpenRefusesBadSummarizer: a summarizer config that cannot work is
+// refused by Open (and Validate, which doctor --config runs), naming it.
+func TestOpenRefusesBadSummarizer(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"maxTokenPerHour":5}`:   `unknown field "maxTokenPerHour"`,
+		`{"maxTokensPerHour":-4}`: "maxTokensPerHour -4",
+		`{"kind":"gemini"}`:       `unknown summarizer kind "gemini"`,
+	} {
+		cfg := testConfig(t.TempDir())
+		cfg.Summarizer = json.RawMessage(raw)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "summarizer") {
+			t.Errorf("%s: Validate %v, want an error naming %q", raw, err, want)
+		}
+		if e, err := Open(context.Background(), cfg); err == nil {
+			e.Close()
+			t.Errorf("%s: Open accepted it", raw)
+		}
+	}
+}
+
+// hostSession commits n turns of a session under OpenClaw's identity.
+func hostSession(t *testing.T, e *Engine, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		p := commitParams("sess-1", fmt.Sprintf("adv-%d", i), i)
+		p.SessionKey, p.SessionTarget = hostKey, hostTarget
+		if _, err := e.CommitTurn(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// compactDetails decodes a compact result's details.
+func compactDetails(t *testing.T, res core.CompactResult) CompactDetails {
+	t.Helper()
+	var d CompactDetails
+	if res.Result == nil || json.Unmarshal(res.Result.Details, &d) != nil {
+		t.Fatalf("no details in %+v", res)
+	}
+	return d
+}
+
+// TestOpenClawDefaultSummarizerCompacts: under OpenClaw with the default
+// summarizer, compact (which the host calls with llm.complete) summarizes
+// with the host's model, charging the host's reported usage to the cap; a
+// compact without llm.complete gets the extractive summaries and says why
+// in its details, and fails nothing; with a tiny token cap the host's
+// model is not called at all, the extractive summarizer answers, the
+// details name the cap, and the compaction succeeds.
+func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	rcWith := func() *core.RuntimeContext {
+		return &core.RuntimeContext{Values: map[string]json.RawMessage{"transcriptStorage": json.RawMessage(`{"kind":"sqlite"}`)},
+			LLMComplete: func(_ context.Context, req core.LLMRequest) (core.LLMResponse, error) {
+				calls.Add(1)
+				return core.LLMResponse{Text: "HOST-SUMMARY: files were read.", Usage: &core.LLMUsage{InputTokens: 1000, OutputTokens: 10}}, nil
+			}}
+	}
+	compact := func(e *Engine, rc *core.RuntimeContext) CompactDetails {
+		t.Helper()
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
+			SessionFile: hostKey, TokenBudget: 800, Force: true, RuntimeContext: rc})
+		if err != nil || !res.OK || !res.Compacted {
+			t.Fatalf("compact: %+v %v", res, err)
+		}
+		return compactDetails(t, res)
+	}
+
+	t.Run("default", func(t *testing.T) {
+		calls.Store(0)
+		e := openTest(t, func(c *Config) {
+			c.Host = core.HostOpenClaw
+			c.FreshTailMessages = 4
+			c.LeafChunkTokens = 400
+			// its own cap, so that other tests' calls do not count
+			c.Summarizer = json.RawMessage(`{"maxCallsPerHour":1000,"maxTokensPerHour":100000000}`)
+		})
+		hostSession(t, e, 0, 40)
+		d := compact(e, rcWith())
+		if d.Summarizer != summarize.KindHost || calls.Load() == 0 || int(calls.Load()) != d.SummarizerCalls || d.SummarizerFallbacks != 0 {
+			t.Fatalf("with llm.complete: %d host calls, details %+v", calls.Load(), d)
+		}
+		s, _ := e.Summarizer()
+		if u := s.(*summarize.Guard).Cap().Usage(); u.Calls != int(calls.Load()) || u.Tokens != 1010*int(calls.Load()) {
+			t.Fatalf("cap usage %+v after %d calls, want the host's reported 1010 tokens each", u, calls.Load())
+		}
+		// compact without llm.complete: the extractive summaries, no failure
+		hostSession(t, e, 40, 60)
+		before := calls.Load()
+		d = compact(e, &core.RuntimeContext{Values: rcWith().Values})
+		if calls.Load() != before || d.SummarizerFallbacks == 0 || !strings.Contains(d.SummarizerFallbackReason, "not offered") {
+			t.Fatalf("without llm.complete: %d host calls, details %+v", calls.Load()-before, d)
+		}
+	})
+
+	t.Run("tiny-cap", func(t *testing.T) {
+		calls.Store(0)
+		e := openTest(t, func(c *Config) {
+			c.Host = core.HostOpenClaw
+			c.FreshTailMessages = 4
+			c.LeafChunkTokens = 400
+			c.Summarizer = json.RawMessage(`{"maxTokensPerHour":1}`)
+		})
+		hostSession(t, e, 0, 40)
+		d := compact(e, rcWith())
+		if calls.Load() != 0 || d.SummarizerFallbacks == 0 || !strings.Contains(d.SummarizerFallbackReason, "maxTokensPerHour 1 ") {
+			t.Fatalf("tiny cap: %d host calls, details %+v", calls.Load(), d)
+		}
+	})
+}
