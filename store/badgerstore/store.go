@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/y"
@@ -100,11 +101,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	db, err := openBadger(o)
+	g := newSpaceGuard(o)
+	db, err := openBadger(o, g)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, opts: o, space: newSpaceGuard(o)}
+	s := &Store{db: db, opts: o, space: g}
 	// What package lossless writes per transaction (ingest.go): half of
 	// Badger's batch limit (15% of the memtable), which leaves room for
 	// Badger's per-entry overhead.
@@ -191,7 +193,7 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("badgerstore: update: %w", err)
 	}
 	if err := txn.Commit(); err != nil {
-		return wrapErr("commit", err)
+		return s.space.noted(wrapErr("commit", err))
 	}
 	return nil
 }
@@ -326,7 +328,33 @@ func (s *Store) Close() error {
 		s.idle.Wait()
 	}
 	s.mu.Unlock()
-	if err := s.db.Close(); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- s.db.Close() }()
+	select {
+	case err := <-done:
+		return closeErr(err)
+	case <-s.space.tripped:
+	}
+	// The disk filled: Badger retries a flush that cannot be written, once
+	// a second, for as long as the disk stays full, and its Close waits
+	// for it. Give it closeGrace (space may have been freed), then leave
+	// it: what was acknowledged is in Badger's log (.mem), replayed when
+	// the store is next opened for writing, as after a crash.
+	select {
+	case err := <-done:
+		return closeErr(err)
+	case <-time.After(closeGrace):
+	}
+	return fmt.Errorf("badgerstore: close %s: %w: Badger cannot write its memtable to a table (%s); what was written is in its log and is replayed when the store is next opened for writing, once space is freed",
+		s.opts.Dir, store.ErrDiskFull, s.space.reason())
+}
+
+// closeGrace is how long Close waits for Badger once the disk is known to
+// be full.
+var closeGrace = 3 * time.Second
+
+func closeErr(err error) error {
+	if err != nil {
 		return fmt.Errorf("badgerstore: close: %w", err)
 	}
 	return nil
@@ -373,6 +401,8 @@ func wrapErr(op string, err error) error {
 		return fmt.Errorf("badgerstore: %s: %w (%w)", op, store.ErrClosed, err)
 	case errors.Is(err, badger.ErrDiscardedTxn):
 		return fmt.Errorf("badgerstore: %s: %w", op, errEnded)
+	case noSpace(err):
+		return fmt.Errorf("badgerstore: %s: %w (%v)", op, store.ErrDiskFull, err)
 	case strings.Contains(err.Error(), y.ErrChecksumMismatch.Error()):
 		// A value-log entry or table block whose checksum fails (Badger's
 		// y.Wrap loses the chain, hence the text).
