@@ -9,6 +9,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Options configures Open. The sizes mirror lossless.BadgerConfig (bytes;
@@ -158,6 +160,10 @@ func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
 		// empty, and the first open fails on it (and truncates it); the
 		// second succeeds (Badger issue #2207).
 		db, err = badger.Open(badgerOptions(o, g))
+	}
+	if err != nil && noSpace(err) {
+		// Badger could not allocate its value log or memtable log.
+		return nil, fmt.Errorf("badgerstore: open %s: %w: %v (free some space; everything stored stays readable)", o.Dir, store.ErrDiskFull, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", o.Dir, err)
