@@ -15,6 +15,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/y"
 
+	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -282,9 +283,13 @@ func (s *Store) Sync(ctx context.Context) error {
 	return nil
 }
 
-// Size reports the bytes of the store's tables (*.sst) and value log
-// (*.vlog), Badger's own measure (DB.Size), read from the directory now
-// rather than from Badger's figure, which it refreshes once a minute.
+// Size reports the bytes the store's files take on disk: the blocks
+// allocated to every file of the directory (tables, value and memtable
+// logs, MANIFEST, DISCARD…; not the recall index's subdirectory), as du
+// counts them (package diskusage), read from the directory now. While the
+// store is open for writing this includes the value and memtable logs
+// Badger allocated ahead (their apparent size is larger still: Badger
+// sizes a value log at twice valueLogFileSize).
 func (s *Store) Size() (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
@@ -296,8 +301,7 @@ func (s *Store) Size() (int64, error) {
 	}
 	var n int64
 	for _, ent := range ents {
-		name := ent.Name()
-		if !ent.Type().IsRegular() || (!strings.HasSuffix(name, ".sst") && !strings.HasSuffix(name, ".vlog")) {
+		if !ent.Type().IsRegular() {
 			continue
 		}
 		info, err := ent.Info()
@@ -307,7 +311,7 @@ func (s *Store) Size() (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("badgerstore: size: %w", err)
 		}
-		n += info.Size()
+		n += diskusage.File(info)
 	}
 	return n, nil
 }
