@@ -435,7 +435,7 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	case s.Error != "":
 		fmt.Fprintf(w, ": error: %s\n", s.Error)
 	default:
-		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk, %d conversations, %d messages\n",
+		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk (allocated, as du counts), %d conversations, %d messages\n",
 			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
 	}
 	if c := s.Check; c != nil {
