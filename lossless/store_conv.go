@@ -5,14 +5,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -578,9 +577,12 @@ type AgentStats struct {
 // Stats are the store's totals.
 type Stats struct {
 	Agents map[string]AgentStats `json:"agents"`
-	// DiskBytes is the size of the store's LSM tree and value log.
+	// DiskBytes is what the store takes on disk (store.Store.Size): for
+	// Badger the blocks allocated to its directory's files, recall index
+	// aside, as du counts them; for PostgreSQL the database's size.
 	DiskBytes int64 `json:"diskBytes"`
-	// IndexBytes is the size of the recall index's files (0 without one).
+	// IndexBytes is the blocks allocated to the recall index's files, as
+	// du counts them (0 without one).
 	IndexBytes int64 `json:"indexBytes"`
 	// Format is the store format version.
 	Format int `json:"format"`
@@ -622,14 +624,7 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 	if e.cfg.StoreDir == "" {
 		return st, nil // no Bleve index beside the store
 	}
-	_ = filepath.WalkDir(e.indexDir(), func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				st.IndexBytes += info.Size()
-			}
-		}
-		return nil
-	})
+	st.IndexBytes, _ = diskusage.Dir(e.indexDir()) // a figure, not a check: an unreadable file counts 0
 	return st, nil
 }
 

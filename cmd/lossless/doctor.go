@@ -15,6 +15,7 @@ import (
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
@@ -385,17 +386,11 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	return rep
 }
 
-// dirBytes is the size of the files under dir (0 when it cannot be read).
+// dirBytes is the blocks allocated to the files under dir, as du counts
+// them (0 when it cannot be read): the measure of Stats' DiskBytes and
+// IndexBytes.
 func dirBytes(dir string) int64 {
-	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
+	n, _ := diskusage.Dir(dir)
 	return n
 }
 
@@ -446,7 +441,7 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	case s.Error != "":
 		fmt.Fprintf(w, ": error: %s\n", s.Error)
 	default:
-		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk, %d conversations, %d messages\n",
+		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk (allocated, as du counts), %d conversations, %d messages\n",
 			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
 	}
 	if c := s.Check; c != nil {

@@ -163,3 +163,75 @@ func copyDir(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+// TestDoctorStoreCannotOpen: plain doctor (without --deep) on a store that
+// cannot be opened at all (its MANIFEST overwritten, a table file gone, a
+// directory of foreign files) exits 1 with a problem naming the store and
+// saying it cannot be opened, never "no problems found" with exit 0 (#27).
+func TestDoctorStoreCannotOpen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	healthy := filepath.Join(dir, "healthy")
+	file := filepath.Join(dir, "s.jsonl")
+	writeSession(t, file, "sess-unopenable", 20)
+	runCLI(t, "", nil, "import", "--store", healthy, file).want(t, 0, "40 imported")
+	// No OpenClaw config (HOME is empty): the slot resolves to legacy, so
+	// the store's own check is the only thing that can find a problem.
+	runCLI(t, "", nil, "doctor", "--store", healthy).want(t, 0, "0 problem(s)")
+
+	cases := []struct {
+		name string
+		fn   func(t *testing.T, d string)
+	}{
+		{"MANIFEST overwritten", func(t *testing.T, d string) {
+			if err := os.WriteFile(filepath.Join(d, "MANIFEST"), []byte("not a manifest, 32 bytes long..."), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"table file gone", func(t *testing.T, d string) {
+			ssts, _ := filepath.Glob(filepath.Join(d, "*.sst"))
+			if len(ssts) == 0 {
+				t.Fatal("the imported store has no .sst file")
+			}
+			for _, p := range ssts {
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"foreign files only", func(t *testing.T, d string) {
+			if err := os.RemoveAll(d); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, "notes.txt"), []byte("hello\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "store")
+			copyDir(t, healthy, d)
+			tc.fn(t, d)
+			for _, jsonOut := range []bool{false, true} {
+				args := []string{"doctor", "--store", d}
+				if jsonOut {
+					args = append(args, "--json")
+				}
+				r := runCLI(t, "", nil, args...)
+				if r.code != 1 {
+					t.Fatalf("doctor %v on a store that cannot be opened: exit %d, want 1\n%s\n%s", args, r.code, r.stdout, r.stderr)
+				}
+				if !strings.Contains(r.stdout, "cannot be opened") || !strings.Contains(r.stdout, d) {
+					t.Fatalf("doctor %v: output does not say that %s cannot be opened:\n%s", args, d, r.stdout)
+				}
+				if strings.Contains(r.stdout, "0 problem(s)") {
+					t.Fatalf("doctor %v: says no problems:\n%s", args, r.stdout)
+				}
+			}
+		})
+	}
+}

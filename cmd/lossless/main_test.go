@@ -831,7 +831,8 @@ func TestCompactSessionFile(t *testing.T) {
 	}
 }
 
-// TestDiskFull fills a small tmpfs holding the store: a write then fails
+// TestDiskFull fills a small tmpfs (512 MiB: an open store preallocates
+// 144 MiB of logs and keeps 160 MiB free) holding the store: a write then fails
 // with a clear error (exit 1, no runtime dump), commands that only read go
 // on working, and once space is freed writes succeed and nothing is lost.
 // It needs root to mount the tmpfs (CI runs as root); elsewhere it skips.
@@ -840,7 +841,7 @@ func TestDiskFull(t *testing.T) {
 		t.Skip("needs root to mount a small tmpfs (CI runs as root)")
 	}
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=200m", "tmpfs", mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512m", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })

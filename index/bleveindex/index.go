@@ -276,6 +276,7 @@ func safeOpen(p string) (bi bleve.Index, err error) {
 			bi, err = nil, fmt.Errorf("panic: %v", r)
 		}
 	}()
+	forgetFailure(p)
 	bi, err = bleve.OpenUsing(p, scorchConfig())
 	if err != nil {
 		return nil, err
@@ -319,6 +320,7 @@ func scorchConfig() map[string]interface{} {
 	return map[string]interface{}{
 		"unsafe_batch":           true,
 		"scorchMergePlanOptions": map[string]interface{}{"MaxSegmentSize": maxSegmentDocs},
+		"asyncErrorCallbackName": asyncErrorCallback,
 	}
 }
 
@@ -329,11 +331,20 @@ const maxSegmentDocs = 200_000
 
 // newBleve creates an empty bleve index at p with the package's mapping.
 func newBleve(p string) (bleve.Index, error) {
+	forgetFailure(p)
 	return bleve.NewUsing(p, newMapping(), bleve.Config.DefaultIndexType, bleve.Config.DefaultKVStore, scorchConfig())
 }
 
-// persist waits until everything batched into bi so far is persisted.
-func persist(bi bleve.Index) error {
+// persist waits until everything batched into bi (the bleve index at p)
+// so far is persisted, or until scorch reports that it cannot persist
+// (asyncerr.go).
+func persist(bi bleve.Index, p string) error {
+	f := failureOf(scorchPath(p))
+	select {
+	case <-f.ch:
+		return fmt.Errorf("index: persist %s: %w", p, f.err)
+	default:
+	}
 	b := bi.NewBatch()
 	b.SetInternal(keyPersist, []byte{1})
 	done := make(chan error, 1)
@@ -341,7 +352,12 @@ func persist(bi bleve.Index) error {
 	if err := bi.Batch(b); err != nil {
 		return err
 	}
-	return <-done
+	select {
+	case err := <-done:
+		return err
+	case <-f.ch:
+		return fmt.Errorf("index: persist %s: %w", p, f.err)
+	}
 }
 
 // create makes a new empty bleve index; complete records the generation so
@@ -903,14 +919,14 @@ func (ix *Index) Close() error {
 	defer ix.bmu.Unlock()
 	var errs []error
 	if a := ix.aside; a != nil {
-		if err := persist(a.bi); err != nil {
+		if err := persist(a.bi, filepath.Join(ix.dir, a.slot)); err != nil {
 			errs = append(errs, fmt.Errorf("index: close: persist the index being rebuilt: %w", err))
 		}
 		if err := a.bi.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("index: close the index being rebuilt: %w", err))
 		}
 	}
-	if err := persist(ix.bi); err != nil {
+	if err := persist(ix.bi, ix.path()); err != nil {
 		errs = append(errs, fmt.Errorf("index: close: persist: %w", err))
 	}
 	if err := ix.bi.Close(); err != nil {

@@ -266,7 +266,7 @@ func (ix *Index) Rebuild(ctx context.Context, source Source, progress func(done 
 		}
 		return fmt.Errorf("index: rebuild: %w", err)
 	}
-	if err := persist(a.bi); err != nil {
+	if err := persist(a.bi, filepath.Join(ix.dir, a.slot)); err != nil {
 		return fmt.Errorf("index: rebuild: persist: %w", err)
 	}
 	return ix.swap(a)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Options configures Open. The sizes mirror lossless.BadgerConfig (bytes;
@@ -80,10 +82,19 @@ func (o Options) validate() error {
 // except the block-cache statistics Badger prints as warnings every minute
 // while a large store is read: the small cache is the engine's choice
 // (Options), so they go to debug.
-type badgerLogger struct{}
+//
+// An error that says the disk is full (Badger's flush or compaction that
+// could not allocate its table, which Badger retries on its own) trips the
+// store's space guard: writes are refused from then on (space.go), and
+// Close does not wait for a flush that cannot happen.
+type badgerLogger struct{ space *spaceGuard }
 
-func (badgerLogger) Errorf(f string, a ...any) {
-	slog.Error("badgerstore: badger: " + fmt.Sprintf(f, a...))
+func (l badgerLogger) Errorf(f string, a ...any) {
+	msg := fmt.Sprintf(f, a...)
+	if l.space != nil && noSpaceText(msg) {
+		l.space.trip(msg)
+	}
+	slog.Error("badgerstore: badger: " + msg)
 }
 func (badgerLogger) Warningf(f string, a ...any) {
 	msg := fmt.Sprintf(f, a...)
@@ -98,9 +109,9 @@ func (badgerLogger) Debugf(string, ...any) {}
 
 // badgerOptions returns Badger's options for o (defaults filled): those of
 // package lossless (store.go), option for option.
-func badgerOptions(o Options) badger.Options {
+func badgerOptions(o Options, g *spaceGuard) badger.Options {
 	opt := badger.DefaultOptions(o.Dir).
-		WithLogger(badgerLogger{}).
+		WithLogger(badgerLogger{space: g}).
 		WithSyncWrites(o.SyncWrites).
 		WithMemTableSize(o.MemTableSize).
 		WithNumMemtables(o.NumMemtables).
@@ -142,13 +153,17 @@ func badgerOptions(o Options) badger.Options {
 }
 
 // openBadger opens the database of o (defaults filled).
-func openBadger(o Options) (*badger.DB, error) {
-	db, err := badger.Open(badgerOptions(o))
+func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
+	db, err := badger.Open(badgerOptions(o, g))
 	if err != nil && !o.ReadOnly && strings.Contains(err.Error(), "Create a new file") {
 		// A process killed as Badger created a memtable file leaves it
 		// empty, and the first open fails on it (and truncates it); the
 		// second succeeds (Badger issue #2207).
-		db, err = badger.Open(badgerOptions(o))
+		db, err = badger.Open(badgerOptions(o, g))
+	}
+	if err != nil && noSpace(err) {
+		// Badger could not allocate its value log or memtable log.
+		return nil, fmt.Errorf("badgerstore: open %s: %w: %v (free some space; everything stored stays readable)", o.Dir, store.ErrDiskFull, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", o.Dir, err)

@@ -1,8 +1,11 @@
 package badgerstore
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lossless-engine/contextengine/store"
@@ -18,7 +21,17 @@ import (
 // into a mapped page of a full filesystem is a SIGBUS that kills the
 // process, not an error. So the store looks before it writes: a write
 // needs at least the space Badger may map for the next memtables and value
-// log files (lossless/space.go's guard, moved here).
+// log files (lossless/space.go's guard, moved here). Those files are
+// allocated whole when Badger creates them (the ristretto patch in
+// third_party/ristretto), so a write into their mappings never meets a
+// full disk; the reserve keeps the room Badger needs for the next ones.
+//
+// When the disk fills anyway (another process took the space between two
+// looks), Badger's allocation fails with ENOSPC: the write that met it
+// fails with store.ErrDiskFull, and so does every later write of this
+// Store (the guard is tripped), since Badger, after a failed allocation,
+// can be left without a value log or memtable to write into. Reads go on;
+// the store accepts writes again once reopened with space freed.
 
 // freeSpace reports a directory's free bytes (freeBytes; tests replace it).
 var freeSpace = freeBytes
@@ -32,18 +45,66 @@ type spaceGuard struct {
 	checked time.Time
 	free    uint64
 	err     error
+
+	// tripped is closed when a write or Badger itself met a full disk;
+	// why says what.
+	tripOnce sync.Once
+	tripped  chan struct{}
+	why      string
 }
 
 func newSpaceGuard(o Options) *spaceGuard {
 	// Two memtables, two value log files (Badger maps a new one at twice
 	// its size) and a margin.
-	return &spaceGuard{dir: o.Dir, reserve: uint64(2*o.MemTableSize+2*o.ValueLogFileSize) + 16<<20}
+	return &spaceGuard{dir: o.Dir, reserve: uint64(2*o.MemTableSize+2*o.ValueLogFileSize) + 16<<20,
+		tripped: make(chan struct{})}
+}
+
+// trip records that the disk filled (why: the error that said so).
+func (g *spaceGuard) trip(why string) {
+	g.tripOnce.Do(func() {
+		g.mu.Lock()
+		g.why = why
+		g.mu.Unlock()
+		close(g.tripped)
+	})
+}
+
+// reason is the error that tripped the guard.
+func (g *spaceGuard) reason() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.why
+}
+
+// noted trips the guard when err says the disk is full, and returns err.
+func (g *spaceGuard) noted(err error) error {
+	if err != nil && errors.Is(err, store.ErrDiskFull) {
+		g.trip(err.Error())
+	}
+	return err
+}
+
+// noSpace reports whether err (from Badger) is a full disk: ENOSPC in its
+// chain, or in its text where Badger's wrapping lost the chain.
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || noSpaceText(err.Error())
+}
+
+func noSpaceText(s string) bool {
+	return strings.Contains(s, syscall.ENOSPC.Error())
 }
 
 // check returns an error wrapping store.ErrDiskFull when the filesystem
 // has less than the reserve free (looked up at most once a second; a
 // filesystem whose free space cannot be read is not refused).
 func (g *spaceGuard) check() error {
+	select {
+	case <-g.tripped:
+		return fmt.Errorf("badgerstore: %w: a write on %s met a full disk (%s); writes are refused until the store is opened again with space freed (everything stored stays readable)",
+			store.ErrDiskFull, g.dir, g.reason())
+	default:
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if time.Since(g.checked) > time.Second {

@@ -10,10 +10,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/y"
 
+	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -100,11 +102,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	db, err := openBadger(o)
+	g := newSpaceGuard(o)
+	db, err := openBadger(o, g)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, opts: o, space: newSpaceGuard(o)}
+	s := &Store{db: db, opts: o, space: g}
 	// What package lossless writes per transaction (ingest.go): half of
 	// Badger's batch limit (15% of the memtable), which leaves room for
 	// Badger's per-entry overhead.
@@ -191,7 +194,7 @@ func (s *Store) Update(ctx context.Context, fn func(store.Tx) error) error {
 		return fmt.Errorf("badgerstore: update: %w", err)
 	}
 	if err := txn.Commit(); err != nil {
-		return wrapErr("commit", err)
+		return s.space.noted(wrapErr("commit", err))
 	}
 	return nil
 }
@@ -280,9 +283,13 @@ func (s *Store) Sync(ctx context.Context) error {
 	return nil
 }
 
-// Size reports the bytes of the store's tables (*.sst) and value log
-// (*.vlog), Badger's own measure (DB.Size), read from the directory now
-// rather than from Badger's figure, which it refreshes once a minute.
+// Size reports the bytes the store's files take on disk: the blocks
+// allocated to every file of the directory (tables, value and memtable
+// logs, MANIFEST, DISCARD…; not the recall index's subdirectory), as du
+// counts them (package diskusage), read from the directory now. While the
+// store is open for writing this includes the value and memtable logs
+// Badger allocated ahead (their apparent size is larger still: Badger
+// sizes a value log at twice valueLogFileSize).
 func (s *Store) Size() (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
@@ -294,8 +301,7 @@ func (s *Store) Size() (int64, error) {
 	}
 	var n int64
 	for _, ent := range ents {
-		name := ent.Name()
-		if !ent.Type().IsRegular() || (!strings.HasSuffix(name, ".sst") && !strings.HasSuffix(name, ".vlog")) {
+		if !ent.Type().IsRegular() {
 			continue
 		}
 		info, err := ent.Info()
@@ -305,7 +311,7 @@ func (s *Store) Size() (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("badgerstore: size: %w", err)
 		}
-		n += info.Size()
+		n += diskusage.File(info)
 	}
 	return n, nil
 }
@@ -326,7 +332,33 @@ func (s *Store) Close() error {
 		s.idle.Wait()
 	}
 	s.mu.Unlock()
-	if err := s.db.Close(); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- s.db.Close() }()
+	select {
+	case err := <-done:
+		return closeErr(err)
+	case <-s.space.tripped:
+	}
+	// The disk filled: Badger retries a flush that cannot be written, once
+	// a second, for as long as the disk stays full, and its Close waits
+	// for it. Give it closeGrace (space may have been freed), then leave
+	// it: what was acknowledged is in Badger's log (.mem), replayed when
+	// the store is next opened for writing, as after a crash.
+	select {
+	case err := <-done:
+		return closeErr(err)
+	case <-time.After(closeGrace):
+	}
+	return fmt.Errorf("badgerstore: close %s: %w: Badger cannot write its memtable to a table (%s); what was written is in its log and is replayed when the store is next opened for writing, once space is freed",
+		s.opts.Dir, store.ErrDiskFull, s.space.reason())
+}
+
+// closeGrace is how long Close waits for Badger once the disk is known to
+// be full.
+var closeGrace = 3 * time.Second
+
+func closeErr(err error) error {
+	if err != nil {
 		return fmt.Errorf("badgerstore: close: %w", err)
 	}
 	return nil
@@ -373,6 +405,8 @@ func wrapErr(op string, err error) error {
 		return fmt.Errorf("badgerstore: %s: %w (%w)", op, store.ErrClosed, err)
 	case errors.Is(err, badger.ErrDiscardedTxn):
 		return fmt.Errorf("badgerstore: %s: %w", op, errEnded)
+	case noSpace(err):
+		return fmt.Errorf("badgerstore: %s: %w (%v)", op, store.ErrDiskFull, err)
 	case strings.Contains(err.Error(), y.ErrChecksumMismatch.Error()):
 		// A value-log entry or table block whose checksum fails (Badger's
 		// y.Wrap loses the chain, hence the text).

@@ -93,6 +93,7 @@ func (w *writer) count(n int, what string) error {
 
 // fail records the first failed write of an Update (see failed).
 func (w *writer) fail(err error) error {
+	w.s.space.noted(err)
 	if w.rtxn != nil && w.failed == nil {
 		w.failed = err
 	}
@@ -459,7 +460,7 @@ func (b *batch) Flush() error {
 	}
 	if err := b.wb.Flush(); err != nil {
 		b.wb.Cancel()
-		return wrapErr("flush", err)
+		return b.s.space.noted(wrapErr("flush", err))
 	}
 	return nil
 }

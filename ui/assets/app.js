@@ -200,7 +200,7 @@
   function showStore(ov) {
     const el = document.getElementById("store");
     el.textContent = `${ov.backend} · ${ov.store}`;
-    el.title = `format ${ov.format}, ${bytes(ov.diskBytes)} on disk, recall index ${bytes(ov.indexBytes)}, engine ${ov.version}, tokenizer ${ov.tokenizer}`;
+    el.title = `format ${ov.format}, ${bytes(ov.diskBytes)} allocated on disk (du), recall index ${bytes(ov.indexBytes)}, engine ${ov.version}, tokenizer ${ov.tokenizer}`;
   }
 
   // ---- context ----
@@ -506,7 +506,7 @@
     const dl = (pairs) => h("dl", {}, pairs.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
     const cards = h("section", { class: "cards" },
       h("div", { class: "card" }, h("div", { class: "card-title" }, "Store"), dl([["backend", x.backend], ["where", h("span", { class: "mono" }, x.store)],
-        ["format", String(x.format)], ["on disk", bytes(x.diskBytes)], ["conversations", num(x.conversations)], ["messages", num(x.messages)],
+        ["format", String(x.format)], ["allocated on disk (du)", bytes(x.diskBytes)], ["conversations", num(x.conversations)], ["messages", num(x.messages)],
         ["raw JSON", bytes(x.bytes)], ["tokens stored", num(x.tokens)], ["summaries", num(x.summaries)]])),
       h("div", { class: "card" }, h("div", { class: "card-title" }, "Recall index"), dl([
         ["state", !rc.enabled ? badge("off", "muted-badge") : rc.error ? badge("error", "bad") : rc.rebuilding ? badge("rebuilding", "warn") : badge("ready", "ok")],
