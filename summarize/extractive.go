@@ -453,7 +453,7 @@ func stamp(t string) (string, string, bool) {
 		return "", "", false
 	}
 	in := strings.TrimSpace(t[1:end])
-	if strings.IndexAny(in, "0123456789") < 0 {
+	if !strings.ContainsAny(in, "0123456789") {
 		return "", "", false
 	}
 	dated := false
@@ -721,7 +721,7 @@ func (p *plan) add(s string, role byte, section int, prev bool) {
 	})
 	ids := 0
 	ident.Scan(s, func(int, int, ident.Kind) { ids++ })
-	digits := strings.IndexAny(s, "0123456789") >= 0
+	digits := strings.ContainsAny(s, "0123456789")
 	if strings.Contains(s, "✅") {
 		flags |= fDone
 	}
