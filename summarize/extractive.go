@@ -383,13 +383,8 @@ func isChat(text string) bool {
 	}
 	lines, code, marked, facts := 0, 0, 0, 0
 	for len(text) > 0 {
-		k := strings.IndexByte(text, '\n')
 		var line string
-		if k < 0 {
-			line, text = text, ""
-		} else {
-			line, text = text[:k], text[k+1:]
-		}
+		line, text, _ = strings.Cut(text, "\n")
 		if _, rest, ok := stamp(strings.TrimSpace(line)); ok {
 			line = rest
 		}
@@ -486,13 +481,8 @@ func (p *plan) collectText(text string) {
 	section := secNone // the section of a child summary's "## heading"
 	for len(text) > 0 {
 		p.frac = 1 - float64(len(text))/total
-		k := strings.IndexByte(text, '\n')
 		var line string
-		if k < 0 {
-			line, text = text, ""
-		} else {
-			line, text = text[:k], text[k+1:]
-		}
+		line, text, _ = strings.Cut(text, "\n")
 		if when, rest, ok := stamp(strings.TrimSpace(line)); ok {
 			p.when, line = when, rest
 		}
