@@ -36,11 +36,14 @@ import (
 //   - a session lives soakMinTurns to soakMaxTurns turns, then goes idle
 //     for good and a new one arrives in its place (one in soakImportEvery
 //     by importing a session file with Bootstrap);
-//   - every soakSubagentEvery turns of a session a subagent is spawned
+//   - every soakSubagentEvery turns of a worker a subagent of the session
+//     just driven is spawned (counted per worker, not per session, so a
+//     short run on a slow machine still spawns some: sessions picked at
+//     random may none reach soakSubagentEvery turns of their own)
 //     (fork or isolated, alternately), assembles and commits a few turns of
 //     its own and ends (completed); every soakRollbackEvery-th spawn is
 //     rolled back instead, as after a failed launch;
-//   - every soakCompactEvery turns the host asks for a compaction (a
+//   - every soakCompactEvery turns of a worker the host asks for a compaction (a
 //     preflight or overflow compact, forced).
 //
 // The heap is sampled every Config.SoakSample (after a forced collection:
@@ -368,6 +371,7 @@ type soakWorker struct {
 	pending *core.Message // the next turn's user message, read ahead
 	n       int           // sessions started
 	spawns  int
+	turns   int // committed by this worker, over all its sessions
 }
 
 // soakSession is one open session of a worker.
@@ -394,12 +398,13 @@ func (w *soakWorker) run(ctx context.Context, deadline time.Time) error {
 			return soakErr(ctx, fmt.Errorf("session %s turn %d: %w", s.id, s.turns, err))
 		}
 		s.turns++
-		if s.turns%soakSubagentEvery == 0 {
+		w.turns++
+		if w.turns%soakSubagentEvery == 0 {
 			if err := w.subagent(ctx, s); err != nil {
 				return soakErr(ctx, fmt.Errorf("session %s subagent: %w", s.id, err))
 			}
 		}
-		if s.turns%soakCompactEvery == 0 {
+		if w.turns%soakCompactEvery == 0 {
 			res, err := w.e.Compact(ctx, core.CompactParams{SessionID: s.id, SessionKey: s.key, TokenBudget: soakBudget, Force: true})
 			if err != nil {
 				return soakErr(ctx, fmt.Errorf("session %s compact: %w", s.id, err))
