@@ -103,4 +103,3 @@ func BenchmarkAssembleReads(b *testing.B) {
 		})
 	}
 }
-
