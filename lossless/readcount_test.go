@@ -273,3 +273,9 @@ func (c *countingReader) SubagentLinks(parent store.ConvID) iter.Seq2[store.Suba
 	c.read()
 	return c.r.SubagentLinks(parent)
 }
+
+func (c *countingReader) Get(refs []store.Ref) ([]store.Got, error) {
+	c.read()
+	c.n.batched.Add(1)
+	return c.r.Get(refs)
+}
