@@ -2,8 +2,11 @@ package lossless
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +103,43 @@ func BenchmarkAssembleReads(b *testing.B) {
 			b.ReportMetric(float64(d.views)/float64(b.N), "views/op")
 			b.ReportMetric(float64(d.updates)/float64(b.N), "updates/op")
 			b.ReportMetric(lat[len(lat)/2], "median-ms")
+		})
+	}
+}
+
+// TestAssembleReads bounds what a warm Assemble asks of the store, on
+// each backend: the conversation is resolved once and its window read in
+// one snapshot (at most two reads), and the recalled items are read in
+// one batched read — not one read per item, nor the conversation looked
+// up again by recall, the subagent check or the projection epoch.
+func TestAssembleReads(t *testing.T) {
+	for _, backend := range []string{"badger", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			e := readsEngine(t, backend)
+			p := readsSetup(t, e, 40)
+			ctx := context.Background()
+			if _, err := e.Assemble(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+			n := withCountingStore(e)
+			for _, mode := range []string{core.ProjectionPerTurn, core.ProjectionThreadBootstrap} {
+				q := p
+				q.RuntimeContext = &core.RuntimeContext{Values: map[string]json.RawMessage{
+					RuntimeContextProjection: json.RawMessage(strconv.Quote(mode))}}
+				res, d := assembleReads(t, e, n, q)
+				rm := recallMessage(res)
+				if items := strings.Count(rm, "<item"); items < 2 {
+					t.Fatalf("%s: recall block of %d items, want the older turns recalled:\n%s", mode, items, rm)
+				}
+				if res.ContextProjection == nil || res.ContextProjection.Mode != mode {
+					t.Fatalf("%s: projection %+v", mode, res.ContextProjection)
+				}
+				t.Logf("%s: %d reads (%d batched) in %d views, %d updates", mode, d.reads, d.batched, d.views, d.updates)
+				if d.reads-d.batched > 2 || d.batched > 2 || d.reads > 3 || d.views > 2 || d.updates > 0 {
+					t.Errorf("%s: a warm assemble made %d store reads (%d of them batched) in %d views and %d updates; want at most 2 reads for the conversation and 1 batched read for the recalled items, in at most 2 views",
+						mode, d.reads, d.batched, d.views, d.updates)
+				}
+			}
 		})
 	}
 }

@@ -63,7 +63,8 @@ func (e *Engine) ConversationFor(ctx context.Context, agentID, sessionID, sessio
 }
 
 // lookup finds an existing conversation by session key, then session id
-// (a key may also be passed as the id).
+// (a key may also be passed as the id), reading the store. The hot paths
+// (Assemble, commitTurn) use lookupCached.
 func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string) (convID, error) {
 	if sessionID == "" && sessionKey == "" {
 		return convID{}, fmt.Errorf("lossless: %w", core.ErrEmptySessionID)
@@ -73,9 +74,6 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 	}
 	if err := ctx.Err(); err != nil {
 		return convID{}, fmt.Errorf("lossless: %w", err)
-	}
-	if c, ok := resolvedLookup(ctx, agent, sessionID, sessionKey); ok {
-		return c, nil // resolved at the call's door (resolveAssemble)
 	}
 	var c convID
 	err := e.st.View(ctx, func(r store.Reader) error {
