@@ -52,7 +52,8 @@ func (r *reader) Get(refs []store.Ref) ([]store.Got, error) {
 			if err := rows.Err(); err != nil {
 				return nil, wrapErr("get", err)
 			}
-			g.Err = &notFoundError{what: fmt.Sprintf("record of kind %q", ref.Kind), key: ref}
+			what, key := refName(ref)
+			g.Err = &notFoundError{what: what, key: key}
 			continue
 		}
 		if err := getRow(rows, ref, g); err != nil {
@@ -162,4 +163,19 @@ func (r *reader) send(b *pgx.Batch) (pgx.BatchResults, error) {
 		}
 	}
 	return br, nil
+}
+
+// refName names the record of ref in a not-found error.
+func refName(ref store.Ref) (string, string) {
+	switch ref.Kind {
+	case store.RefConversation:
+		return "conversation", ref.Conv.String()
+	case store.RefMessage:
+		return "message", fmt.Sprintf("%s/%d", ref.Conv, ref.Seq)
+	case store.RefSummary:
+		return "summary", fmt.Sprintf("%s/%s", ref.Conv, ref.ID)
+	case store.RefSubagent:
+		return "subagent", fmt.Sprintf("%x", ref.Sub)
+	}
+	return "subagent child", ref.Agent + ":" + ref.ID
 }
