@@ -96,6 +96,20 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 	return c, err
 }
 
+// get reads refs in one batched read (store.Reader.Get).
+func (c *Conversation) get(ctx context.Context, refs []store.Ref) ([]store.Got, error) {
+	var got []store.Got
+	err := c.e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		got, err = r.Get(refs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lossless: read: %w", fromStore(err))
+	}
+	return got, nil
+}
+
 // ID returns the conversation's id (hex).
 func (c *Conversation) ID() string { return c.id.String() }
 
