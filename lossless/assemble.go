@@ -49,29 +49,36 @@ const (
 // assemble. Under OpenClaw the result also fits the host's own chars/4
 // count of it; a context cut to fit says so in AssembleResult.Cut.
 func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
-	done, err := e.enter()
+	call, res, err := e.assembleCall(ctx, p)
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
+	// Fork prefix of a subagent, the host's count, contextProjection
+	// (projection.go; it enters on its own, after the sweep of expired
+	// subagent preparations, which does too).
+	if err := e.afterAssemble(ctx, call, &res); err != nil {
+		return core.AssembleResult{}, err
+	}
+	return res, nil
+}
+
+// assembleCall resolves the call once (call.go: everything after takes
+// it) and assembles its window, with recall when it applies.
+func (e *Engine) assembleCall(ctx context.Context, p core.AssembleParams) (*assembleCall, core.AssembleResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, core.AssembleResult{}, err
+	}
 	defer done()
-	// The call is resolved once, here; everything after takes it (call.go).
 	call, err := e.resolveAssemble(ctx, p)
 	if err != nil {
-		return core.AssembleResult{}, err
+		return nil, core.AssembleResult{}, err
 	}
 	res, ok, err := e.assembleWithRecall(ctx, call) // recall.go
 	if !ok {
 		res, err = e.assembleWindow(ctx, call, call.p)
 	}
-	if err != nil {
-		return core.AssembleResult{}, err
-	}
-	// Fork prefix of a subagent, the host's count, contextProjection
-	// (projection.go).
-	if err := e.afterAssemble(ctx, call, &res); err != nil { // projection.go
-		return core.AssembleResult{}, err
-	}
-	return res, nil
+	return call, res, err
 }
 
 // assembleWindow assembles call's conversation within p.TokenBudget (p is

@@ -87,6 +87,11 @@ func ProjectionMode(rs *core.RuntimeSettings, rc *core.RuntimeContext, def strin
 // counted from.
 func (e *Engine) afterAssemble(ctx context.Context, call *assembleCall, res *core.AssembleResult) error {
 	e.sweepOnce(ctx)
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
 	p := call.p
 	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
 	if err := e.forkPrefix(ctx, call, budget, res); err != nil {
