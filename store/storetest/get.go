@@ -71,26 +71,26 @@ func testGet(t *testing.T, s store.Store) {
 	check := func(r store.Reader) error {
 		got, err := r.Get(refs)
 		if err != nil {
-			return fmt.Errorf("Get: %w", err)
+			return fmt.Errorf("batched read: %w", err)
 		}
 		if len(got) != len(refs) {
-			return fmt.Errorf("Get of %d refs returned %d", len(refs), len(got))
+			return fmt.Errorf("batched read of %d refs returned %d", len(refs), len(got))
 		}
 		for i, w := range want {
 			if got[i].Err != nil || !equal(got[i], w) {
-				return fmt.Errorf("Get: ref %d %+v = %+v; want %+v", i, refs[i], got[i], w)
+				return fmt.Errorf("batched read: ref %d %+v = %+v; want %+v", i, refs[i], got[i], w)
 			}
 		}
 		for i := len(want); i < len(refs); i++ {
 			if !errors.Is(got[i].Err, store.ErrNotFound) {
-				return fmt.Errorf("Get: missing ref %d %+v = %+v; want an error wrapping ErrNotFound", i, refs[i], got[i])
+				return fmt.Errorf("batched read: missing ref %d %+v = %+v; want an error wrapping ErrNotFound", i, refs[i], got[i])
 			}
 		}
 		if got[len(refs)-1].Sub != orphan {
-			return fmt.Errorf("Get: a mapped child whose record is gone: Sub %x, want %x", got[len(refs)-1].Sub, orphan)
+			return fmt.Errorf("batched read: a mapped child whose record is gone: Sub %x, want %x", got[len(refs)-1].Sub, orphan)
 		}
 		if empty, err := r.Get(nil); err != nil || len(empty) != 0 {
-			return fmt.Errorf("Get(nil) = %v, %v", empty, err)
+			return fmt.Errorf("batched read of no refs: %v, %v", empty, err)
 		}
 		return nil
 	}
@@ -106,7 +106,7 @@ func testGet(t *testing.T, s store.Store) {
 		}
 		got, err := tx.Get([]store.Ref{{Kind: store.RefMessage, Conv: c1, Seq: 4}})
 		if err != nil || got[0].Err != nil || !equal(got[0].Message, fresh) {
-			return fmt.Errorf("Get of a message the Update wrote: %+v, %v", got, err)
+			return fmt.Errorf("batched read of a message the Update wrote: %+v, %v", got, err)
 		}
 		return nil
 	})
