@@ -48,23 +48,43 @@ const (
 // the host's system prompt and reserve, learned from the turn's first
 // assemble. Under OpenClaw the result also fits the host's own chars/4
 // count of it; a context cut to fit says so in AssembleResult.Cut.
-func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.AssembleResult, err error) {
-	if ctx.Value(recallCtxKey{}) == nil {
-		// The outer call: the conversation is resolved once, and the budget
-		// with it; the inner calls and recall reuse both.
-		ctx, p = e.resolveAssemble(ctx, p)
-	}
-	// Fork prefix of a subagent, the host's count, contextProjection
-	// (projection.go).
-	defer e.afterAssemble(ctx, p, &res, &err)
-	if res, ok, err := e.assembleWithRecall(ctx, p); ok { // recall.go
-		return res, err
-	}
-	done, err := e.enter()
+func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (core.AssembleResult, error) {
+	call, res, err := e.assembleCall(ctx, p)
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
+	// Fork prefix of a subagent, the host's count, contextProjection
+	// (projection.go; it enters on its own, after the sweep of expired
+	// subagent preparations, which does too).
+	if err := e.afterAssemble(ctx, call, &res); err != nil {
+		return core.AssembleResult{}, err
+	}
+	return res, nil
+}
+
+// assembleCall resolves the call once (call.go: everything after takes
+// it) and assembles its window, with recall when it applies.
+func (e *Engine) assembleCall(ctx context.Context, p core.AssembleParams) (*assembleCall, core.AssembleResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, core.AssembleResult{}, err
+	}
 	defer done()
+	call, err := e.resolveAssemble(ctx, p)
+	if err != nil {
+		return nil, core.AssembleResult{}, err
+	}
+	res, ok, err := e.assembleWithRecall(ctx, call) // recall.go
+	if !ok {
+		res, err = e.assembleWindow(ctx, call, call.p)
+	}
+	return call, res, err
+}
+
+// assembleWindow assembles call's conversation within p.TokenBudget (p is
+// call.p, or recall's inner call: a smaller budget, the host's recall
+// messages dropped).
+func (e *Engine) assembleWindow(ctx context.Context, call *assembleCall, p core.AssembleParams) (core.AssembleResult, error) {
 	budget := p.TokenBudget
 	if budget <= 0 {
 		if b, ok := p.RuntimeContext.Int("tokenBudget"); ok && b > 0 {
@@ -79,22 +99,20 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 	if addition != "" {
 		addTokens = e.tc.CountText(addition)
 	}
-	agent := e.agentFor("", p.SessionKey)
-	c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey)
+	if !call.known {
+		return e.passThrough(p.Messages, budget), nil
+	}
+	msgs, used, n, win, err := e.assembleConv(ctx, call, budget-addTokens)
 	if errors.Is(err, core.ErrUnknownSession) {
 		return e.passThrough(p.Messages, budget), nil
 	}
 	if err != nil {
 		return core.AssembleResult{}, err
 	}
-	msgs, used, n, win, err := e.assembleConv(ctx, c, budget-addTokens)
-	if err != nil {
-		return core.AssembleResult{}, err
-	}
 	if n == 0 {
 		return e.passThrough(p.Messages, budget), nil
 	}
-	res = core.AssembleResult{Messages: msgs, EstimatedTokens: used + addTokens,
+	res := core.AssembleResult{Messages: msgs, EstimatedTokens: used + addTokens,
 		SystemPromptAddition: addition, PromptAuthority: core.PromptAuthorityAssembled}
 	if win.cut > 0 || win.shrunk > 0 {
 		res.Cut = &core.AssembleCut{Budget: budget, NextTokens: win.cut, References: win.shrunk}
@@ -110,33 +128,49 @@ func (e *Engine) Assemble(ctx context.Context, p core.AssembleParams) (res core.
 	return res, nil
 }
 
-// assembleConv reads conversation c's items backwards until avail tokens
-// are used. n is the number of items the conversation has visited (0: the
-// conversation has no items).
-func (e *Engine) assembleConv(ctx context.Context, c convID, avail int) ([]core.Message, int, int, window, error) {
+// assembleConv reads call's conversation's items backwards until avail
+// tokens are used, and in the same snapshot, in one batched read, what
+// the rest of the call needs (call.windowRefs). n is the number of items
+// the conversation has visited (0: the conversation has no items). On a
+// shared store whose conversation another process deleted since the
+// session was resolved, it forgets the resolution and returns an error
+// wrapping core.ErrUnknownSession.
+func (e *Engine) assembleConv(ctx context.Context, call *assembleCall, avail int) ([]core.Message, int, int, window, error) {
+	c := call.c
 	s := e.lockWindow(c)
 	defer s.asmMu.Unlock()
 	ws := &windowScan{e: e, c: c, avail: avail, prevMsgs: s.asmMsgs, prevSums: s.asmSums, created: s.asmCreated}
 	ws.nextMsgs = make(map[uint64]core.Message, len(ws.prevMsgs)+8)
 	ws.nextSums = make(map[string]core.Message, len(ws.prevSums))
-	var err error
-	if e.locker == nil {
-		err = e.st.View(ctx, func(r store.Reader) error { return ws.scan(ctx, r) })
-	} else {
-		// A shared store: the conversation may have been deleted and made
-		// again by another process since the last assemble; its record is
-		// read in the scan's View (one round trip).
-		last := s.asmCreated
-		err = e.st.View(ctx, func(r store.Reader) error {
-			rec, err := r.Conversation(c)
+	shared := e.locker != nil
+	refs := call.windowRefs(shared)
+	wantRec := len(refs) > 0 && refs[0].Kind == store.RefConversation
+	last := s.asmCreated
+	err := e.st.View(ctx, func(r store.Reader) error {
+		if len(refs) > 0 {
+			got, err := r.Get(refs)
 			if err != nil {
 				return fmt.Errorf("lossless: assemble: %w", fromStore(err))
 			}
-			if ws.created = rec.Created; ws.created != last {
+			if err := call.took(refs, got); err != nil {
+				return err
+			}
+		}
+		if shared {
+			// The conversation may have been deleted and made again by
+			// another process since the last assemble: its record, read
+			// in this View, says so.
+			if ws.created = call.rec.Created; ws.created != last {
 				ws.prevMsgs, ws.prevSums = nil, nil
 			}
-			return ws.scan(ctx, r)
-		})
+		}
+		return ws.scan(ctx, r)
+	})
+	if wantRec && !call.haveRec && errors.Is(err, core.ErrNotFound) {
+		// Deleted since it was resolved (retention; on a shared store,
+		// by another process): the session is resolved afresh next time.
+		e.forgetResolved(c)
+		return nil, 0, 0, window{}, fmt.Errorf("lossless: session %q of agent %q: %w", call.p.SessionID+call.p.SessionKey, call.agent, core.ErrUnknownSession)
 	}
 	if err != nil {
 		return nil, 0, 0, window{}, err

@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -183,37 +184,26 @@ func (b *hostBudgets) compactBudget(tb int) (int, bool) {
 	return max(1, tb-share), true
 }
 
-// resolvedConv is the conversation an Assemble resolved at its door, in its
-// context: lookup returns it for the same identity without reading the
-// store again (the inner assemble, recall, the projection).
-type resolvedConv struct {
-	agent, sessionID, sessionKey string
-	c                            convID
-}
-
-type resolvedConvKey struct{}
-
-// resolvedLookup returns the conversation ctx resolved for this identity.
-func resolvedLookup(ctx context.Context, agent, sessionID, sessionKey string) (convID, bool) {
-	r, ok := ctx.Value(resolvedConvKey{}).(resolvedConv)
-	if !ok || r.agent != agent || r.sessionID != sessionID || r.sessionKey != sessionKey {
-		return convID{}, false
-	}
-	return r.c, true
-}
-
-// resolveAssemble resolves an outer Assemble's conversation once (into the
-// returned context) and sets p.TokenBudget to the budget the call really
-// has (hostBudgets.assembleBudget), noting it for the turn's compaction
+// resolveAssemble resolves an Assemble call at its door (call.go): its
+// agent, its conversation (once: everything after takes the call) and
+// p.TokenBudget set to the budget the call really has
+// (hostBudgets.assembleBudget), noted for the turn's compaction
 // decision. An unknown session gets the same budget rules without notes.
-func (e *Engine) resolveAssemble(ctx context.Context, p core.AssembleParams) (context.Context, core.AssembleParams) {
+func (e *Engine) resolveAssemble(ctx context.Context, p core.AssembleParams) (*assembleCall, error) {
 	tb := e.budgetFor(p.TokenBudget, p.RuntimeContext)
 	agent := e.agentFor("", p.SessionKey)
 	p.TokenBudget = e.budgets.of(agent, p.SessionID, p.SessionKey).assembleBudget(tb, p.RuntimeSettings, p.Prompt)
-	if c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey); err == nil {
-		ctx = context.WithValue(ctx, resolvedConvKey{}, resolvedConv{agent: agent, sessionID: p.SessionID, sessionKey: p.SessionKey, c: c})
+	call := &assembleCall{p: p, agent: agent, mode: ProjectionMode(p.RuntimeSettings, p.RuntimeContext, e.cfg.ContextProjection)}
+	// A shared store's cached resolution is checked by the window's read
+	// (assembleConv reads the record there).
+	c, err := e.lookupCached(ctx, agent, p.SessionID, p.SessionKey)
+	switch {
+	case err == nil:
+		call.c, call.known = c, true
+	case !errors.Is(err, core.ErrUnknownSession):
+		return nil, err
 	}
-	return ctx, p
+	return call, nil
 }
 
 // maxBudgetSessions bounds the sessions whose budgets the engine keeps (a

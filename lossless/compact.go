@@ -13,6 +13,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
@@ -181,7 +182,9 @@ type runOutcome struct {
 	res          dag.Result
 	windowBefore int
 	windowAfter  int
-	summarizer   string
+	// after is the context after the run.
+	after      []dag.Item
+	summarizer string
 	// tally is how the summarizer's requests were answered (a model's
 	// Guard counts them; other summarizers leave it zero).
 	tally summarize.TallyCounts
@@ -244,11 +247,14 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 	if err != nil {
 		return out, fmt.Errorf("lossless: compact: %w", err)
 	}
-	after, err := conv.Items(ctx)
-	if err != nil {
-		return out, err
+	// Unchanged when the run made no summary: not read again.
+	out.after = before
+	if len(out.res.NewSummaryIDs) > 0 {
+		if out.after, err = conv.Items(ctx); err != nil {
+			return out, err
+		}
 	}
-	out.windowAfter = windowTokens(after, tgt.Budget)
+	out.windowAfter = windowTokens(out.after, tgt.Budget)
 	return out, nil
 }
 
@@ -387,7 +393,7 @@ func (e *Engine) compact(ctx context.Context, p core.CompactParams) (core.Compac
 		d.NewSummaryIDs = []string{}
 	}
 	outcome := &core.CompactOutcome{TokensBefore: out.windowBefore, TokensAfter: out.windowAfter}
-	if text, err := e.contextSummaryText(ctx, conv); err == nil {
+	if text, err := e.contextSummaryText(ctx, conv, out.after); err == nil {
 		outcome.Summary = text
 	}
 	if rotating {
@@ -440,26 +446,41 @@ func (e *Engine) reserved(ctx context.Context, conv *Conversation, current, budg
 
 // contextSummaryText joins the texts of the summaries in conv's context,
 // oldest first, capped at maxResultSummaryChars.
-func (e *Engine) contextSummaryText(ctx context.Context, conv *Conversation) (string, error) {
-	items, err := conv.Items(ctx)
-	if err != nil {
-		return "", err
+// items is the context when the caller holds it (nil: read here); the
+// summaries are read in batches (store.Reader.Get: one read for a
+// context of up to summaryBatch summaries).
+func (e *Engine) contextSummaryText(ctx context.Context, conv *Conversation, items []dag.Item) (string, error) {
+	if items == nil {
+		var err error
+		if items, err = conv.Items(ctx); err != nil {
+			return "", err
+		}
+	}
+	var refs []store.Ref
+	for _, it := range items {
+		if it.IsSummary() {
+			refs = append(refs, store.Ref{Kind: store.RefSummary, Conv: conv.id, ID: it.Ref.ID})
+		}
 	}
 	var sb strings.Builder
-	for _, it := range items {
-		if !it.IsSummary() {
-			continue
-		}
-		s, err := conv.Summary(ctx, it.Ref.ID)
+	for len(refs) > 0 && sb.Len() < maxResultSummaryChars {
+		batch := refs[:min(len(refs), summaryBatch)]
+		refs = refs[len(batch):]
+		got, err := conv.get(ctx, batch)
 		if err != nil {
 			return "", err
 		}
-		if sb.Len() > 0 {
-			sb.WriteString("\n\n")
-		}
-		sb.WriteString(s.Text)
-		if sb.Len() >= maxResultSummaryChars {
-			break
+		for i, g := range got {
+			if g.Err != nil {
+				return "", fmt.Errorf("lossless: summary %q: %w", batch[i].ID, fromStore(g.Err))
+			}
+			if sb.Len() > 0 {
+				sb.WriteString("\n\n")
+			}
+			sb.WriteString(g.Summary.Text)
+			if sb.Len() >= maxResultSummaryChars {
+				break
+			}
 		}
 	}
 	out := sb.String()
@@ -468,6 +489,9 @@ func (e *Engine) contextSummaryText(ctx context.Context, conv *Conversation) (st
 	}
 	return out, nil
 }
+
+// summaryBatch is how many summaries contextSummaryText reads at once.
+const summaryBatch = 64
 
 // BackgroundResult is the outcome of a conversation's last background
 // compaction.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
@@ -214,6 +215,16 @@ type BadgerConfig struct {
 	IndexCacheSize int64 `json:"indexCacheSize,omitempty"`
 	// NumMemtables: default 2.
 	NumMemtables int `json:"numMemtables,omitempty"`
+}
+
+// BadgerOptions returns the options of the Badger store c opens in
+// StoreDir (package store/badgerstore): its directory, sync and read-only
+// settings and the Badger sizes (zero: badgerstore's defaults).
+func (c Config) BadgerOptions() badgerstore.Options {
+	b := c.Badger
+	return badgerstore.Options{Dir: c.StoreDir, SyncWrites: c.SyncWrites, ReadOnly: c.ReadOnly,
+		MemTableSize: b.MemTableSize, ValueLogFileSize: b.ValueLogFileSize, BlockCacheSize: b.BlockCacheSize,
+		IndexCacheSize: b.IndexCacheSize, NumMemtables: b.NumMemtables}
 }
 
 // Default values of Config.

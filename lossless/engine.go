@@ -13,7 +13,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/store"
-	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // Engine identity (Info).
@@ -24,8 +23,8 @@ const (
 	Version = "0.1.0"
 )
 
-// Engine is the lossless context engine: every message stored verbatim in
-// Badger, an active context of raw messages and summaries, and Assemble
+// Engine is the lossless context engine: every message stored verbatim
+// (store.Store: Badger in a directory, or PostgreSQL), an active context of raw messages and summaries, and Assemble
 // reading only the budgeted suffix. It implements core.Engine and the
 // optional core.Bootstrapper, core.Maintainer, core.BatchIngester,
 // core.AfterTurner, core.TurnCommitter, core.SubagentSpawner,
@@ -33,9 +32,9 @@ const (
 // for concurrent use.
 type Engine struct {
 	cfg Config
-	// st is the store: package store/badgerstore's, opened by Open. The
-	// engine uses it only through the store.Store interface (and the
-	// optional store.MessageEncoder).
+	// st is the store (store/badgerstore's in a directory, or a
+	// registered backend's: RegisterStore). The engine uses it only
+	// through the store.Store interface (and its optional interfaces).
 	st store.Store
 	// locker is st as a store.Locker when several processes share it (nil
 	// for Badger): the engine then takes st's named locks besides its own
@@ -102,6 +101,12 @@ var (
 // format is refused with an error wrapping core.ErrFormatTooNew; a store of
 // another engine is refused too.
 //
+// The store in cfg.StoreDir is opened by the opener registered as
+// DirStore: import package lossless/badger, as cmd/lossless does. When
+// none is registered, Open opens Badger there itself (the same store,
+// kept so that library code written before lossless/badger works
+// unchanged). The recall index is Bleve's in <StoreDir>/index.
+//
 // With cfg.StoreURL set, the store is the one the opener registered for
 // its scheme opens (RegisterStore): import package lossless/postgres for
 // postgres:// URLs, a PostgreSQL database (its schema migrated on open,
@@ -131,12 +136,30 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
 		}
 	}
-	b := cfg.Badger
-	st, err := badgerstore.Open(ctx, badgerstore.Options{Dir: cfg.StoreDir, SyncWrites: cfg.SyncWrites, ReadOnly: cfg.ReadOnly,
-		MemTableSize: b.MemTableSize, ValueLogFileSize: b.ValueLogFileSize, BlockCacheSize: b.BlockCacheSize,
-		IndexCacheSize: b.IndexCacheSize, NumMemtables: b.NumMemtables})
+	// The store in the directory: through the opener registered as
+	// DirStore (package lossless/badger), else Badger opened here (the
+	// fallback library code written before lossless/badger relies on).
+	open := registeredStore(DirStore)
+	if open == nil {
+		open = openBadger
+	}
+	st, rec, err := open(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
+	}
+	if rec != nil {
+		// A directory store with its own search: as OpenStore's.
+		e, err := openEngine(ctx, cfg, st, cfg.StoreDir, func(e *Engine) *recaller {
+			if e.cfg.ReadOnly || !e.cfg.RecallEnabled() {
+				rec.Close()
+				return nil
+			}
+			return e.storeRecall(rec)
+		})
+		if err != nil {
+			rec.Close()
+		}
+		return e, err
 	}
 	var recall func(*Engine) *recaller
 	if !cfg.ReadOnly && cfg.RecallEnabled() {

@@ -435,6 +435,7 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	// record (a new mapping, or one whose record lacks it: a process
 	// stopped between the two writes of an older version).
 	addID := false
+	repointed, stale := false, convID{}
 	err = e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
 		sc, sok, err := convByName(tx, sn)
 		if err != nil {
@@ -484,6 +485,10 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 			}
 		}
 		if !sok || sc != c {
+			// A session id mapped to another conversation moves to this
+			// one: what was resolved to that one through it is forgotten.
+			repointed = sok
+			stale = sc
 			if err := tx.PutName(sn, c); err != nil {
 				return fmt.Errorf("lossless: write session map: %w", err)
 			}
@@ -499,6 +504,9 @@ func (e *Engine) resolve(ctx context.Context, agent, sessionID, sessionKey strin
 	})
 	if err != nil {
 		return convID{}, err
+	}
+	if repointed {
+		e.forgetResolved(stale)
 	}
 	if addID {
 		// Under the conversation's lock, so that it does not race with a

@@ -82,33 +82,35 @@ func ProjectionMode(rs *core.RuntimeSettings, rc *core.RuntimeContext, def strin
 
 // afterAssemble post-processes a successful Assemble: it sweeps expired
 // subagent preparations once per engine, prepends a forked subagent's
-// parent context, and sets ContextProjection. Assemble defers it.
-func (e *Engine) afterAssemble(ctx context.Context, p core.AssembleParams, res *core.AssembleResult, errp *error) {
-	if *errp != nil || ctx.Value(recallCtxKey{}) != nil {
-		return // failed, or the inner call of assembleWithRecall
-	}
+// parent context, and sets ContextProjection. It takes what the call's
+// window read (call.go): the subagent records, the record the epoch is
+// counted from.
+func (e *Engine) afterAssemble(ctx context.Context, call *assembleCall, res *core.AssembleResult) error {
 	e.sweepOnce(ctx)
 	done, err := e.enter()
 	if err != nil {
-		return
+		return err
 	}
 	defer done()
-	agent := e.agentFor("", p.SessionKey)
+	p := call.p
 	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
-	if err := e.forkPrefix(ctx, agent, p.SessionID, p.SessionKey, budget, res); err != nil {
-		*errp = err
-		return
+	if err := e.forkPrefix(ctx, call, budget, res); err != nil {
+		return err
 	}
 	if hostCounts(p.RuntimeSettings) {
 		fitHostCount(e.tc, res, budget) // OpenClaw counts with its own estimate (budget.go)
 	}
-	mode := ProjectionMode(p.RuntimeSettings, p.RuntimeContext, e.cfg.ContextProjection)
-	proj := &core.ContextProjection{Mode: mode}
-	if mode == core.ProjectionThreadBootstrap {
-		proj.Epoch = e.projectionEpoch(ctx, agent, p.SessionID, p.SessionKey)
+	proj := &core.ContextProjection{Mode: call.mode}
+	if call.mode == core.ProjectionThreadBootstrap {
+		if call.haveRec {
+			proj.Epoch = epochOf(call.rec)
+		} else {
+			proj.Epoch = e.projectionEpoch(ctx, call.agent, p.SessionID, p.SessionKey)
+		}
 		proj.Fingerprint = Fingerprint(res.Messages, res.SystemPromptAddition)
 	}
 	res.ContextProjection = proj
+	return nil
 }
 
 // Fingerprint returns the hash of an assembled payload: every message's
@@ -144,6 +146,11 @@ func (e *Engine) projectionEpoch(ctx context.Context, agent, sessionID, sessionK
 	if err != nil {
 		return "0"
 	}
+	return epochOf(rec)
+}
+
+// epochOf is the projection epoch of a conversation's record.
+func epochOf(rec convRecord) string {
 	return strconv.FormatInt(rec.Summaries+int64(len(rec.SessionIDs)), 10)
 }
 

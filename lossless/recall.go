@@ -680,8 +680,6 @@ func recallMinScore(v float64) float64 {
 // returns c.Recall.MinScore.
 func configuredMinScore(c *Config) float64 { return c.Recall.MinScore }
 
-type recallCtxKey struct{}
-
 // Recall returns the items Assemble's recall injects for p.Prompt, best
 // first, at most k (Config.Recall.K when k <= 0): searched across the
 // agent's other conversations and the part of this one outside the
@@ -702,7 +700,10 @@ func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o Recall
 		return nil, err
 	}
 	defer done()
-	return e.rankRecall(ctx, p, o, nil)
+	call := &assembleCall{p: p, agent: e.agentFor("", p.SessionKey)}
+	c, err := e.lookup(ctx, call.agent, p.SessionID, p.SessionKey)
+	call.c, call.known = c, err == nil
+	return e.rankRecall(ctx, call, o, nil)
 }
 
 // rankRecall ranks items for p.Prompt. window is the assembled context (what
@@ -710,7 +711,8 @@ func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o Recall
 // text of one of its messages is never recalled, whatever conversation
 // holds it (a subagent's forked prefix, a history imported twice, a host's
 // pass-through messages).
-func (e *Engine) rankRecall(ctx context.Context, p core.AssembleParams, o RecallOptions, window []core.Message) ([]RecallItem, error) {
+func (e *Engine) rankRecall(ctx context.Context, call *assembleCall, o RecallOptions, window []core.Message) ([]RecallItem, error) {
+	p := call.p
 	r := e.recall
 	if r == nil || strings.TrimSpace(p.Prompt) == "" {
 		return nil, nil
@@ -726,10 +728,8 @@ func (e *Engine) rankRecall(ctx context.Context, p core.AssembleParams, o Recall
 	if minScore == 0 {
 		minScore = recallMinScore(configuredMinScore(&e.cfg))
 	}
-	agent := e.agentFor("", p.SessionKey)
-	q := index.RecallQuery{Agent: agent, AllAgents: e.cfg.Recall.CrossAgent, Text: p.Prompt, K: k, MinRelevance: max(minScore, 0)}
-	c, err := e.lookup(ctx, agent, p.SessionID, p.SessionKey)
-	known := err == nil
+	q := index.RecallQuery{Agent: call.agent, AllAgents: e.cfg.Recall.CrossAgent, Text: p.Prompt, K: k, MinRelevance: max(minScore, 0)}
+	c, known := call.c, call.known // resolved at the call's door
 	if known {
 		q.CurrentSession = c.String()
 		q.InContextFrom, q.ExcludeIDs = e.inContext(c)
@@ -913,10 +913,8 @@ func recallTimestamp(window []core.Message, previous int64) int64 {
 // host handing the previous assemble's output back) are dropped before the
 // inner assemble, and any in its result (a host that stored one), so that
 // exactly one recall block, freshly ranked, ends the context.
-func (e *Engine) assembleWithRecall(ctx context.Context, p core.AssembleParams) (core.AssembleResult, bool, error) {
-	if ctx.Value(recallCtxKey{}) != nil {
-		return core.AssembleResult{}, false, nil
-	}
+func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (core.AssembleResult, bool, error) {
+	p := call.p
 	rep := detailsFrom(ctx)
 	switch {
 	case !e.cfg.RecallEnabled():
@@ -936,7 +934,7 @@ func (e *Engine) assembleWithRecall(ctx context.Context, p core.AssembleParams) 
 	inner.TokenBudget = budget - reserve
 	var previous int64
 	inner.Messages, _, previous = e.withoutRecallMessages(p.Messages, false)
-	res, err := e.Assemble(context.WithValue(ctx, recallCtxKey{}, true), inner)
+	res, err := e.assembleWindow(ctx, call, inner)
 	if err != nil {
 		return res, true, err
 	}
@@ -947,17 +945,12 @@ func (e *Engine) assembleWithRecall(ctx context.Context, p core.AssembleParams) 
 		rep.set(RecallOff, "no room in the token budget")
 		return res, true, nil
 	}
-	done, err := e.enter()
-	if err != nil {
-		return core.AssembleResult{}, true, err
-	}
-	defer done()
 	if r := e.recall; r != nil && r.rebuilding() {
 		// Never waits for the rebuild: the old index answers with what it
 		// holds (nothing when it was missing or corrupt).
 		rep.partial(r.rebuildProgress())
 	}
-	items, err := e.rankRecall(ctx, p, RecallOptions{}, res.Messages)
+	items, err := e.rankRecall(ctx, call, RecallOptions{}, res.Messages)
 	if err != nil {
 		// Recall is an extra: a failing index never fails the turn.
 		slog.Warn("lossless: recall failed", "err", err)
@@ -1090,62 +1083,95 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 	}
 	var entries []entry
 	gone := func(err error) bool { return errors.Is(err, core.ErrNotFound) || errors.Is(err, dag.ErrNotFound) }
-	err := e.st.View(ctx, func(r store.Reader) error {
-		for _, it := range items {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("lossless: recall: %w", err)
-			}
-			c, ok := parseConvID(it.Conversation)
-			if !ok {
-				return fmt.Errorf("lossless: recall: item %s: bad conversation id %q", it.ID, it.Conversation)
-			}
-			var body string
-			if it.Kind == index.KindSummary {
-				s, err := r.Summary(c, it.SummaryID)
-				err = fromStore(err)
-				if gone(err) {
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("lossless: recall: read summary %s: %w", it.ID, err)
-				}
-				body = "summary: " + s.Text
-			} else {
-				_, raw, err := getMsgText(r, c, it.Seq)
-				if gone(err) {
-					continue
-				}
-				if err != nil {
-					return fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
-				}
-				m, err := core.ParseMessage(raw)
-				if err != nil {
-					return fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
-				}
-				body = MessagePlainText(m)
-			}
-			var sb strings.Builder
-			sb.WriteString("<item")
-			if cite {
-				fmt.Fprintf(&sb, " id=%q", it.ID)
-			}
-			fmt.Fprintf(&sb, " session=%q time=%q>\n", e.sessionName(r, c), fmtTime(it.Timestamp))
-			pre := sb.String()
-			cost := e.tc.CountText(pre) + 4
-			room := max - used - cost
-			if room < 16 {
-				break
-			}
-			body = strings.ReplaceAll(body, "</lcm_recall", "<\\/lcm_recall")
-			body = core.Truncate(e.tc, body, room)
-			text := pre + body + "\n</item>\n"
-			used += cost + e.tc.CountText(body)
-			entries = append(entries, entry{it, text})
+	// Every item's text, and the record of each conversation whose name
+	// is not cached, in one batched read (pgstore: one round trip).
+	convs := make([]convID, len(items))
+	refs := make([]store.Ref, 0, len(items)+4)
+	names := map[convID]int{} // conversation -> its record's ref (-1: name cached)
+	for i, it := range items {
+		c, ok := parseConvID(it.Conversation)
+		if !ok {
+			return core.Message{}, 0, fmt.Errorf("lossless: recall: item %s: bad conversation id %q", it.ID, it.Conversation)
 		}
-		return nil
+		convs[i] = c
+		if it.Kind == index.KindSummary {
+			refs = append(refs, store.Ref{Kind: store.RefSummary, Conv: c, ID: it.SummaryID})
+		} else {
+			refs = append(refs, store.Ref{Kind: store.RefMessage, Conv: c, Seq: it.Seq})
+		}
+	}
+	for _, c := range convs {
+		if _, ok := names[c]; ok {
+			continue
+		}
+		names[c] = -1
+		if _, ok := e.cachedName(c); !ok {
+			names[c] = len(refs)
+			refs = append(refs, store.Ref{Kind: store.RefConversation, Conv: c})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return core.Message{}, 0, fmt.Errorf("lossless: recall: %w", err)
+	}
+	var got []store.Got
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		got, err = r.Get(refs)
+		return err
 	})
 	if err != nil {
-		return core.Message{}, 0, err
+		return core.Message{}, 0, fmt.Errorf("lossless: recall: read the recalled items: %w", fromStore(err))
+	}
+	for i, it := range items {
+		c, g := convs[i], got[i]
+		var body string
+		if it.Kind == index.KindSummary {
+			err := fromStore(g.Err)
+			if gone(err) {
+				continue
+			}
+			if err != nil {
+				return core.Message{}, 0, fmt.Errorf("lossless: recall: read summary %s: %w", it.ID, err)
+			}
+			body = "summary: " + g.Summary.Text
+		} else {
+			err := g.Err
+			if err != nil {
+				err = fmt.Errorf("lossless: message %d: %w", it.Seq, fromStore(err))
+			}
+			if gone(err) {
+				continue
+			}
+			if err != nil {
+				return core.Message{}, 0, fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
+			}
+			raw := g.Message.Raw
+			if g.Large != nil {
+				raw = g.Large
+			}
+			m, err := core.ParseMessage(raw)
+			if err != nil {
+				return core.Message{}, 0, fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
+			}
+			body = MessagePlainText(m)
+		}
+		var sb strings.Builder
+		sb.WriteString("<item")
+		if cite {
+			fmt.Fprintf(&sb, " id=%q", it.ID)
+		}
+		fmt.Fprintf(&sb, " session=%q time=%q>\n", e.sessionName(c, names[c], got), fmtTime(it.Timestamp))
+		pre := sb.String()
+		cost := e.tc.CountText(pre) + 4
+		room := max - used - cost
+		if room < 16 {
+			break
+		}
+		body = strings.ReplaceAll(body, "</lcm_recall", "<\\/lcm_recall")
+		body = core.Truncate(e.tc, body, room)
+		text := pre + body + "\n</item>\n"
+		used += cost + e.tc.CountText(body)
+		entries = append(entries, entry{it, text})
 	}
 	if len(entries) == 0 {
 		return core.Message{}, 0, nil
@@ -1176,15 +1202,16 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 }
 
 // sessionName names a conversation for the model: its sessionKey, else its
-// latest session id.
-func (e *Engine) sessionName(r store.Reader, c convID) string {
+// latest session id; from the cache, else from its record, got[ref] (ref
+// -1: the name was cached when the read was made).
+func (e *Engine) sessionName(c convID, ref int, got []store.Got) string {
 	if name, ok := e.cachedName(c); ok {
 		return name
 	}
-	rec, err := r.Conversation(c)
-	if err != nil {
+	if ref < 0 || got[ref].Err != nil {
 		return c.String()
 	}
+	rec := got[ref].Conversation
 	name := rec.Key
 	if name == "" && len(rec.SessionIDs) > 0 {
 		name = rec.SessionIDs[len(rec.SessionIDs)-1]

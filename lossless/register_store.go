@@ -9,12 +9,38 @@ import (
 
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // StoreOpener opens the store (and its own recall index, nil for none) that
-// cfg.StoreURL names. The engine owns what it returns. Package
-// lossless/postgres registers one for postgres:// and postgresql://.
+// cfg.StoreURL names, or, registered as DirStore, the store in
+// cfg.StoreDir (without a recall index of its own, the engine keeps
+// Bleve's in <StoreDir>/index). The engine owns what it returns. Package
+// lossless/postgres registers one for postgres:// and postgresql://,
+// package lossless/badger the DirStore one.
 type StoreOpener func(ctx context.Context, cfg Config) (store.Store, index.Recall, error)
+
+// DirStore is the name the opener of a store kept in a directory
+// (Config.StoreDir, no StoreURL) is registered under: package
+// lossless/badger registers Badger's. It is not a StoreURL scheme.
+const DirStore = "badger"
+
+// registeredStore returns the opener registered as name (nil: none).
+func registeredStore(name string) StoreOpener {
+	storesMu.RLock()
+	defer storesMu.RUnlock()
+	return stores[name]
+}
+
+// openBadger opens the Badger store in cfg.StoreDir: Open's fallback when
+// no DirStore opener is registered (lossless/badger's Open does the same).
+func openBadger(ctx context.Context, cfg Config) (store.Store, index.Recall, error) {
+	st, err := badgerstore.Open(ctx, cfg.BadgerOptions())
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, nil, nil
+}
 
 var (
 	storesMu sync.RWMutex
@@ -56,9 +82,7 @@ func StoreSchemes() []string {
 func openURL(ctx context.Context, cfg Config) (*Engine, error) {
 	where := RedactURL(cfg.StoreURL)
 	scheme, _, _ := strings.Cut(cfg.StoreURL, "://")
-	storesMu.RLock()
-	open := stores[scheme]
-	storesMu.RUnlock()
+	open := registeredStore(scheme)
 	if open == nil {
 		return nil, fmt.Errorf("lossless: open store %s: no store registered for %s:// (forgotten import of github.com/lossless-engine/contextengine/lossless/postgres?)", where, scheme)
 	}

@@ -114,7 +114,7 @@ func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionI
 
 	newID := uuid.NewString()
 	newPath := filepath.Join(filepath.Dir(path), newID+".jsonl")
-	summary, err := e.contextSummaryText(ctx, conv)
+	summary, err := e.contextSummaryText(ctx, conv, nil)
 	if err != nil {
 		return RotateResult{}, err
 	}

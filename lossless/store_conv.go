@@ -63,7 +63,8 @@ func (e *Engine) ConversationFor(ctx context.Context, agentID, sessionID, sessio
 }
 
 // lookup finds an existing conversation by session key, then session id
-// (a key may also be passed as the id).
+// (a key may also be passed as the id), reading the store. The hot paths
+// (Assemble, commitTurn) use lookupCached.
 func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string) (convID, error) {
 	if sessionID == "" && sessionKey == "" {
 		return convID{}, fmt.Errorf("lossless: %w", core.ErrEmptySessionID)
@@ -73,9 +74,6 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 	}
 	if err := ctx.Err(); err != nil {
 		return convID{}, fmt.Errorf("lossless: %w", err)
-	}
-	if c, ok := resolvedLookup(ctx, agent, sessionID, sessionKey); ok {
-		return c, nil // resolved at the call's door (resolveAssemble)
 	}
 	var c convID
 	err := e.st.View(ctx, func(r store.Reader) error {
@@ -96,6 +94,20 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 		return fmt.Errorf("lossless: session %q of agent %q: %w", sessionID+sessionKey, agent, core.ErrUnknownSession)
 	})
 	return c, err
+}
+
+// get reads refs in one batched read (store.Reader.Get).
+func (c *Conversation) get(ctx context.Context, refs []store.Ref) ([]store.Got, error) {
+	var got []store.Got
+	err := c.e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		got, err = r.Get(refs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lossless: read: %w", fromStore(err))
+	}
+	return got, nil
 }
 
 // ID returns the conversation's id (hex).

@@ -525,41 +525,37 @@ func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, b
 }
 
 // subFor finds the subagent record of an Assemble call's session (by key,
-// else by the child session id alias). An expired preparation is swept
-// and not returned; a prepared one is marked active (the child started).
-func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string) (subID, SubagentInfo, bool, error) {
-	var sub subID
-	var rec SubagentInfo
-	found := false
-	err := e.st.View(ctx, func(sr store.Reader) error {
-		if sessionKey != "" {
-			sub = subIDOf(agent, sessionKey)
-			r, ok, err := getSub(sr, sub)
+// else by the child session id alias), read with the call's window when
+// it had one (call.sub), else here in one batched read. An expired
+// preparation is swept and not returned; a prepared one is marked active
+// (the child started).
+func (e *Engine) subFor(ctx context.Context, call *assembleCall) (subID, SubagentInfo, bool, error) {
+	l := call.sub
+	if !l.done {
+		refs := subRefs(call.agent, call.p.SessionID, call.p.SessionKey)
+		if len(refs) == 0 {
+			return subID{}, SubagentInfo{}, false, nil
+		}
+		err := e.st.View(ctx, func(sr store.Reader) error {
+			got, err := sr.Get(refs)
 			if err != nil {
-				return err
+				return fmt.Errorf("lossless: read subagent: %w", fromStore(err))
 			}
-			if ok {
-				rec, found = r, true
-				return nil
+			for _, g := range got {
+				if g.Err != nil && !errors.Is(g.Err, store.ErrNotFound) {
+					return fmt.Errorf("lossless: read subagent: %w", fromStore(g.Err))
+				}
 			}
-		}
-		if sessionID == "" {
+			l = subFound(call.agent, call.p.SessionKey, got)
 			return nil
-		}
-		s, err := sr.SubagentByChild(agent, sessionID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
+		})
 		if err != nil {
-			return fromStore(err)
+			return subID{}, SubagentInfo{}, false, err
 		}
-		sub = s
-		r, ok, err := getSub(sr, sub)
-		rec, found = r, ok
-		return err
-	})
-	if err != nil || !found || rec.State != SubagentPrepared {
-		return sub, rec, found, err
+	}
+	sub, rec, found := l.id, l.rec, l.found
+	if !found || rec.State != SubagentPrepared {
+		return sub, rec, found, nil
 	}
 	unlock, err := e.lockSubagents(ctx)
 	if err != nil {
@@ -599,8 +595,8 @@ func (e *Engine) subFor(ctx context.Context, agent, sessionID, sessionKey string
 // forkPrefix prepends a forked child's parent snapshot to res, newest
 // first within what res leaves of budget, starting at a whole turn (never
 // a tool result whose call is cut off).
-func (e *Engine) forkPrefix(ctx context.Context, agent, sessionID, sessionKey string, budget int, res *core.AssembleResult) error {
-	sub, rec, ok, err := e.subFor(ctx, agent, sessionID, sessionKey)
+func (e *Engine) forkPrefix(ctx context.Context, call *assembleCall, budget int, res *core.AssembleResult) error {
+	sub, rec, ok, err := e.subFor(ctx, call)
 	if err != nil || !ok || rec.Mode != core.ContextModeFork || rec.SnapshotItems == 0 {
 		return err
 	}

@@ -1,7 +1,7 @@
 // Package store is the storage interface of the lossless engine: everything
 // the engine persists, as typed records, behind one interface that a backend
-// implements (package store/badgerstore on Badger; package store/memstore in
-// memory, for tests; a PostgreSQL backend next).
+// implements (package store/badgerstore on Badger, package store/pgstore on
+// PostgreSQL; package store/memstore in memory, for tests).
 //
 // # Shape
 //
@@ -22,6 +22,14 @@
 // positions, compaction, reconciliation, retention decisions); a backend
 // keeps bytes and order: keys sort numerically within a family, so that
 // Items, Messages and the entry maps scan in order.
+//
+// # Batched reads
+//
+// Reader.Get reads records of several kinds and conversations at once
+// (conversation records, messages as they stand in a context, summaries,
+// subagent records): pgstore answers it in one round trip, the local
+// backends with their point reads (GetEach). The engine resolves a
+// call's conversation state and renders recalled items with it.
 //
 // # Errors
 //
@@ -385,6 +393,59 @@ type Reader interface {
 	// SubagentLinks scans the ended children linked to parent, each with
 	// its session key.
 	SubagentLinks(parent ConvID) iter.Seq2[SubagentLinkRecord, error]
+
+	// Get reads the records refs name, of any conversations, in one read
+	// (pgstore: one round trip): got[i] is what refs[i] names. A record
+	// that does not exist is reported in its Got.Err (wrapping
+	// ErrNotFound), one that does not decode likewise (ErrCorrupt); err is
+	// a failure of the read itself. A Ref may be given more than once.
+	Get(refs []Ref) (got []Got, err error)
+}
+
+// RefKind is the kind of record a Ref names.
+type RefKind byte
+
+// Record kinds of a batched read (Reader.Get).
+const (
+	// RefConversation: conversation Conv's record (Got.Conversation).
+	RefConversation RefKind = 'c'
+	// RefMessage: message Seq of Conv as it stands in a context
+	// (Got.Message): its header and its raw bytes, or, when it is
+	// FlagLarge and its reference is stored, the reference (Got.Large)
+	// and no raw bytes.
+	RefMessage RefKind = 'm'
+	// RefSummary: summary ID of Conv (Got.Summary).
+	RefSummary RefKind = 's'
+	// RefSubagent: subagent record Sub (Got.Subagent).
+	RefSubagent RefKind = 'a'
+	// RefSubagentByChild: the subagent whose child has session id ID in
+	// agent Agent (SubagentByChild): its id (Got.Sub, set whenever the
+	// child is mapped) and its record (Got.Subagent).
+	RefSubagentByChild RefKind = 'b'
+)
+
+// Ref names one record of a batched read (Reader.Get); the fields its
+// Kind does not use are ignored.
+type Ref struct {
+	Kind  RefKind
+	Conv  ConvID
+	Seq   uint64
+	ID    string
+	Sub   SubID
+	Agent string
+}
+
+// Got is what a batched read found for one Ref: the field its kind names,
+// or Err.
+type Got struct {
+	Conversation Conversation
+	Message      Message
+	// Large is a FlagLarge message's reference (RefMessage).
+	Large    []byte
+	Summary  dag.Summary
+	Sub      SubID
+	Subagent Subagent
+	Err      error
 }
 
 // Writer holds the writes of a transaction or a batch. Put replaces.

@@ -26,6 +26,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
 	"github.com/lossless-engine/contextengine/lossless"
+	_ "github.com/lossless-engine/contextengine/lossless/badger"   // --store DIR
 	_ "github.com/lossless-engine/contextengine/lossless/postgres" // --store postgres://…
 )
 

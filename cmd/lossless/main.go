@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/lossless-engine/contextengine/lossless/badger"   // --store DIR
 	_ "github.com/lossless-engine/contextengine/lossless/postgres" // --store postgres://…
 )
 

@@ -576,3 +576,7 @@ func (r *reader) SubagentLinks(parent store.ConvID) iter.Seq2[store.SubagentLink
 		return rec, emit, err
 	})
 }
+
+// Get implements store.Reader: point reads, one per ref (store.GetEach),
+// in the transaction's snapshot.
+func (r *reader) Get(refs []store.Ref) ([]store.Got, error) { return store.GetEach(r, refs) }

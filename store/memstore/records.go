@@ -644,3 +644,6 @@ func (w writer) DeleteConversationData(c store.ConvID) error {
 	}
 	return nil
 }
+
+// Get implements store.Reader: point reads, one per ref (store.GetEach).
+func (r *reader) Get(refs []store.Ref) ([]store.Got, error) { return store.GetEach(r, refs) }

@@ -22,6 +22,8 @@
 //   - RoundTrip, Empty, Order, Bounds, ScanBreak, Copies, HeaderOnly,
 //     ReadOwnWrites: every Reader and Writer method, scans in numeric key
 //     order, scan bounds, scans broken off, values owned by the caller.
+//   - Get: the batched read answers every kind of Ref as the point reads
+//     do, in a View and in an Update after its own writes.
 //   - Fresh: records written through a store.FreshWriter read back as
 //     puts do; one over a stored key fails its transaction whole or
 //     overwrites.
@@ -100,6 +102,7 @@ func Run(t *testing.T, open OpenFunc, reopen ReopenFunc, opts ...Option) {
 	t.Run("Encoded", func(t *testing.T) { testEncoded(t, open(t)) })
 	t.Run("ReadOwnWrites", func(t *testing.T) { testReadOwnWrites(t, open(t)) })
 	t.Run("Fresh", func(t *testing.T) { testFresh(t, open(t)) })
+	t.Run("Get", func(t *testing.T) { testGet(t, open(t)) })
 	t.Run("Atomic", func(t *testing.T) { testAtomic(t, open) })
 	t.Run("Idempotent", func(t *testing.T) { testIdempotent(t, open(t)) })
 	t.Run("DeleteConversationData", func(t *testing.T) { testDeleteConversationData(t, open) })
