@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/lru"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -293,28 +294,19 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 	return s, nil
 }
 
-// countCache caches token counts by content hash (bounded: cleared when
-// full, which is cheap and keeps memory flat).
-type countCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[msgHash]int
+// countCache caches token counts by content hash (an LRU bounded in
+// bytes: internal/lru). A miss costs a count, never a wrong one.
+type countCache struct{ c *lru.Cache[msgHash, int] }
+
+// countCacheBytes bounds the count cache: about 60,000 counts.
+const countCacheBytes = 8 << 20
+
+func newCountCache() *countCache {
+	return &countCache{lru.New(countCacheBytes, 16, func(msgHash, int) int {
+		return len(msgHash{}) + 8 + lru.EntryOverhead
+	})}
 }
 
-func newCountCache(max int) *countCache { return &countCache{max: max, m: make(map[msgHash]int)} }
+func (c *countCache) get(h msgHash) (int, bool) { return c.c.Get(h) }
 
-func (c *countCache) get(h msgHash) (int, bool) {
-	c.mu.Lock()
-	n, ok := c.m[h]
-	c.mu.Unlock()
-	return n, ok
-}
-
-func (c *countCache) put(h msgHash, n int) {
-	c.mu.Lock()
-	if len(c.m) >= c.max {
-		clear(c.m)
-	}
-	c.m[h] = n
-	c.mu.Unlock()
-}
+func (c *countCache) put(h msgHash, n int) { c.c.Add(h, n) }
