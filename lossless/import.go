@@ -268,8 +268,8 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 		if err := e.storeChunk(ctx, conv, tag, &ch, &res); err != nil {
 			return err
 		}
-		if rs != nil && reconcileFault != nil {
-			if err := reconcileFault("stored"); err != nil {
+		if fault := e.cfg.hooks.reconcileFault; rs != nil && fault != nil {
+			if err := fault("stored"); err != nil {
 				return err
 			}
 		}

@@ -20,11 +20,8 @@ import (
 // needs at least the space Badger may map for the next memtable and value
 // log file (spaceReserve). The store (badgerstore) has the same guard of
 // its own; the engine's stays in front of it while the store offers tests
-// no way to replace its free-space lookup (freeSpace below).
+// no way to replace its free-space lookup (Config.hooks.freeSpace).
 var ErrDiskFull = store.ErrDiskFull
-
-// freeSpace reports a directory's free bytes (freeBytes; tests replace it).
-var freeSpace = freeBytes
 
 // spaceState caches the filesystem's free space for a second.
 type spaceState struct {
@@ -52,7 +49,11 @@ func (e *Engine) checkSpace() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.checked) > time.Second {
-		s.free, s.err = freeSpace(e.cfg.StoreDir)
+		free := freeBytes
+		if hook := e.cfg.hooks.freeSpace; hook != nil {
+			free = hook
+		}
+		s.free, s.err = free(e.cfg.StoreDir)
 		s.checked = time.Now()
 	}
 	if s.err != nil {

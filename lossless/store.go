@@ -249,9 +249,6 @@ func (e *Engine) checkBase(tx store.Tx, c convID, base convRecord) error {
 	return nil
 }
 
-// lockConvHook, when set (tests), runs after lockConv has read the record.
-var lockConvHook func(e *Engine, c convID)
-
 // lockConv locks conversation c and loads its record (lockShared: on a
 // shared store, reads it afresh). The caller unlocks with s.unlock.
 func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
@@ -280,8 +277,8 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 		s.loaded = true
 		e.noteRecord(s)
 	}
-	if lockConvHook != nil {
-		lockConvHook(e, c)
+	if hook := e.cfg.hooks.lockConv; hook != nil {
+		hook(e, c)
 	}
 	if err := ctx.Err(); err != nil {
 		s.unlock()

@@ -120,8 +120,8 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 	}
 	var res RetentionResult
 	del := func(c conv, reason string) error {
-		if retainBeforeDelete != nil && !dry {
-			retainBeforeDelete()
+		if hook := e.cfg.hooks.retainBeforeDelete; hook != nil && !dry {
+			hook()
 		}
 		if !dry {
 			if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
@@ -194,10 +194,6 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 // retention believes: an earlier one (seconds sent as milliseconds, a test's
 // small number) ages the conversation by its last write instead.
 const plausibleSince = 946_684_800_000
-
-// retainBeforeDelete, when set (tests), runs between a retention decision and
-// the deletion.
-var retainBeforeDelete func()
 
 // retentionLoop is the open engine's periodic retention pass.
 type retentionLoop struct {
