@@ -187,10 +187,6 @@ type runOutcome struct {
 	tally summarize.TallyCounts
 }
 
-// errCompacting is runCompaction's error when another process of a shared
-// store compacts the conversation and the caller would not wait.
-var errCompacting = errors.New("lossless: compact: another process is compacting this conversation")
-
 // runCompaction runs the DAG compactor on conv under its compaction lock:
 // the engine's and, on a shared store, the store's, so that one process at
 // a time compacts a conversation. wait false (background and Maintain

@@ -221,13 +221,6 @@ func (e *Engine) storeLock(ctx context.Context, name string) (func(), error) {
 	return release, nil
 }
 
-// ErrConcurrentWrite: on a shared store, a conversation changed between the
-// read of its record under its lock and the write based on it — a write of
-// another process that committed after its lock was released (its process
-// killed or its connection cut while its commit was in flight). The write
-// is refused, nothing of it stored; retrying it reads the record again.
-var ErrConcurrentWrite = errors.New("lossless: conversation written by another process meanwhile")
-
 // checkBase refuses, on a shared store, a write to conversation c based on
 // record base when the stored record is no longer base (ErrConcurrentWrite):
 // without it the write would reuse sequence numbers and positions another

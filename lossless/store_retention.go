@@ -12,12 +12,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// ErrRetiring is wrapped by the error of a read of, or a write to, a
-// conversation that an interrupted retention pass left partly deleted; the
-// next pass (lossless retain, or the engine's periodic one) finishes
-// deleting it.
-var ErrRetiring = errors.New("lossless: conversation is being deleted by retention")
-
 // RetentionResult reports one retention pass.
 type RetentionResult struct {
 	// Deleted lists the deleted conversations (hex ids) with the reason:
@@ -295,13 +289,6 @@ func (e *Engine) stopRetention() {
 	l.once.Do(func() { close(l.stop) })
 	<-l.done
 }
-
-// errConvChanged reports a conversation written to after retention decided
-// to delete it.
-var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
-
-// errConvGone reports a conversation a concurrent pass deleted first.
-var errConvGone = errors.New("lossless: conversation already deleted")
 
 // deleteConversation removes every key of conversation c, then its
 // mappings, checkpoints and record (last, so that an interrupted deletion

@@ -169,9 +169,6 @@ var (
 	_ index.Tracker = (*Recall)(nil)
 )
 
-// errRecallClosed is returned by a Recall used after Close.
-var errRecallClosed = fmt.Errorf("pgstore: recall: %w", index.ErrClosed)
-
 // OpenRecall opens the recall index in the database of pool (migrated:
 // Migrate). The index's terms were written by package index's analyzer
 // at one index.FormatVersion: a database written by a newer one is
