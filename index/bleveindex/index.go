@@ -127,7 +127,8 @@ type Index struct {
 
 	mu sync.Mutex
 	// queue holds the docs, deletions and marks waiting to be indexed
-	// (guarded by mu; a batch stays in it until it is applied).
+	// (guarded by mu; the worker takes a batch off it, then reports it
+	// applied).
 	queue        *batchq.Queue[item]
 	waiting      int    // Add calls waiting for room
 	enq, done    uint64 // docs enqueued / applied
@@ -632,7 +633,7 @@ func (ix *Index) worker() {
 		// A batch is at most BatchSize docs and maxBatchBytes of text:
 		// Bleve analyses a whole batch before indexing it, and that
 		// analysis holds several times the text.
-		items := ix.queue.Batch(ix.opts.BatchSize, maxBatchBytes)
+		items := ix.queue.Take(ix.opts.BatchSize, maxBatchBytes) // room for Add at once
 		ix.mu.Unlock()
 
 		if ix.opts.BeforeBatch != nil {
@@ -657,7 +658,7 @@ func (ix *Index) worker() {
 			// be searchable again).
 			ix.needsRebuild, ix.reason = true, "a batch failed: "+err.Error()
 		}
-		ix.queue.Drop(len(items)) // wakes Flush and Add
+		ix.queue.Finish(len(items)) // wakes Flush and Add
 		ix.mu.Unlock()
 	}
 }

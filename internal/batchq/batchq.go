@@ -110,9 +110,33 @@ func (q *Queue[T]) Batch(maxItems, maxBytes int) []T {
 	return append([]T(nil), q.items[:n]...)
 }
 
+// Take returns the next batch (as Batch) and takes it off the head at
+// once, making room: the caller reports it done with Finish once it is
+// applied (Flush waits for that).
+func (q *Queue[T]) Take(maxItems, maxBytes int) []T {
+	b := q.Batch(maxItems, maxBytes)
+	q.remove(len(b))
+	return b
+}
+
+// Finish counts n items taken by Take done, and wakes everyone waiting for
+// progress.
+func (q *Queue[T]) Finish(n int) {
+	q.done += uint64(n)
+	q.Broadcast()
+}
+
 // Drop takes the first n items off the head, done, and wakes everyone
 // waiting for progress.
 func (q *Queue[T]) Drop(n int) {
+	n = q.remove(n)
+	q.done += uint64(n)
+	q.Broadcast()
+}
+
+// remove takes the first n items off the head, and returns how many it
+// took.
+func (q *Queue[T]) remove(n int) int {
 	n = min(n, len(q.items))
 	for i := range q.items[:n] {
 		q.bytes -= q.size(&q.items[i])
@@ -122,8 +146,7 @@ func (q *Queue[T]) Drop(n int) {
 	if len(q.items) == 0 {
 		q.items = nil
 	}
-	q.done += uint64(n)
-	q.Broadcast()
+	return n
 }
 
 // Broadcast wakes everyone waiting for progress (WaitProgress, ProgressC).

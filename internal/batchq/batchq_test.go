@@ -162,3 +162,23 @@ func TestStopEndsWait(t *testing.T) {
 		t.Fatal("WaitRoom returned before stop did, or the queue drained")
 	}
 }
+
+// TestTakeMakesRoom: Take frees room at once, but Flush's count (Done)
+// moves only at Finish.
+func TestTakeMakesRoom(t *testing.T) {
+	o := newOwner(2, 0)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.q.Push("a", "b", "c")
+	if !o.q.Full() {
+		t.Fatal("3 items over a bound of 2: not full")
+	}
+	b := o.q.Take(2, 0)
+	if len(b) != 2 || o.q.Full() || o.q.Len() != 1 || o.q.Done() != 0 {
+		t.Fatalf("after Take: batch %q, %d left, done %d", b, o.q.Len(), o.q.Done())
+	}
+	o.q.Finish(len(b))
+	if o.q.Done() != 2 || o.q.Pushed() != 3 {
+		t.Fatalf("after Finish: done %d of %d", o.q.Done(), o.q.Pushed())
+	}
+}
