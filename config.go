@@ -2,7 +2,6 @@ package contextengine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 )
-
-// ErrConfig is wrapped by every configuration error.
-var ErrConfig = errors.New("contextengine: invalid config")
 
 // Config is the part of openclaw.json the context-engine slot reads, plus
 // the host's directories (not read from the file).

@@ -12,19 +12,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 )
 
-// Driver errors, checked with errors.Is.
-var (
-	// ErrContextOverflow is what a ModelFunc wraps when the provider refused
-	// the prompt as too long for the context window. The driver then runs
-	// overflow recovery.
-	ErrContextOverflow = errors.New("contextengine: context overflow")
-	// ErrOverflowUnrecovered is returned when the prompt still overflows
-	// after MaxOverflowCompactions recovery compactions.
-	ErrOverflowUnrecovered = errors.New("contextengine: context overflow not recovered by compaction")
-	// ErrPromptFailed wraps the error of a failed model call.
-	ErrPromptFailed = errors.New("contextengine: prompt failed")
-)
-
 // MaxOverflowCompactions is how many recovery compactions one turn may run
 // (CONTRACT §6).
 const MaxOverflowCompactions = 3

@@ -33,9 +33,6 @@ const (
 // when the engine was downgraded to legacy, which has no bootstrap.
 const DowngradedReason = "context engine downgraded to legacy"
 
-// errPanic marks an error made from a recovered panic.
-var errPanic = errors.New("contextengine: engine panicked")
-
 // Guarded is the engine a host talks to: it implements core.Engine and every
 // optional interface, forwarding each call to the selected engine when it
 // implements the method, and isolating its failures (CONTRACT §5). Use

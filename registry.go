@@ -2,7 +2,6 @@ package contextengine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -18,24 +17,6 @@ const LegacyID = "legacy"
 
 // CoreOwner is the owner of the legacy registration.
 const CoreOwner = "core"
-
-// Registration refusals (CONTRACT §4), checked with errors.Is.
-var (
-	// ErrEmptyID is returned by Register for an empty id.
-	ErrEmptyID = errors.New("contextengine: empty engine id")
-	// ErrNilFactory is returned by Register for a nil factory.
-	ErrNilFactory = errors.New("contextengine: nil engine factory")
-	// ErrReservedID is returned by Register for the id "legacy".
-	ErrReservedID = errors.New("contextengine: engine id reserved by core")
-	// ErrOwnerConflict is returned by Register when another owner holds the id.
-	ErrOwnerConflict = errors.New("contextengine: engine id registered by another owner")
-	// ErrUnknownEngine is the reason recorded when the slot names an engine
-	// nobody registered.
-	ErrUnknownEngine = errors.New("contextengine: unknown engine (forgotten import?)")
-	// ErrQuarantined is wrapped by errors the guard returns for calls that
-	// cannot be re-run on legacy (compact, prepareSubagentSpawn, commitTurn).
-	ErrQuarantined = errors.New("contextengine: engine quarantined")
-)
 
 type registration struct {
 	factory core.Factory

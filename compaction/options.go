@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"errors"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -20,15 +19,6 @@ const (
 	DefaultTurnPrefixTokens       = 1000
 	DefaultMaxSummaryChars        = 16000
 	DefaultToolResultMaxChars     = 2000
-)
-
-// Sentinel errors of package compaction, checked with errors.Is.
-var (
-	// ErrNoSessionFile is returned by Compact when it is given no transcript.
-	ErrNoSessionFile = errors.New("compaction: no session file")
-	// ErrTranscriptChanged is returned when the transcript grew or shrank
-	// while the summary was being made; nothing was written.
-	ErrTranscriptChanged = errors.New("compaction: transcript changed during compaction")
 )
 
 // Options configures Compact. The zero value is usable: every zero field

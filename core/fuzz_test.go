@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"reflect"
 	"testing"
 )
 
@@ -107,6 +108,51 @@ func FuzzTranscriptReader(f *testing.F) {
 		}
 		if n != len(tr.Entries) {
 			t.Fatalf("stream %d, parse %d", n, len(tr.Entries))
+		}
+	})
+}
+
+// FuzzParseEntryLine checks ParseEntryLine's one-pass decoding of the
+// common case against the reference parser (parseLine): the same entry,
+// header or error, field for field, for any line.
+func FuzzParseEntryLine(f *testing.F) {
+	for _, name := range []string{"entries.jsonl", "session.jsonl"} {
+		if data, err := os.ReadFile(fixture(name)); err == nil {
+			for _, l := range bytes.Split(data, []byte("\n")) {
+				f.Add(l)
+			}
+		}
+	}
+	for _, s := range []string{`{"type":"message","message":{"role":"user","content":"x"},"message":{"bad":1}}`,
+		`{"type":"message","Message":{"role":"user","content":"a"},"message":null}`, `{"type":"compaction","summary":5}`,
+		`{"TYPE":"session","id":"x"}`, `{"type":"message","id":"a","parentId":"a","message":{"role":"user"}}`,
+		`{"type":"compaction","summary":"s","firstKeptEntryIndex":3,"details":{"a":[1]}}`, "\xff", `[]`, `{"type":""}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if len(bytes.TrimSpace(line)) == 0 || bytes.ContainsAny(line, "\n") {
+			return // the reader never passes these
+		}
+		line = bytes.TrimRight(line, "\r")
+		got, gh, gerr := ParseEntryLine(line, true)
+		want, wh, werr := parseLine(line)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("error %v, want %v", gerr, werr)
+		}
+		if !reflect.DeepEqual(gh, wh) {
+			t.Fatalf("header %+v, want %+v", gh, wh)
+		}
+		if !bytes.Equal(got.Message.Raw(), want.Message.Raw()) || got.Message.Role() != want.Message.Role() {
+			t.Fatalf("message %q, want %q", got.Message.Raw(), want.Message.Raw())
+		}
+		got.Message, want.Message = Message{}, Message{}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("entry %+v, want %+v", got, want)
+		}
+		// Without keepRaw only a compaction keeps its line.
+		lean, _, _ := ParseEntryLine(line, false)
+		if (lean.Raw != nil) != (gerr == nil && gh == nil && lean.Type == EntryCompaction) {
+			t.Fatalf("keepRaw false: raw %q for a %q entry", lean.Raw, lean.Type)
 		}
 	})
 }

@@ -162,7 +162,7 @@ func (t *TranscriptReader) Next() (Entry, error) {
 		}
 		idx := t.index
 		t.index++
-		e, herr, perr := parseLine(body)
+		e, herr, perr := ParseEntryLine(body, true)
 		if perr != nil {
 			t.malformed = append(t.malformed, LineError{Line: t.line, Offset: start, Err: perr})
 			continue
@@ -178,6 +178,96 @@ func (t *TranscriptReader) Next() (Entry, error) {
 	}
 }
 
+// ParseEntryLine parses one non-empty line of a session file (without its
+// newline), as TranscriptReader does: it returns an entry, the session
+// header, or the error a LineError carries for a malformed line. With
+// keepRaw, the entry's Raw is a copy of the line; without it only a
+// compaction entry keeps its Raw (an import stores the message, not the
+// line). A header always keeps its Raw.
+//
+// The common case (a well-formed entry) is decoded in one pass, its
+// message parsed once; anything else (headers, malformed lines, repeated
+// keys) goes through the reference parser, so results and error texts
+// are the same either way (FuzzParseEntryLine checks it).
+func ParseEntryLine(body []byte, keepRaw bool) (Entry, *Header, error) {
+	if e, ok := parseEntryFast(body); ok {
+		if keepRaw || e.Type == EntryCompaction {
+			e.Raw = bytes.Clone(body)
+		}
+		return e, nil, nil
+	}
+	e, h, err := parseLine(body)
+	if err == nil && h == nil && !keepRaw && e.Type != EntryCompaction {
+		e.Raw = nil
+	}
+	return e, h, err
+}
+
+// lineMessage collects the "message" values of an entry line (normally
+// one) without parsing them, so that the message is decoded once, by
+// ParseMessage.
+type lineMessage struct {
+	raws [][]byte
+}
+
+// UnmarshalJSON records b (a slice of the line, which outlives the call).
+func (m *lineMessage) UnmarshalJSON(b []byte) error {
+	m.raws = append(m.raws, b)
+	return nil
+}
+
+// lineEntry mirrors Entry's JSON fields, with the message kept raw.
+type lineEntry struct {
+	Type                string          `json:"type"`
+	ID                  string          `json:"id,omitempty"`
+	ParentID            *string         `json:"parentId,omitempty"`
+	Timestamp           string          `json:"timestamp,omitempty"`
+	Message             lineMessage     `json:"message,omitempty"`
+	Summary             string          `json:"summary,omitempty"`
+	FirstKeptEntryID    string          `json:"firstKeptEntryId,omitempty"`
+	FirstKeptEntryIndex *int            `json:"firstKeptEntryIndex,omitempty"`
+	TokensBefore        int             `json:"tokensBefore,omitempty"`
+	TokensAfter         *int            `json:"tokensAfter,omitempty"`
+	Details             json.RawMessage `json:"details,omitempty"`
+	FromID              string          `json:"fromId,omitempty"`
+	Reason              string          `json:"reason,omitempty"`
+}
+
+// parseEntryFast decodes the common case (Raw left unset); ok is false
+// when the line needs the reference parser (parseLine), to be reported or
+// decoded exactly as it does.
+func parseEntryFast(body []byte) (Entry, bool) {
+	if !utf8Valid(body) {
+		return Entry{}, false
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return Entry{}, false
+	}
+	var le lineEntry
+	if json.Unmarshal(trimmed, &le) != nil || le.Type == "" || le.Type == EntrySession ||
+		len(le.Message.raws) > 1 {
+		return Entry{}, false
+	}
+	ent := Entry{Type: le.Type, ID: le.ID, ParentID: le.ParentID, Timestamp: le.Timestamp,
+		Summary: le.Summary, FirstKeptEntryID: le.FirstKeptEntryID, FirstKeptEntryIndex: le.FirstKeptEntryIndex,
+		TokensBefore: le.TokensBefore, TokensAfter: le.TokensAfter, Details: le.Details, FromID: le.FromID,
+		Reason: le.Reason}
+	if len(le.Message.raws) == 1 && string(bytes.TrimSpace(le.Message.raws[0])) != "null" {
+		m, err := ParseMessage(le.Message.raws[0])
+		if err != nil {
+			return Entry{}, false
+		}
+		ent.Message = m
+	}
+	if ent.Type == EntryMessage && ent.Message.IsZero() {
+		return Entry{}, false
+	}
+	return ent, true
+}
+
+// parseLine is the reference parser of one line (ParseEntryLine's slow
+// path): the entry's Raw and the header's are copies of body.
 func parseLine(body []byte) (Entry, *Header, error) {
 	if !utf8Valid(body) {
 		return Entry{}, nil, fmt.Errorf("invalid UTF-8")

@@ -12,7 +12,6 @@ package dag
 
 import (
 	"context"
-	"errors"
 )
 
 // RefKind says what a Ref points at.
@@ -108,17 +107,6 @@ type Item struct {
 
 // IsSummary reports whether the item is a summary.
 func (it Item) IsSummary() bool { return it.Ref.Kind == RefSummary }
-
-// Errors of this package.
-var (
-	// ErrConflict is returned by Store.Replace when the items to replace
-	// changed since they were read (a concurrent compaction).
-	ErrConflict = errors.New("dag: context items changed concurrently")
-	// ErrNotFound is returned for an unknown summary or message.
-	ErrNotFound = errors.New("dag: not found")
-	// ErrInvariant is wrapped by every error Check reports.
-	ErrInvariant = errors.New("dag: invariant violated")
-)
 
 // Store is what a backend provides to the DAG algorithms, for one
 // conversation (the conversation is bound when the Store is obtained).

@@ -2,7 +2,6 @@ package dag
 
 import (
 	"context"
-	"errors"
 )
 
 // MessageMeta is the stored metadata of one raw message: what the DAG
@@ -22,7 +21,3 @@ type MessageMeta struct {
 type MessageMetaReader interface {
 	MessageMeta(ctx context.Context, seq uint64) (MessageMeta, error)
 }
-
-// ErrBadCursor is returned by Expand for a cursor it did not issue for that
-// summary.
-var ErrBadCursor = errors.New("dag: bad expand cursor")

@@ -21,11 +21,6 @@ import (
 // neither is; a retry with the same key finds the key and answers
 // "duplicate" without writing anything, across restarts.
 
-// ErrBadParams is wrapped by the errors of lifecycle calls whose parameters
-// cannot be used (an empty advancement key, an unknown context mode or end
-// reason, ...).
-var ErrBadParams = errors.New("lossless: bad parameters")
-
 // UnsupportedAgentRunMessage is the engine's hostRequirements
 // unsupportedMessage for "agent-run": what a host that cannot call assemble
 // before the prompt tells its user after the contract's fail-closed error.

@@ -190,14 +190,6 @@ type runOutcome struct {
 	tally summarize.TallyCounts
 }
 
-// errCompacting is runCompaction's error when another process of a shared
-// store compacts the conversation and the caller would not wait.
-var errCompacting = errors.New("lossless: compact: another process is compacting this conversation")
-
-// compactRunHook, when set (tests), is called once a compaction holds its
-// locks; the func it returns is called when the compaction ends.
-var compactRunHook func(e *Engine, c convID) func()
-
 // runCompaction runs the DAG compactor on conv under its compaction lock:
 // the engine's and, on a shared store, the store's, so that one process at
 // a time compacts a conversation. wait false (background and Maintain
@@ -233,7 +225,7 @@ func (e *Engine) runCompaction(ctx context.Context, conv *Conversation, tgt dag.
 		}
 		defer release()
 	}
-	if hook := compactRunHook; hook != nil {
+	if hook := e.cfg.hooks.compactRun; hook != nil {
 		defer hook(e, conv.id)()
 	}
 	before, err := conv.Items(ctx)

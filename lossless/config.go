@@ -152,6 +152,8 @@ type Config struct {
 	// figures on every run: an id's token count varies with its digits).
 	// Not settable from JSON.
 	NewSummaryID func() string `json:"-"`
+
+	hooks testHooks // tests only (hooks.go)
 }
 
 // RecallConfig is Config.Recall.

@@ -228,7 +228,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		st.Close()
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(1 << 16),
+	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
 		budgets: newBudgetTable()}
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
 	if err := e.checkFormat(); err != nil {

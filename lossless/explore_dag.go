@@ -45,7 +45,7 @@ func (c *Conversation) ContextSummaries(ctx context.Context, offset, limit int) 
 			if err != nil {
 				return fmt.Errorf("lossless: conversation %s: read context: %w", c.id, fromStore(err))
 			}
-			if n == maxContextScan {
+			if n == c.e.contextScan() {
 				page.Partial = true
 				break
 			}

@@ -27,9 +27,6 @@ import (
 // (Partial).
 const MaxContextScan = 20_000
 
-// maxContextScan is MaxContextScan (tests lower it).
-var maxContextScan = MaxContextScan
-
 // DefaultPageLimit is the page size of the explorer's lists when a query
 // gives none; MaxPageLimit the largest it accepts.
 const (
@@ -56,15 +53,15 @@ type ContextStats struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
-// contextStats reads c's context items (at most MaxContextScan) into
-// ContextStats.
-func contextStats(ctx context.Context, r store.Reader, c convID) (ContextStats, error) {
+// contextStats reads c's context items (at most limit: MaxContextScan)
+// into ContextStats.
+func contextStats(ctx context.Context, r store.Reader, c convID, limit int) (ContextStats, error) {
 	st := ContextStats{SummariesByDepth: []int{}}
 	for it, err := range r.Items(c, 0, math.MaxUint64, false) {
 		if err != nil {
 			return st, fmt.Errorf("lossless: conversation %s: read context: %w", c, fromStore(err))
 		}
-		if st.Items == maxContextScan {
+		if st.Items == limit {
 			st.Partial = true
 			break
 		}
@@ -96,7 +93,7 @@ func (c *Conversation) ContextStats(ctx context.Context) (ContextStats, error) {
 	var st ContextStats
 	err = c.e.st.View(ctx, func(r store.Reader) error {
 		var err error
-		st, err = contextStats(ctx, r, c.id)
+		st, err = contextStats(ctx, r, c.id, c.e.contextScan())
 		return err
 	})
 	return st, err
@@ -208,7 +205,7 @@ func (e *Engine) SessionsPage(ctx context.Context, q SessionQuery) (SessionPage,
 				return err
 			}
 			d := SessionDetail{SessionInfo: in}
-			if d.Context, err = contextStats(ctx, r, cr.ID); err != nil {
+			if d.Context, err = contextStats(ctx, r, cr.ID, e.contextScan()); err != nil {
 				return err
 			}
 			page.Sessions = append(page.Sessions, d)

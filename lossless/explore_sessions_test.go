@@ -190,8 +190,7 @@ func TestContextStatsPartial(t *testing.T) {
 	if err != nil || full.Items != 30 || full.Partial {
 		t.Fatalf("full: %+v %v", full, err)
 	}
-	defer func(n int) { maxContextScan = n }(maxContextScan)
-	maxContextScan = 10
+	e.cfg.hooks.maxContextScan = 10
 	part, err := conv.ContextStats(ctx)
 	if err != nil || part.Items != 10 || !part.Partial || part.Tokens >= full.Tokens || part.Tokens == 0 {
 		t.Fatalf("partial: %+v (full %+v) %v", part, full, err)

@@ -41,10 +41,6 @@ type ImportResult struct {
 	Resumed bool `json:"resumed"`
 }
 
-// ErrNotSessionFile is wrapped by the error of an import of a path that is
-// not a regular file (a directory, a device such as /dev/zero, a pipe).
-var ErrNotSessionFile = errors.New("lossless: not a session file")
-
 // checkpoint is an imported file's progress (the store keeps it by agent
 // and path; badgerstore as F agent 0x00 path -> JSON).
 type checkpoint = store.FileCheckpoint
@@ -268,8 +264,8 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 		if err := e.storeChunk(ctx, conv, tag, &ch, &res); err != nil {
 			return err
 		}
-		if rs != nil && reconcileFault != nil {
-			if err := reconcileFault("stored"); err != nil {
+		if fault := e.cfg.hooks.reconcileFault; rs != nil && fault != nil {
+			if err := fault("stored"); err != nil {
 				return err
 			}
 		}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"runtime"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
 )
@@ -346,7 +345,7 @@ func (e *Engine) parseBatch(ctx context.Context, b *lineBatch) {
 			continue
 		}
 		body := b.buf[ln.from:ln.to]
-		ent, hdr, err := parseEntryLine(body)
+		ent, hdr, err := core.ParseEntryLine(body, false)
 		switch {
 		case err != nil:
 			pl.kind = plMalformed
@@ -439,101 +438,4 @@ func compactJSON(b []byte) bool {
 		}
 	}
 	return true
-}
-
-// lineMessage collects the "message" values of an entry line (normally
-// one) without parsing them, so that the message is decoded once, by
-// core.ParseMessage.
-type lineMessage struct {
-	raws [][]byte
-}
-
-// UnmarshalJSON records b (a slice of the line, which outlives the call).
-func (m *lineMessage) UnmarshalJSON(b []byte) error {
-	m.raws = append(m.raws, b)
-	return nil
-}
-
-// lineEntry mirrors core.Entry's JSON fields, with the message kept raw.
-type lineEntry struct {
-	Type                string          `json:"type"`
-	ID                  string          `json:"id,omitempty"`
-	ParentID            *string         `json:"parentId,omitempty"`
-	Timestamp           string          `json:"timestamp,omitempty"`
-	Message             lineMessage     `json:"message,omitempty"`
-	Summary             string          `json:"summary,omitempty"`
-	FirstKeptEntryID    string          `json:"firstKeptEntryId,omitempty"`
-	FirstKeptEntryIndex *int            `json:"firstKeptEntryIndex,omitempty"`
-	TokensBefore        int             `json:"tokensBefore,omitempty"`
-	TokensAfter         *int            `json:"tokensAfter,omitempty"`
-	Details             json.RawMessage `json:"details,omitempty"`
-	FromID              string          `json:"fromId,omitempty"`
-	Reason              string          `json:"reason,omitempty"`
-}
-
-// parseEntryLine parses one non-empty transcript line (without its
-// newline) as core.TranscriptReader does, returning an entry, a session
-// header, or the error a LineError carries. The common case (a well-formed
-// entry) is decoded in one pass with the message parsed once; anything
-// else (headers, malformed lines, repeated keys) goes through
-// core.ParseTranscript itself, so the results and error texts are the
-// reader's.
-func parseEntryLine(body []byte) (core.Entry, *core.Header, error) {
-	if ent, ok := parseEntryFast(body); ok {
-		return ent, nil, nil
-	}
-	line := make([]byte, len(body)+1)
-	copy(line, body)
-	line[len(body)] = '\n'
-	t, err := core.ParseTranscript(bytes.NewReader(line))
-	switch {
-	case err != nil:
-		return core.Entry{}, nil, err
-	case len(t.Malformed) > 0:
-		return core.Entry{}, nil, t.Malformed[0].Err
-	case t.Header != nil:
-		return core.Entry{}, t.Header, nil
-	case len(t.Entries) == 1:
-		ent := t.Entries[0]
-		if ent.Type != core.EntryCompaction {
-			ent.Raw = nil
-		}
-		return ent, nil, nil
-	}
-	return core.Entry{}, nil, errors.New("lossless: import: line not parsed")
-}
-
-// parseEntryFast decodes the common case; ok is false when the line needs
-// the reader's own parser (to be reported, or decoded, exactly as it does).
-func parseEntryFast(body []byte) (core.Entry, bool) {
-	if !utf8.Valid(body) {
-		return core.Entry{}, false
-	}
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return core.Entry{}, false
-	}
-	var le lineEntry
-	if json.Unmarshal(trimmed, &le) != nil || le.Type == "" || le.Type == core.EntrySession ||
-		len(le.Message.raws) > 1 {
-		return core.Entry{}, false
-	}
-	ent := core.Entry{Type: le.Type, ID: le.ID, ParentID: le.ParentID, Timestamp: le.Timestamp,
-		Summary: le.Summary, FirstKeptEntryID: le.FirstKeptEntryID, FirstKeptEntryIndex: le.FirstKeptEntryIndex,
-		TokensBefore: le.TokensBefore, TokensAfter: le.TokensAfter, Details: le.Details, FromID: le.FromID,
-		Reason: le.Reason}
-	if len(le.Message.raws) == 1 && string(bytes.TrimSpace(le.Message.raws[0])) != "null" {
-		m, err := core.ParseMessage(le.Message.raws[0])
-		if err != nil {
-			return core.Entry{}, false
-		}
-		ent.Message = m
-	}
-	if ent.Type == core.EntryMessage && ent.Message.IsZero() {
-		return core.Entry{}, false
-	}
-	if ent.Type == core.EntryCompaction {
-		ent.Raw = append([]byte(nil), body...)
-	}
-	return ent, true
 }

@@ -180,7 +180,7 @@ func readAllLines(data []byte) (*core.Transcript, error) {
 			break
 		}
 		ln := b.lines[0]
-		ent, hdr, err := parseEntryLine(b.buf[ln.from:ln.to])
+		ent, hdr, err := core.ParseEntryLine(b.buf[ln.from:ln.to], false)
 		switch {
 		case err != nil:
 			t.Malformed = append(t.Malformed, core.LineError{Line: ln.line, Offset: ln.offset, Err: err})

@@ -10,11 +10,13 @@ import (
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/pkoukk/tiktoken-go-loader/assets"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/lru"
 )
 
 // fastO200k counts o200k_base tokens exactly as tiktoken-go does, about an
@@ -37,10 +39,10 @@ import (
 type fastO200k struct {
 	once  sync.Once
 	ranks map[string]int
-	cache pieceCache
+	cache *lru.Cache[string, int] // the counts of pieces that needed merging
 }
 
-var fastInst = &fastO200k{}
+var fastInst = &fastO200k{cache: lru.NewStrings[int](pieceCacheBytes, 8)}
 
 // newFastO200k returns the shared fast o200k_base counter. The BPE ranks
 // (about 200K entries, from the offline loader compiled into the binary)
@@ -81,9 +83,6 @@ func (f *fastO200k) load() {
 			panic(fmt.Errorf("lossless: load o200k_base ranks: %w", err))
 		}
 		f.ranks = ranks
-		for i := range f.cache.shards {
-			f.cache.shards[i].m = make(map[string]int)
-		}
 	})
 }
 
@@ -244,11 +243,11 @@ func (f *fastO200k) pieceTokens(p []byte) int {
 	if len(p) > pieceCacheLongest {
 		return bpeCount(p, f.ranks) // long runs (base64, minified code) rarely repeat
 	}
-	if n, ok := f.cache.get(p); ok {
+	if n, ok := f.cache.Get(unsafe.String(&p[0], len(p))); ok { // Get keeps no key
 		return n
 	}
 	n := bpeCount(p, f.ranks)
-	f.cache.put(string(p), n)
+	f.cache.Add(string(p), n)
 	return n
 }
 
@@ -424,54 +423,12 @@ func (h *pairHeap) pop() pairItem {
 	return top
 }
 
-// pieceCache caches the token counts of pieces that needed merging,
-// bounded in bytes: each shard is cleared when its pieces reach
-// pieceCacheShardBytes (cheap, and keeps memory flat), and pieces over
-// pieceCacheLongest bytes are never cached.
-type pieceCache struct {
-	shards [16]struct {
-		mu    sync.Mutex
-		m     map[string]int
-		bytes int
-	}
-}
-
+// Pieces over pieceCacheLongest bytes are never cached; the cache holds
+// at most pieceCacheBytes (internal/lru).
 const (
-	pieceCacheShardBytes = 256 << 10 // 4 MiB in all, with the map's own
-	pieceCacheLongest    = 1024
+	pieceCacheBytes   = 4 << 20
+	pieceCacheLongest = 1024
 )
-
-// pieceEntryBytes is a cached piece's cost besides its bytes (the string
-// header, the count and the map entry).
-const pieceEntryBytes = 48
-
-func shardOf(p []byte) int {
-	h := uint32(2166136261)
-	for _, b := range p {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	return int(h & 15)
-}
-
-func (c *pieceCache) get(p []byte) (int, bool) {
-	s := &c.shards[shardOf(p)]
-	s.mu.Lock()
-	n, ok := s.m[string(p)]
-	s.mu.Unlock()
-	return n, ok
-}
-
-func (c *pieceCache) put(p string, n int) {
-	s := &c.shards[shardOf([]byte(p))]
-	s.mu.Lock()
-	if s.bytes+len(p)+pieceEntryBytes > pieceCacheShardBytes {
-		clear(s.m)
-		s.bytes = 0
-	}
-	s.m[p] = n
-	s.bytes += len(p) + pieceEntryBytes
-	s.mu.Unlock()
-}
 
 func isUpperish(c rune) bool { // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
 	if c < utf8.RuneSelf {

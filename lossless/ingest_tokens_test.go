@@ -281,22 +281,19 @@ func TestPieceCacheBoundedInBytes(t *testing.T) {
 		}
 		f.CountText(string(b))
 	}
-	total := 0
-	for i := range f.cache.shards {
-		s := &f.cache.shards[i]
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		n := 0
-		for k := range s.m {
-			n += len(k) + pieceEntryBytes
-			if len(k) > pieceCacheLongest {
-				t.Fatalf("a piece of %d bytes is cached", len(k))
-			}
-		}
-		if n > pieceCacheShardBytes {
-			t.Fatalf("shard %d holds %d bytes, over %d", i, n, pieceCacheShardBytes)
-		}
-		total += n
+	total := f.cache.Bytes()
+	if total > pieceCacheBytes || f.cache.Len() == 0 {
+		t.Fatalf("piece cache: %d bytes in %d pieces (budget %d)", total, f.cache.Len(), pieceCacheBytes)
+	}
+	// A piece over pieceCacheLongest is not cached, one under it is.
+	short, long := strings.Repeat("qz", 250), strings.Repeat("qx", 600)
+	f.CountText(short)
+	f.CountText(long)
+	if _, ok := f.cache.Get(short); !ok {
+		t.Fatalf("a piece of %d bytes was not cached", len(short))
+	}
+	if _, ok := f.cache.Get(long); ok {
+		t.Fatalf("a piece of %d bytes is cached (longest cached: %d)", len(long), pieceCacheLongest)
 	}
 	t.Logf("piece cache: %d bytes", total)
 }

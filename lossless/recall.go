@@ -184,17 +184,6 @@ func (e *Engine) openRecallOrLog() *recaller {
 	return r
 }
 
-// Test hooks: indexMaxLag is bleveindex.Options.MaxLag (0: the index's
-// default), lowered to make ingest wait on a full queue; indexBatchHook is
-// bleveindex.Options.BeforeBatch (holds indexing); rebuildHook, when set, is
-// called before the rebuild indexes each doc read from the store (ctx: the
-// rebuild's, ended by Close; n: docs read by this run so far).
-var (
-	indexMaxLag    = 0
-	indexBatchHook func()
-	rebuildHook    func(ctx context.Context, n int)
-)
-
 func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index") }
 
 // storeGeneration counts what the index holds when up to date: messages
@@ -221,7 +210,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
-	ix, err := bleveindex.Open(e.indexDir(), bleveindex.Options{Generation: gen, MaxLag: indexMaxLag, BeforeBatch: indexBatchHook})
+	ix, err := bleveindex.Open(e.indexDir(), bleveindex.Options{Generation: gen, MaxLag: e.cfg.hooks.indexMaxLag, BeforeBatch: e.cfg.hooks.indexBatch})
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
@@ -237,7 +226,7 @@ func (e *Engine) openRecall() (*recaller, error) {
 	slog.Info("lossless: rebuilding the recall index from the store (recall searches what the old index holds meanwhile)",
 		"reason", reason, "generation", gen, "resumedAfterDocs", resumed)
 	source := e.indexSource
-	if hook := rebuildHook; hook != nil {
+	if hook := e.cfg.hooks.rebuild; hook != nil {
 		source = func(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
 			n := 0
 			return e.indexSource(ctx, after, func(d index.Doc, pos []byte) bool {

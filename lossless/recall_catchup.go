@@ -17,13 +17,13 @@ import (
 // conversation's mark. Every engine opening the store indexes what lies
 // past each conversation's mark (its opening catch-up, which
 // WaitRecallIndex and RecallStatus count as a rebuild), then, every
-// catchUpEvery, the conversations where its own writes found a gap.
+// defaultCatchUpEvery, the conversations where its own writes found a gap.
 
-// catchUpEvery is how often an engine catches up the conversations whose
-// marks its writes found behind (a variable: tests shorten it). A gap
+// defaultCatchUpEvery is how often an engine catches up the conversations
+// whose marks its writes found behind (tests shorten it: hooks.go). A gap
 // left by a process whose docs are merely not written yet closes by
 // itself meanwhile (the catch-up then finds them written).
-var catchUpEvery = 10 * time.Second
+const defaultCatchUpEvery = 10 * time.Second
 
 // catchUpBatch is the number of messages read and indexed per step.
 const catchUpBatch = 500
@@ -51,7 +51,11 @@ func (e *Engine) storeRecall(ix index.Recall) *recaller {
 		if err != nil && ctx.Err() == nil {
 			slog.Error("lossless: recall: catching up the messages other processes left unindexed failed (retried on the next open)", "err", err)
 		}
-		t := time.NewTicker(catchUpEvery)
+		every := defaultCatchUpEvery
+		if d := e.cfg.hooks.catchUpEvery; d > 0 {
+			every = d
+		}
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {

@@ -119,10 +119,9 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 		t.Skip("in the child")
 	}
 	url := pgtest.NewDB(t)
-	defer func(d time.Duration) { catchUpEvery = d }(catchUpEvery)
-	catchUpEvery = 100 * time.Millisecond
 	ctx := context.Background()
-	running, err := openPG(ctx, url)
+	fastCatchUp := func(c *Config) { c.hooks.catchUpEvery = 100 * time.Millisecond }
+	running, err := openPG(ctx, url, fastCatchUp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +279,7 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 	}
 
 	// An engine opened now catches up every conversation.
-	opened, err := openPG(ctx, url)
+	opened, err := openPG(ctx, url, fastCatchUp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,13 +44,6 @@ func storeWithoutIndex(t *testing.T, convs, n int) Config {
 	return cfg
 }
 
-// setHook sets a test hook for the test's duration.
-func setHook[T any](t *testing.T, v *T, h T) {
-	old := *v
-	*v = h
-	t.Cleanup(func() { *v = old })
-}
-
 // within runs f and fails the test if it has not returned after a minute
 // (a call blocked on a held rebuild or a held index queue never returns).
 func within(t *testing.T, what string, f func() error) {
@@ -77,7 +70,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	const holdAt = 500
 	cfg := storeWithoutIndex(t, 2, 1000)
 	held, release := make(chan struct{}), make(chan struct{})
-	setHook(t, &rebuildHook, func(ctx context.Context, n int) {
+	cfg.hooks.rebuild = func(ctx context.Context, n int) {
 		if n == holdAt {
 			close(held)
 			select {
@@ -85,7 +78,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 			case <-ctx.Done():
 			}
 		}
-	})
+	}
 	ctx := context.Background()
 	e, err := Open(ctx, cfg)
 	if err != nil {
@@ -144,19 +137,20 @@ func TestAssembleDuringRebuild(t *testing.T) {
 // meanwhile. (The recall mutex ingest held while it waited made both
 // wait for the queue.)
 func TestIngestHoldsNoEngineWideLock(t *testing.T) {
-	setHook(t, &indexMaxLag, 2)
 	hold := make(chan struct{}, 1)     // a value: the next batch is held
 	entered := make(chan struct{}, 16) // the worker reached a held batch
 	release := make(chan struct{})
-	setHook(t, &indexBatchHook, func() {
-		select {
-		case <-hold:
-			entered <- struct{}{}
-			<-release
-		default:
+	e := openTest(t, withRecall, func(c *Config) {
+		c.hooks.indexMaxLag = 2
+		c.hooks.indexBatch = func() {
+			select {
+			case <-hold:
+				entered <- struct{}{}
+				<-release
+			default:
+			}
 		}
 	})
-	e := openTest(t, withRecall)
 	var once sync.Once
 	unhold := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unhold) // before Close, which waits for the held batch
@@ -240,12 +234,12 @@ func TestRecallRebuildResumes(t *testing.T) {
 	const convs, per, stopAt = 3, 400, 700
 	cfg := storeWithoutIndex(t, convs, per)
 	reached := make(chan struct{})
-	setHook(t, &rebuildHook, func(ctx context.Context, n int) {
+	cfg.hooks.rebuild = func(ctx context.Context, n int) {
 		if n == stopAt {
 			close(reached)
 			<-ctx.Done() // Close stops the rebuild here
 		}
-	})
+	}
 	ctx := context.Background()
 	e, err := Open(ctx, cfg)
 	if err != nil {
@@ -257,7 +251,7 @@ func TestRecallRebuildResumes(t *testing.T) {
 	}
 
 	read := 0
-	setHook(t, &rebuildHook, func(context.Context, int) { read++ })
+	cfg.hooks.rebuild = func(context.Context, int) { read++ }
 	e, err = Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

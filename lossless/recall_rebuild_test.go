@@ -15,12 +15,9 @@ import (
 // ingest must wait for the rebuild: ingest, the rebuild and Close all finish
 // (the rebuild's progress never waits for the lock a blocked ingest holds).
 func TestIngestDuringRebuildDoesNotDeadlock(t *testing.T) {
-	old := indexMaxLag
-	indexMaxLag = 5
-	t.Cleanup(func() { indexMaxLag = old })
-
 	dir := t.TempDir()
 	cfg := testConfig(dir)
+	cfg.hooks.indexMaxLag = 5
 	ctx := context.Background()
 	e, err := Open(ctx, cfg)
 	if err != nil {

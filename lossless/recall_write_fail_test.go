@@ -22,8 +22,6 @@ import (
 // ingest under the conversation's lock, and Close waited for it.)
 func TestRecallWriteRefusedDoesNotWedge(t *testing.T) {
 	url := pgtest.NewDB(t)
-	defer func(d time.Duration) { catchUpEvery = d }(catchUpEvery)
-	catchUpEvery = 100 * time.Millisecond
 	ctx := context.Background()
 	st, err := pgstore.Open(ctx, pgstore.Options{URL: url})
 	if err != nil {
@@ -41,6 +39,7 @@ func TestRecallWriteRefusedDoesNotWedge(t *testing.T) {
 	}
 	cfg := testConfig("")
 	cfg.StoreURL = url
+	cfg.hooks.catchUpEvery = 100 * time.Millisecond
 	e, err := OpenStore(ctx, cfg, st, rec)
 	if err != nil {
 		t.Fatal(err)

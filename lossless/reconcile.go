@@ -44,11 +44,6 @@ import (
 // trusted: the next import reads the file again and reconciles with the
 // saved map and sequence number.
 
-// reconcileFault, set by tests, fails a rewrite import at a stage:
-// "stored" (after its first chunk is stored, before that chunk's
-// checkpoint) or "reconcile" (before the reconciliation starts).
-var reconcileFault func(stage string) error
-
 // The saved map of a rewritten file is its store.EntriesPrevious map
 // ('E' conv tag 'o' index(8) -> seq(8)), kept until its reconciliation
 // ends; the first sequence number a read of the file not yet reconciled may
@@ -174,8 +169,8 @@ func collectSeqs(r store.Reader, c convID, tag [8]byte, m store.EntryMap, fn fun
 // top of this file), then drops the saved map and the file's stale entry
 // indexes (at entries and above). It holds the conversation's lock.
 func (e *Engine) reconcile(ctx context.Context, c convID, tag [8]byte, st *reconcileState, entries int) error {
-	if reconcileFault != nil {
-		if err := reconcileFault("reconcile"); err != nil {
+	if fault := e.cfg.hooks.reconcileFault; fault != nil {
+		if err := fault("reconcile"); err != nil {
 			return err
 		}
 	}

@@ -242,14 +242,14 @@ func TestReconcileResumesAfterInterruption(t *testing.T) {
 	lines[i] = bytes.Replace(lines[i], []byte("1234"), []byte("9999"), 1)
 	writeLines(t, path, lines, false)
 	boom := errors.New("injected fault")
-	reconcileFault = func(stage string) error {
+	e.cfg.hooks.reconcileFault = func(stage string) error {
 		if stage == "reconcile" {
 			return boom
 		}
 		return nil
 	}
 	_, err := e.Import(ctx, "", path)
-	reconcileFault = nil
+	e.cfg.hooks.reconcileFault = nil
 	if !errors.Is(err, boom) {
 		t.Fatalf("import with a fault: %v", err)
 	}
@@ -409,14 +409,14 @@ func TestReconcileStoppedInFirstChunk(t *testing.T) {
 	lines[i] = bytes.Replace(lines[i], []byte("1234"), []byte("7777"), 1)
 	writeLines(t, path, lines, false)
 	boom := errors.New("stopped")
-	reconcileFault = func(stage string) error {
+	e.cfg.hooks.reconcileFault = func(stage string) error {
 		if stage == "stored" {
 			return boom
 		}
 		return nil
 	}
 	_, err := e.Import(ctx, "", path)
-	reconcileFault = nil
+	e.cfg.hooks.reconcileFault = nil
 	if !errors.Is(err, boom) {
 		t.Fatalf("import stopped after its first chunk: %v", err)
 	}

@@ -105,7 +105,7 @@ func testSharedEngines(t *testing.T, engines []*Engine) {
 	var hookMu sync.Mutex
 	inFlight := map[convID]int{}
 	overlap, runs := 0, 0
-	compactRunHook = func(e *Engine, c convID) func() {
+	hook := func(e *Engine, c convID) func() {
 		hookMu.Lock()
 		inFlight[c]++
 		runs++
@@ -120,7 +120,9 @@ func testSharedEngines(t *testing.T, engines []*Engine) {
 			hookMu.Unlock()
 		}
 	}
-	t.Cleanup(func() { compactRunHook = nil })
+	for _, e := range engines {
+		e.cfg.hooks.compactRun = hook
+	}
 
 	log := &sharedLog{acked: map[string][][]byte{}}
 	shared := []string{"shared-0", "shared-1", "shared-2"}
@@ -309,7 +311,7 @@ func TestSharedLateCommit(t *testing.T) {
 	late := core.AssistantText("late commit of a killed process", 2)
 	fromB := core.UserText("from B, after the late commit", 3)
 	fired := false
-	lockConvHook = func(e *Engine, c convID) {
+	b.cfg.hooks.lockConv = func(e *Engine, c convID) {
 		if e != b || fired {
 			return
 		}
@@ -336,7 +338,6 @@ func TestSharedLateCommit(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	t.Cleanup(func() { lockConvHook = nil })
 	if r, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB}); err != nil || !r.Ingested {
 		t.Fatalf("B's ingest over the late commit: %+v, %v (a conflict must be retried inside the engine)", r, err)
 	}
@@ -389,7 +390,7 @@ func testReplaceLateCommit(t *testing.T, es []*Engine) {
 	}
 	late := core.AssistantText("late commit of a killed process", 10)
 	armed := true
-	lockConvHook = func(e *Engine, c convID) {
+	a.cfg.hooks.lockConv = func(e *Engine, c convID) {
 		if e != a || !armed {
 			return
 		}
@@ -412,7 +413,6 @@ func testReplaceLateCommit(t *testing.T, es []*Engine) {
 			t.Error(err)
 		}
 	}
-	t.Cleanup(func() { lockConvHook = nil })
 	s := dag.Summary{ID: "sum-late", Kind: dag.KindLeaf, Text: "two messages", Sources: []dag.Ref{items[0].Ref, items[1].Ref}}
 	if err := conv.Replace(ctx, items[:2], s, dag.Item{Tokens: 1}); !errors.Is(err, dag.ErrConflict) || !errors.Is(err, ErrConcurrentWrite) {
 		t.Fatalf("replace over a late commit: %v, want dag.ErrConflict wrapping ErrConcurrentWrite", err)

@@ -9,23 +9,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// ErrDiskFull is wrapped by the error of a write refused because the
-// store's filesystem has less free space than the engine keeps in reserve.
-// Nothing is written; what is stored stays readable, and writes succeed
-// again once space is freed. It is the store's error (store.ErrDiskFull).
-//
-// Badger writes its memtables and value log through memory maps: a write
-// into a mapped page of a full filesystem is a SIGBUS that kills the
-// process, not an error. So the engine looks before it writes: a write
-// needs at least the space Badger may map for the next memtable and value
-// log file (spaceReserve). The store (badgerstore) has the same guard of
-// its own; the engine's stays in front of it while the store offers tests
-// no way to replace its free-space lookup (freeSpace below).
-var ErrDiskFull = store.ErrDiskFull
-
-// freeSpace reports a directory's free bytes (freeBytes; tests replace it).
-var freeSpace = freeBytes
-
 // spaceState caches the filesystem's free space for a second.
 type spaceState struct {
 	mu      sync.Mutex
@@ -52,7 +35,11 @@ func (e *Engine) checkSpace() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if time.Since(s.checked) > time.Second {
-		s.free, s.err = freeSpace(e.cfg.StoreDir)
+		free := freeBytes
+		if hook := e.cfg.hooks.freeSpace; hook != nil {
+			free = hook
+		}
+		s.free, s.err = free(e.cfg.StoreDir)
 		s.checked = time.Now()
 	}
 	if s.err != nil {

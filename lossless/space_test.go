@@ -44,13 +44,12 @@ func TestDiskFullRefusesEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := true
-	freeSpace = func(string) (uint64, error) {
+	e.cfg.hooks.freeSpace = func(string) (uint64, error) {
 		if full {
 			return 1 << 20, nil
 		}
 		return 1 << 40, nil
 	}
-	t.Cleanup(func() { freeSpace = freeBytes })
 	e.space.checked = e.space.checked.AddDate(-1, 0, 0) // look again now
 	before := storeDigest(t, e)
 

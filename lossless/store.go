@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/lru"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -220,13 +221,6 @@ func (e *Engine) storeLock(ctx context.Context, name string) (func(), error) {
 	return release, nil
 }
 
-// ErrConcurrentWrite: on a shared store, a conversation changed between the
-// read of its record under its lock and the write based on it — a write of
-// another process that committed after its lock was released (its process
-// killed or its connection cut while its commit was in flight). The write
-// is refused, nothing of it stored; retrying it reads the record again.
-var ErrConcurrentWrite = errors.New("lossless: conversation written by another process meanwhile")
-
 // checkBase refuses, on a shared store, a write to conversation c based on
 // record base when the stored record is no longer base (ErrConcurrentWrite):
 // without it the write would reuse sequence numbers and positions another
@@ -247,9 +241,6 @@ func (e *Engine) checkBase(tx store.Tx, c convID, base convRecord) error {
 	}
 	return nil
 }
-
-// lockConvHook, when set (tests), runs after lockConv has read the record.
-var lockConvHook func(e *Engine, c convID)
 
 // lockConv locks conversation c and loads its record (lockShared: on a
 // shared store, reads it afresh). The caller unlocks with s.unlock.
@@ -279,8 +270,8 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 		s.loaded = true
 		e.noteRecord(s)
 	}
-	if lockConvHook != nil {
-		lockConvHook(e, c)
+	if hook := e.cfg.hooks.lockConv; hook != nil {
+		hook(e, c)
 	}
 	if err := ctx.Err(); err != nil {
 		s.unlock()
@@ -293,28 +284,19 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 	return s, nil
 }
 
-// countCache caches token counts by content hash (bounded: cleared when
-// full, which is cheap and keeps memory flat).
-type countCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[msgHash]int
+// countCache caches token counts by content hash (an LRU bounded in
+// bytes: internal/lru). A miss costs a count, never a wrong one.
+type countCache struct{ c *lru.Cache[msgHash, int] }
+
+// countCacheBytes bounds the count cache: about 60,000 counts.
+const countCacheBytes = 8 << 20
+
+func newCountCache() *countCache {
+	return &countCache{lru.New(countCacheBytes, 16, func(msgHash, int) int {
+		return len(msgHash{}) + 8 + lru.EntryOverhead
+	})}
 }
 
-func newCountCache(max int) *countCache { return &countCache{max: max, m: make(map[msgHash]int)} }
+func (c *countCache) get(h msgHash) (int, bool) { return c.c.Get(h) }
 
-func (c *countCache) get(h msgHash) (int, bool) {
-	c.mu.Lock()
-	n, ok := c.m[h]
-	c.mu.Unlock()
-	return n, ok
-}
-
-func (c *countCache) put(h msgHash, n int) {
-	c.mu.Lock()
-	if len(c.m) >= c.max {
-		clear(c.m)
-	}
-	c.m[h] = n
-	c.mu.Unlock()
-}
+func (c *countCache) put(h msgHash, n int) { c.c.Add(h, n) }

@@ -566,12 +566,6 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 	})
 }
 
-// ErrCorrupt is wrapped by errors that find the store damaged: a missing
-// range of messages, a record that does not decode. What could be read is
-// never returned as if it were all. It is the store's store.ErrCorrupt, so
-// that a record the store cannot decode is ErrCorrupt as well.
-var ErrCorrupt = store.ErrCorrupt
-
 func missingErr(c convID, sessionID string, from, to uint64) error {
 	return fmt.Errorf("lossless: conversation %s (session %s): messages %d-%d are missing: %w", c, sessionID, from, to, ErrCorrupt)
 }

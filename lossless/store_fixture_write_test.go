@@ -624,14 +624,14 @@ func (b *fixtureBuilder) buildImports() {
 	}
 	writeFileAtomic(t, path, []byte(fileContent(lines)))
 	boom := errors.New("fixture: interrupted before the reconciliation")
-	reconcileFault = func(stage string) error {
+	e.cfg.hooks.reconcileFault = func(stage string) error {
 		if stage == "reconcile" {
 			return boom
 		}
 		return nil
 	}
 	_, err = e.Import(ctx, "main", path)
-	reconcileFault = nil
+	e.cfg.hooks.reconcileFault = nil
 	if !errors.Is(err, boom) {
 		t.Fatalf("interrupted import: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -37,10 +36,6 @@ const (
 	// left out of the context until a later read finds it again.
 	flagSuperseded = store.FlagSuperseded
 )
-
-// errBadRecord wraps ErrCorrupt: a stored record that does not decode
-// (fromStore maps store.ErrCorrupt to it).
-var errBadRecord = fmt.Errorf("lossless: corrupt record: %w", ErrCorrupt)
 
 // msgRecord is a stored message (store.Message).
 type msgRecord = store.Message

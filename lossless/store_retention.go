@@ -12,12 +12,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// ErrRetiring is wrapped by the error of a read of, or a write to, a
-// conversation that an interrupted retention pass left partly deleted; the
-// next pass (lossless retain, or the engine's periodic one) finishes
-// deleting it.
-var ErrRetiring = errors.New("lossless: conversation is being deleted by retention")
-
 // RetentionResult reports one retention pass.
 type RetentionResult struct {
 	// Deleted lists the deleted conversations (hex ids) with the reason:
@@ -120,8 +114,8 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 	}
 	var res RetentionResult
 	del := func(c conv, reason string) error {
-		if retainBeforeDelete != nil && !dry {
-			retainBeforeDelete()
+		if hook := e.cfg.hooks.retainBeforeDelete; hook != nil && !dry {
+			hook()
 		}
 		if !dry {
 			if err := e.deleteConversation(ctx, c.id, c.rec.Updated); err != nil {
@@ -194,10 +188,6 @@ func (e *Engine) retain(ctx context.Context, now time.Time, dry, interruptedOnly
 // retention believes: an earlier one (seconds sent as milliseconds, a test's
 // small number) ages the conversation by its last write instead.
 const plausibleSince = 946_684_800_000
-
-// retainBeforeDelete, when set (tests), runs between a retention decision and
-// the deletion.
-var retainBeforeDelete func()
 
 // retentionLoop is the open engine's periodic retention pass.
 type retentionLoop struct {
@@ -299,13 +289,6 @@ func (e *Engine) stopRetention() {
 	l.once.Do(func() { close(l.stop) })
 	<-l.done
 }
-
-// errConvChanged reports a conversation written to after retention decided
-// to delete it.
-var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
-
-// errConvGone reports a conversation a concurrent pass deleted first.
-var errConvGone = errors.New("lossless: conversation already deleted")
 
 // deleteConversation removes every key of conversation c, then its
 // mappings, checkpoints and record (last, so that an interrupted deletion

@@ -105,13 +105,12 @@ func TestRetentionKeepsConversationWrittenAfterDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := core.UserText("acknowledged while retention runs", 42)
-	retainBeforeDelete = func() {
+	e.cfg.hooks.retainBeforeDelete = func() {
 		time.Sleep(3 * time.Millisecond) // a later Updated time than the decision's
 		if _, err := e.Ingest(ctx, core.IngestParams{SessionID: "s", Message: late}); err != nil {
 			t.Error(err)
 		}
 	}
-	t.Cleanup(func() { retainBeforeDelete = nil })
 	res, err := e.Retain(ctx, time.Now().Add(48*time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -353,13 +352,12 @@ func TestInterruptedRetentionIsNotCorruption(t *testing.T) {
 	// The pass is stopped (its context cancelled) right after it decided;
 	// then half of the message keys go, as a flushed first batch would.
 	pctx, cancel := context.WithCancel(ctx)
-	retainBeforeDelete = cancel
-	t.Cleanup(func() { retainBeforeDelete = nil })
+	e.cfg.hooks.retainBeforeDelete = cancel
 	e.cfg.Retention.MaxAgeDays = 365
 	if _, err := e.Retain(pctx, time.Time{}); err == nil {
 		t.Fatal("a cancelled pass reported success")
 	}
-	retainBeforeDelete = nil
+	e.cfg.hooks.retainBeforeDelete = nil
 	e.cfg.Retention.MaxAgeDays = 0
 	if err := e.st.Update(ctx, func(tx store.Tx) error {
 		for seq := uint64(1); seq <= 150; seq++ {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -20,10 +19,6 @@ import (
 
 // Recall tools: Grep, DescribeSummary and ExpandSummary as Engine methods,
 // and the same as model tools (Tools: lcm_grep, lcm_describe, lcm_expand).
-
-// ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
-// they cannot use.
-var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
 
 // Grep scopes and sorts.
 const (

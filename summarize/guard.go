@@ -19,13 +19,6 @@ const (
 	DefaultSpendWindow       = time.Minute
 )
 
-// ErrBreakerOpen is the reason a Guard skipped its model: the circuit breaker is open.
-var ErrBreakerOpen = errors.New("summarize: circuit breaker open")
-
-// ErrSpendLimit is the reason a Guard skipped its model, or stopped a
-// model's retries: the spend guard's budget for the window is used up.
-var ErrSpendLimit = errors.New("summarize: spend limit reached")
-
 // GuardOptions configures a Guard. Zero fields take the defaults above.
 type GuardOptions struct {
 	// Timeout bounds one call of the inner summarizer, its SDK's retries

@@ -2,7 +2,6 @@ package summarize
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -33,10 +32,6 @@ func HostLLMFrom(ctx context.Context) HostLLM {
 	f, _ := ctx.Value(hostLLMKey{}).(HostLLM)
 	return f
 }
-
-// ErrNoHostLLM is returned by a KindHost summarizer called without the
-// host's model in its context.
-var ErrNoHostLLM = errors.New("summarize: the host's model is not offered in this call")
 
 // NewHost returns the KindHost summarizer: prompts as for the model kinds,
 // answered by the HostLLM of the call's context, one call per Summarize

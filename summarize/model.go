@@ -91,13 +91,6 @@ const (
 	DefaultMaxRetryDelay = 30 * time.Second
 )
 
-// ErrNoAPIKey is returned by NewOpenAI and NewAnthropic when no key is
-// configured for the provider's own endpoint.
-var ErrNoAPIKey = errors.New("summarize: no API key")
-
-// ErrConfig is returned for an invalid configuration (missing model, unknown kind).
-var ErrConfig = errors.New("summarize: invalid config")
-
 // StatusError is the HTTP failure that ended a model call, after the
 // SDK's retries. Model wraps it (and core.ErrSummarizerFailed); callers may
 // read it with errors.As.

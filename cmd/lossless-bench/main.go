@@ -93,6 +93,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
+	"github.com/lossless-engine/contextengine/internal/progress"
 )
 
 // Defaults of the no-argument run (sized to finish in about a minute on
@@ -289,7 +290,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		}
 		f.Close()
 	}
-	var pb *bar
+	var pb *progress.Bar
 	if isTerm {
 		pb = newBar(stderr, width)
 		cfg.Progress = pb

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/bridge"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/progress"
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
@@ -350,18 +351,7 @@ func printJSON(w io.Writer, v any) error {
 }
 
 // humanBytes formats n bytes.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+func humanBytes(n int64) string { return progress.Bytes(n) }
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

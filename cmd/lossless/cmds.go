@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,15 +59,14 @@ func cmdImport() *command {
 			var results []fileResult
 			var total lossless.ImportResult
 			// The bar counts bytes, so one large file moves it too.
-			bar := newProgress(c.io, "importing", totalBytes)
-			bar.bytes = true
+			bar := newProgress(c.io, "importing", totalBytes, true)
 			var base int64 // bytes of the files before this one
 			for i, f := range files {
-				bar.set(base, f)
-				fctx := lossless.WithImportProgress(ctx, func(off int64) { bar.set(base+min(off, sizes[i]), f) })
+				bar.Set(base, filepath.Base(f))
+				fctx := lossless.WithImportProgress(ctx, func(off int64) { bar.Set(base+min(off, sizes[i]), filepath.Base(f)) })
 				res, err := e.Import(fctx, c.agent, f)
 				if err != nil {
-					bar.done()
+					bar.Clear()
 					return fmt.Errorf("import %s: %w", f, err)
 				}
 				fr := fileResult{File: f, ImportResult: res, Malformed: []malformedLine{}}
@@ -81,7 +81,7 @@ func cmdImport() *command {
 				total.Malformed = append(total.Malformed, res.Malformed...)
 				base += sizes[i]
 			}
-			bar.done()
+			bar.Clear()
 			if c.json {
 				if err := printJSON(c.io.out, map[string]any{"agent": c.agent, "store": lossless.RedactURL(c.store), "files": results,
 					"imported": total.Imported, "duplicates": total.Duplicates, "summaries": total.Summaries,
@@ -407,12 +407,12 @@ func cmdCompact() *command {
 				return err
 			}
 			target := core.CompactionTargetBudget
-			bar := newProgress(c.io, "compacting", 0)
-			bar.set(0, session)
+			bar := newProgress(c.io, "compacting", 0, false)
+			bar.Set(0, session)
 			res, err := e.Compact(ctx, core.CompactParams{SessionID: session, SessionKey: "agent:" + agent + ":cli",
 				AgentID: agent, TokenBudget: budget, Force: force, CompactionTarget: target,
 				CustomInstructions: instructions, SessionFile: sessionFile})
-			bar.done()
+			bar.Clear()
 			if err != nil {
 				return err
 			}

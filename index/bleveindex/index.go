@@ -21,6 +21,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/batchq"
 )
 
 // Field names in the bleve documents.
@@ -124,14 +125,13 @@ type Index struct {
 	// (Options.Generation before any).
 	appliedGen uint64
 
-	mu           sync.Mutex
-	queue        []item
-	queueBytes   int    // text bytes of the docs in queue
+	mu sync.Mutex
+	// queue holds the docs, deletions and marks waiting to be indexed
+	// (guarded by mu; the worker takes a batch off it, then reports it
+	// applied).
+	queue        *batchq.Queue[item]
 	waiting      int    // Add calls waiting for room
 	enq, done    uint64 // docs enqueued / applied
-	enqI, doneI  uint64 // items (docs and generation marks) enqueued / applied
-	progress     chan struct{}
-	wake         chan struct{}
 	wantGen      uint64
 	err          error // sticky worker error
 	closed       bool
@@ -169,11 +169,11 @@ func Open(dir string, opts Options) (*Index, error) {
 	ix := &Index{
 		dir:        dir,
 		opts:       opts,
-		progress:   make(chan struct{}),
-		wake:       make(chan struct{}, 1),
 		wantGen:    opts.Generation,
 		appliedGen: opts.Generation,
 	}
+	ix.queue = batchq.New(&ix.mu, batchq.Options[item]{MaxItems: opts.MaxLag, MaxBytes: opts.MaxLagBytes,
+		Size: func(it *item) int { return docBytes(&it.doc) }})
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("index: open: %w", err)
 	}
@@ -474,12 +474,9 @@ func (ix *Index) AddGeneration(delta int64, docs ...index.Doc) {
 // mark moved by delta, under one hold of mu.
 func (ix *Index) enqueue(docs []index.Doc, delta int64, mark bool) {
 	ix.mu.Lock()
-	for len(docs) > 0 && !ix.closed && ix.err == nil && (len(ix.queue) > ix.opts.MaxLag || ix.queueBytes > ix.opts.MaxLagBytes) {
-		ch := ix.progress
+	if len(docs) > 0 && ix.queue.Full() {
 		ix.waiting++
-		ix.mu.Unlock()
-		<-ch
-		ix.mu.Lock()
+		ix.queue.WaitRoom(func() bool { return ix.closed || ix.err != nil })
 		ix.waiting--
 	}
 	if ix.closed {
@@ -487,11 +484,9 @@ func (ix *Index) enqueue(docs []index.Doc, delta int64, mark bool) {
 		return
 	}
 	for _, d := range docs {
-		ix.queue = append(ix.queue, item{doc: d})
-		ix.queueBytes += docBytes(&d)
+		ix.queue.Push(item{doc: d})
 	}
 	ix.enq += uint64(len(docs))
-	ix.enqI += uint64(len(docs))
 	if mark {
 		switch {
 		case delta >= 0:
@@ -499,11 +494,9 @@ func (ix *Index) enqueue(docs []index.Doc, delta int64, mark bool) {
 		default:
 			ix.wantGen -= min(uint64(-delta), ix.wantGen)
 		}
-		ix.queue = append(ix.queue, item{gen: ix.wantGen, isMark: true})
-		ix.enqI++
+		ix.queue.Push(item{gen: ix.wantGen, isMark: true})
 	}
 	ix.mu.Unlock()
-	ix.signal()
 }
 
 // Delete removes docs by id (queued in order with Add, so a doc added and
@@ -519,12 +512,10 @@ func (ix *Index) Delete(ids ...string) {
 		return
 	}
 	for _, id := range ids {
-		ix.queue = append(ix.queue, item{doc: index.Doc{ID: id}, isDel: true})
+		ix.queue.Push(item{doc: index.Doc{ID: id}, isDel: true})
 	}
 	ix.enq += uint64(len(ids))
-	ix.enqI += uint64(len(ids))
 	ix.mu.Unlock()
-	ix.signal()
 }
 
 // ConversationDocIDs returns the ids of every doc of a conversation, once
@@ -575,10 +566,8 @@ func (ix *Index) SetGeneration(gen uint64) {
 		return
 	}
 	ix.wantGen = gen
-	ix.queue = append(ix.queue, item{gen: gen, isMark: true})
-	ix.enqI++
+	ix.queue.Push(item{gen: gen, isMark: true})
 	ix.mu.Unlock()
-	ix.signal()
 }
 
 // Generation returns the generation last set (SetGeneration, or
@@ -588,13 +577,6 @@ func (ix *Index) Generation() uint64 {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	return ix.wantGen
-}
-
-func (ix *Index) signal() {
-	select {
-	case ix.wake <- struct{}{}:
-	default:
-	}
 }
 
 // Waiting returns the number of Add calls waiting for room in the queue.
@@ -615,12 +597,12 @@ func (ix *Index) Lag() int {
 // context ends, or the index fails or closes.
 func (ix *Index) Flush(ctx context.Context) error {
 	ix.mu.Lock()
-	target := ix.enqI
+	target := ix.queue.Pushed()
 	ix.mu.Unlock()
 	for {
 		ix.mu.Lock()
-		doneNow := ix.doneI >= target
-		err, closed, ch := ix.err, ix.closed, ix.progress
+		doneNow := ix.queue.Done() >= target
+		err, closed, ch := ix.err, ix.closed, ix.queue.ProgressC()
 		ix.mu.Unlock()
 		if err != nil {
 			return err
@@ -644,32 +626,14 @@ func (ix *Index) worker() {
 	defer ix.wg.Done()
 	for {
 		ix.mu.Lock()
-		for len(ix.queue) == 0 && !ix.closed {
+		if !ix.queue.WaitWork() {
 			ix.mu.Unlock()
-			<-ix.wake
-			ix.mu.Lock()
-		}
-		if len(ix.queue) == 0 && ix.closed {
-			ix.mu.Unlock()
-			return
+			return // closed, and what was queued is indexed
 		}
 		// A batch is at most BatchSize docs and maxBatchBytes of text:
 		// Bleve analyses a whole batch before indexing it, and that
 		// analysis holds several times the text.
-		n, nb := 0, 0
-		for n < len(ix.queue) && n < ix.opts.BatchSize && (n == 0 || nb < maxBatchBytes) {
-			nb += docBytes(&ix.queue[n].doc)
-			n++
-		}
-		items := make([]item, n)
-		copy(items, ix.queue[:n])
-		for i := range items {
-			ix.queueBytes -= docBytes(&items[i].doc)
-		}
-		ix.queue = ix.queue[n:]
-		if len(ix.queue) == 0 {
-			ix.queue = nil
-		}
+		items := ix.queue.Take(ix.opts.BatchSize, maxBatchBytes) // room for Add at once
 		ix.mu.Unlock()
 
 		if ix.opts.BeforeBatch != nil {
@@ -684,7 +648,6 @@ func (ix *Index) worker() {
 		}
 		ix.mu.Lock()
 		ix.done += uint64(ndocs)
-		ix.doneI += uint64(len(items))
 		if err != nil && ix.err == nil {
 			ix.err = err
 		}
@@ -695,8 +658,7 @@ func (ix *Index) worker() {
 			// be searchable again).
 			ix.needsRebuild, ix.reason = true, "a batch failed: "+err.Error()
 		}
-		close(ix.progress)
-		ix.progress = make(chan struct{})
+		ix.queue.Finish(len(items)) // wakes Flush and Add
 		ix.mu.Unlock()
 	}
 }
@@ -909,11 +871,12 @@ func (ix *Index) Close() error {
 		stop()
 		<-ended
 	}
-	ix.signal()
+	ix.mu.Lock()
+	ix.queue.Close() // the worker drains the queue, then stops
+	ix.mu.Unlock()
 	ix.wg.Wait() // what is queued is indexed (into the aside index too)
 	ix.mu.Lock()
-	close(ix.progress)
-	ix.progress = make(chan struct{})
+	ix.queue.Broadcast()
 	ix.mu.Unlock()
 	ix.bmu.Lock()
 	defer ix.bmu.Unlock()

@@ -281,7 +281,7 @@ func TestMaxLagBlocksAdd(t *testing.T) {
 	for i := 0; i < 200; i++ {
 		ix.Add(msg("a", "s", uint64(i), "text"))
 		ix.mu.Lock()
-		q := len(ix.queue)
+		q := ix.queue.Len()
 		ix.mu.Unlock()
 		if q > 21 {
 			t.Fatalf("queue %d beyond MaxLag", q)
@@ -321,8 +321,8 @@ func TestMaxLagBytesBlocksAdd(t *testing.T) {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	if ix.queueBytes != 0 {
-		t.Fatalf("queue drained but %d bytes still counted", ix.queueBytes)
+	if b := ix.queue.Bytes(); b != 0 {
+		t.Fatalf("queue drained but %d bytes still counted", b)
 	}
 }
 

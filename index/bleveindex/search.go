@@ -12,6 +12,7 @@ import (
 	bindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/lru"
 )
 
 // Terms returns the distinct analyzed terms of a query text, in order of
@@ -41,39 +42,50 @@ func (ix *Index) Search(ctx context.Context, q index.Query) ([]index.Hit, error)
 	return ix.search(ctx, &q, terms, q.K)
 }
 
-// dfCache caches document frequencies for term pruning. Frequencies move
-// slowly; the cache is dropped when the doc count has changed by a tenth
-// since it was filled, or when it is full.
+// dfCache caches document frequencies for term pruning, in an LRU bounded
+// in bytes (internal/lru). Frequencies move slowly; the cache is dropped
+// when the doc count has changed by a tenth since it was filled, or the
+// index it describes is replaced. A miss reads the frequency from the
+// index.
 type dfCache struct {
 	mu    sync.Mutex
-	total uint64
-	m     map[string]uint64
+	valid bool   // filled for an index of total docs (false: empty, after reset)
+	total uint64 // guarded by mu, as valid
+	c     *lru.Cache[string, uint64]
 }
 
-const dfCacheMax = 1 << 16
+// dfCacheBytes bounds the cache: some 40,000 terms.
+const dfCacheBytes = 4 << 20
 
 func (c *dfCache) get(total uint64, t string) (uint64, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || total > c.total+c.total/10 || total+total/10 < c.total || len(c.m) >= dfCacheMax {
-		c.m, c.total = make(map[string]uint64), total
+	if c.c == nil {
+		c.c = lru.NewStrings[uint64](dfCacheBytes, 8)
+	}
+	if !c.valid || total > c.total+c.total/10 || total+total/10 < c.total {
+		c.c.Purge()
+		c.valid, c.total = true, total
+		c.mu.Unlock()
 		return 0, false
 	}
-	n, ok := c.m[t]
-	return n, ok
+	c.mu.Unlock()
+	return c.c.Get(t)
 }
 
 // reset empties the cache (the index it describes was replaced).
 func (c *dfCache) reset() {
 	c.mu.Lock()
-	c.m = nil
+	c.valid = false
+	if c.c != nil {
+		c.c.Purge()
+	}
 	c.mu.Unlock()
 }
 
 func (c *dfCache) put(t string, n uint64) {
 	c.mu.Lock()
-	if c.m != nil {
-		c.m[t] = n
+	if c.valid {
+		c.c.Add(t, n)
 	}
 	c.mu.Unlock()
 }

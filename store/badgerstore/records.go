@@ -20,9 +20,6 @@ const recordVersion = 1
 // place of recordVersion in its first byte; lossless store format 2).
 const recordZstd = 2
 
-// errBadRecord is wrapped by every decoder of stored records.
-var errBadRecord = fmt.Errorf("badgerstore: %w", store.ErrCorrupt)
-
 func corrupt(format string, a ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errBadRecord}, a...)...)
 }

@@ -388,10 +388,6 @@ func TxnOf(r store.Reader) *badger.Txn {
 	return nil
 }
 
-// errEnded is the error of a Reader, Tx or Batch used after its
-// transaction ended (fn returned, or Flush or Cancel was called).
-var errEnded = fmt.Errorf("badgerstore: transaction or batch used after it ended: %w", store.ErrClosed)
-
 // wrapErr wraps an error from Badger, mapping it to the store's
 // sentinels. Badger's own wrapping (y.Wrap) loses the chain, so errors are
 // mapped where they leave Badger.

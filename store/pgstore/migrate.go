@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -24,13 +23,6 @@ var migrationFiles embed.FS
 // processes opening a fresh database at once apply each migration once
 // ("lossless" in ASCII).
 const migrationLock int64 = 0x6c6f73736c657373
-
-// ErrSchemaTooNew: the database was migrated by a newer binary.
-var ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this binary")
-
-// ErrSchemaTooOld: a read-only open of a database whose schema is behind
-// this binary (or not created at all); a read-write open migrates it.
-var ErrSchemaTooOld = errors.New("pgstore: database schema is older than this binary")
 
 // Migration is one schema step.
 type Migration struct {

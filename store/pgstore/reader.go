@@ -29,8 +29,6 @@ type reader struct {
 
 var _ store.Reader = (*reader)(nil)
 
-var errEnded = errors.New("pgstore: the transaction has ended (a Reader or Tx used after its View or Update returned)")
-
 // query runs a read, pipelined after the BEGIN and the queued writes when
 // there are any.
 func (r *reader) query(sql string, args ...any) (pgx.Rows, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/batchq"
 )
 
 // Recall is the recall index in PostgreSQL (index.Recall): every process
@@ -42,17 +43,17 @@ type Recall struct {
 	pool *pgxpool.Pool
 	opts RecallOptions
 
-	mu         sync.Mutex
-	queue      []recallItem
-	queueBytes int
-	enq, done  uint64 // docs and deletions queued / written (or dropped)
-	calls      uint64 // enqueues that queued items (recallItem.call)
-	progress   chan struct{}
-	wake       chan struct{}
-	closed     bool
-	lastErr    error // the last write error (nil after a write succeeds)
-	dropped    int   // docs and deletions dropped at Close
-	abandoned  int   // docs and deletions given up before Close (left to the catch-up)
+	mu sync.Mutex
+	// queue holds the docs, deletions and marks waiting to be written
+	// (guarded by mu; a batch stays in it until it is written or given
+	// up). Its Pushed and Done count docs and deletions queued / written
+	// (or dropped).
+	queue     *batchq.Queue[recallItem]
+	calls     uint64 // enqueues that queued items (recallItem.call)
+	closed    bool
+	lastErr   error // the last write error (nil after a write succeeds)
+	dropped   int   // docs and deletions dropped at Close
+	abandoned int   // docs and deletions given up before Close (left to the catch-up)
 	// stalled is set when a full queue made no progress for MaxLagWait:
 	// until the worker writes a batch again, what finds the queue full is
 	// left to the catch-up at once instead of waiting.
@@ -169,9 +170,6 @@ var (
 	_ index.Tracker = (*Recall)(nil)
 )
 
-// errRecallClosed is returned by a Recall used after Close.
-var errRecallClosed = fmt.Errorf("pgstore: recall: %w", index.ErrClosed)
-
 // OpenRecall opens the recall index in the database of pool (migrated:
 // Migrate). The index's terms were written by package index's analyzer
 // at one index.FormatVersion: a database written by a newer one is
@@ -184,12 +182,9 @@ func OpenRecall(ctx context.Context, pool *pgxpool.Pool, opts RecallOptions) (*R
 	if err := checkAnalyzer(ctx, pool); err != nil {
 		return nil, err
 	}
-	r := &Recall{
-		pool:     pool,
-		opts:     opts,
-		progress: make(chan struct{}),
-		wake:     make(chan struct{}, 1),
-	}
+	r := &Recall{pool: pool, opts: opts}
+	r.queue = batchq.New(&r.mu, batchq.Options[recallItem]{MaxItems: opts.MaxLag, MaxBytes: opts.MaxLagBytes,
+		Size: func(it *recallItem) int { return len(it.doc.Text) + len(it.doc.Context) }})
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	r.wg.Add(1)
 	go r.worker()
@@ -263,7 +258,7 @@ func (r *Recall) enqueue(items []recallItem, wait bool) {
 	if wait && !r.closed && r.full() && !r.stalled {
 		timer := time.NewTimer(r.opts.MaxLagWait)
 		for !r.closed && r.full() && !r.stalled {
-			ch := r.progress
+			ch := r.queue.ProgressC()
 			r.mu.Unlock()
 			select {
 			case <-ch: // a batch written (or given up): room, or wait anew
@@ -292,19 +287,14 @@ func (r *Recall) enqueue(items []recallItem, wait bool) {
 	for i := range items {
 		items[i].call = r.calls
 	}
-	r.queue = append(r.queue, items...)
-	for i := range items {
-		r.queueBytes += len(items[i].doc.Text) + len(items[i].doc.Context)
-	}
-	r.enq += uint64(len(items))
+	r.queue.Push(items...)
 	r.mu.Unlock()
-	r.signal()
 }
 
 // full reports whether more than MaxLag docs or MaxLagBytes of text are
 // queued (r.mu held).
 func (r *Recall) full() bool {
-	return len(r.queue) > r.opts.MaxLag || r.queueBytes > r.opts.MaxLagBytes
+	return r.queue.Full()
 }
 
 // abandonLocked leaves items to the catch-up (r.mu held), counting them
@@ -336,19 +326,12 @@ func (r *Recall) logf(format string, args ...any) {
 	}
 }
 
-func (r *Recall) signal() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Lag returns the number of docs (and deletions) queued but not yet
 // written.
 func (r *Recall) Lag() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return int(r.enq - r.done)
+	return int(r.queue.Pushed() - r.queue.Done())
 }
 
 // Err returns the error of the last background write, nil once a write
@@ -365,12 +348,12 @@ func (r *Recall) Err() error {
 // names the last write error, if any).
 func (r *Recall) Flush(ctx context.Context) error {
 	r.mu.Lock()
-	target := r.enq
+	target := r.queue.Pushed()
 	r.mu.Unlock()
 	for {
 		r.mu.Lock()
-		doneNow := r.done >= target
-		closed, ch, last := r.closed, r.progress, r.lastErr
+		doneNow := r.queue.Done() >= target
+		closed, ch, last := r.closed, r.queue.ProgressC(), r.lastErr
 		r.mu.Unlock()
 		if doneNow {
 			return nil
@@ -443,16 +426,15 @@ func (r *Recall) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.queue.Close() // the worker writes what is queued, then stops
 	r.mu.Unlock()
 	giveUp := time.AfterFunc(r.opts.CloseTimeout, r.cancel)
-	r.signal()
 	r.wg.Wait()
 	giveUp.Stop()
 	r.cancel()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	close(r.progress)
-	r.progress = make(chan struct{})
+	r.queue.Broadcast()
 	if r.dropped > 0 {
 		return fmt.Errorf("pgstore: recall: close: %d docs or deletions not written: %w", r.dropped, errors.Join(r.lastErr))
 	}

@@ -22,25 +22,19 @@ func (r *Recall) worker() {
 	defer r.wg.Done()
 	for {
 		r.mu.Lock()
-		for len(r.queue) == 0 && !r.closed {
+		if !r.queue.WaitWork() {
 			r.mu.Unlock()
-			<-r.wake
-			r.mu.Lock()
-		}
-		if len(r.queue) == 0 {
-			r.mu.Unlock()
-			return
+			return // closed, and what was queued is written or dropped
 		}
 		if r.ctx.Err() != nil {
 			// Close gave up: drop the rest without building batches.
-			r.abandonLocked(r.queue, true)
-			r.finishLocked(len(r.queue), false)
+			r.abandonLocked(r.queue.Items(), true)
+			r.finishLocked(r.queue.Len(), false)
 			r.mu.Unlock()
 			continue
 		}
-		n := min(len(r.queue), r.opts.BatchSize)
-		items := make([]recallItem, n)
-		copy(items, r.queue[:n])
+		items := r.queue.Batch(r.opts.BatchSize, 0)
+		n := len(items)
 		r.mu.Unlock()
 
 		// The rows are built once (the turn memory moves on), then retried
@@ -93,9 +87,10 @@ func (r *Recall) splitRangeLocked(items []recallItem, n int) {
 	if last.mark != nil {
 		return
 	}
-	for i := n; i < len(r.queue) && r.queue[i].call == last.call; i++ {
-		if m := r.queue[i].mark; m != nil {
-			r.queue[i].mark = &markRange{conv: m.conv, from: m.to + 1, to: m.to}
+	queued := r.queue.Items()
+	for i := n; i < len(queued) && queued[i].call == last.call; i++ {
+		if m := queued[i].mark; m != nil {
+			queued[i].mark = &markRange{conv: m.conv, from: m.to + 1, to: m.to}
 			if r.gaps == nil {
 				r.gaps = map[string]bool{}
 			}
@@ -109,19 +104,10 @@ func (r *Recall) splitRangeLocked(items []recallItem, n int) {
 // given up, and wakes those waiting for progress (r.mu held). A batch
 // written ends a stall.
 func (r *Recall) finishLocked(n int, ok bool) {
-	for i := range r.queue[:n] {
-		r.queueBytes -= len(r.queue[i].doc.Text) + len(r.queue[i].doc.Context)
-	}
-	r.queue = r.queue[n:]
-	if len(r.queue) == 0 {
-		r.queue = nil
-	}
-	r.done += uint64(n)
 	if ok {
 		r.stalled = false
 	}
-	close(r.progress)
-	r.progress = make(chan struct{})
+	r.queue.Drop(n) // wakes Flush and the enqueues waiting for room
 }
 
 // attempt runs f (with a minute's timeout, and cancelled when Close gives

@@ -449,5 +449,3 @@ func (b *batch) Cancel() {
 	b.done = true
 	b.q.reset()
 }
-
-var errClosedStore = fmt.Errorf("pgstore: %w", store.ErrClosed)

@@ -1,0 +1,72 @@
+package lossless
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// The errors of package lossless, for errors.Is (several wrap a
+// store package sentinel: store.ErrCorrupt, store.ErrDiskFull).
+
+// ErrBadParams is wrapped by the errors of lifecycle calls whose parameters
+// cannot be used (an empty advancement key, an unknown context mode or end
+// reason, ...).
+var ErrBadParams = errors.New("lossless: bad parameters")
+
+// ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
+// they cannot use.
+var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
+
+// ErrNotSessionFile is wrapped by the error of an import of a path that is
+// not a regular file (a directory, a device such as /dev/zero, a pipe).
+var ErrNotSessionFile = errors.New("lossless: not a session file")
+
+// ErrConcurrentWrite: on a shared store, a conversation changed between the
+// read of its record under its lock and the write based on it — a write of
+// another process that committed after its lock was released (its process
+// killed or its connection cut while its commit was in flight). The write
+// is refused, nothing of it stored; retrying it reads the record again.
+var ErrConcurrentWrite = errors.New("lossless: conversation written by another process meanwhile")
+
+// ErrRetiring is wrapped by the error of a read of, or a write to, a
+// conversation that an interrupted retention pass left partly deleted; the
+// next pass (lossless retain, or the engine's periodic one) finishes
+// deleting it.
+var ErrRetiring = errors.New("lossless: conversation is being deleted by retention")
+
+// ErrCorrupt is wrapped by errors that find the store damaged: a missing
+// range of messages, a record that does not decode. What could be read is
+// never returned as if it were all. It is the store's store.ErrCorrupt, so
+// that a record the store cannot decode is ErrCorrupt as well.
+var ErrCorrupt = store.ErrCorrupt
+
+// ErrDiskFull is wrapped by the error of a write refused because the
+// store's filesystem has less free space than the engine keeps in reserve.
+// Nothing is written; what is stored stays readable, and writes succeed
+// again once space is freed. It is the store's error (store.ErrDiskFull).
+//
+// Badger writes its memtables and value log through memory maps: a write
+// into a mapped page of a full filesystem is a SIGBUS that kills the
+// process, not an error. So the engine looks before it writes: a write
+// needs at least the space Badger may map for the next memtable and value
+// log file (spaceReserve). The store (badgerstore) has the same guard of
+// its own; the engine's stays in front of it while the store offers tests
+// no way to replace its free-space lookup (Config.hooks.freeSpace).
+var ErrDiskFull = store.ErrDiskFull
+
+// errBadRecord wraps ErrCorrupt: a stored record that does not decode
+// (fromStore maps store.ErrCorrupt to it).
+var errBadRecord = fmt.Errorf("lossless: corrupt record: %w", ErrCorrupt)
+
+// errConvChanged reports a conversation written to after retention decided
+// to delete it.
+var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
+
+// errConvGone reports a conversation a concurrent pass deleted first.
+var errConvGone = errors.New("lossless: conversation already deleted")
+
+// errCompacting is runCompaction's error when another process of a shared
+// store compacts the conversation and the caller would not wait.
+var errCompacting = errors.New("lossless: compact: another process is compacting this conversation")
