@@ -194,13 +194,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		off := false
 		cfg.Recall.Enabled = &off // the index is written as it is read
 	}
-	var tc core.TokenCounter
-	var err error
-	if cfg.Tokenizer == core.EncodingO200k {
-		tc, err = newFastO200k() // same counts as tiktoken-go, ~10x faster
-	} else {
-		tc, err = core.NewCounter(cfg.Tokenizer)
-	}
+	tc, err := core.NewCounter(cfg.Tokenizer) // o200k_base: package tokens
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("lossless: open: %w", err)
