@@ -25,17 +25,18 @@ const (
 )
 
 // Engine is the lossless context engine: every message stored verbatim in
-// Badger, an active context of raw messages and summaries, and Assemble
-// reading only the budgeted suffix. It implements core.Engine and the
+// its store (store.Store: Badger or PostgreSQL), an active context of raw
+// messages and summaries, and Assemble reading only the budgeted suffix. It implements core.Engine and the
 // optional core.Bootstrapper, core.Maintainer, core.BatchIngester,
 // core.AfterTurner, core.TurnCommitter, core.SubagentSpawner,
 // core.SubagentEndListener and core.ToolCaller, and io.Closer. It is safe
 // for concurrent use.
 type Engine struct {
 	cfg Config
-	// st is the store: package store/badgerstore's, opened by Open. The
-	// engine uses it only through the store.Store interface (and the
-	// optional store.MessageEncoder).
+	// st is the store: store/badgerstore's, opened by Open, or the one a
+	// registered StoreOpener opened for Config.StoreURL (pgstore's). The
+	// engine uses it only through the store.Store interface (and its
+	// optional interfaces: store.MessageEncoder, store.Locker, ...).
 	st store.Store
 	// locker is st as a store.Locker when several processes share it (nil
 	// for Badger): the engine then takes st's named locks besides its own
