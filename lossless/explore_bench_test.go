@@ -32,15 +32,16 @@ func exploreBenchEngine(b *testing.B, n int) *Engine {
 	return e
 }
 
-// BenchmarkExploreBounds measures the explorer's two bounded reads at
-// their bounds, the most one request does: GrepPage reading DefaultGrepScan
-// messages that do not match (every one parsed and searched), and
-// ContextStats reading MaxContextScan context items. The explorer's views
-// answer within #18's 300 ms only if these do.
+// BenchmarkExploreBounds measures GrepPage, one of the explorer's bounded
+// reads, at its bound, the most one request does: reading DefaultGrepScan
+// messages that do not match (every one parsed and searched). The
+// explorer's views answer within #18's 300 ms only if this does (package
+// lossless/explore's BenchmarkExploreBounds measures the other,
+// ContextStats).
 //
 //	go test -run '^$' -bench BenchmarkExploreBounds -benchtime 10x ./lossless/
 func BenchmarkExploreBounds(b *testing.B) {
-	e := exploreBenchEngine(b, max(DefaultGrepScan, MaxContextScan)+1000)
+	e := exploreBenchEngine(b, DefaultGrepScan+1000)
 	ctx := context.Background()
 	b.Run("GrepPage", func(b *testing.B) {
 		b.ReportAllocs()
@@ -48,19 +49,6 @@ func BenchmarkExploreBounds(b *testing.B) {
 			res, err := e.GrepPage(ctx, GrepPageParams{GrepParams: GrepParams{SessionID: "long", Query: "zqxjkvw"}})
 			if err != nil || res.Scanned != DefaultGrepScan || res.Next == "" {
 				b.Fatalf("%d scanned, next %q: %v", res.Scanned, res.Next, err)
-			}
-		}
-	})
-	b.Run("ContextStats", func(b *testing.B) {
-		conv, err := e.Conversation(ctx, "", "long")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			st, err := conv.ContextStats(ctx)
-			if err != nil || !st.Partial || st.Items != MaxContextScan {
-				b.Fatalf("%+v %v", st, err)
 			}
 		}
 	})

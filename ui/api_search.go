@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 // grepHit is one hit of /api/grep: lossless.GrepHit with its session.
@@ -60,7 +61,7 @@ func (s *Server) grep(ctx context.Context, e *lossless.Engine, r *http.Request) 
 	for i, h := range res.Hits {
 		in, ok := names[h.Conversation]
 		if !ok {
-			if in, err = e.SessionByID(ctx, h.Conversation); err != nil {
+			if in, err = explore.New(e).SessionByID(ctx, h.Conversation); err != nil {
 				return nil, err
 			}
 			names[h.Conversation] = in
