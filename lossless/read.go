@@ -8,6 +8,7 @@ package lossless
 import (
 	"context"
 
+	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -74,4 +75,55 @@ func (s SessionInfo) Name() string {
 		return s.Key
 	}
 	return s.ID
+}
+
+// The lcm_grep tool's bounds on GrepParams.Limit: the default and the most.
+const (
+	DefaultGrepLimit = defaultGrepLimit
+	MaxGrepLimit     = maxGrepLimit
+)
+
+// GrepMatcher is the lcm_grep tool's matcher (Grep's): the words of a
+// query, all of which must occur, or a regular expression, matched against
+// a message's text or a summary's.
+type GrepMatcher struct{ m *matcher }
+
+// NewGrepMatcher returns the matcher of p.Query (p.Regex: a regular
+// expression); a bad query is an error wrapping ErrBadToolArgs.
+func NewGrepMatcher(p GrepParams) (*GrepMatcher, error) {
+	m, err := newMatcher(p)
+	if err != nil {
+		return nil, err
+	}
+	return &GrepMatcher{m: m}, nil
+}
+
+// MessageHit returns the hit of stored message rec (read with its body)
+// of conversation c, as Grep gives it, when it matches.
+func (g *GrepMatcher) MessageHit(c store.ConvID, rec store.Message) (GrepHit, bool) {
+	return g.m.messageHit(c, rec)
+}
+
+// SummaryHit returns the hit of summary s of conversation c, as Grep gives
+// it, when it matches.
+func (g *GrepMatcher) SummaryHit(c store.ConvID, s dag.Summary) (GrepHit, bool) {
+	return g.m.summaryHit(c, s)
+}
+
+// AgentFor returns the agent a call's session belongs to: the agent of a
+// sessionKey "agent:<id>:...", else explicit, else Config.AgentID, else
+// DefaultAgentID (as every call of the engine resolves it).
+func (e *Engine) AgentFor(explicit, sessionKey string) string {
+	return e.agentFor(explicit, sessionKey)
+}
+
+// LinkedChildren returns the conversations of the ended subagents linked
+// to c, whose histories join c's for grep, expand and recall.
+func (c *Conversation) LinkedChildren(ctx context.Context) ([]store.ConvID, error) {
+	done, err := c.e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return c.e.linkedChildren(ctx, c.id)
 }

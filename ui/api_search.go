@@ -19,7 +19,7 @@ type grepHit struct {
 }
 
 // grepAnswer is /api/grep's answer: a page of hits and the cursor of the
-// next (lossless.GrepPage).
+// next (explore.Explorer.GrepPage).
 type grepAnswer struct {
 	Items   []grepHit `json:"items"`
 	Scanned int       `json:"scanned"`
@@ -45,14 +45,14 @@ func (s *Server) grep(ctx context.Context, e *lossless.Engine, r *http.Request) 
 		return nil, err
 	}
 	agent := agentParam(e, r)
-	p := lossless.GrepPageParams{GrepParams: lossless.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
+	p := explore.GrepPageParams{GrepParams: lossless.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
 		Regex: q.Get("regex") == "1" || q.Get("regex") == "true"}, Cursor: q.Get("cursor"), MaxTime: grepTime}
 	if sid := q.Get("session"); sid != "" {
 		p.SessionID, p.Scope = sid, lossless.ScopeConversation
 	} else {
 		p.Scope = lossless.ScopeAgent
 	}
-	res, err := e.GrepPage(ctx, p)
+	res, err := explore.New(e).GrepPage(ctx, p)
 	if err != nil {
 		return nil, err
 	}

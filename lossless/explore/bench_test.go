@@ -33,17 +33,26 @@ func exploreBenchEngine(b *testing.B, n int) *lossless.Engine {
 	return e
 }
 
-// BenchmarkExploreBounds measures ContextStats, one of the explorer's
-// bounded reads, at its bound, the most one request does: reading
-// MaxContextScan context items. The explorer's views answer within #18's
-// 300 ms only if this does (package lossless's BenchmarkExploreBounds
-// measures the other, GrepPage).
+// BenchmarkExploreBounds measures the explorer's two bounded reads at
+// their bounds, the most one request does: GrepPage reading DefaultGrepScan
+// messages that do not match (every one parsed and searched), and
+// ContextStats reading MaxContextScan context items. The explorer's views
+// answer within #18's 300 ms only if these do.
 //
 //	go test -run '^$' -bench BenchmarkExploreBounds -benchtime 10x ./lossless/explore/
 func BenchmarkExploreBounds(b *testing.B) {
-	e := exploreBenchEngine(b, MaxContextScan+1000)
+	e := exploreBenchEngine(b, max(DefaultGrepScan, MaxContextScan)+1000)
 	x := New(e)
 	ctx := context.Background()
+	b.Run("GrepPage", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; i < b.N; i++ {
+			res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "long", Query: "zqxjkvw"}})
+			if err != nil || res.Scanned != DefaultGrepScan || res.Next == "" {
+				b.Fatalf("%d scanned, next %q: %v", res.Scanned, res.Next, err)
+			}
+		}
+	})
 	b.Run("ContextStats", func(b *testing.B) {
 		conv, err := e.Conversation(ctx, "", "long")
 		if err != nil {
