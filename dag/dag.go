@@ -4,8 +4,9 @@
 // summary at each sparse position) that the model sees.
 //
 // The package is storage-agnostic: it defines the records, the Store
-// interface a backend implements (package lossless implements it on Badger;
-// Memory implements it in memory for tests), the planning and compaction
+// interface a backend implements (package lossless's *Conversation
+// implements it over its store.Store, Badger or PostgreSQL; Memory
+// implements it in memory for tests), the planning and compaction
 // algorithms, expansion back to raw messages, and Check, which verifies the
 // invariants after every operation.
 package dag

@@ -34,7 +34,7 @@ const ReasonNoSessionFile = "legacy: compact needs a session file (params.sessio
 // Options configures the engine. Zero fields take defaults.
 type Options struct {
 	// Counter counts tokens for estimatedTokens and compaction (default
-	// core.DefaultCounter(), tiktoken o200k).
+	// core.DefaultCounter(): o200k_base, package tokens).
 	Counter core.TokenCounter
 	// Summarizer writes compaction summaries (default the extractive
 	// summarizer, summarize.NewExtractive).

@@ -1,7 +1,17 @@
 // Package lossless is the lossless context engine: every message stored
-// verbatim in Badger, an active context of raw messages and summaries with
-// sparse positions, and an Assemble whose cost is proportional to the token
-// budget, not to the history.
+// verbatim in a store.Store (Badger on local disk by default, PostgreSQL
+// with package lossless/postgres), an active context of raw messages and
+// summaries with sparse positions, and an Assemble whose cost is
+// proportional to the token budget, not to the history.
+//
+// It is the engine's orchestration: the write path (Ingest, IngestBatch,
+// AfterTurn, CommitTurn), transcript import, reconciliation and rotation,
+// Assemble and recall, compaction, subagents, retention, the agent tools,
+// and the explorer's read-only queries. It keeps no storage format of its
+// own: records and their encodings belong to package store and its
+// backends, summaries and their invariants to package dag, the recall
+// index to package index and its implementations, token counting to
+// package tokens. docs/ARCHITECTURE.md draws the data flow through them.
 //
 // # Using it
 //
@@ -17,41 +27,17 @@
 // ExpandSummary, Tools (lcm_grep, lcm_describe, lcm_expand), Recall, Rotate
 // and Retain for tools, the CLI and the benchmark.
 //
-// # Store layout
+// # Storage
 //
-// One Badger database; keys start with a one-byte prefix, integers are
-// 8-byte big-endian so that keys sort in numeric order:
-//
-//	0x00 "format"                     -> {format, engine, tokenizer}   format record
-//	'N' agent 0x00 "k:"sessionKey     -> conv(8)                        conversation by session key
-//	'N' agent 0x00 "s:"sessionId      -> conv(8)                        session id -> conversation map
-//	'C' conv(8)                       -> conversation record (JSON): agent, key,
-//	                                     session ids, nextSeq, nextPos, counters
-//	'M' conv seq(8)                   -> message: flags, tokens, timestamp, role,
-//	                                     key, then the raw JSON byte for byte
-//	                                     (zstd-compressed from 256 bytes when
-//	                                     that saves an eighth; record byte 2)
-//	'H' conv key(16)                  -> seq(8)                         message key index (dedup)
-//	'I' conv pos(8)                   -> context item: ref (message seq or
-//	                                     summary id), tokens, depth, timestamp, role, flags
-//	'L' conv seq(8)                   -> the reference message standing for large content
-//	'S' conv summaryId                -> summary (dag.Summary JSON)
-//	'E' conv fileTag(8) 'x' index(8)  -> seq(8)   transcript entry index -> message
-//	'E' conv fileTag(8) 'i' entryId   -> index(8) transcript entry id -> index
-//	'E' conv fileTag(8) 'o' index(8)  -> seq(8)   the previous read's map of a rewritten
-//	                                     file, kept until its reconciliation ends
-//	'O' conv seq(8)                   -> pos(8)   order position of a message a
-//	                                     reconciliation moved (reconcile.go)
-//	'F' agent 0x00 path               -> import checkpoint (JSON)
-//	'T' conv advancementKey           -> committed turn (commitTurn idempotency)
-//	'G' sub                           -> subagent record (mode, parent, TTL, state)
-//	'g' agent 0x00 sessionId          -> sub                            child session id -> subagent
-//	'Y' sub pos(8)                    -> fork snapshot: the parent's item records
-//	                                     (references, not message copies)
-//	'K' parentConv sub                -> link from an ended child to its parent
-//
-// The recall index (Bleve, package index) lives in <storeDir>/index; it is
-// derived data, rebuilt from the store when missing, stale or corrupt.
+// The engine reads and writes typed records (package store: conversations,
+// messages, context items, summaries, transcript-entry maps, checkpoints,
+// committed turns, subagents) through the store.Store interface, in
+// transactions that hold each invariant whole. The backends own the
+// layout: store/badgerstore (its doc lists the Badger key layout, store
+// format 3) and store/pgstore (one table per record family). The recall
+// index is derived data: index/bleveindex in <storeDir>/index beside a
+// Badger store, rebuilt from the store when missing, stale or corrupt;
+// PostgreSQL's own full-text tables beside a PostgreSQL store.
 //
 // Agents own conversations. A conversation is keyed by its sessionKey when
 // there is one, else by its first session id; every session id it has had
@@ -71,7 +57,7 @@
 //
 // # Durability
 //
-// Every write is a Badger transaction holding whole messages (message, key
+// Every write is one store transaction holding whole messages (message, key
 // index, context item) and the conversation record, so a crash leaves each
 // message fully stored or absent. By default Badger's write-ahead log is
 // written without fsync: a process crash (kill -9) loses no acknowledged

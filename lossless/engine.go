@@ -23,9 +23,9 @@ const (
 	Version = "0.1.0"
 )
 
-// Engine is the lossless context engine: every message stored verbatim
-// (store.Store: Badger in a directory, or PostgreSQL), an active context of raw messages and summaries, and Assemble
-// reading only the budgeted suffix. It implements core.Engine and the
+// Engine is the lossless context engine: every message stored verbatim in
+// its store (store.Store: Badger or PostgreSQL), an active context of raw
+// messages and summaries, and Assemble reading only the budgeted suffix. It implements core.Engine and the
 // optional core.Bootstrapper, core.Maintainer, core.BatchIngester,
 // core.AfterTurner, core.TurnCommitter, core.SubagentSpawner,
 // core.SubagentEndListener and core.ToolCaller, and io.Closer. It is safe
@@ -217,13 +217,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		off := false
 		cfg.Recall.Enabled = &off // the index is written as it is read
 	}
-	var tc core.TokenCounter
-	var err error
-	if cfg.Tokenizer == core.EncodingO200k {
-		tc, err = newFastO200k() // same counts as tiktoken-go, ~10x faster
-	} else {
-		tc, err = core.NewCounter(cfg.Tokenizer)
-	}
+	tc, err := core.NewCounter(cfg.Tokenizer) // o200k_base: package tokens
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("lossless: open: %w", err)

@@ -665,8 +665,6 @@ func recallMinScore(v float64) float64 {
 }
 
 // configuredMinScore is Config.Recall.MinScore.
-// Hook: config.go has no RecallConfig.MinScore yet; once it has, this
-// returns c.Recall.MinScore.
 func configuredMinScore(c *Config) float64 { return c.Recall.MinScore }
 
 // Recall returns the items Assemble's recall injects for p.Prompt, best

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -329,5 +328,3 @@ func rewriteEntry(raw []byte, id, parent, now string) ([]byte, error) {
 	out.WriteByte('}')
 	return out.Bytes(), nil
 }
-
-var _ = dag.KindLeaf

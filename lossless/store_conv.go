@@ -493,7 +493,7 @@ func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, err
 			if agent != "" && rec.Agent != agent {
 				continue
 			}
-			in, err := sessionInfo(r, cr.ID, rec) // explore_sessions.go
+			in, err := sessionInfo(r, cr.ID, rec) // read.go
 			if err != nil {
 				return err
 			}

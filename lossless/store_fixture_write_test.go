@@ -18,7 +18,6 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
-	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 var writeFixture = flag.Bool("write-fixture", false,
@@ -766,12 +765,12 @@ func (b *fixtureBuilder) finish() *fixtureGolden {
 		g.Subagents = append(g.Subagents, s)
 	}
 	b.checkCoverage()
-	g.Records = b.countRecords()
 	// The live engine passes the test before it is closed.
 	verifyFixture(t, e, g)
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
+	g.Records = b.countRecords()
 	return g
 }
 
@@ -838,13 +837,19 @@ const (
 	pCheck = 'F'
 )
 
-// countRecords counts the store's records by family (doc.go's layout, and
-// host.go's for a transcript the host keeps) and fails when one is
-// missing. It reads raw keys: it checks what this code wrote, for the
+// countRecords counts the closed store's records by family (the layout of
+// store/badgerstore's keys.go, and host.go's for a transcript the host
+// keeps) and fails when one is missing. It opens the directory read-only
+// with Badger and reads raw keys: it checks what this code wrote, for the
 // golden file's reader; the test never reads keys.
 func (b *fixtureBuilder) countRecords() map[string]int {
 	n := map[string]int{}
-	err := b.e.st.(*badgerstore.Store).DB().View(func(txn *badger.Txn) error {
+	db, err := badger.Open(badger.DefaultOptions(b.dir).WithReadOnly(true).WithLogger(nil))
+	if err != nil {
+		b.t.Fatalf("open the fixture read-only: %v", err)
+	}
+	defer db.Close()
+	err = db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

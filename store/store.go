@@ -1,7 +1,9 @@
 // Package store is the storage interface of the lossless engine: everything
 // the engine persists, as typed records, behind one interface that a backend
-// implements (package store/badgerstore on Badger, package store/pgstore on
-// PostgreSQL; package store/memstore in memory, for tests).
+// implements: package store/badgerstore on Badger (a local directory, the
+// default), package store/pgstore on PostgreSQL (shared by several
+// processes), package store/memstore in memory, for tests; package
+// store/storetest is the contract suite every backend passes.
 //
 // # Shape
 //

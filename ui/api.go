@@ -11,6 +11,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 // apiFunc answers one API request with a value to send as JSON.
@@ -104,7 +105,7 @@ func intParam(r *http.Request, name string, def, lo int) (int, error) {
 }
 
 // page is the paging of a list request: offset (default 0) and limit
-// (default lossless.DefaultPageLimit, at most lossless.MaxPageLimit).
+// (default explore.DefaultPageLimit, at most explore.MaxPageLimit).
 type page struct{ Offset, Limit int }
 
 func pageParams(r *http.Request) (page, error) {
@@ -112,11 +113,11 @@ func pageParams(r *http.Request) (page, error) {
 	if err != nil {
 		return page{}, err
 	}
-	lim, err := intParam(r, "limit", lossless.DefaultPageLimit, 1)
+	lim, err := intParam(r, "limit", explore.DefaultPageLimit, 1)
 	if err != nil {
 		return page{}, err
 	}
-	return page{off, min(lim, lossless.MaxPageLimit)}, nil
+	return page{off, min(lim, explore.MaxPageLimit)}, nil
 }
 
 // list is a page of a list as the API answers it.
@@ -126,7 +127,7 @@ type list[T any] struct {
 	Limit  int `json:"limit"`
 	Items  []T `json:"items"`
 	// Partial is set when the list covers the first
-	// lossless.MaxContextScan items of a conversation's context only.
+	// explore.MaxContextScan items of a conversation's context only.
 	Partial bool `json:"partial,omitempty"`
 }
 

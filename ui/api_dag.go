@@ -7,6 +7,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 // summaryItem is a summary as the DAG view lists it (Text only in
@@ -28,7 +29,7 @@ type summaryItem struct {
 }
 
 func summaryOf(s dag.Summary) summaryItem {
-	return summaryItem{Kind: lossless.ChildSummary, ID: s.ID, SummaryKind: s.Kind, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens,
+	return summaryItem{Kind: explore.ChildSummary, ID: s.ID, SummaryKind: s.Kind, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens,
 		Earliest: s.Earliest, Latest: s.Latest, CreatedAt: s.CreatedAt, SourceCount: len(s.Sources),
 		DescendantCount: s.DescendantCount, DescendantTokens: s.DescendantTokens}
 }
@@ -45,17 +46,17 @@ func (s *Server) summaries(ctx context.Context, e *lossless.Engine, r *http.Requ
 	if err != nil {
 		return nil, err
 	}
-	var res lossless.SummaryPage
+	var res explore.SummaryPage
 	if r.URL.Query().Has("depth") {
 		depth, err := intParam(r, "depth", 0, 0)
 		if err != nil {
 			return nil, err
 		}
-		res, err = conv.SummariesAtDepth(ctx, depth, pg.Offset, pg.Limit)
+		res, err = explore.New(e).SummariesAtDepth(ctx, conv, depth, pg.Offset, pg.Limit)
 		if err != nil {
 			return nil, err
 		}
-	} else if res, err = conv.ContextSummaries(ctx, pg.Offset, pg.Limit); err != nil {
+	} else if res, err = explore.New(e).ContextSummaries(ctx, conv, pg.Offset, pg.Limit); err != nil {
 		return nil, err
 	}
 	out := list[summaryItem]{Total: res.Total, Offset: pg.Offset, Limit: pg.Limit, Partial: res.Partial,
@@ -97,7 +98,7 @@ func (s *Server) summary(ctx context.Context, e *lossless.Engine, r *http.Reques
 	if err != nil {
 		return nil, err
 	}
-	res, err := conv.SummaryChildren(ctx, id, pg.Offset, pg.Limit)
+	res, err := explore.New(e).SummaryChildren(ctx, conv, id, pg.Offset, pg.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +106,11 @@ func (s *Server) summary(ctx context.Context, e *lossless.Engine, r *http.Reques
 		list: list[childItem]{Total: res.Total, Offset: pg.Offset, Limit: pg.Limit, Items: make([]childItem, len(res.Children))}}
 	out.Summary.Text = res.Summary.Text
 	for i, ch := range res.Children {
-		if ch.Kind == lossless.ChildSummary {
+		if ch.Kind == explore.ChildSummary {
 			out.Items[i] = childItem{summaryItem: summaryOf(*ch.Summary)}
 			continue
 		}
-		out.Items[i] = childItem{summaryItem: summaryItem{Kind: lossless.ChildMessage, Tokens: ch.Tokens},
+		out.Items[i] = childItem{summaryItem: summaryItem{Kind: explore.ChildMessage, Tokens: ch.Tokens},
 			Seq: ch.Seq, Role: ch.Role, Timestamp: ch.Timestamp, Preview: ch.Preview}
 	}
 	return out, nil
@@ -134,7 +135,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	raw, err := conv.RawMessage(ctx, seq)
+	raw, err := explore.New(e).RawMessage(ctx, conv, seq)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 // agentTotals is one agent's row of /api/overview.
@@ -67,12 +68,12 @@ const (
 
 // healthRun is one background run of the whole-store checks.
 type healthRun struct {
-	State      string                  `json:"state"` // "running", "done" or "error"
-	Error      string                  `json:"error,omitempty"`
-	StartedAt  int64                   `json:"startedAt"`
-	DurationMs int64                   `json:"durationMs"`
-	Check      *lossless.CheckResult   `json:"check,omitempty"`
-	Census     *lossless.SummaryCensus `json:"census,omitempty"`
+	State      string                 `json:"state"` // "running", "done" or "error"
+	Error      string                 `json:"error,omitempty"`
+	StartedAt  int64                  `json:"startedAt"`
+	DurationMs int64                  `json:"durationMs"`
+	Check      *lossless.CheckResult  `json:"check,omitempty"`
+	Census     *explore.SummaryCensus `json:"census,omitempty"`
 }
 
 // healthJob holds the last run and the engine it ran on.
@@ -115,8 +116,8 @@ func (h *healthJob) run(ctx context.Context, e *lossless.Engine, start time.Time
 	chk, err := e.Check(ctx, false)
 	if err == nil {
 		run.Check = &chk
-		var c lossless.SummaryCensus
-		if c, err = e.SummaryCensus(ctx, maxFallbacks); err == nil {
+		var c explore.SummaryCensus
+		if c, err = explore.New(e).SummaryCensus(ctx, maxFallbacks); err == nil {
 			run.Census = &c
 		}
 	}

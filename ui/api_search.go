@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 // grepHit is one hit of /api/grep: lossless.GrepHit with its session.
@@ -18,7 +19,7 @@ type grepHit struct {
 }
 
 // grepAnswer is /api/grep's answer: a page of hits and the cursor of the
-// next (lossless.GrepPage).
+// next (explore.Explorer.GrepPage).
 type grepAnswer struct {
 	Items   []grepHit `json:"items"`
 	Scanned int       `json:"scanned"`
@@ -44,14 +45,14 @@ func (s *Server) grep(ctx context.Context, e *lossless.Engine, r *http.Request) 
 		return nil, err
 	}
 	agent := agentParam(e, r)
-	p := lossless.GrepPageParams{GrepParams: lossless.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
+	p := explore.GrepPageParams{GrepParams: lossless.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
 		Regex: q.Get("regex") == "1" || q.Get("regex") == "true"}, Cursor: q.Get("cursor"), MaxTime: grepTime}
 	if sid := q.Get("session"); sid != "" {
 		p.SessionID, p.Scope = sid, lossless.ScopeConversation
 	} else {
 		p.Scope = lossless.ScopeAgent
 	}
-	res, err := e.GrepPage(ctx, p)
+	res, err := explore.New(e).GrepPage(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +61,7 @@ func (s *Server) grep(ctx context.Context, e *lossless.Engine, r *http.Request) 
 	for i, h := range res.Hits {
 		in, ok := names[h.Conversation]
 		if !ok {
-			if in, err = e.SessionByID(ctx, h.Conversation); err != nil {
+			if in, err = explore.New(e).SessionByID(ctx, h.Conversation); err != nil {
 				return nil, err
 			}
 			names[h.Conversation] = in

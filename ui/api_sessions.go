@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 // sessionItem is one row of /api/sessions.
@@ -30,7 +31,7 @@ type sessionItem struct {
 	// FirstMessage and LastMessage are the messages' own times (Unix ms).
 	FirstMessage int64 `json:"firstMessage"`
 	LastMessage  int64 `json:"lastMessage"`
-	// Partial: the context is longer than lossless.MaxContextScan items
+	// Partial: the context is longer than explore.MaxContextScan items
 	// and ActiveTokens counts that many (a lower bound).
 	Partial  bool `json:"partial,omitempty"`
 	Retiring bool `json:"retiring,omitempty"`
@@ -43,7 +44,7 @@ func (s *Server) sessions(ctx context.Context, e *lossless.Engine, r *http.Reque
 		return nil, err
 	}
 	q := r.URL.Query()
-	res, err := e.SessionsPage(ctx, lossless.SessionQuery{Agent: q.Get("agent"), Match: q.Get("q"), Offset: pg.Offset, Limit: pg.Limit})
+	res, err := explore.New(e).SessionsPage(ctx, explore.SessionQuery{Agent: q.Get("agent"), Match: q.Get("q"), Offset: pg.Offset, Limit: pg.Limit})
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explore"
 )
 
 type sessionItem struct {
@@ -45,7 +46,7 @@ func TestSessionsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if all.Total != len(infos) || len(all.Items) != len(infos) || all.Offset != 0 || all.Limit != lossless.DefaultPageLimit {
+	if all.Total != len(infos) || len(all.Items) != len(infos) || all.Offset != 0 || all.Limit != explore.DefaultPageLimit {
 		t.Fatalf("sessions: total %d, %d items, offset %d, limit %d; the store has %d", all.Total, len(all.Items), all.Offset, all.Limit, len(infos))
 	}
 	for _, it := range all.Items {
@@ -53,7 +54,7 @@ func TestSessionsAPI(t *testing.T) {
 		if err != nil || conv.ID() != it.ID {
 			t.Fatalf("row %+v: its session does not name its conversation: %v", it, err)
 		}
-		st, err := conv.ContextStats(ctx)
+		st, err := explore.New(f.e).ContextStats(ctx, conv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestSessionsAPI(t *testing.T) {
 	}
 	var big listOf[sessionItem]
 	f.getJSON(t, "/api/sessions", q("limit", "100000"), &big)
-	if big.Limit != lossless.MaxPageLimit {
+	if big.Limit != explore.MaxPageLimit {
 		t.Fatalf("limit capped at %d", big.Limit)
 	}
 	var b listOf[sessionItem]
@@ -198,7 +199,7 @@ func TestDAGAPI(t *testing.T) {
 	}
 	var roots listOf[summaryItem]
 	f.getJSON(t, "/api/summaries", q("agent", "main", "session", "s1"), &roots)
-	want, err := conv.ContextSummaries(ctx, 0, 0)
+	want, err := explore.New(f.e).ContextSummaries(ctx, conv, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,8 +331,24 @@ func TestGrepAPI(t *testing.T) {
 	if len(g.Items) != 1 || g.Items[0].Session != "s2" {
 		t.Fatalf("zebra in s2: %+v", g)
 	}
-	f.getJSON(t, "/api/grep", q("q", `turn \d+ about`, "regex", "1", "agent", "main", "session", "s1", "limit", "200"), &g)
-	total := len(g.Items)
+	// All at once: pages of 200, followed to the end (a page stops early at
+	// the handler's time bound, grepTime, on a loaded machine).
+	all := map[string]bool{}
+	for i, cursor := 0, ""; ; i++ {
+		if i > 50 {
+			t.Fatal("no end")
+		}
+		g = grepAnswer{}
+		f.getJSON(t, "/api/grep", q("q", `turn \d+ about`, "regex", "1", "agent", "main", "session", "s1", "limit", "200", "cursor", cursor), &g)
+		for _, h := range g.Items {
+			all[h.SummaryID+strconv.FormatUint(h.Seq, 10)] = true
+		}
+		if g.Next == "" {
+			break
+		}
+		cursor = g.Next
+	}
+	total := len(all)
 	if total == 0 {
 		t.Fatal("regex found nothing")
 	}
@@ -422,7 +439,7 @@ type healthAnswer struct {
 		State  string
 		Error  string
 		Check  *lossless.CheckResult
-		Census *lossless.SummaryCensus
+		Census *explore.SummaryCensus
 	}
 }
 

@@ -270,7 +270,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	if slices.Contains(suites, bench.SuiteWindow) && *locomoPath == "" {
 		return usage(errors.New("--suite window needs --locomo FILE (a LoCoMo JSON file, e.g. ../shared/data/locomo/locomo-dev3.json)"))
 	}
-	// Checked by name only: loading tiktoken-go's ranks here would keep
+	// Checked by name only: loading the encoding's ranks here would keep
 	// them on the heap the footprint suites measure.
 	if err := core.CheckCounterName(*tokenizer); err != nil {
 		return usage(fmt.Errorf("--tokenizer: %w", err))

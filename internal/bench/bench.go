@@ -160,7 +160,7 @@ type Config struct {
 	// does (its chars/4 estimate); nil Open skips the legacy baselines.
 	Legacy Target
 	// LegacyExact is the same baseline with an exact token counter, a
-	// second row (legacy then re-counts the history with tiktoken on every
+	// second row (legacy then re-counts the history with o200k_base on every
 	// assemble); nil Open skips it.
 	LegacyExact Target
 	// Recall runs the recall suite; nil records ErrUnsupported.

@@ -37,7 +37,7 @@ func TestPrintGolden3(t *testing.T) {
 	s := openTest(t, Options{})
 	g := newCompatRecords3()
 	must(t, s.Update(context.Background(), func(tx store.Tx) error { return g.write(tx, nil) }))
-	got := rawKVs(t, s.DB())
+	got := rawKVs(t, s.db)
 	var b strings.Builder
 	for _, r := range golden2 {
 		fmt.Fprintf(&b, "\t{%q, %q, %q},\n", r.name, r.key, got[r.key])
@@ -137,7 +137,7 @@ func TestUncheckedRecords(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openTest(t, Options{})
-			must(t, s.DB().Update(func(txn *badger.Txn) error {
+			must(t, s.db.Update(func(txn *badger.Txn) error {
 				for _, g := range golden2 {
 					if g.name == "meta" {
 						continue
@@ -193,7 +193,7 @@ func TestUncheckedRecords(t *testing.T) {
 			}
 			// Messages have no record checksum: they read as before.
 			must(t, s.View(ctx, func(r store.Reader) error { _, err := r.Message(gConv, 1); return err }))
-			must(t, s.DB().DropAll()) // damaged on purpose: no verify at the end
+			must(t, s.db.DropAll()) // damaged on purpose: no verify at the end
 		})
 	}
 }

@@ -257,7 +257,7 @@ func TestByteCompat(t *testing.T) {
 			if err := s.Update(ctx, func(tx store.Tx) error { return g.write(tx, enc) }); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, s.DB(), golden3)
+			checkGolden(t, s.db, golden3)
 			g.checkRead(t, s)
 		})
 	}
@@ -284,7 +284,7 @@ func TestByteCompatBatch(t *testing.T) {
 			if err := b.Flush(); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, s.DB(), golden3)
+			checkGolden(t, s.db, golden3)
 			g.checkRead(t, s)
 		})
 	}
@@ -305,7 +305,7 @@ func TestHostTag(t *testing.T) {
 // lossless would have, and reads every record through the store.
 func TestReadGolden(t *testing.T) {
 	s := openTest(t, Options{})
-	err := s.DB().Update(func(txn *badger.Txn) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
 		for _, g := range golden2 {
 			k, _ := hex.DecodeString(g.key)
 			v, _ := hex.DecodeString(g.value)

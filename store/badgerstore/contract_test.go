@@ -38,7 +38,7 @@ func TestContract(t *testing.T) {
 // record's and the messages' in Badger itself (storetest.Corrupt): only
 // the records' checksums can tell.
 func corruptValues(t *testing.T, st store.Store) store.Store {
-	db := st.(*Store).DB()
+	db := st.(*Store).db
 	kvs := map[string][]byte{}
 	err := db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.DefaultIteratorOptions)

@@ -167,10 +167,4 @@
 // Update and NewBatch refuse to write on a filesystem with less free space
 // than Badger may map next (store.ErrDiskFull): Badger writes through
 // memory maps, and a full disk there is a SIGBUS, not an error.
-//
-// # Transitional
-//
-// Store.DB and TxnOf hand out the Badger database and a transaction's
-// *badger.Txn, so that package lossless can move to store.Store one code
-// path at a time. They go when the conversion ends.
 package badgerstore

@@ -36,7 +36,7 @@ func TestLosslessFixture(t *testing.T) {
 	copyDir(t, losslessFixture, dir)
 	src := openTest(t, Options{Dir: dir, ReadOnly: true})
 	dst := openTest(t, Options{})
-	want := rawKVs(t, src.DB())
+	want := rawKVs(t, src.db)
 	if len(want) < 100 {
 		t.Fatalf("the fixture holds %d keys", len(want))
 	}
@@ -45,7 +45,7 @@ func TestLosslessFixture(t *testing.T) {
 	must(t, src.View(ctx, func(r store.Reader) error {
 		return dst.Update(ctx, func(tx store.Tx) error {
 			c := &fixtureCopy{t: t, r: r, w: tx, hostDone: map[store.ConvID]bool{}, forkDone: map[store.SubID]bool{}}
-			return src.DB().View(func(txn *badger.Txn) error {
+			return src.db.View(func(txn *badger.Txn) error {
 				it := txn.NewIterator(badger.IteratorOptions{})
 				defer it.Close()
 				for it.Rewind(); it.Valid(); it.Next() {
@@ -70,7 +70,7 @@ func TestLosslessFixture(t *testing.T) {
 			t.Errorf("the fixture has no key of family %q", p)
 		}
 	}
-	got := rawKVs(t, dst.DB())
+	got := rawKVs(t, dst.db)
 	for k, v := range want {
 		v = format3(k, v)
 		switch g, ok := got[k]; {
@@ -86,7 +86,7 @@ func TestLosslessFixture(t *testing.T) {
 		}
 	}
 	compressed := 0
-	must(t, src.DB().View(func(txn *badger.Txn) error {
+	must(t, src.db.View(func(txn *badger.Txn) error {
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{pMsg}})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {

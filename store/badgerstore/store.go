@@ -364,29 +364,6 @@ func closeErr(err error) error {
 	return nil
 }
 
-// DB returns the Badger database.
-//
-// Transitional: it exists while package lossless is converted to
-// store.Store one path at a time, so that code not yet converted can keep
-// its Badger transactions on the same database. Nothing new should use it;
-// it goes when the conversion ends.
-func (s *Store) DB() *badger.DB { return s.db }
-
-// TxnOf returns the Badger transaction under a Reader or Tx this package
-// handed to a View or Update function (nil for any other Reader).
-//
-// Transitional, like DB: it lets a converted caller hand its transaction
-// to helpers of package lossless that still take a *badger.Txn. Writes made
-// on it directly bypass the record encodings; nothing new should use it.
-func TxnOf(r store.Reader) *badger.Txn {
-	switch t := r.(type) {
-	case *reader:
-		return t.txn
-	case *tx:
-		return t.txn
-	}
-	return nil
-}
 
 // wrapErr wraps an error from Badger, mapping it to the store's
 // sentinels. Badger's own wrapping (y.Wrap) loses the chain, so errors are

@@ -484,7 +484,7 @@ func TestCorrupt(t *testing.T) {
 		"item":          {recordVersion, 0, 9}, // unknown ref kind
 		"host entry":    make([]byte, 10),      // shorter than seq + key
 	}
-	must(t, s.DB().Update(func(txn *badger.Txn) error {
+	must(t, s.db.Update(func(txn *badger.Txn) error {
 		for what, k := range raw {
 			v, ok := vals[what]
 			if !ok {
@@ -549,7 +549,7 @@ func TestCorrupt(t *testing.T) {
 		return nil
 	})
 	// Leave nothing corrupt for openTest's check.
-	must(t, s.DB().DropAll())
+	must(t, s.db.DropAll())
 }
 
 func anySeq[T any](seq func(func(T, error) bool)) func(func(any, error) bool) {
@@ -616,7 +616,7 @@ func TestUpdateAtomic(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	err = s.Update(cctx, func(tx store.Tx) error { writeAll(tx); cancel(); return nil })
 	wantErr(t, "cancelled update", err, context.Canceled)
-	if got := rawKVs(t, s.DB()); len(got) != 0 {
+	if got := rawKVs(t, s.db); len(got) != 0 {
 		t.Errorf("failed updates left %d keys", len(got))
 	}
 	err = s.Update(cctx, func(tx store.Tx) error { t.Error("fn ran with a done context"); return nil })
@@ -635,7 +635,7 @@ func TestReopen(t *testing.T) {
 	must(t, s.Update(ctx, func(tx store.Tx) error { return g.write(tx, nil) }))
 	must(t, s.Close())
 	s = openTest(t, Options{Dir: dir})
-	checkGolden(t, s.DB(), golden3)
+	checkGolden(t, s.db, golden3)
 	g.checkRead(t, s)
 }
 
@@ -680,7 +680,7 @@ func TestClose(t *testing.T) {
 func TestTooBig(t *testing.T) {
 	s := openTest(t, Options{MemTableSize: 1 << 20})
 	ctx := context.Background()
-	if got, want := s.MaxTxnBytes(), s.DB().MaxBatchSize()/2; got != want || got <= 0 {
+	if got, want := s.MaxTxnBytes(), s.db.MaxBatchSize()/2; got != want || got <= 0 {
 		t.Fatalf("MaxTxnBytes %d, want %d", got, want)
 	}
 	n := int(s.MaxTxnBytes()/100) * 4 // 4 × MaxTxnBytes in 100-byte items
@@ -698,7 +698,7 @@ func TestTooBig(t *testing.T) {
 		return nil
 	})
 	wantErr(t, "big update", err, store.ErrTooBig)
-	if got := rawKVs(t, s.DB()); len(got) != 0 {
+	if got := rawKVs(t, s.db); len(got) != 0 {
 		t.Errorf("a refused update left %d keys", len(got))
 	}
 	// The same with fn ignoring the errors: Badger's ErrTxnTooBig (small
@@ -710,7 +710,7 @@ func TestTooBig(t *testing.T) {
 		return nil
 	})
 	wantErr(t, "big update, errors ignored", err, store.ErrTooBig)
-	if got := rawKVs(t, s.DB()); len(got) != 0 {
+	if got := rawKVs(t, s.db); len(got) != 0 {
 		t.Errorf("a refused update left %d keys", len(got))
 	}
 	// Large values go to the value log and count as their pointers, as in
@@ -760,7 +760,7 @@ func TestTooBig(t *testing.T) {
 	must(t, err)
 	must(t, b.DeleteConversationData(gConv))
 	must(t, b.Flush())
-	if got := rawKVs(t, s.DB()); len(got) != 0 {
+	if got := rawKVs(t, s.db); len(got) != 0 {
 		t.Errorf("%d keys left after DeleteConversationData", len(got))
 	}
 }
@@ -827,7 +827,7 @@ func TestDeleteConversationData(t *testing.T) {
 				must(t, tx.PutTurn(next, "k", g.turn))
 				return tx.PutEntrySeq(next, gTag, store.EntriesCurrent, 1, 1)
 			})
-			before := rawKVs(t, s.DB())
+			before := rawKVs(t, s.db)
 			del := func(w store.Writer) error { return w.DeleteConversationData(gConv) }
 			if inBatch {
 				b, err := s.NewBatch(ctx)
@@ -837,7 +837,7 @@ func TestDeleteConversationData(t *testing.T) {
 			} else {
 				update(t, s, func(tx store.Tx) error { return del(tx) })
 			}
-			after := rawKVs(t, s.DB())
+			after := rawKVs(t, s.db)
 			for k := range before {
 				kb, _ := decodeHexKey(k)
 				scoped := false
@@ -961,7 +961,7 @@ func TestRefusedWrites(t *testing.T) {
 		}
 		return nil
 	})
-	if got := rawKVs(t, s.DB()); len(got) != 0 {
+	if got := rawKVs(t, s.db); len(got) != 0 {
 		t.Errorf("refused writes left %d keys", len(got))
 	}
 }
@@ -992,7 +992,7 @@ func TestEncodedMessage(t *testing.T) {
 		} else {
 			update(t, s, func(tx store.Tx) error { put(tx); return nil })
 		}
-		return rawKVs(t, s.DB())
+		return rawKVs(t, s.db)
 	}
 	for _, batch := range []bool{false, true} {
 		plain := write(t, openTest(t, Options{}), false, batch)
@@ -1036,34 +1036,6 @@ func TestDiskFull(t *testing.T) {
 		return nil
 	})
 	freeSpace = saved
-}
-
-// TestTransitional: DB and TxnOf give the Badger database and transaction.
-func TestTransitional(t *testing.T) {
-	s := openTest(t, Options{})
-	update(t, s, func(tx store.Tx) error {
-		txn := TxnOf(tx)
-		if txn == nil {
-			t.Fatal("TxnOf(tx) is nil")
-		}
-		must(t, tx.PutMeta(store.Meta{Format: 2}))
-		if _, err := txn.Get(metaKey); err != nil {
-			t.Errorf("the Badger transaction does not see the Tx's write: %v", err)
-		}
-		return nil
-	})
-	view(t, s, func(r store.Reader) error {
-		if TxnOf(r) == nil {
-			t.Error("TxnOf(reader) is nil")
-		}
-		return nil
-	})
-	if TxnOf(nil) != nil {
-		t.Error("TxnOf(nil) is not nil")
-	}
-	if s.DB() == nil {
-		t.Error("DB is nil")
-	}
 }
 
 // TestSyncSize: Sync succeeds and Size counts what was written.

@@ -1,4 +1,4 @@
-package lossless
+package explore
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/synth"
+	"github.com/lossless-engine/contextengine/lossless"
 )
 
 // exploreBenchEngine stores n synthetic agent messages (package synth:
 // tool results, code, identifiers) in session "long", never compacted:
 // one context item per message.
-func exploreBenchEngine(b *testing.B, n int) *Engine {
+func exploreBenchEngine(b *testing.B, n int) *lossless.Engine {
 	b.Helper()
 	e := openTest(b, withoutRecall)
 	ctx := context.Background()
@@ -38,14 +39,15 @@ func exploreBenchEngine(b *testing.B, n int) *Engine {
 // ContextStats reading MaxContextScan context items. The explorer's views
 // answer within #18's 300 ms only if these do.
 //
-//	go test -run '^$' -bench BenchmarkExploreBounds -benchtime 10x ./lossless/
+//	go test -run '^$' -bench BenchmarkExploreBounds -benchtime 10x ./lossless/explore/
 func BenchmarkExploreBounds(b *testing.B) {
 	e := exploreBenchEngine(b, max(DefaultGrepScan, MaxContextScan)+1000)
+	x := New(e)
 	ctx := context.Background()
 	b.Run("GrepPage", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			res, err := e.GrepPage(ctx, GrepPageParams{GrepParams: GrepParams{SessionID: "long", Query: "zqxjkvw"}})
+			res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "long", Query: "zqxjkvw"}})
 			if err != nil || res.Scanned != DefaultGrepScan || res.Next == "" {
 				b.Fatalf("%d scanned, next %q: %v", res.Scanned, res.Next, err)
 			}
@@ -58,7 +60,7 @@ func BenchmarkExploreBounds(b *testing.B) {
 		}
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			st, err := conv.ContextStats(ctx)
+			st, err := x.ContextStats(ctx, conv)
 			if err != nil || !st.Partial || st.Items != MaxContextScan {
 				b.Fatalf("%+v %v", st, err)
 			}

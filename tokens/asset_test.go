@@ -1,4 +1,4 @@
-package lossless
+package tokens
 
 import (
 	"testing"

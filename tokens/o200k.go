@@ -1,4 +1,4 @@
-package lossless
+package tokens
 
 import (
 	"context"
@@ -10,16 +10,12 @@ import (
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
-	"unsafe"
 
 	tiktoken_loader "github.com/pkoukk/tiktoken-go-loader"
 	"github.com/pkoukk/tiktoken-go-loader/assets"
-
-	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/internal/lru"
 )
 
-// fastO200k counts o200k_base tokens exactly as tiktoken-go does, about an
+// O200k counts o200k_base tokens exactly as tiktoken-go does, about an
 // order of magnitude faster: tiktoken-go splits text with a backtracking
 // regular expression (regexp2), which dominates its cost (and turns
 // quadratic on some code), while this counter splits with a hand-written
@@ -36,25 +32,30 @@ import (
 //	5 \s*[\r\n]+
 //	6 \s+(?!\S)
 //	7 \s+
-type fastO200k struct {
+//
+// O200k implements core.TokenCounter and core.ContextCounter; it is safe
+// for concurrent use.
+type O200k struct {
 	once  sync.Once
 	ranks map[string]int
-	cache *lru.Cache[string, int] // the counts of pieces that needed merging
+	cache pieceCache
 }
 
-var fastInst = &fastO200k{cache: lru.NewStrings[int](pieceCacheBytes, 8)}
+// shared is the one O200k of the process: its ranks (about 200K entries)
+// and its piece cache are loaded and filled once, whoever counts.
+var shared = &O200k{cache: newPieceCache()}
 
-// newFastO200k returns the shared fast o200k_base counter. The BPE ranks
-// (about 200K entries, from the offline loader compiled into the binary)
-// are loaded on first use, not at Open, so that opening a store stays
-// light.
-func newFastO200k() (core.TokenCounter, error) {
+// NewO200k returns the shared o200k_base counter. The BPE ranks (about
+// 200K entries, from the offline loader compiled into the binary) are
+// loaded on first use, not here, so that opening a store stays light; the
+// error reports a build without them.
+func NewO200k() (*O200k, error) {
 	// The ranks are loaded on first use: check here, cheaply, that the
 	// asset they are loaded from is in the binary.
 	if err := checkBPEAsset(assets.Assets, o200kAsset); err != nil {
 		return nil, err
 	}
-	return fastInst, nil
+	return shared, nil
 }
 
 // o200kAsset is the name of the o200k_base ranks in the offline loader's
@@ -66,47 +67,52 @@ const o200kAsset = "o200k_base.tiktoken"
 func checkBPEAsset(fsys fs.FS, name string) error {
 	st, err := fs.Stat(fsys, name)
 	if err != nil {
-		return fmt.Errorf("lossless: the embedded BPE ranks %s are missing from the build: %w", name, err)
+		return fmt.Errorf("tokens: the embedded BPE ranks %s are missing from the build: %w", name, err)
 	}
 	if st.IsDir() || st.Size() == 0 {
-		return fmt.Errorf("lossless: the embedded BPE ranks %s are empty", name)
+		return fmt.Errorf("tokens: the embedded BPE ranks %s are empty", name)
 	}
 	return nil
 }
 
-func (f *fastO200k) load() {
+func (f *O200k) load() {
 	f.once.Do(func() {
 		ranks, err := tiktoken_loader.NewOfflineLoader().LoadTiktokenBpe(o200kAsset)
 		if err != nil {
-			// The ranks are compiled into the binary: a failure is a build
-			// defect, as for core.DefaultCounter.
-			panic(fmt.Errorf("lossless: load o200k_base ranks: %w", err))
+			// The ranks are compiled into the binary (NewO200k checked
+			// they are there): a failure is a build defect.
+			panic(fmt.Errorf("tokens: load o200k_base ranks: %w", err))
 		}
 		f.ranks = ranks
 	})
 }
 
-// Name returns "o200k_base".
-func (f *fastO200k) Name() string { return core.EncodingO200k }
+// Encoding is the name of the encoding O200k counts (core.EncodingO200k).
+const Encoding = "o200k_base"
+
+// Name returns Encoding, "o200k_base".
+func (f *O200k) Name() string { return Encoding }
 
 // CountText returns the number of o200k_base tokens of s.
-func (f *fastO200k) CountText(s string) int {
+func (f *O200k) CountText(s string) int {
 	n, _ := f.CountTextContext(context.Background(), s)
 	return n
 }
 
-// pieceMaxRunes caps one piece: a longer run without a break (base64, a
-// minified blob) is counted 64K runes at a time. Counts of such runs may
-// differ from tiktoken's by a token or two at each cut.
-const pieceMaxRunes = 64 << 10
+// MaxPieceRunes caps one piece: a longer run without a break (base64, a
+// minified blob) is counted MaxPieceRunes runes at a time, so that one
+// merge does not hold a count (and its context) for long. Counts of such
+// runs may differ from tiktoken-go's by a token or two at each cut; text
+// without such runs counts exactly as tiktoken-go.
+const MaxPieceRunes = 64 << 10
 
 // ctxCheckPieces is how many pieces CountTextContext counts between looks
 // at its context.
 const ctxCheckPieces = 4096
 
 // CountTextContext is CountText that stops when ctx is done
-// (core.ContextCounter), returning ctx's error.
-func (f *fastO200k) CountTextContext(ctx context.Context, s string) (int, error) {
+// (core.ContextCounter), returning ctx's error and the count so far.
+func (f *O200k) CountTextContext(ctx context.Context, s string) (int, error) {
 	if s == "" {
 		return 0, nil
 	}
@@ -141,7 +147,7 @@ func (f *fastO200k) CountTextContext(ctx context.Context, s string) (int, error)
 }
 
 // nextPiece returns the end of the piece of r that starts at i. A run
-// longer than pieceMaxRunes (a run without a break: base64, a minified
+// longer than MaxPieceRunes (a run without a break: base64, a minified
 // blob) is cut into slices, so no one merge holds the count (and ctx) for
 // long; *runEnd remembers the run's end, so it is not scanned again.
 func nextPiece(r []rune, i int, runEnd *int) int {
@@ -154,15 +160,15 @@ func nextPiece(r []rune, i int, runEnd *int) int {
 	if end <= i { // cannot happen: every rune matches an alternative
 		end = i + 1
 	}
-	if end-i > pieceMaxRunes {
+	if end-i > MaxPieceRunes {
 		*runEnd = end
-		end = i + pieceMaxRunes
+		end = i + MaxPieceRunes
 	}
 	return end
 }
 
 // spanTokens counts one piece given as runes (pb is scratch space).
-func (f *fastO200k) spanTokens(piece []rune, pb *[]byte) int {
+func (f *O200k) spanTokens(piece []rune, pb *[]byte) int {
 	b := (*pb)[:0]
 	for _, c := range piece {
 		b = utf8.AppendRune(b, c)
@@ -179,7 +185,7 @@ const parallelCountRunes = 1 << 20
 // countParallel is CountTextContext for a long text: pieces are found in
 // order and counted in batches across the cores (a piece's count does not
 // depend on its neighbours, so the sum is the same).
-func (f *fastO200k) countParallel(ctx context.Context, r []rune) (int, error) {
+func (f *O200k) countParallel(ctx context.Context, r []rune) (int, error) {
 	type span struct{ i, end int }
 	const batchPieces = 4096
 	batches := make(chan []span, 4)
@@ -209,7 +215,7 @@ func (f *fastO200k) countParallel(ctx context.Context, r []rune) (int, error) {
 		end := nextPiece(r, i, &runEnd)
 		batch = append(batch, span{i, end})
 		i = end
-		if len(batch) == batchPieces || end-batch[0].i >= pieceMaxRunes {
+		if len(batch) == batchPieces || end-batch[0].i >= MaxPieceRunes {
 			if err = ctx.Err(); err != nil {
 				break
 			}
@@ -228,7 +234,7 @@ func (f *fastO200k) countParallel(ctx context.Context, r []rune) (int, error) {
 	return int(total.Load()), ctx.Err()
 }
 
-func (f *fastO200k) pieceTokens(p []byte) int {
+func (f *O200k) pieceTokens(p []byte) int {
 	if _, ok := f.ranks[string(p)]; ok {
 		return 1
 	}
@@ -243,11 +249,11 @@ func (f *fastO200k) pieceTokens(p []byte) int {
 	if len(p) > pieceCacheLongest {
 		return bpeCount(p, f.ranks) // long runs (base64, minified code) rarely repeat
 	}
-	if n, ok := f.cache.Get(unsafe.String(&p[0], len(p))); ok { // Get keeps no key
+	if n, ok := f.cache.get(p); ok {
 		return n
 	}
 	n := bpeCount(p, f.ranks)
-	f.cache.Add(string(p), n)
+	f.cache.put(string(p), n)
 	return n
 }
 
@@ -422,13 +428,6 @@ func (h *pairHeap) pop() pairItem {
 	*h = old
 	return top
 }
-
-// Pieces over pieceCacheLongest bytes are never cached; the cache holds
-// at most pieceCacheBytes (internal/lru).
-const (
-	pieceCacheBytes   = 4 << 20
-	pieceCacheLongest = 1024
-)
 
 func isUpperish(c rune) bool { // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
 	if c < utf8.RuneSelf {

@@ -1,10 +1,13 @@
-package lossless
+package explore
+
+// A census of the stored summaries, by the method that made them.
 
 import (
 	"context"
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -17,7 +20,7 @@ var FallbackMethods = []string{dag.MethodTruncate, dag.MethodAggressive}
 type FallbackSummary struct {
 	Agent        string `json:"agent"`
 	Conversation string `json:"conversation"`
-	// Session is the conversation's name (SessionInfo.Name).
+	// Session is the conversation's name (lossless.SessionInfo.Name).
 	Session   string `json:"session"`
 	ID        string `json:"id"`
 	Depth     int    `json:"depth"`
@@ -40,31 +43,26 @@ type SummaryCensus struct {
 // SummaryCensus reads every stored summary of every conversation (the
 // whole DAG: slow on a large store) and counts them by method, listing up
 // to max of those a fallback made.
-func (e *Engine) SummaryCensus(ctx context.Context, max int) (SummaryCensus, error) {
-	done, err := e.enter()
-	if err != nil {
-		return SummaryCensus{}, err
-	}
-	defer done()
+func (x *Explorer) SummaryCensus(ctx context.Context, max int) (SummaryCensus, error) {
 	out := SummaryCensus{ByMethod: map[string]int{}, Fallbacks: []FallbackSummary{}}
 	fallback := map[string]bool{}
 	for _, m := range FallbackMethods {
 		fallback[m] = true
 	}
-	err = e.st.View(ctx, func(r store.Reader) error {
+	err := x.e.View(ctx, func(r store.Reader) error {
 		for cr, err := range r.Conversations() {
 			if err != nil {
-				return fmt.Errorf("lossless: census: read conversations: %w", err)
+				return fmt.Errorf("explore: census: read conversations: %w", lossless.StoreError(err))
 			}
 			if cr.Summaries == 0 {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("lossless: census: %w", err)
+				return fmt.Errorf("explore: census: %w", err)
 			}
 			for s, err := range r.Summaries(cr.ID) {
 				if err != nil {
-					return fmt.Errorf("lossless: census: conversation %s: %w", cr.ID, fromStore(err))
+					return fmt.Errorf("explore: census: conversation %s: %w", cr.ID, lossless.StoreError(err))
 				}
 				out.Summaries++
 				out.ByMethod[s.Method]++
@@ -74,7 +72,7 @@ func (e *Engine) SummaryCensus(ctx context.Context, max int) (SummaryCensus, err
 				out.Fallback++
 				if len(out.Fallbacks) < max {
 					out.Fallbacks = append(out.Fallbacks, FallbackSummary{Agent: cr.Agent, Conversation: cr.ID.String(),
-						Session: SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
+						Session: lossless.SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
 						ID:      s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt})
 				}
 			}

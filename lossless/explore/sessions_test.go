@@ -1,4 +1,4 @@
-package lossless
+package explore
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // wantContextStats computes a conversation's ContextStats the long way:
 // every item, with its flags, from Items and the store.
-func wantContextStats(t *testing.T, e *Engine, conv *Conversation) ContextStats {
+func wantContextStats(t *testing.T, e *lossless.Engine, conv *lossless.Conversation) ContextStats {
 	t.Helper()
 	items, err := conv.Items(context.Background())
 	if err != nil {
@@ -30,7 +31,7 @@ func wantContextStats(t *testing.T, e *Engine, conv *Conversation) ContextStats 
 			}
 			flags = rec.Flags
 		}
-		if flags&(flagHeartbeat|flagHidden) == 0 {
+		if flags&(store.FlagHeartbeat|store.FlagHidden) == 0 {
 			st.Tokens += int64(it.Tokens)
 		}
 		if it.IsSummary() {
@@ -43,11 +44,11 @@ func wantContextStats(t *testing.T, e *Engine, conv *Conversation) ContextStats 
 	return st
 }
 
-func mustHeader(e *Engine, conv *Conversation, seq uint64) (msgRecord, error) {
-	var rec msgRecord
-	err := e.st.View(context.Background(), func(r store.Reader) error {
+func mustHeader(e *lossless.Engine, conv *lossless.Conversation, seq uint64) (store.Message, error) {
+	var rec store.Message
+	err := e.View(context.Background(), func(r store.Reader) error {
 		var err error
-		rec, err = getMsgHeader(r, conv.id, seq)
+		rec, err = r.MessageHeader(conv.StoreID(), seq)
 		return err
 	})
 	return rec, err
@@ -55,6 +56,7 @@ func mustHeader(e *Engine, conv *Conversation, seq uint64) (msgRecord, error) {
 
 func TestSessionsPage(t *testing.T) {
 	e := toolFixture(t) // s1 (80 messages, compacted), s2 (1 message), agent main
+	x := New(e)
 	ctx := context.Background()
 	// More conversations: agent "b" with three, one a heartbeat-only
 	// message (stored, never shown: no active tokens).
@@ -70,14 +72,14 @@ func TestSessionsPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.SessionsPage(ctx, SessionQuery{})
+	page, err := x.SessionsPage(ctx, SessionQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if page.Total != len(all) || len(page.Sessions) != len(all) {
 		t.Fatalf("total %d, %d on the page; Sessions has %d", page.Total, len(page.Sessions), len(all))
 	}
-	byID := map[string]SessionInfo{}
+	byID := map[string]lossless.SessionInfo{}
 	for _, in := range all {
 		byID[in.ID] = in
 	}
@@ -110,7 +112,7 @@ func TestSessionsPage(t *testing.T) {
 	// Paging: pages of 2 cover the list once, in order.
 	var ids []string
 	for off := 0; ; off += 2 {
-		p, err := e.SessionsPage(ctx, SessionQuery{Offset: off, Limit: 2})
+		p, err := x.SessionsPage(ctx, SessionQuery{Offset: off, Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,27 +134,27 @@ func TestSessionsPage(t *testing.T) {
 		t.Fatalf("paged %v, want %v", ids, want)
 	}
 	// Agent and match filters.
-	if p, _ := e.SessionsPage(ctx, SessionQuery{Agent: "b"}); p.Total != 3 {
+	if p, _ := x.SessionsPage(ctx, SessionQuery{Agent: "b"}); p.Total != 3 {
 		t.Fatalf("agent b: %d", p.Total)
 	}
-	if p, _ := e.SessionsPage(ctx, SessionQuery{Match: "thread-1"}); p.Total != 1 || p.Sessions[0].Key != "agent:b:thread-1" {
+	if p, _ := x.SessionsPage(ctx, SessionQuery{Match: "thread-1"}); p.Total != 1 || p.Sessions[0].Key != "agent:b:thread-1" {
 		t.Fatalf("match thread-1: %+v", p)
 	}
-	if p, _ := e.SessionsPage(ctx, SessionQuery{Match: "no such"}); p.Total != 0 || p.Sessions == nil {
+	if p, _ := x.SessionsPage(ctx, SessionQuery{Match: "no such"}); p.Total != 0 || p.Sessions == nil {
 		t.Fatalf("match nothing: %+v", p)
 	}
 	for _, q := range []SessionQuery{{Offset: -1}, {Limit: -1}} {
-		if _, err := e.SessionsPage(ctx, q); !errors.Is(err, ErrBadToolArgs) {
+		if _, err := x.SessionsPage(ctx, q); !errors.Is(err, lossless.ErrBadToolArgs) {
 			t.Fatalf("%+v: %v", q, err)
 		}
 	}
 	// SessionByID finds the same conversation.
-	in, err := e.SessionByID(ctx, s1.ID)
+	in, err := x.SessionByID(ctx, s1.ID)
 	if err != nil || in.Name() != "s1" || in.Messages != s1.Messages {
 		t.Fatalf("SessionByID: %+v %v", in, err)
 	}
 	for _, id := range []string{"0000000000000000", "nothex"} {
-		if _, err := e.SessionByID(ctx, id); !errors.Is(err, core.ErrUnknownSession) {
+		if _, err := x.SessionByID(ctx, id); !errors.Is(err, core.ErrUnknownSession) {
 			t.Fatalf("SessionByID(%q): %v", id, err)
 		}
 	}
@@ -177,6 +179,7 @@ func equalStats(a, b ContextStats) bool {
 // counted up to it and said to be partial.
 func TestContextStatsPartial(t *testing.T) {
 	e := openTest(t)
+	x := New(e)
 	ctx := context.Background()
 	var msgs []core.Message
 	for i := 0; i < 30; i++ {
@@ -186,16 +189,16 @@ func TestContextStatsPartial(t *testing.T) {
 		t.Fatal(err)
 	}
 	conv := mustConv(t, e, "long")
-	full, err := conv.ContextStats(ctx)
+	full, err := x.ContextStats(ctx, conv)
 	if err != nil || full.Items != 30 || full.Partial {
 		t.Fatalf("full: %+v %v", full, err)
 	}
-	e.cfg.hooks.maxContextScan = 10
-	part, err := conv.ContextStats(ctx)
+	x.maxScan = 10
+	part, err := x.ContextStats(ctx, conv)
 	if err != nil || part.Items != 10 || !part.Partial || part.Tokens >= full.Tokens || part.Tokens == 0 {
 		t.Fatalf("partial: %+v (full %+v) %v", part, full, err)
 	}
-	sp, err := conv.ContextSummaries(ctx, 0, 0)
+	sp, err := x.ContextSummaries(ctx, conv, 0, 0)
 	if err != nil || !sp.Partial || sp.Total != 0 {
 		t.Fatalf("ContextSummaries past the bound: %+v %v", sp, err)
 	}
@@ -206,13 +209,14 @@ func TestContextStatsPartial(t *testing.T) {
 // counted and listed.
 func TestSummaryCensus(t *testing.T) {
 	e := toolFixture(t)
+	x := New(e)
 	ctx := context.Background()
-	c, err := e.SummaryCensus(ctx, 10)
+	c, err := x.SummaryCensus(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s1 := mustConv(t, e, "s1")
-	st, _ := s1.ContextStats(ctx)
+	st, _ := x.ContextStats(ctx, s1)
 	if c.Summaries == 0 || c.ByMethod[dag.MethodNormal] != c.Summaries || c.Fallback != 0 || len(c.Fallbacks) != 0 {
 		t.Fatalf("census of the fixture: %+v (context %+v)", c, st)
 	}
@@ -227,7 +231,7 @@ func TestSummaryCensus(t *testing.T) {
 	if res, err := e.Compact(ctx, core.CompactParams{SessionID: "s3", TokenBudget: 400, Force: true}); err != nil || !res.Compacted {
 		t.Fatalf("compact: %+v %v", res, err)
 	}
-	c2, err := e.SummaryCensus(ctx, 1)
+	c2, err := x.SummaryCensus(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,7 @@
-package lossless
+package explore
 
-// Reading the store for an explorer (package ui): sessions a page at a
-// time, each with the figures of its active context, without loading every
-// conversation of a large store. The other explore_*.go files add the
-// context report, the DAG, recall explanations, a paged grep and a census
-// of the summaries.
+// Sessions a page at a time, each with the figures of its active context,
+// without loading every conversation of a large store.
 
 import (
 	"context"
@@ -15,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -53,24 +51,24 @@ type ContextStats struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
-// contextStats reads c's context items (at most limit: MaxContextScan)
-// into ContextStats.
-func contextStats(ctx context.Context, r store.Reader, c convID, limit int) (ContextStats, error) {
+// contextStats reads c's context items (at most x.maxScan) into
+// ContextStats.
+func (x *Explorer) contextStats(ctx context.Context, r store.Reader, c store.ConvID) (ContextStats, error) {
 	st := ContextStats{SummariesByDepth: []int{}}
 	for it, err := range r.Items(c, 0, math.MaxUint64, false) {
 		if err != nil {
-			return st, fmt.Errorf("lossless: conversation %s: read context: %w", c, fromStore(err))
+			return st, fmt.Errorf("explore: conversation %s: read context: %w", c, lossless.StoreError(err))
 		}
-		if st.Items == limit {
+		if st.Items == x.maxScan {
 			st.Partial = true
 			break
 		}
 		if st.Items++; st.Items%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return st, fmt.Errorf("lossless: %w", err)
+				return st, fmt.Errorf("explore: %w", err)
 			}
 		}
-		if it.Flags&(flagHeartbeat|flagHidden|flagSuperseded) == 0 {
+		if it.Flags&(store.FlagHeartbeat|store.FlagHidden|store.FlagSuperseded) == 0 {
 			st.Tokens += int64(it.Tokens)
 		}
 		if it.IsSummary() && it.Depth >= 0 {
@@ -83,36 +81,18 @@ func contextStats(ctx context.Context, r store.Reader, c convID, limit int) (Con
 	return st, nil
 }
 
-// ContextStats returns the figures of the conversation's active context.
-func (c *Conversation) ContextStats(ctx context.Context) (ContextStats, error) {
-	done, err := c.e.enter()
-	if err != nil {
-		return ContextStats{}, err
-	}
-	defer done()
+// ContextStats returns the figures of conv's active context.
+func (x *Explorer) ContextStats(ctx context.Context, conv *lossless.Conversation) (ContextStats, error) {
 	var st ContextStats
-	err = c.e.st.View(ctx, func(r store.Reader) error {
+	err := x.e.View(ctx, func(r store.Reader) error {
 		var err error
-		st, err = contextStats(ctx, r, c.id, c.e.contextScan())
+		st, err = x.contextStats(ctx, r, conv.StoreID())
 		return err
 	})
 	return st, err
 }
 
-// Name returns the name a person (and `lossless export --session`) knows
-// the conversation by: its newest session id, else its sessionKey, else
-// its id.
-func (s SessionInfo) Name() string {
-	if n := len(s.SessionIDs); n > 0 {
-		return s.SessionIDs[n-1]
-	}
-	if s.Key != "" {
-		return s.Key
-	}
-	return s.ID
-}
-
-// SessionQuery selects a page of Engine.SessionsPage.
+// SessionQuery selects a page of Explorer.SessionsPage.
 type SessionQuery struct {
 	// Agent keeps one agent's conversations ("": every agent).
 	Agent string
@@ -127,7 +107,7 @@ type SessionQuery struct {
 // SessionDetail is one conversation of a SessionPage: its SessionInfo and
 // its active context's figures.
 type SessionDetail struct {
-	SessionInfo
+	lossless.SessionInfo
 	Context ContextStats `json:"context"`
 }
 
@@ -142,11 +122,11 @@ type SessionPage struct {
 // filled and checked.
 func pageBounds(offset, limit int) (int, int, error) {
 	if offset < 0 {
-		return 0, 0, fmt.Errorf("%w: offset %d is negative", ErrBadToolArgs, offset)
+		return 0, 0, fmt.Errorf("%w: offset %d is negative", lossless.ErrBadToolArgs, offset)
 	}
 	switch {
 	case limit < 0:
-		return 0, 0, fmt.Errorf("%w: limit %d is negative", ErrBadToolArgs, limit)
+		return 0, 0, fmt.Errorf("%w: limit %d is negative", lossless.ErrBadToolArgs, limit)
 	case limit == 0:
 		limit = DefaultPageLimit
 	case limit > MaxPageLimit:
@@ -161,26 +141,21 @@ func pageBounds(offset, limit int) (int, int, error) {
 // through it neither repeats nor skips). Only the conversation records are
 // read for the whole store; the message times and the context figures are
 // read for the page's conversations alone.
-func (e *Engine) SessionsPage(ctx context.Context, q SessionQuery) (SessionPage, error) {
+func (x *Explorer) SessionsPage(ctx context.Context, q SessionQuery) (SessionPage, error) {
 	offset, limit, err := pageBounds(q.Offset, q.Limit)
 	if err != nil {
 		return SessionPage{}, err
 	}
-	done, err := e.enter()
-	if err != nil {
-		return SessionPage{}, err
-	}
-	defer done()
 	var page SessionPage
-	err = e.st.View(ctx, func(r store.Reader) error {
+	err = x.e.View(ctx, func(r store.Reader) error {
 		var recs []store.ConvRecord
 		for cr, err := range r.Conversations() {
 			if err != nil {
-				return fmt.Errorf("lossless: read conversations: %w", err)
+				return fmt.Errorf("explore: read conversations: %w", lossless.StoreError(err))
 			}
 			if len(recs)%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: %w", err)
+					return fmt.Errorf("explore: %w", err)
 				}
 			}
 			if (q.Agent == "" || cr.Agent == q.Agent) && matchesSession(cr, q.Match) {
@@ -200,12 +175,12 @@ func (e *Engine) SessionsPage(ctx context.Context, q SessionQuery) (SessionPage,
 		page.Total = len(recs)
 		page.Sessions = []SessionDetail{}
 		for _, cr := range recs[min(offset, len(recs)):min(offset+limit, len(recs))] {
-			in, err := sessionInfo(r, cr.ID, cr.Conversation)
+			in, err := lossless.DescribeConversation(r, cr)
 			if err != nil {
 				return err
 			}
 			d := SessionDetail{SessionInfo: in}
-			if d.Context, err = contextStats(ctx, r, cr.ID, e.contextScan()); err != nil {
+			if d.Context, err = x.contextStats(ctx, r, cr.ID); err != nil {
 				return err
 			}
 			page.Sessions = append(page.Sessions, d)
@@ -229,42 +204,24 @@ func matchesSession(cr store.ConvRecord, match string) bool {
 	return false
 }
 
-// sessionInfo describes conversation c of record rec, with the times of
-// its first and last messages.
-func sessionInfo(r store.Reader, c convID, rec convRecord) (SessionInfo, error) {
-	first, last, err := messageTimes(r, c, rec)
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	return SessionInfo{Agent: rec.Agent, ID: c.String(),
-		SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
-		Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
-		FirstMessage: first, LastMessage: last, Retiring: rec.Retiring}, nil
-}
-
 // SessionByID describes the conversation whose id (hex, as Sessions, Grep
 // and Recall give it) is id; an error wrapping core.ErrUnknownSession when
 // there is none.
-func (e *Engine) SessionByID(ctx context.Context, id string) (SessionInfo, error) {
-	c, ok := parseConvID(id)
+func (x *Explorer) SessionByID(ctx context.Context, id string) (lossless.SessionInfo, error) {
+	c, ok := store.ParseConvID(id)
 	if !ok {
-		return SessionInfo{}, fmt.Errorf("lossless: conversation id %q: %w", id, core.ErrUnknownSession)
+		return lossless.SessionInfo{}, fmt.Errorf("explore: conversation id %q: %w", id, core.ErrUnknownSession)
 	}
-	done, err := e.enter()
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	defer done()
-	var in SessionInfo
-	err = e.st.View(ctx, func(r store.Reader) error {
+	var in lossless.SessionInfo
+	err := x.e.View(ctx, func(r store.Reader) error {
 		rec, err := r.Conversation(c)
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("lossless: conversation %s: %w", id, core.ErrUnknownSession)
+			return fmt.Errorf("explore: conversation %s: %w", id, core.ErrUnknownSession)
 		}
 		if err != nil {
-			return fmt.Errorf("lossless: conversation %s: %w", id, fromStore(err))
+			return fmt.Errorf("explore: conversation %s: %w", id, lossless.StoreError(err))
 		}
-		in, err = sessionInfo(r, c, rec)
+		in, err = lossless.DescribeConversation(r, store.ConvRecord{ID: c, Conversation: rec})
 		return err
 	})
 	return in, err

@@ -1,4 +1,6 @@
-package lossless
+package explore
+
+// Grep a page at a time, with the lcm_grep tool's matcher.
 
 import (
 	"context"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -19,10 +22,11 @@ const DefaultGrepScan = 20_000
 // the store's forward scan runs over chunks taken from the end).
 const grepChunk = 256
 
-// GrepPageParams are the arguments of GrepPage: Grep's, with a cursor and
-// a bound on the work of one call. Sort is not used (the order is fixed).
+// GrepPageParams are the arguments of GrepPage: lossless.Engine.Grep's,
+// with a cursor and a bound on the work of one call. Sort is not used (the
+// order is fixed).
 type GrepPageParams struct {
-	GrepParams
+	lossless.GrepParams
 	// Cursor continues a previous call (GrepPageResult.Next; "" starts).
 	Cursor string
 	// MaxScan bounds the messages and summaries read (0: DefaultGrepScan).
@@ -35,71 +39,66 @@ type GrepPageParams struct {
 
 // GrepPageResult is one call of GrepPage.
 type GrepPageResult struct {
-	Hits []GrepHit `json:"hits"`
+	Hits []lossless.GrepHit `json:"hits"`
 	// Scanned is the number of messages and summaries read.
 	Scanned int `json:"scanned"`
 	// Next continues the search ("" when everything was read).
 	Next string `json:"next,omitempty"`
 }
 
-// GrepPage is Grep a page at a time, for a store too large to read in one
-// call: it reads at most p.MaxScan messages and summaries (for at most
+// GrepPage is lossless.Engine.Grep a page at a time, for a store too
+// large to read in one call: it reads at most p.MaxScan messages and summaries (for at most
 // p.MaxTime) and returns the hits among them (at most p.Limit) with a
 // cursor to continue. The order
 // is fixed, so that pages neither repeat nor skip: conversations newest
 // created first (the session's conversation and its ended subagents for
 // ScopeConversation), in each its messages newest first, then its
 // summaries. Hits carry no relevance order across pages.
-func (e *Engine) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResult, error) {
-	m, err := newMatcher(p.GrepParams)
+func (x *Explorer) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResult, error) {
+	m, err := lossless.NewGrepMatcher(p.GrepParams)
 	if err != nil {
 		return GrepPageResult{}, err
 	}
 	limit := p.Limit
 	if limit <= 0 {
-		limit = defaultGrepLimit
+		limit = lossless.DefaultGrepLimit
 	}
-	limit = min(limit, maxGrepLimit)
+	limit = min(limit, lossless.MaxGrepLimit)
 	maxScan := p.MaxScan
 	if maxScan <= 0 {
 		maxScan = DefaultGrepScan
 	}
 	if p.Kind != "" && p.Kind != "message" && p.Kind != "summary" {
-		return GrepPageResult{}, fmt.Errorf("%w: kind %q (want message or summary)", ErrBadToolArgs, p.Kind)
+		return GrepPageResult{}, fmt.Errorf("%w: kind %q (want message or summary)", lossless.ErrBadToolArgs, p.Kind)
 	}
 	cur, err := parseGrepCursor(p.Cursor)
 	if err != nil {
 		return GrepPageResult{}, err
 	}
-	var convs []convID
+	var convs []store.ConvID
 	switch p.Scope {
-	case "", ScopeConversation:
-		conv, err := e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
+	case "", lossless.ScopeConversation:
+		conv, err := x.e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
 		if err != nil {
 			return GrepPageResult{}, err
 		}
-		kids, err := e.linkedChildren(ctx, conv.id)
+		kids, err := conv.LinkedChildren(ctx)
 		if err != nil {
 			return GrepPageResult{}, err
 		}
-		convs = append([]convID{conv.id}, kids...)
-	case ScopeAgent:
+		convs = append([]store.ConvID{conv.StoreID()}, kids...)
+	case lossless.ScopeAgent:
 	default:
-		return GrepPageResult{}, fmt.Errorf("%w: scope %q (want conversation or agent)", ErrBadToolArgs, p.Scope)
+		return GrepPageResult{}, fmt.Errorf("%w: scope %q (want conversation or agent)", lossless.ErrBadToolArgs, p.Scope)
 	}
-	done, err := e.enter()
-	if err != nil {
-		return GrepPageResult{}, err
-	}
-	defer done()
-	g := &grepScan{m: m, p: p.GrepParams, limit: limit, maxScan: maxScan, out: GrepPageResult{Hits: []GrepHit{}}}
+	g := &grepScan{m: m, p: p.GrepParams, limit: limit, maxScan: maxScan, out: GrepPageResult{Hits: []lossless.GrepHit{}}}
 	if p.MaxTime > 0 {
 		g.deadline = time.Now().Add(p.MaxTime)
 	}
-	err = e.st.View(ctx, func(r store.Reader) error {
-		if p.Scope == ScopeAgent {
+	err = x.e.View(ctx, func(r store.Reader) error {
+		if p.Scope == lossless.ScopeAgent {
 			var err error
-			if convs, err = agentConvsNewestFirst(r, e.agentFor(p.AgentID, p.SessionKey)); err != nil {
+			if convs, err = agentConvsNewestFirst(r, x.e.AgentFor(p.AgentID, p.SessionKey)); err != nil {
 				return err
 			}
 		}
@@ -112,7 +111,7 @@ func (e *Engine) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResult
 				}
 			}
 			if start < 0 {
-				return fmt.Errorf("%w: cursor %q names a conversation this search does not read", ErrBadToolArgs, p.Cursor)
+				return fmt.Errorf("%w: cursor %q names a conversation this search does not read", lossless.ErrBadToolArgs, p.Cursor)
 			}
 		}
 		// A conversation that finds the call full sets the cursor at its
@@ -133,11 +132,11 @@ func (e *Engine) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResult
 
 // agentConvsNewestFirst returns agent's conversations, newest created
 // first (then by id).
-func agentConvsNewestFirst(r store.Reader, agent string) ([]convID, error) {
+func agentConvsNewestFirst(r store.Reader, agent string) ([]store.ConvID, error) {
 	var recs []store.ConvRecord
 	for cr, err := range r.Conversations() {
 		if err != nil {
-			return nil, fmt.Errorf("lossless: grep: read conversations: %w", err)
+			return nil, fmt.Errorf("explore: grep: read conversations: %w", lossless.StoreError(err))
 		}
 		if cr.Agent == agent {
 			recs = append(recs, cr)
@@ -149,7 +148,7 @@ func agentConvsNewestFirst(r store.Reader, agent string) ([]convID, error) {
 		}
 		return recs[i].ID.String() < recs[j].ID.String()
 	})
-	out := make([]convID, len(recs))
+	out := make([]store.ConvID, len(recs))
 	for i, cr := range recs {
 		out[i] = cr.ID
 	}
@@ -158,8 +157,8 @@ func agentConvsNewestFirst(r store.Reader, agent string) ([]convID, error) {
 
 // grepScan is one GrepPage call in progress.
 type grepScan struct {
-	m       *matcher
-	p       GrepParams
+	m       *lossless.GrepMatcher
+	p       lossless.GrepParams
 	limit   int
 	maxScan int
 	// deadline is when MaxTime runs out (zero: never).
@@ -182,7 +181,7 @@ func (g *grepScan) inTime(ts int64) bool {
 
 // conversation reads c from position at (its start when unset); when it
 // stops early it sets the cursor of what comes next.
-func (g *grepScan) conversation(ctx context.Context, r store.Reader, c convID, at grepCursor) error {
+func (g *grepScan) conversation(ctx context.Context, r store.Reader, c store.ConvID, at grepCursor) error {
 	if !at.set || !at.summaries {
 		if g.p.Kind == "" || g.p.Kind == "message" {
 			if err := g.messages(ctx, r, c, at); err != nil || g.out.Next != "" {
@@ -199,26 +198,26 @@ func (g *grepScan) conversation(ctx context.Context, r store.Reader, c convID, a
 
 // messages reads c's messages newest first, from at.seq down (all when
 // at is unset).
-func (g *grepScan) messages(ctx context.Context, r store.Reader, c convID, at grepCursor) error {
+func (g *grepScan) messages(ctx context.Context, r store.Reader, c store.ConvID, at grepCursor) error {
 	hi := at.seq
 	if hi == 0 { // from the newest
 		rec, err := r.Conversation(c)
 		if err != nil {
-			return fmt.Errorf("lossless: grep: conversation %s: %w", c, fromStore(err))
+			return fmt.Errorf("explore: grep: conversation %s: %w", c, lossless.StoreError(err))
 		}
 		if rec.NextSeq == 0 {
 			return nil
 		}
 		hi = rec.NextSeq - 1
 	}
-	batch := make([]msgRecord, 0, grepChunk)
+	batch := make([]store.Message, 0, grepChunk)
 	for hi >= 1 {
 		if g.full() {
 			g.out.Next = grepCursor{set: true, conv: c, seq: hi}.String()
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("lossless: grep: %w", err)
+			return fmt.Errorf("explore: grep: %w", err)
 		}
 		lo := uint64(1)
 		if hi > grepChunk {
@@ -227,7 +226,7 @@ func (g *grepScan) messages(ctx context.Context, r store.Reader, c convID, at gr
 		batch = batch[:0]
 		for rec, err := range r.Messages(c, lo, true) {
 			if err != nil {
-				return fmt.Errorf("lossless: grep: %w", fromStore(err))
+				return fmt.Errorf("explore: grep: %w", lossless.StoreError(err))
 			}
 			if rec.Seq > hi {
 				break
@@ -235,7 +234,7 @@ func (g *grepScan) messages(ctx context.Context, r store.Reader, c convID, at gr
 			batch = append(batch, rec)
 		}
 		if err := checkRun(c, batch, lo, hi); err != nil {
-			return fmt.Errorf("lossless: grep: %w", err)
+			return fmt.Errorf("explore: grep: %w", err)
 		}
 		for i := len(batch) - 1; i >= 0; i-- {
 			if g.full() {
@@ -244,7 +243,7 @@ func (g *grepScan) messages(ctx context.Context, r store.Reader, c convID, at gr
 			}
 			g.out.Scanned++
 			if g.inTime(batch[i].Timestamp) {
-				if h, ok := g.m.messageHit(c, batch[i]); ok {
+				if h, ok := g.m.MessageHit(c, batch[i]); ok {
 					g.out.Hits = append(g.out.Hits, h)
 				}
 			}
@@ -255,10 +254,10 @@ func (g *grepScan) messages(ctx context.Context, r store.Reader, c convID, at gr
 }
 
 // summaries reads c's summaries in id order, after id after.
-func (g *grepScan) summaries(ctx context.Context, r store.Reader, c convID, after string) error {
+func (g *grepScan) summaries(ctx context.Context, r store.Reader, c store.ConvID, after string) error {
 	for s, err := range r.Summaries(c) {
 		if err != nil {
-			return fmt.Errorf("lossless: grep: %w", fromStore(err))
+			return fmt.Errorf("explore: grep: %w", lossless.StoreError(err))
 		}
 		if after != "" && s.ID <= after {
 			continue
@@ -270,7 +269,7 @@ func (g *grepScan) summaries(ctx context.Context, r store.Reader, c convID, afte
 		g.out.Scanned++
 		after = s.ID
 		if g.inTime(s.Latest) {
-			if h, ok := g.m.summaryHit(c, s); ok {
+			if h, ok := g.m.SummaryHit(c, s); ok {
 				g.out.Hits = append(g.out.Hits, h)
 			}
 		}
@@ -282,7 +281,7 @@ func (g *grepScan) summaries(ctx context.Context, r store.Reader, c convID, afte
 // from seq down, or its summaries after id after.
 type grepCursor struct {
 	set       bool
-	conv      convID
+	conv      store.ConvID
 	summaries bool
 	seq       uint64
 	after     string
@@ -306,9 +305,9 @@ func parseGrepCursor(s string) (grepCursor, error) {
 	if s == "" {
 		return grepCursor{}, nil
 	}
-	bad := fmt.Errorf("%w: cursor %q does not parse (pass the next cursor a previous page returned)", ErrBadToolArgs, s)
+	bad := fmt.Errorf("%w: cursor %q does not parse (pass the next cursor a previous page returned)", lossless.ErrBadToolArgs, s)
 	conv, rest, ok := strings.Cut(s, ":")
-	c, okc := parseConvID(conv)
+	c, okc := store.ParseConvID(conv)
 	if !ok || !okc {
 		return grepCursor{}, bad
 	}
@@ -331,18 +330,24 @@ func parseGrepCursor(s string) (grepCursor, error) {
 
 // checkRun checks that msgs are messages lo to hi of conversation c, each
 // once in order: a message missing from the store (a lost key) is
-// ErrCorrupt with the missing range, so that a search never answers from
-// fewer messages as if they were all.
-func checkRun(c convID, msgs []msgRecord, lo, hi uint64) error {
+// lossless.ErrCorrupt with the missing range, so that a search never
+// answers from fewer messages as if they were all.
+func checkRun(c store.ConvID, msgs []store.Message, lo, hi uint64) error {
 	want := lo
 	for _, m := range msgs {
 		if m.Seq != want {
-			return missingErr(c, "", want, m.Seq-1)
+			return missingErr(c, want, m.Seq-1)
 		}
 		want++
 	}
 	if want != hi+1 {
-		return missingErr(c, "", want, hi)
+		return missingErr(c, want, hi)
 	}
 	return nil
+}
+
+// missingErr is the error of messages from to to of conversation c missing
+// from the store, worded as the engine's own reads word it.
+func missingErr(c store.ConvID, from, to uint64) error {
+	return fmt.Errorf("conversation %s: messages %d-%d are missing: %w", c, from, to, lossless.ErrCorrupt)
 }

@@ -1,4 +1,7 @@
-package lossless
+package explore
+
+// The summary DAG a page at a time: the summaries of a context, of a
+// depth, the sources of one summary, down to a message's raw bytes.
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -24,34 +28,30 @@ type SummaryPage struct {
 	Partial bool `json:"partial,omitempty"`
 }
 
-// ContextSummaries returns a page of the summaries in the conversation's
-// active context, in context order: the DAG's roots as the model sees
-// them. Only the page's summaries are read.
-func (c *Conversation) ContextSummaries(ctx context.Context, offset, limit int) (SummaryPage, error) {
+// ContextSummaries returns a page of the summaries in conv's active
+// context, in context order: the DAG's roots as the model sees them. Only
+// the page's summaries are read.
+func (x *Explorer) ContextSummaries(ctx context.Context, conv *lossless.Conversation, offset, limit int) (SummaryPage, error) {
 	offset, limit, err := pageBounds(offset, limit)
 	if err != nil {
 		return SummaryPage{}, err
 	}
-	done, err := c.e.enter()
-	if err != nil {
-		return SummaryPage{}, err
-	}
-	defer done()
+	c := conv.StoreID()
 	page := SummaryPage{Summaries: []dag.Summary{}}
-	err = c.e.st.View(ctx, func(r store.Reader) error {
+	err = x.e.View(ctx, func(r store.Reader) error {
 		var ids []string
 		n := 0
-		for it, err := range r.Items(c.id, 0, math.MaxUint64, false) {
+		for it, err := range r.Items(c, 0, math.MaxUint64, false) {
 			if err != nil {
-				return fmt.Errorf("lossless: conversation %s: read context: %w", c.id, fromStore(err))
+				return fmt.Errorf("explore: conversation %s: read context: %w", c, lossless.StoreError(err))
 			}
-			if n == c.e.contextScan() {
+			if n == x.maxScan {
 				page.Partial = true
 				break
 			}
 			if n++; n%1024 == 0 {
 				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: %w", err)
+					return fmt.Errorf("explore: %w", err)
 				}
 			}
 			if it.IsSummary() {
@@ -62,9 +62,9 @@ func (c *Conversation) ContextSummaries(ctx context.Context, offset, limit int) 
 			}
 		}
 		for _, id := range ids {
-			s, err := r.Summary(c.id, id)
+			s, err := r.Summary(c, id)
 			if err != nil {
-				return fmt.Errorf("lossless: summary %q: %w", id, fromStore(err))
+				return fmt.Errorf("explore: summary %q: %w", id, lossless.StoreError(err))
 			}
 			page.Summaries = append(page.Summaries, s)
 		}
@@ -73,27 +73,23 @@ func (c *Conversation) ContextSummaries(ctx context.Context, offset, limit int) 
 	return page, err
 }
 
-// SummariesAtDepth returns a page of every stored summary of the
-// conversation at depth (0: leaves), in id order. It reads all the
-// conversation's summaries.
-func (c *Conversation) SummariesAtDepth(ctx context.Context, depth, offset, limit int) (SummaryPage, error) {
+// SummariesAtDepth returns a page of every stored summary of conv at
+// depth (0: leaves), in id order. It reads all the conversation's
+// summaries.
+func (x *Explorer) SummariesAtDepth(ctx context.Context, conv *lossless.Conversation, depth, offset, limit int) (SummaryPage, error) {
 	offset, limit, err := pageBounds(offset, limit)
 	if err != nil {
 		return SummaryPage{}, err
 	}
 	if depth < 0 {
-		return SummaryPage{}, fmt.Errorf("%w: depth %d is negative", ErrBadToolArgs, depth)
+		return SummaryPage{}, fmt.Errorf("%w: depth %d is negative", lossless.ErrBadToolArgs, depth)
 	}
-	done, err := c.e.enter()
-	if err != nil {
-		return SummaryPage{}, err
-	}
-	defer done()
+	c := conv.StoreID()
 	page := SummaryPage{Summaries: []dag.Summary{}}
-	err = c.e.st.View(ctx, func(r store.Reader) error {
-		for s, err := range r.Summaries(c.id) {
+	err = x.e.View(ctx, func(r store.Reader) error {
+		for s, err := range r.Summaries(c) {
 			if err != nil {
-				return fmt.Errorf("lossless: conversation %s: read summaries: %w", c.id, fromStore(err))
+				return fmt.Errorf("explore: conversation %s: read summaries: %w", c, lossless.StoreError(err))
 			}
 			if s.Depth != depth {
 				continue
@@ -138,29 +134,25 @@ type ChildPage struct {
 // previewRunes is the length of SummaryChild.Preview.
 const previewRunes = 160
 
-// SummaryChildren returns summary id of the conversation and a page of its
-// sources in order: for a condensed summary the summaries it condenses,
-// for a leaf the raw messages it covers. A missing summary is an error
-// wrapping core.ErrNotFound.
-func (c *Conversation) SummaryChildren(ctx context.Context, id string, offset, limit int) (ChildPage, error) {
+// SummaryChildren returns summary id of conv and a page of its sources in
+// order: for a condensed summary the summaries it condenses, for a leaf
+// the raw messages it covers. A missing summary is an error wrapping
+// core.ErrNotFound.
+func (x *Explorer) SummaryChildren(ctx context.Context, conv *lossless.Conversation, id string, offset, limit int) (ChildPage, error) {
 	offset, limit, err := pageBounds(offset, limit)
 	if err != nil {
 		return ChildPage{}, err
 	}
-	done, err := c.e.enter()
-	if err != nil {
-		return ChildPage{}, err
-	}
-	defer done()
+	c := conv.StoreID()
 	var page ChildPage
-	err = c.e.st.View(ctx, func(r store.Reader) error {
-		s, err := r.Summary(c.id, id)
+	err = x.e.View(ctx, func(r store.Reader) error {
+		s, err := r.Summary(c, id)
 		if err != nil {
-			return fmt.Errorf("lossless: summary %q: %w", id, fromStore(err))
+			return fmt.Errorf("explore: summary %q: %w", id, lossless.StoreError(err))
 		}
 		page = ChildPage{Summary: s, Total: len(s.Sources), Children: []SummaryChild{}}
 		for _, ref := range s.Sources[min(offset, len(s.Sources)):min(offset+limit, len(s.Sources))] {
-			ch, err := summaryChild(r, c.id, ref)
+			ch, err := summaryChild(r, c, ref)
 			if err != nil {
 				return err
 			}
@@ -172,16 +164,16 @@ func (c *Conversation) SummaryChildren(ctx context.Context, id string, offset, l
 }
 
 // summaryChild reads one source of a summary.
-func summaryChild(r store.Reader, c convID, ref dag.Ref) (SummaryChild, error) {
+func summaryChild(r store.Reader, c store.ConvID, ref dag.Ref) (SummaryChild, error) {
 	if ref.Kind == dag.RefSummary {
 		s, err := r.Summary(c, ref.ID)
 		if err != nil {
-			return SummaryChild{}, fmt.Errorf("lossless: summary %q: %w", ref.ID, fromStore(err))
+			return SummaryChild{}, fmt.Errorf("explore: summary %q: %w", ref.ID, lossless.StoreError(err))
 		}
 		s.Text = ""
 		return SummaryChild{Kind: ChildSummary, Summary: &s}, nil
 	}
-	rec, raw, err := getMsgText(r, c, ref.Seq)
+	rec, raw, err := lossless.ReadMessageText(r, c, ref.Seq)
 	if err != nil {
 		return SummaryChild{}, err
 	}
@@ -189,7 +181,7 @@ func summaryChild(r store.Reader, c convID, ref dag.Ref) (SummaryChild, error) {
 	if m, err := core.ParseMessage(raw); err == nil {
 		ch.Preview = clipLine(m.Text(), previewRunes)
 		if ch.Preview == "" {
-			ch.Preview = clipLine(MessagePlainText(m), previewRunes)
+			ch.Preview = clipLine(lossless.MessagePlainText(m), previewRunes)
 		}
 	}
 	return ch, nil
@@ -206,23 +198,18 @@ func clipLine(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// RawMessage returns stored message seq of the conversation, bytes exactly
-// as ingested (the line `lossless export` writes for it, without the
+// RawMessage returns stored message seq of conv, bytes exactly as
+// ingested (the line `lossless export` writes for it, without the
 // newline); an error wrapping core.ErrNotFound when there is none.
-func (c *Conversation) RawMessage(ctx context.Context, seq uint64) ([]byte, error) {
-	done, err := c.e.enter()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+func (x *Explorer) RawMessage(ctx context.Context, conv *lossless.Conversation, seq uint64) ([]byte, error) {
 	var raw []byte
-	err = c.e.st.View(ctx, func(r store.Reader) error {
-		m, err := r.Message(c.id, seq)
+	err := x.e.View(ctx, func(r store.Reader) error {
+		m, err := r.Message(conv.StoreID(), seq)
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("lossless: message %d: %w", seq, core.ErrNotFound)
+			return fmt.Errorf("explore: message %d: %w", seq, core.ErrNotFound)
 		}
 		if err != nil {
-			return fmt.Errorf("lossless: message %d: %w", seq, fromStore(err))
+			return fmt.Errorf("explore: message %d: %w", seq, lossless.StoreError(err))
 		}
 		raw = m.Raw
 		return nil
