@@ -951,21 +951,30 @@ func (e *Engine) assembleWithRecall(ctx context.Context, p core.AssembleParams) 
 	if err != nil {
 		return core.AssembleResult{}, true, err
 	}
-	defer done()
 	if r := e.recall; r != nil && r.rebuilding() {
 		// Never waits for the rebuild: the old index answers with what it
 		// holds (nothing when it was missing or corrupt).
 		rep.partial(r.rebuildProgress())
 	}
 	items, err := e.rankRecall(ctx, p, RecallOptions{}, res.Messages)
+	done() // splitForQuestion may assemble again, which enters itself
+	if err == nil && len(items) > 0 {
+		// The probe found turns outside the window that pass the gate: a
+		// question gets more of the budget (recall_split.go).
+		res, reserve, items, err = e.splitForQuestion(ctx, p, inner, budget, res, reserve, items)
+	}
 	if err != nil {
 		// Recall is an extra: a failing index never fails the turn.
 		slog.Warn("lossless: recall failed", "err", err)
 		rep.set(RecallFailed, err.Error())
 		return res, true, nil
 	}
+	if done, err = e.enter(); err != nil {
+		return core.AssembleResult{}, true, err
+	}
+	defer done()
 	ts := recallTimestamp(res.Messages, previous)
-	m, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), reserve, ts)
+	m, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), reserve, ts, here(ctx, e, p))
 	if err != nil {
 		// Nor does a failing store read: the turn goes on without the
 		// block, and the failure is logged and reported, not taken for
@@ -1066,7 +1075,10 @@ func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams)
 // one user message of at most max tokens, stamped ts; n is its token count
 // (0: none). An item the store no longer holds (the index lags a deletion)
 // is left out; any other read error is returned.
-func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64) (core.Message, int, error) {
+//
+// Items of conversation here (the one assembled) are shown without a
+// session name: the model is in that session.
+func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string) (core.Message, int, error) {
 	if len(items) == 0 {
 		return core.Message{}, 0, nil
 	}
@@ -1129,7 +1141,10 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 			if cite {
 				fmt.Fprintf(&sb, " id=%q", it.ID)
 			}
-			fmt.Fprintf(&sb, " session=%q time=%q>\n", e.sessionName(r, c), fmtTime(it.Timestamp))
+			if it.Conversation != here {
+				fmt.Fprintf(&sb, " session=%q", e.sessionName(r, c))
+			}
+			fmt.Fprintf(&sb, " time=%q>\n", fmtTime(it.Timestamp))
 			pre := sb.String()
 			cost := e.tc.CountText(pre) + 4
 			room := max - used - cost
