@@ -188,11 +188,12 @@ func expandedK(k, room int) int {
 // splitForQuestion moves the split for a question once the probe (items,
 // ranked against res, the context assembled within budget - reserve)
 // found gate-passing turns outside the context: recall may take up to
-// questionShare of the budget; the context inner is assembled again in
-// the rest when it does not leave that much; recall is ranked again
-// against it with K scaled to the room. It returns the context, the room
-// of the recall block and its items; a task gets res, reserve and items
-// back as they are.
+// questionShare of the budget. Recall is ranked again with K scaled to
+// that room and its block sized; when it needs more than the context
+// leaves, the context (inner) is assembled again in the rest (its newest
+// part kept, down to budget - questionShare), and recall ranked against
+// that window. It returns the context, the room of the recall block and
+// its items; a task gets res, reserve and items back as they are.
 func (e *Engine) splitForQuestion(ctx context.Context, p, inner core.AssembleParams, budget int, res core.AssembleResult, reserve int, items []RecallItem) (core.AssembleResult, int, []RecallItem, error) {
 	intent := classifyPrompt(p.Prompt, p.Messages)
 	base := float64(reserve) / float64(budget)
@@ -200,35 +201,61 @@ func (e *Engine) splitForQuestion(ctx context.Context, p, inner core.AssemblePar
 	if want <= reserve {
 		return res, reserve, items, nil
 	}
-	if budget-res.EstimatedTokens < want {
-		inner.TokenBudget = budget - want
-		small, err := e.Assemble(context.WithValue(ctx, recallCtxKey{}, true), inner)
-		if err != nil {
-			// The probe's split stands.
-			slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
-			return res, reserve, items, nil
-		}
-		var dropped int
-		small.Messages, dropped, _ = e.withoutRecallMessages(small.Messages, true)
-		small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
-		if small.Cut != nil {
-			small.Cut.Budget = budget
-			small.Cut.Reason += fmt.Sprintf("; recall took up to %d tokens of the budget for a question (recall.questionShare)", want)
-		}
-		res = small
-	}
-	room := budget - res.EstimatedTokens
 	k := e.cfg.Recall.K
 	if k <= 0 {
 		k = DefaultRecallK
 	}
+	rank := func(window []core.Message, room int) ([]RecallItem, error) {
+		done, err := e.enter()
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		return e.rankRecall(ctx, p, RecallOptions{K: expandedK(k, room)}, window)
+	}
+	// What the block needs at most: the items ranked for the whole room,
+	// rendered into it.
+	more, err := rank(res.Messages, want)
+	if err != nil {
+		return res, reserve, items, err
+	}
+	slack := budget - res.EstimatedTokens
+	need, err := e.recallNeed(ctx, p, more, want)
+	if err != nil {
+		return res, reserve, items, err
+	}
+	if need <= slack {
+		return res, slack, more, nil // the context leaves room enough
+	}
+	inner.TokenBudget = budget - need
+	small, err := e.Assemble(context.WithValue(ctx, recallCtxKey{}, true), inner)
+	if err != nil {
+		// The probe's split stands.
+		slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
+		return res, reserve, items, nil
+	}
+	var dropped int
+	small.Messages, dropped, _ = e.withoutRecallMessages(small.Messages, true)
+	small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
+	if small.Cut != nil {
+		small.Cut.Budget = budget
+		small.Cut.Reason += fmt.Sprintf("; recall took up to %d tokens of the budget for a question (recall.questionShare)", need)
+	}
+	room := budget - small.EstimatedTokens
+	more, err = rank(small.Messages, room)
+	return small, room, more, err
+}
+
+// recallNeed returns the tokens the recall block of items takes within
+// max (0: none).
+func (e *Engine) recallNeed(ctx context.Context, p core.AssembleParams, items []RecallItem, max int) (int, error) {
 	done, err := e.enter()
 	if err != nil {
-		return res, room, nil, err
+		return 0, err
 	}
 	defer done()
-	items, err = e.rankRecall(ctx, p, RecallOptions{K: expandedK(k, room)}, res.Messages)
-	return res, room, items, err
+	_, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), max, 0, here(ctx, e, p))
+	return n, err
 }
 
 // here is the id of the conversation an assemble is for ("" when none is
