@@ -634,14 +634,13 @@ func (c *Compactor) do(ctx context.Context, st Store, j job, focus string) jobRe
 	var parts []string
 	if j.kind == KindLeaf {
 		meta, _ := st.(MessageMetaReader)
+		day := ""
 		for k, it := range j.items {
 			text, err := st.MessageText(ctx, it.Ref.Seq)
 			if err != nil {
 				r.err = fmt.Errorf("dag: compact: %w", err)
 				return r
 			}
-			parts = append(parts, text)
-			base.Sources = append(base.Sources, it.Ref)
 			// Roll-ups count the messages themselves (a store may show a
 			// large message by a shorter reference item).
 			tokens, ts := it.Tokens, it.Timestamp
@@ -653,6 +652,14 @@ func (c *Compactor) do(ctx context.Context, st Store, j job, focus string) jobRe
 				}
 				tokens, ts = m.Tokens, m.Timestamp
 			}
+			// A date stamp line where the day changes: the summarizer
+			// carries it onto what it keeps ("(7 May 2023) …").
+			if d := dayStamp(ts); d != "" && d != day {
+				day = d
+				text = "[" + d + "]\n" + text
+			}
+			parts = append(parts, text)
+			base.Sources = append(base.Sources, it.Ref)
 			base.DescendantTokens += tokens
 			if k == 0 {
 				base.Earliest = ts
@@ -759,4 +766,13 @@ func (c *Compactor) produce(ctx context.Context, base Summary, input string, j j
 	}
 	s, _ := try("", MethodTruncate)
 	return s, nil
+}
+
+// dayStamp is the day of a timestamp (Unix ms, UTC) as a leaf summary's
+// input marks it, "7 May 2023"; "" for none (0).
+func dayStamp(ms int64) string {
+	if ms <= 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2 January 2006")
 }

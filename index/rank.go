@@ -98,6 +98,11 @@ func RankRecall(ctx context.Context, r Retriever, terms []string, q RecallQuery)
 	if err := r.Relevance(ctx, terms, cands, agent); err != nil {
 		return nil, err
 	}
+	// Turns about the asked thing above turns that only share a name
+	// (names.go).
+	if err := rankOnSubject(ctx, r, q.Text, terms, cands, agent); err != nil {
+		return nil, err
+	}
 	inContext := 0.0 // the best relevance among the hits in context
 	kept := cands[:0]
 	for _, h := range cands {

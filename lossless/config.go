@@ -167,8 +167,16 @@ type RecallConfig struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// Share is the share of the token budget recall may use. Default 0.1.
 	Share float64 `json:"share,omitempty"`
-	// K is the number of recalled items. Default 8.
+	// K is the number of recalled items. Default 8 (a question whose
+	// block is given more room ranks more, see QuestionShare).
 	K int `json:"k,omitempty"`
+	// QuestionShare is the share of the token budget recall may take for
+	// a question about the past whose answer lies outside the assembled
+	// context (half-way between Share and it for another question); the
+	// context is then assembled in what is left, its newest part kept.
+	// A task (an instruction, a turn in a tool flow) keeps Share. Default
+	// 0.5 (DefaultRecallQuestionShare); negative: always Share. At most 0.9.
+	QuestionShare float64 `json:"questionShare,omitempty"`
 	// CrossAgent lets recall search other agents' history. Default false.
 	CrossAgent bool `json:"crossAgent,omitempty"`
 	// MinScore is recall's relevance gate: a block is injected only when
@@ -364,6 +372,9 @@ func (c Config) validateStoreless() error {
 	}
 	if c.Recall.Share > 1 {
 		return fmt.Errorf("lossless: config: recall.share %v is above 1", c.Recall.Share)
+	}
+	if c.Recall.QuestionShare > 0.9 {
+		return fmt.Errorf("lossless: config: recall.questionShare %v is above 0.9 (the context keeps at least a tenth of the budget)", c.Recall.QuestionShare)
 	}
 	if r := c.Retention; r.MaxAgeDays < 0 || r.MaxBytesPerAgent < 0 || r.IntervalMinutes < -1 {
 		return fmt.Errorf("lossless: config: retention %+v: maxAgeDays and maxBytesPerAgent must be 0 (no limit) or positive, intervalMinutes -1 (off), 0 (default) or positive", r)

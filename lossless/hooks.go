@@ -24,8 +24,6 @@ type testHooks struct {
 	retainBeforeDelete func()
 	// freeSpace replaces freeBytes, the free-space lookup of checkSpace.
 	freeSpace func(dir string) (uint64, error)
-	// maxContextScan replaces MaxContextScan (0: MaxContextScan).
-	maxContextScan int
 	// catchUpEvery replaces defaultCatchUpEvery (0: the default).
 	catchUpEvery time.Duration
 	// indexMaxLag is bleveindex.Options.MaxLag (0: the index's default),
@@ -37,12 +35,4 @@ type testHooks struct {
 	// store (ctx: the rebuild's, ended by Close; n: docs read by this run
 	// so far).
 	rebuild func(ctx context.Context, n int)
-}
-
-// contextScan is MaxContextScan, or what a test lowered it to.
-func (e *Engine) contextScan() int {
-	if n := e.cfg.hooks.maxContextScan; n > 0 {
-		return n
-	}
-	return MaxContextScan
 }

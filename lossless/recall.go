@@ -938,6 +938,11 @@ func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (co
 		rep.partial(r.rebuildProgress())
 	}
 	items, err := e.rankRecall(ctx, call, RecallOptions{}, res.Messages)
+	if err == nil && len(items) > 0 {
+		// The probe found turns outside the window that pass the gate: a
+		// question gets more of the budget (recall_split.go).
+		res, reserve, items, err = e.splitForQuestion(ctx, call, inner, budget, res, reserve, items)
+	}
 	if err != nil {
 		// Recall is an extra: a failing index never fails the turn.
 		slog.Warn("lossless: recall failed", "err", err)
@@ -945,7 +950,7 @@ func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (co
 		return res, true, nil
 	}
 	ts := recallTimestamp(res.Messages, previous)
-	m, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), reserve, ts)
+	m, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), reserve, ts, call.here())
 	if err != nil {
 		// Nor does a failing store read: the turn goes on without the
 		// block, and the failure is logged and reported, not taken for
@@ -1046,7 +1051,10 @@ func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams)
 // one user message of at most max tokens, stamped ts; n is its token count
 // (0: none). An item the store no longer holds (the index lags a deletion)
 // is left out; any other read error is returned.
-func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64) (core.Message, int, error) {
+//
+// Items of conversation here (the one assembled) are shown without a
+// session name: the model is in that session.
+func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string) (core.Message, int, error) {
 	if len(items) == 0 {
 		return core.Message{}, 0, nil
 	}
@@ -1092,7 +1100,7 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 			continue
 		}
 		names[c] = -1
-		if _, ok := e.cachedName(c); !ok {
+		if _, ok := e.cachedName(c); !ok && c.String() != here { // here's items go unnamed
 			names[c] = len(refs)
 			refs = append(refs, store.Ref{Kind: store.RefConversation, Conv: c})
 		}
@@ -1147,7 +1155,10 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 		if cite {
 			fmt.Fprintf(&sb, " id=%q", it.ID)
 		}
-		fmt.Fprintf(&sb, " session=%q time=%q>\n", e.sessionName(c, names[c], got), fmtTime(it.Timestamp))
+		if it.Conversation != here {
+			fmt.Fprintf(&sb, " session=%q", e.sessionName(c, names[c], got))
+		}
+		fmt.Fprintf(&sb, " time=%q>\n", fmtTime(it.Timestamp))
 		pre := sb.String()
 		cost := e.tc.CountText(pre) + 4
 		room := max - used - cost

@@ -1,0 +1,112 @@
+package lossless
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+func TestClassifyPrompt(t *testing.T) {
+	toolFlow := []core.Message{core.AssistantToolCall("c1", "read", map[string]string{"path": "a.go"}, 1), core.ToolResult("c1", "read", "package a", false, 2)}
+	for _, tc := range []struct {
+		prompt string
+		msgs   []core.Message
+		want   promptIntent
+	}{
+		{"When did Caroline go to the LGBTQ support group?", nil, intentPast},
+		{"What did Caroline research?", nil, intentPast},
+		{"Where were the staging credentials kept?", nil, intentPast},
+		{"What happened on 7 May 2023?", nil, intentPast},
+		{"Which painting has she painted?", nil, intentPast},
+		{"What are Joanna's hobbies?", nil, intentQuestion},
+		{"how does the cache evict entries", nil, intentQuestion},
+		{"fix the failing test in assemble.go", nil, intentTask},
+		{"Run the tests again. Did they pass?", nil, intentTask},
+		{"continue", nil, intentTask},
+		{"ok, looks good", nil, intentTask},
+		{"What did the tool print?", toolFlow, intentTask},
+		{"What did the tool print?", toolFlow[:1], intentTask},
+		{"What did we decide?" + strings.Repeat(" x", maxQuestionChars), nil, intentTask},
+		{"", nil, intentTask},
+	} {
+		if got := classifyPrompt(tc.prompt, tc.msgs); got != tc.want {
+			t.Errorf("classifyPrompt(%.60q, %d msgs) = %v, want %v", tc.prompt, len(tc.msgs), got, tc.want)
+		}
+	}
+}
+
+// splitWord is a distinct made-up word for fact i (no stem of another).
+func splitWord(i int) string {
+	syl := []string{"ka", "lo", "mi", "ra", "tu", "ven", "sor", "pel"}
+	return syl[i%8] + syl[(i/8)%8] + syl[(i/64)%8] + "qx"
+}
+
+// TestRecallSplitAdapts: a question about the past whose answers lie
+// outside the window gets a recall block larger than the base share (the
+// context assembled in the rest, the whole within the budget), and one
+// whose answer needs no more keeps its context whole; an
+// instruction, or the same question in the middle of a tool flow, keeps
+// the base share; recall.questionShare -1 keeps it for every prompt.
+func TestRecallSplitAdapts(t *testing.T) {
+	const budget = 3000
+	for _, qs := range []float64{0, -1} {
+		t.Run(fmt.Sprint("questionShare=", qs), func(t *testing.T) {
+			e := openTest(t, withRecall, func(c *Config) { c.Recall.QuestionShare = qs })
+			ctx := context.Background()
+			// Old turns about one project, then many unrelated ones: the
+			// project's turns lie outside the window.
+			var texts []string
+			for i := 0; i < 24; i++ {
+				texts = append(texts, fmt.Sprintf("The courier changed the code word of project %s to %s today.", splitWord(3), splitWord(i+600)),
+					"Noted, I will keep it in mind.")
+			}
+			for i := 0; i < 240; i++ {
+				texts = append(texts, fmt.Sprintf("The code word of project %s is %s, said the courier.", splitWord(i), splitWord(i+260)),
+					"Noted, I will keep it in mind.")
+			}
+			ingestTurns(t, e, "cur", "agent:main:cur", texts...)
+			if err := e.WaitRecallIndex(ctx); err != nil {
+				t.Fatal(err)
+			}
+			reserve := int(budget * DefaultRecallShare)
+			toolFlow := []core.Message{core.AssistantToolCall("c1", "read", map[string]string{"path": "a.go"}, 1), core.ToolResult("c1", "read", "package a", false, 2)}
+			for _, tc := range []struct {
+				prompt string
+				msgs   []core.Message
+				grows  bool
+				fact   string // what the block must hold
+				whole  bool   // the context keeps the base share's size
+			}{
+				{"Which code words did project " + splitWord(3) + " have?", nil, qs >= 0, splitWord(600), qs < 0},
+				{"What was the code word of project " + splitWord(100) + "?", nil, false, splitWord(360), true},
+				{"Change the code word of project " + splitWord(3) + " to " + splitWord(500), nil, false, splitWord(600), true},
+				{"Which code words did project " + splitWord(3) + " have?", toolFlow, false, splitWord(600), true},
+			} {
+				p := core.AssembleParams{SessionID: "cur", SessionKey: "agent:main:cur", TokenBudget: budget, Prompt: tc.prompt, Messages: tc.msgs}
+				res, err := e.Assemble(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rm := recallMessage(res)
+				if !strings.Contains(rm, tc.fact) {
+					t.Fatalf("%q: the recall block does not hold the fact: %q", tc.prompt, rm)
+				}
+				n := core.CountMessage(e.tc, res.Messages[len(res.Messages)-1])
+				total := core.CountMessages(e.tc, res.Messages)
+				t.Logf("%q (%d msgs): recall %d tokens, window %d of %d", tc.prompt, len(tc.msgs), n, total, budget)
+				if total > budget {
+					t.Errorf("%q: window of %d tokens over the budget of %d", tc.prompt, total, budget)
+				}
+				if whole := total-n > budget-reserve-60; whole != tc.whole {
+					t.Errorf("%q: context of %d tokens (base %d), want it whole: %v", tc.prompt, total-n, budget-reserve, tc.whole)
+				}
+				if grew := n > reserve; grew != tc.grows {
+					t.Errorf("%q: recall block of %d tokens (base reserve %d), want it larger: %v", tc.prompt, n, reserve, tc.grows)
+				}
+			}
+		})
+	}
+}
