@@ -249,4 +249,3 @@ func (e *Engine) recallNeed(ctx context.Context, call *assembleCall, items []Rec
 	_, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), max, 0, call.here())
 	return n, err
 }
-
