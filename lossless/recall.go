@@ -938,10 +938,11 @@ func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (co
 		rep.partial(r.rebuildProgress())
 	}
 	items, err := e.rankRecall(ctx, call, RecallOptions{}, res.Messages)
+	bodies := &recallBodies{} // read once for sizing and rendering
 	if err == nil && len(items) > 0 {
 		// The probe found turns outside the window that pass the gate: a
 		// question gets more of the budget (recall_split.go).
-		res, reserve, items, err = e.splitForQuestion(ctx, call, inner, budget, res, reserve, items)
+		res, reserve, items, err = e.splitForQuestion(ctx, call, inner, budget, res, reserve, items, bodies)
 	}
 	if err != nil {
 		// Recall is an extra: a failing index never fails the turn.
@@ -950,7 +951,7 @@ func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (co
 		return res, true, nil
 	}
 	ts := recallTimestamp(res.Messages, previous)
-	m, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), reserve, ts, call.here())
+	m, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), reserve, ts, call.here(), bodies)
 	if err != nil {
 		// Nor does a failing store read: the turn goes on without the
 		// block, and the failure is logged and reported, not taken for
@@ -1054,7 +1055,11 @@ func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams)
 //
 // Items of conversation here (the one assembled) are shown without a
 // session name: the model is in that session.
-func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string) (core.Message, int, error) {
+//
+// bodies holds the texts read by an earlier render of the same call (nil:
+// none): only items it lacks are read, so a block sized and then rendered
+// reads its items once.
+func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string, bodies *recallBodies) (core.Message, int, error) {
 	if len(items) == 0 {
 		return core.Message{}, 0, nil
 	}
@@ -1077,78 +1082,16 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 		text string
 	}
 	var entries []entry
-	gone := func(err error) bool { return errors.Is(err, core.ErrNotFound) || errors.Is(err, dag.ErrNotFound) }
-	// Every item's text, and the record of each conversation whose name
-	// is not cached, in one batched read (pgstore: one round trip).
-	convs := make([]convID, len(items))
-	refs := make([]store.Ref, 0, len(items)+4)
-	names := map[convID]int{} // conversation -> its record's ref (-1: name cached)
-	for i, it := range items {
-		c, ok := parseConvID(it.Conversation)
-		if !ok {
-			return core.Message{}, 0, fmt.Errorf("lossless: recall: item %s: bad conversation id %q", it.ID, it.Conversation)
-		}
-		convs[i] = c
-		if it.Kind == index.KindSummary {
-			refs = append(refs, store.Ref{Kind: store.RefSummary, Conv: c, ID: it.SummaryID})
-		} else {
-			refs = append(refs, store.Ref{Kind: store.RefMessage, Conv: c, Seq: it.Seq})
-		}
+	if bodies == nil {
+		bodies = &recallBodies{}
 	}
-	for _, c := range convs {
-		if _, ok := names[c]; ok {
+	if err := e.readRecallBodies(ctx, items, here, bodies); err != nil {
+		return core.Message{}, 0, err
+	}
+	for _, it := range items {
+		body, ok := bodies.text[it.ID]
+		if !ok { // the store no longer holds it
 			continue
-		}
-		names[c] = -1
-		if _, ok := e.cachedName(c); !ok && c.String() != here { // here's items go unnamed
-			names[c] = len(refs)
-			refs = append(refs, store.Ref{Kind: store.RefConversation, Conv: c})
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return core.Message{}, 0, fmt.Errorf("lossless: recall: %w", err)
-	}
-	var got []store.Got
-	err := e.st.View(ctx, func(r store.Reader) error {
-		var err error
-		got, err = r.Get(refs)
-		return err
-	})
-	if err != nil {
-		return core.Message{}, 0, fmt.Errorf("lossless: recall: read the recalled items: %w", fromStore(err))
-	}
-	for i, it := range items {
-		c, g := convs[i], got[i]
-		var body string
-		if it.Kind == index.KindSummary {
-			err := fromStore(g.Err)
-			if gone(err) {
-				continue
-			}
-			if err != nil {
-				return core.Message{}, 0, fmt.Errorf("lossless: recall: read summary %s: %w", it.ID, err)
-			}
-			body = "summary: " + g.Summary.Text
-		} else {
-			err := g.Err
-			if err != nil {
-				err = fmt.Errorf("lossless: message %d: %w", it.Seq, fromStore(err))
-			}
-			if gone(err) {
-				continue
-			}
-			if err != nil {
-				return core.Message{}, 0, fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
-			}
-			raw := g.Message.Raw
-			if g.Large != nil {
-				raw = g.Large
-			}
-			m, err := core.ParseMessage(raw)
-			if err != nil {
-				return core.Message{}, 0, fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
-			}
-			body = MessagePlainText(m)
 		}
 		var sb strings.Builder
 		sb.WriteString("<item")
@@ -1156,7 +1099,7 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 			fmt.Fprintf(&sb, " id=%q", it.ID)
 		}
 		if it.Conversation != here {
-			fmt.Fprintf(&sb, " session=%q", e.sessionName(c, names[c], got))
+			fmt.Fprintf(&sb, " session=%q", bodies.names[it.Conversation])
 		}
 		fmt.Fprintf(&sb, " time=%q>\n", fmtTime(it.Timestamp))
 		pre := sb.String()
@@ -1197,6 +1140,113 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 	sb.WriteString(tail)
 	m := core.UserText(sb.String(), ts)
 	return m, core.CountMessage(e.tc, m), nil
+}
+
+// recallBodies are recalled items' texts and their sessions' names, read
+// for one call.
+type recallBodies struct {
+	text  map[string]string // item id -> its plain text (absent: gone or unread)
+	seen  map[string]bool   // item ids read (held or gone)
+	names map[string]string // conversation id -> its name for the model
+}
+
+// readRecallBodies reads, in one batched read (pgstore: one round trip),
+// the texts of items b has not seen and the records of their
+// conversations whose names are not cached (but here's, shown unnamed).
+// An item the store no longer holds is marked seen without a text.
+func (e *Engine) readRecallBodies(ctx context.Context, items []RecallItem, here string, b *recallBodies) error {
+	if b.text == nil {
+		b.text, b.seen, b.names = map[string]string{}, map[string]bool{}, map[string]string{}
+	}
+	gone := func(err error) bool { return errors.Is(err, core.ErrNotFound) || errors.Is(err, dag.ErrNotFound) }
+	var todo []RecallItem
+	var convs []convID
+	refs := make([]store.Ref, 0, len(items)+4)
+	for _, it := range items {
+		if b.seen[it.ID] {
+			continue
+		}
+		c, ok := parseConvID(it.Conversation)
+		if !ok {
+			return fmt.Errorf("lossless: recall: item %s: bad conversation id %q", it.ID, it.Conversation)
+		}
+		todo, convs = append(todo, it), append(convs, c)
+		if it.Kind == index.KindSummary {
+			refs = append(refs, store.Ref{Kind: store.RefSummary, Conv: c, ID: it.SummaryID})
+		} else {
+			refs = append(refs, store.Ref{Kind: store.RefMessage, Conv: c, Seq: it.Seq})
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	names := map[convID]int{} // conversation -> its record's ref (-1: name cached or not shown)
+	for _, c := range convs {
+		if _, ok := names[c]; ok {
+			continue
+		}
+		names[c] = -1
+		if _, ok := b.names[c.String()]; ok || c.String() == here {
+			continue
+		}
+		if _, ok := e.cachedName(c); !ok {
+			names[c] = len(refs)
+			refs = append(refs, store.Ref{Kind: store.RefConversation, Conv: c})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("lossless: recall: %w", err)
+	}
+	var got []store.Got
+	err := e.st.View(ctx, func(r store.Reader) error {
+		var err error
+		got, err = r.Get(refs)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("lossless: recall: read the recalled items: %w", fromStore(err))
+	}
+	for i, it := range todo {
+		c, g := convs[i], got[i]
+		var body string
+		if it.Kind == index.KindSummary {
+			err := fromStore(g.Err)
+			if gone(err) {
+				b.seen[it.ID] = true
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("lossless: recall: read summary %s: %w", it.ID, err)
+			}
+			body = "summary: " + g.Summary.Text
+		} else {
+			err := g.Err
+			if err != nil {
+				err = fmt.Errorf("lossless: message %d: %w", it.Seq, fromStore(err))
+			}
+			if gone(err) {
+				b.seen[it.ID] = true
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
+			}
+			raw := g.Message.Raw
+			if g.Large != nil {
+				raw = g.Large
+			}
+			m, err := core.ParseMessage(raw)
+			if err != nil {
+				return fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
+			}
+			body = MessagePlainText(m)
+		}
+		b.seen[it.ID], b.text[it.ID] = true, body
+		if _, ok := b.names[it.Conversation]; !ok && it.Conversation != here {
+			b.names[it.Conversation] = e.sessionName(c, names[c], got)
+		}
+	}
+	return nil
 }
 
 // sessionName names a conversation for the model: its sessionKey, else its

@@ -327,7 +327,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 	if err := corruptMessageBody(ctx, e, c, hit.Seq); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1, ""); err == nil || !strings.Contains(err.Error(), hit.ID) {
+	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1, "", nil); err == nil || !strings.Contains(err.Error(), hit.ID) {
 		t.Fatalf("render over a corrupt record: %v, want an error naming %s", err, hit.ID)
 	}
 	res, det, err := e.AssembleWithDetails(ctx, p)
@@ -342,7 +342,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 	if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.DeleteMessage(c, hit.Seq) }); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1, ""); err != nil {
+	if _, _, err := e.renderRecall(ctx, items, "", false, 4000, 1, "", nil); err != nil {
 		t.Fatalf("render with a deleted record: %v", err)
 	}
 }

@@ -194,7 +194,7 @@ func expandedK(k, room int) int {
 // part kept, down to budget - questionShare), and recall ranked against
 // that window. It returns the context, the room of the recall block and
 // its items; a task gets res, reserve and items back as they are.
-func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner core.AssembleParams, budget int, res core.AssembleResult, reserve int, items []RecallItem) (core.AssembleResult, int, []RecallItem, error) {
+func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner core.AssembleParams, budget int, res core.AssembleResult, reserve int, items []RecallItem, bodies *recallBodies) (core.AssembleResult, int, []RecallItem, error) {
 	p := call.p
 	intent := classifyPrompt(p.Prompt, p.Messages)
 	base := float64(reserve) / float64(budget)
@@ -216,7 +216,7 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 		return res, reserve, items, err
 	}
 	slack := budget - res.EstimatedTokens
-	need, err := e.recallNeed(ctx, call, more, want)
+	need, err := e.recallNeed(ctx, call, more, want, bodies)
 	if err != nil {
 		return res, reserve, items, err
 	}
@@ -244,8 +244,8 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 
 // recallNeed returns the tokens the recall block of items takes within
 // max (0: none).
-func (e *Engine) recallNeed(ctx context.Context, call *assembleCall, items []RecallItem, max int) (int, error) {
+func (e *Engine) recallNeed(ctx context.Context, call *assembleCall, items []RecallItem, max int, bodies *recallBodies) (int, error) {
 	p := call.p
-	_, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), max, 0, call.here())
+	_, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), max, 0, call.here(), bodies)
 	return n, err
 }

@@ -785,7 +785,7 @@ func TestRecallIdempotentOverItsOutput(t *testing.T) {
 
 func TestIsRecallMessage(t *testing.T) {
 	e := openTest(t, withRecall)
-	m, n, err := e.renderRecall(context.Background(), nil, "", false, 1000, 1, "")
+	m, n, err := e.renderRecall(context.Background(), nil, "", false, 1000, 1, "", nil)
 	if err != nil || n != 0 || !m.IsZero() {
 		t.Fatal("rendered an empty recall")
 	}
@@ -794,7 +794,7 @@ func TestIsRecallMessage(t *testing.T) {
 	if err != nil || len(items) == 0 {
 		t.Fatal(items, err)
 	}
-	if m, _, err = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000, ""); err != nil {
+	if m, _, err = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	text := m.Text()
