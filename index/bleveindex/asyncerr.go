@@ -2,9 +2,12 @@ package bleveindex
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
@@ -111,8 +114,13 @@ func onAsyncError(err error, path string) {
 	f := failureOf(filepath.Clean(path))
 	f.once.Do(func() {
 		f.err = err
+		if strings.Contains(err.Error(), syscall.ENOSPC.Error()) {
+			// Scorch's error holds the cause as text only: put it back
+			// in the chain, and say it plainly.
+			f.err = fmt.Errorf("disk full (%w): %w", syscall.ENOSPC, err)
+		}
 		close(f.ch)
-		slog.Error("index: the recall index cannot be written (it is rebuilt when the engine next opens it; writes are retried, less and less often)", "dir", path, "err", err)
+		slog.Error("index: the recall index cannot be written (it is rebuilt when the engine next opens it; writes are retried, less and less often)", "dir", path, "err", f.err)
 	})
 	if !errors.Is(err, scorch.ErrPersist) {
 		return // a panic: the goroutine ends, nothing is retried
