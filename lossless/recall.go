@@ -1111,12 +1111,22 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 				}
 				body = "summary: " + s.Text
 			} else {
-				_, raw, err := getMsgText(r, c, it.Seq)
+				// The record and its body in one read (getMsgText reads
+				// the header first: a second round trip per item on
+				// PostgreSQL, for the rare large message whose body it
+				// spares).
+				rec, err := getMsg(r, c, it.Seq)
 				if gone(err) {
 					continue
 				}
 				if err != nil {
 					return fmt.Errorf("lossless: recall: read message %s: %w", it.ID, err)
+				}
+				raw := rec.Raw
+				if rec.Flags&flagLarge != 0 {
+					if ref, err := r.Large(c, it.Seq); err == nil {
+						raw = ref
+					}
 				}
 				m, err := core.ParseMessage(raw)
 				if err != nil {
@@ -1137,9 +1147,13 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 				break
 			}
 			body = strings.ReplaceAll(body, "</lcm_recall", "<\\/lcm_recall")
-			body = core.Truncate(e.tc, body, room)
+			n := e.tc.CountText(body) // counted once when it fits (Truncate would count it again)
+			if n > room {
+				body = core.Truncate(e.tc, body, room)
+				n = e.tc.CountText(body)
+			}
 			text := pre + body + "\n</item>\n"
-			used += cost + e.tc.CountText(body)
+			used += cost + n
 			entries = append(entries, entry{it, text})
 		}
 		return nil
