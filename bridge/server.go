@@ -97,8 +97,11 @@ func Static(e core.Engine) core.Factory {
 // When r ends, Serve waits for the requests in flight to finish (their host
 // callbacks fail with ErrConnectionClosed) and returns nil; when ctx is
 // cancelled, it cancels them, waits, and returns ctx.Err(). In both cases it
-// then closes the engine (see Options.KeepEngineOpen). A write error on w
-// cancels everything and is returned.
+// then closes the engine (see Options.KeepEngineOpen); when that fails,
+// Serve returns the close error instead (on a cancellation too: it does
+// not wrap ctx.Err(), so a caller that takes context.Canceled for a normal
+// shutdown still hears of it). A write error on w cancels everything and
+// is returned.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, factory core.Factory, opts Options) error {
 	if factory == nil {
 		return errors.New("bridge: nil factory")
@@ -223,8 +226,15 @@ loop:
 		s.engine = nil
 		s.mu.Unlock()
 		if c, ok := e.(io.Closer); ok {
-			if err := c.Close(); err != nil && result == nil {
-				result = fmt.Errorf("bridge: close engine: %w", err)
+			if err := c.Close(); err != nil {
+				switch {
+				case result == nil:
+					result = fmt.Errorf("bridge: close engine: %w", err)
+				case ctx.Err() != nil && errors.Is(result, ctx.Err()):
+					// A shutdown (a signal) whose close failed (a full
+					// disk): the failure is the news, not the signal.
+					result = fmt.Errorf("bridge: close engine after %v: %w", result, err)
+				}
 			}
 		}
 	}

@@ -998,3 +998,36 @@ func TestInitializeHost(t *testing.T) {
 		}
 	}
 }
+
+// closeFails is an engine whose Close fails (a store on a full disk).
+type closeFails struct{ *fakeEngine }
+
+var errCloseFailed = errors.New("store: disk full: the memtable cannot be written")
+
+func (c closeFails) Close() error { return errCloseFailed }
+
+// TestContextCancelReportsCloseError: a shutdown by cancellation (serve's
+// SIGTERM) whose engine Close fails returns the close error, not
+// context.Canceled, which `lossless serve` takes for a clean stop (exit 0
+// with nothing said while the store could not be closed).
+func TestContextCancelReportsCloseError(t *testing.T) {
+	f := newFake()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, inR, &out, Static(closeFails{f}), Options{}) }()
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize"}`+"\n")
+	for !strings.Contains(out.String(), `"id":1`) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	err := <-done
+	if !errors.Is(err, errCloseFailed) {
+		t.Fatalf("Serve = %v, want the close error", err)
+	}
+	if errors.Is(err, context.Canceled) {
+		t.Fatalf("Serve = %v: wraps context.Canceled, which callers take for a clean stop", err)
+	}
+}

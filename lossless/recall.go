@@ -1109,9 +1109,13 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 			break
 		}
 		body = strings.ReplaceAll(body, "</lcm_recall", "<\\/lcm_recall")
-		body = core.Truncate(e.tc, body, room)
+		n := e.tc.CountText(body) // counted once when it fits (Truncate would count it again)
+		if n > room {
+			body = core.Truncate(e.tc, body, room)
+			n = e.tc.CountText(body)
+		}
 		text := pre + body + "\n</item>\n"
-		used += cost + e.tc.CountText(body)
+		used += cost + n
 		entries = append(entries, entry{it, text})
 	}
 	if len(entries) == 0 {

@@ -27,6 +27,15 @@ import (
 // tmpfsMount mounts a tmpfs of sizeMiB on a temporary directory.
 func tmpfsMount(t *testing.T, sizeMiB int) string {
 	t.Helper()
+	mnt := t.TempDir()
+	tmpfsMountAt(t, mnt, sizeMiB)
+	return mnt
+}
+
+// tmpfsMountAt mounts a tmpfs of sizeMiB on the directory mnt, unmounted
+// when the test ends.
+func tmpfsMountAt(t *testing.T, mnt string, sizeMiB int) {
+	t.Helper()
 	required := os.Getenv("LOSSLESS_TEST_TMPFS_REQUIRED") == "1"
 	fail := t.Skipf
 	if required {
@@ -35,12 +44,10 @@ func tmpfsMount(t *testing.T, sizeMiB int) string {
 	if os.Geteuid() != 0 {
 		fail("needs root to mount a small tmpfs (CI runs as root; LOSSLESS_TEST_TMPFS_REQUIRED=1 makes this a failure)")
 	}
-	mnt := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", sizeMiB), "tmpfs", mnt).CombinedOutput(); err != nil {
 		fail("cannot mount a tmpfs on %s: %v %s", mnt, err, out)
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
-	return mnt
 }
 
 // fillDisk writes a file under dir until the filesystem is full.

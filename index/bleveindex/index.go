@@ -885,14 +885,14 @@ func (ix *Index) Close() error {
 		if err := persist(a.bi, filepath.Join(ix.dir, a.slot)); err != nil {
 			errs = append(errs, fmt.Errorf("index: close: persist the index being rebuilt: %w", err))
 		}
-		if err := a.bi.Close(); err != nil {
+		if err := closeBleve(a.bi, filepath.Join(ix.dir, a.slot)); err != nil {
 			errs = append(errs, fmt.Errorf("index: close the index being rebuilt: %w", err))
 		}
 	}
 	if err := persist(ix.bi, ix.path()); err != nil {
 		errs = append(errs, fmt.Errorf("index: close: persist: %w", err))
 	}
-	if err := ix.bi.Close(); err != nil {
+	if err := closeBleve(ix.bi, ix.path()); err != nil {
 		errs = append(errs, fmt.Errorf("index: close: %w", err))
 	}
 	return errors.Join(errs...)

@@ -329,7 +329,7 @@ func (ix *Index) dropAside(a *asideIndex) {
 		ix.aside = nil
 	}
 	ix.bmu.Unlock()
-	a.bi.Close()
+	closeBleve(a.bi, filepath.Join(ix.dir, a.slot))
 	os.RemoveAll(filepath.Join(ix.dir, a.slot))
 }
 
@@ -369,7 +369,7 @@ func (ix *Index) swap(a *asideIndex) error {
 	ix.err = nil
 	ix.mu.Unlock()
 	ix.bmu.Unlock()
-	old.Close()
+	closeBleve(old, filepath.Join(ix.dir, oldSlot))
 	if err := os.RemoveAll(filepath.Join(ix.dir, oldSlot)); err != nil {
 		return fmt.Errorf("index: rebuild: remove the old index: %w", err)
 	}
