@@ -364,7 +364,6 @@ func closeErr(err error) error {
 	return nil
 }
 
-
 // wrapErr wraps an error from Badger, mapping it to the store's
 // sentinels. Badger's own wrapping (y.Wrap) loses the chain, so errors are
 // mapped where they leave Badger.
