@@ -223,6 +223,16 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 	if need <= slack {
 		return res, slack, more, nil // the context leaves room enough
 	}
+	if lead := e.summaryTokens(res.Messages); lead > 0 && need > budget-2*lead {
+		// The context's summaries stand for everything older, and once one
+		// reached the model every later request holds one (#8): a cut
+		// window keeps them only while they take at most half its budget,
+		// so recall takes no more than leaves them that.
+		need = budget - 2*lead
+		if need <= max(slack, reserve) {
+			return res, max(slack, reserve), more, nil
+		}
+	}
 	inner.TokenBudget = budget - need
 	small, err := e.assembleWindow(ctx, call, inner)
 	if err != nil {
@@ -248,4 +258,19 @@ func (e *Engine) recallNeed(ctx context.Context, call *assembleCall, items []Rec
 	p := call.p
 	_, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), max, 0, call.here(), bodies)
 	return n, err
+}
+
+// summaryTokens is the tokens of the summaries (rendered by RenderSummary)
+// among an assembled window's messages.
+func (e *Engine) summaryTokens(msgs []core.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role() != core.RoleUser {
+			continue
+		}
+		if b := m.Blocks(); len(b) > 0 && strings.HasPrefix(b[0].Text, "<lcm_summary ") {
+			n += core.CountMessage(e.tc, m)
+		}
+	}
+	return n
 }

@@ -110,3 +110,58 @@ func TestRecallSplitAdapts(t *testing.T) {
 		})
 	}
 }
+
+// TestQuestionSplitKeepsSummaries: a question's larger recall block never
+// costs the context its summaries. Once a summary reached the model every
+// later request holds one (#8), and a cut window keeps its leading
+// summaries only while they take at most half its budget: the split
+// first took up to half the budget for recall, the context's summaries
+// went (the real-OpenClaw long-session test caught requests without one).
+func TestQuestionSplitKeepsSummaries(t *testing.T) {
+	// Compacted at 3,000 tokens (summaries of about 700), assembled at
+	// 2,000: half the budget for recall would leave the context less than
+	// twice its summaries.
+	const compactAt, budget = 3000, 2000
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	var texts []string
+	for i := 0; i < 24; i++ {
+		texts = append(texts, fmt.Sprintf("The courier changed the code word of project %s to %s today.", splitWord(3), splitWord(i+600)),
+			"Noted, I will keep it in mind.")
+	}
+	for i := 0; i < 240; i++ {
+		texts = append(texts, fmt.Sprintf("The code word of project %s is %s, said the courier.", splitWord(i), splitWord(i+260)),
+			"Noted, I will keep it in mind.")
+	}
+	ingestTurns(t, e, "cur", "agent:main:cur", texts...)
+	if _, err := e.Compact(ctx, core.CompactParams{SessionID: "cur", SessionKey: "agent:main:cur", TokenBudget: compactAt, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p := core.AssembleParams{SessionID: "cur", SessionKey: "agent:main:cur", TokenBudget: budget}
+	plain, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("window without a prompt: %d messages, %d tokens of summaries", len(plain.Messages), e.summaryTokens(plain.Messages))
+	if e.summaryTokens(plain.Messages) == 0 {
+		t.Fatalf("no summary in the window after a compaction (%d messages): the test sets nothing up", len(plain.Messages))
+	}
+	p.Prompt = "Which code words did project " + splitWord(3) + " have?"
+	res, err := e.Assemble(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rm := recallMessage(res)
+	if !strings.Contains(rm, splitWord(600)) {
+		t.Fatalf("the recall block does not hold the fact: %q", rm)
+	}
+	if e.summaryTokens(res.Messages) == 0 {
+		t.Fatalf("the question's window (%d messages, recall %d tokens) lost the context's summaries", len(res.Messages), core.CountMessage(e.tc, res.Messages[len(res.Messages)-1]))
+	}
+	if total := core.CountMessages(e.tc, res.Messages); total > budget {
+		t.Fatalf("window of %d tokens over the budget of %d", total, budget)
+	}
+}
