@@ -223,15 +223,16 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 	if need <= slack {
 		return res, slack, more, nil // the context leaves room enough
 	}
-	if lead := e.summaryTokens(res.Messages); lead > 0 && need > budget-2*lead {
+	if e.summaryTokens(res.Messages) > 0 {
 		// The context's summaries stand for everything older, and once one
-		// reached the model every later request holds one (#8): a cut
-		// window keeps them only while they take at most half its budget,
-		// so recall takes no more than leaves them that.
-		need = budget - 2*lead
-		if need <= max(slack, reserve) {
-			return res, max(slack, reserve), more, nil
-		}
+		// reached the model every later request holds one (#8): a window
+		// assembled smaller may lose them (a cut window keeps them only
+		// within half its budget, and which items a smaller window holds
+		// moves with the compactions between turns: bounding recall by
+		// twice the summaries still let the real-OpenClaw long session
+		// lose them now and then), so a context that holds summaries is
+		// not shrunk; recall takes the room it leaves.
+		return res, max(slack, reserve), more, nil
 	}
 	inner.TokenBudget = budget - need
 	small, err := e.assembleWindow(ctx, call, inner)
