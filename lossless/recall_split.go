@@ -223,7 +223,7 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 	if need <= slack {
 		return res, slack, more, nil // the context leaves room enough
 	}
-	if e.summaryTokens(res.Messages) > 0 {
+	if holdsSummary(res.Messages) {
 		// The context's summaries stand for everything older, and once one
 		// reached the model every later request holds one (#8): a window
 		// assembled smaller may lose them (a cut window keeps them only
@@ -261,17 +261,16 @@ func (e *Engine) recallNeed(ctx context.Context, call *assembleCall, items []Rec
 	return n, err
 }
 
-// summaryTokens is the tokens of the summaries (rendered by RenderSummary)
-// among an assembled window's messages.
-func (e *Engine) summaryTokens(msgs []core.Message) int {
-	n := 0
+// holdsSummary reports whether an assembled window holds a summary
+// (rendered by RenderSummary).
+func holdsSummary(msgs []core.Message) bool {
 	for _, m := range msgs {
 		if m.Role() != core.RoleUser {
 			continue
 		}
 		if b := m.Blocks(); len(b) > 0 && strings.HasPrefix(b[0].Text, "<lcm_summary ") {
-			n += core.CountMessage(e.tc, m)
+			return true
 		}
 	}
-	return n
+	return false
 }

@@ -56,18 +56,7 @@ func TestRecallSplitAdapts(t *testing.T) {
 		t.Run(fmt.Sprint("questionShare=", qs), func(t *testing.T) {
 			e := openTest(t, withRecall, func(c *Config) { c.Recall.QuestionShare = qs })
 			ctx := context.Background()
-			// Old turns about one project, then many unrelated ones: the
-			// project's turns lie outside the window.
-			var texts []string
-			for i := 0; i < 24; i++ {
-				texts = append(texts, fmt.Sprintf("The courier changed the code word of project %s to %s today.", splitWord(3), splitWord(i+600)),
-					"Noted, I will keep it in mind.")
-			}
-			for i := 0; i < 240; i++ {
-				texts = append(texts, fmt.Sprintf("The code word of project %s is %s, said the courier.", splitWord(i), splitWord(i+260)),
-					"Noted, I will keep it in mind.")
-			}
-			ingestTurns(t, e, "cur", "agent:main:cur", texts...)
+			ingestProjectHistory(t, e)
 			if err := e.WaitRecallIndex(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -115,8 +104,9 @@ func TestRecallSplitAdapts(t *testing.T) {
 // costs the context its summaries. Once a summary reached the model every
 // later request holds one (#8), and a cut window keeps its leading
 // summaries only while they take at most half its budget: the split
-// first took up to half the budget for recall, the context's summaries
-// went (the real-OpenClaw long-session test caught requests without one).
+// first took up to half the budget for recall and the context's summaries
+// went (the real-OpenClaw long-session test caught requests without one);
+// a context holding summaries is now not shrunk for a question.
 func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	// Compacted at 3,000 tokens (summaries of about 700), assembled at
 	// 2,000: half the budget for recall would leave the context less than
@@ -124,16 +114,7 @@ func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	const compactAt, budget = 3000, 2000
 	e := openTest(t, withRecall)
 	ctx := context.Background()
-	var texts []string
-	for i := 0; i < 24; i++ {
-		texts = append(texts, fmt.Sprintf("The courier changed the code word of project %s to %s today.", splitWord(3), splitWord(i+600)),
-			"Noted, I will keep it in mind.")
-	}
-	for i := 0; i < 240; i++ {
-		texts = append(texts, fmt.Sprintf("The code word of project %s is %s, said the courier.", splitWord(i), splitWord(i+260)),
-			"Noted, I will keep it in mind.")
-	}
-	ingestTurns(t, e, "cur", "agent:main:cur", texts...)
+	ingestProjectHistory(t, e)
 	if _, err := e.Compact(ctx, core.CompactParams{SessionID: "cur", SessionKey: "agent:main:cur", TokenBudget: compactAt, Force: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,8 +126,7 @@ func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("window without a prompt: %d messages, %d tokens of summaries", len(plain.Messages), e.summaryTokens(plain.Messages))
-	if e.summaryTokens(plain.Messages) == 0 {
+	if !holdsSummary(plain.Messages) {
 		t.Fatalf("no summary in the window after a compaction (%d messages): the test sets nothing up", len(plain.Messages))
 	}
 	p.Prompt = "Which code words did project " + splitWord(3) + " have?"
@@ -158,10 +138,27 @@ func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	if !strings.Contains(rm, splitWord(600)) {
 		t.Fatalf("the recall block does not hold the fact: %q", rm)
 	}
-	if e.summaryTokens(res.Messages) == 0 {
+	if !holdsSummary(res.Messages) {
 		t.Fatalf("the question's window (%d messages, recall %d tokens) lost the context's summaries", len(res.Messages), core.CountMessage(e.tc, res.Messages[len(res.Messages)-1]))
 	}
 	if total := core.CountMessages(e.tc, res.Messages); total > budget {
 		t.Fatalf("window of %d tokens over the budget of %d", total, budget)
 	}
+}
+
+// ingestProjectHistory stores session "cur": old turns about one project
+// (splitWord(3)'s code words, splitWord(600) onward), then many unrelated
+// ones, so that the project's turns lie outside a small window.
+func ingestProjectHistory(t *testing.T, e *Engine) {
+	t.Helper()
+	var texts []string
+	for i := 0; i < 24; i++ {
+		texts = append(texts, fmt.Sprintf("The courier changed the code word of project %s to %s today.", splitWord(3), splitWord(i+600)),
+			"Noted, I will keep it in mind.")
+	}
+	for i := 0; i < 240; i++ {
+		texts = append(texts, fmt.Sprintf("The code word of project %s is %s, said the courier.", splitWord(i), splitWord(i+260)),
+			"Noted, I will keep it in mind.")
+	}
+	ingestTurns(t, e, "cur", "agent:main:cur", texts...)
 }
