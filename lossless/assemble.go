@@ -123,6 +123,9 @@ func (e *Engine) assembleWindow(ctx context.Context, call *assembleCall, p core.
 		if win.cut > 0 {
 			why = append(why, fmt.Sprintf("older context items do not fit the budget of %d tokens (the next older one holds %d); they stay stored, compaction summarises them", budget, win.cut))
 		}
+		if win.leadOmitted > 0 {
+			why = append(why, fmt.Sprintf("%d of the context's leading summaries do not fit half the budget beside those shown; they stay stored (lcm_describe, lcm_expand)", win.leadOmitted))
+		}
 		res.Cut.Reason = strings.Join(why, "; ")
 	}
 	return res, nil
@@ -249,10 +252,12 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 	// The window does not reach the context's start. Its leading summaries
 	// stand for everything older: they are kept ahead of the newest items
 	// that fit beside them (a gap of raw messages between, stored and
-	// summarised by the next compaction), when they take at most half the
-	// budget.
-	lead, ltok, err := w.leadingSummaries(ctx, r)
-	if err != nil || len(lead) == 0 || ltok > w.avail/2 {
+	// summarised by the next compaction), within half the budget. When
+	// they take more (a condensation not yet run, a small per-call
+	// budget), those that fit are kept, oldest first: a window that held
+	// a summary never loses them all while one fits (#8).
+	lead, ltok, omitted, err := w.leadingSummaries(ctx, r, w.avail/2)
+	if err != nil || len(lead) == 0 {
 		return err
 	}
 	w.todo = w.todo[:0]
@@ -261,6 +266,7 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 		return err
 	}
 	win.cut = max(win.cut, w.win.cut)
+	win.leadOmitted = omitted
 	w.win, w.lead, w.leadTok = win, lead, ltok
 	return nil
 }
@@ -269,29 +275,36 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 const maxLeadSummaries = 64
 
 // leadingSummaries returns the summaries at the start of the context (up
-// to its first raw message), rendered, and their tokens.
-func (w *windowScan) leadingSummaries(ctx context.Context, r store.Reader) ([]core.Message, int, error) {
+// to its first raw message) that fit limit tokens together, taken oldest
+// first (a summary that does not fit is passed over for the newer ones),
+// rendered; their tokens; and how many were passed over.
+func (w *windowScan) leadingSummaries(ctx context.Context, r store.Reader, limit int) ([]core.Message, int, int, error) {
 	var out []core.Message
-	tok := 0
+	tok, omitted, seen := 0, 0, 0
 	for item, err := range r.Items(w.c, 0, math.MaxUint64, false) {
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if item.Flags&(flagHeartbeat|flagHidden|flagSuperseded) != 0 {
 			continue
 		}
-		if !item.IsSummary() || len(out) == maxLeadSummaries {
+		if !item.IsSummary() || seen == maxLeadSummaries {
 			break
+		}
+		seen++
+		if tok+item.Tokens > limit {
+			omitted++
+			continue
 		}
 		m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		w.nextSums[item.Ref.ID] = m
 		out = append(out, m)
 		tok += item.Tokens
 	}
-	return out, tok, ctx.Err()
+	return out, tok, omitted, ctx.Err()
 }
 
 // window is what budgetWalk read: messages newest first with their tokens.
@@ -302,6 +315,9 @@ type window struct {
 	scanned int // items scanned, including skipped ones
 	cut     int // tokens of the first item that did not fit (0: none)
 	shrunk  int // tool results represented by their references
+	// leadOmitted is the leading summaries a cut window left out (they
+	// did not fit half its budget beside the older ones kept).
+	leadOmitted int
 	// hasUser is set once the window holds a user message: the floor (the
 	// newest user message and the tool pairs after it) is in; only newer
 	// tool results are represented by references when they do not fit.

@@ -559,3 +559,91 @@ func TestCutKeepsLeadingSummaries(t *testing.T) {
 		}
 	}
 }
+
+// TestCutKeepsTheLeadingSummariesThatFit: when the context's leading
+// summaries together take more than half a cut window's budget (a
+// condensation not yet run, a small per-call budget: the read turn of the
+// real-OpenClaw long session), the window keeps those that fit, oldest
+// first, instead of dropping them all: once a summary reached the model
+// every later request holds one (#8). The cut says how many it left out.
+func TestCutKeepsTheLeadingSummariesThatFit(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) {
+		c.Tokenizer = core.EncodingO200k
+		c.Recall.Enabled = &off
+		c.ContextThreshold = 0.99
+	})
+	// Rounds of notes, each compacted at a budget its leaf pass meets (no
+	// condensation): leaf summaries side by side at the context's start.
+	n := 0
+	for round := 0; round < 3; round++ {
+		for k := 0; k < 6; k++ {
+			commitNote(t, e, "s", n, 2000)
+			n++
+		}
+		e.waitBackground()
+		if _, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 6000, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k < 6; k++ {
+		commitNote(t, e, "s", n, 2000)
+		n++
+	}
+	e.waitBackground()
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lead []int
+	for _, it := range items {
+		if !it.IsSummary() {
+			break
+		}
+		lead = append(lead, it.Tokens)
+	}
+	if len(lead) < 2 {
+		t.Fatalf("%d leading summaries after three compactions: the test sets nothing up", len(lead))
+	}
+	sum := 0
+	for _, k := range lead {
+		sum += k
+	}
+	// Half the budget holds all but the newest leading summary; the
+	// rest of the context is far more than the budget.
+	budget := 2 * (sum - lead[len(lead)-1])
+	if rest := itemTokens(items) - sum; rest <= budget {
+		t.Fatalf("the raw context (%d tokens) fits the budget %d: no cut to test", rest, budget)
+	}
+	t.Logf("leading summaries %v (%d tokens), budget %d", lead, sum, budget)
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept int
+	for _, m := range res.Messages {
+		if _, ok := renderedSummaryID(m); ok {
+			kept++
+		}
+	}
+	if kept != len(lead)-1 {
+		t.Fatalf("the cut window holds %d of the %d leading summaries, want the %d that fit half the budget", kept, len(lead), len(lead)-1)
+	}
+	if _, ok := renderedSummaryID(res.Messages[0]); !ok {
+		t.Fatalf("the window does not start with a summary: %.100s", res.Messages[0].Raw())
+	}
+	if last := res.Messages[len(res.Messages)-1]; !strings.Contains(last.Text(), fmt.Sprintf("Noted, note %d", n-1)) {
+		t.Fatalf("the newest message is not last: %.100s", last.Raw())
+	}
+	if got := core.CountMessages(e.tc, res.Messages); got > budget {
+		t.Fatalf("%d tokens over the budget %d", got, budget)
+	}
+	if res.Cut == nil || !strings.Contains(res.Cut.Reason, "1 of the context's leading summaries") {
+		t.Fatalf("the cut does not say a leading summary was left out: %+v", res.Cut)
+	}
+}

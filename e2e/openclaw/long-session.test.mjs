@@ -119,6 +119,18 @@ async function runScenario(S, { name, window, plan, sessionKey }) {
   return S;
 }
 
+/** The assemble calls of turn k, in brief: what to look at when a request lost its summaries. */
+function assemblesOfTurn(S, k) {
+  const calls = S.calls.filter((c) => c.turn === k && c.method === "assemble");
+  return calls
+    .map((c) => {
+      const msgs = c.result?.messages ?? [];
+      const sums = msgs.filter((m) => m.role === "user" && contentText(m.content).startsWith(SUMMARY_OPEN)).length;
+      return `[budget ${c.params?.tokenBudget}: ${msgs.length} messages, ${sums} summaries, ~${c.result?.estimatedTokens} tokens${c.result?.cut ? `, cut: ${c.result.cut.reason}` : ""}${c.error ? `, error: ${c.error.message}` : ""}]`;
+    })
+    .join(" ");
+}
+
 const problemsOfTurns = (S) => S.failed.map((t) => `turn ${t.i} (${t.kind}) failed: ${t.failure}`);
 
 /** Fails with a count and the first few items when `list` is not empty. */
@@ -183,7 +195,7 @@ describe(`long session in a 24K window, default settings (${LONG_TURNS} turns)`,
     assert.ok(first >= 0, `no request of the session held a ${SUMMARY_OPEN} block`);
     const lost = reqs.slice(first).filter((r) => summaryIds(r).length === 0);
     none(
-      lost.map((r) => `request #${r.seq} (turn ${S.turns[requestTurn(S.turns, r)]?.i})`),
+      lost.map((r) => `request #${r.seq} (turn ${S.turns[requestTurn(S.turns, r)]?.i}); the turn's assembles: ${assemblesOfTurn(S, requestTurn(S.turns, r))}`),
       `requests without a summary after the first one that held one (#${reqs[first].seq})`,
     );
     const own = new Set(S.compaction.ownSummaryIdsAssembled);
