@@ -323,6 +323,52 @@ func BenchmarkOpen(b *testing.B) {
 // the turn's prompt to every assemble.
 const benchRecallPrompt = "why does the queued messages component not update its theme colors when the terminal width changes?"
 
+// benchQuestions returns the prompts of BenchmarkAssemble's /question
+// runs: questions about the stored session's user messages ("What did we
+// say about <its first words>?"), kept when recall brings a block for
+// them (their turns lie outside the window: the question split runs, with
+// its rankings, sizing render and, when the context must shrink, a second
+// assemble), and the median items of their blocks. It fails the benchmark
+// when none brings a block: the run would time the plain recall path.
+func benchQuestions(b *testing.B, e *Engine, p core.AssembleParams) ([]string, int) {
+	b.Helper()
+	var out []string
+	var items []int
+	seen := map[string]bool{}
+	for _, raw := range fileMessages(b, testutil.PiMono(b)[1]) {
+		m, err := core.ParseMessage(raw)
+		if err != nil || m.Role() != core.RoleUser {
+			continue
+		}
+		words := strings.Fields(m.Text())
+		if len(words) < 12 {
+			continue
+		}
+		q := "What did we say about " + strings.Join(words[:12], " ") + "?"
+		if seen[q] {
+			continue
+		}
+		seen[q] = true
+		p.Prompt = q
+		_, d, err := e.AssembleWithDetails(context.Background(), p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if d.Recall.Status == RecallInjected && d.Recall.Items > 0 {
+			out = append(out, q)
+			items = append(items, d.Recall.Items)
+		}
+		if len(out) == 32 {
+			break
+		}
+	}
+	if len(out) == 0 {
+		b.Fatal("no question about the stored session's user messages brought a recall block")
+	}
+	sort.Ints(items)
+	return out, items[len(items)/2]
+}
+
 // BenchmarkAssemble assembles a 128K-token context from a conversation of
 // 10K/100K/1M stored messages; reports the p50 and p99 latencies. Cold:
 // the parsed message cache is cleared before each call; warm: it is kept
@@ -332,11 +378,13 @@ const benchRecallPrompt = "why does the queued messages component not update its
 // takes: the query over the conversation's history outside the window,
 // the relevance gate, the block when something passes it). recall-items
 // is the items the recall block carried (0: nothing passed the gate; the
-// query ran all the same, checked once before timing).
+// query ran all the same, checked once before timing). /question cycles
+// through questions whose turns lie outside the window (benchQuestions):
+// the question split's path, recall-items the median of their blocks.
 func BenchmarkAssemble(b *testing.B) {
 	stores := newBenchStores(b)
 	for _, sz := range storeSizes {
-		for _, mode := range []string{"cold", "warm", "cold/recall", "warm/recall"} {
+		for _, mode := range []string{"cold", "warm", "cold/recall", "warm/recall", "warm/question"} {
 			b.Run(sz.name+"/"+mode, func(b *testing.B) {
 				e := stores.open(b, sz.n)
 				defer e.Close()
@@ -344,6 +392,11 @@ func BenchmarkAssemble(b *testing.B) {
 				p := core.AssembleParams{SessionID: "bench", TokenBudget: 128_000}
 				cold := strings.HasPrefix(mode, "cold")
 				items := 0
+				var questions []string
+				if strings.HasSuffix(mode, "/question") {
+					questions, items = benchQuestions(b, e, p)
+					p.Prompt = questions[0]
+				}
 				if strings.HasSuffix(mode, "/recall") {
 					p.Prompt = benchRecallPrompt
 					_, d, err := e.AssembleWithDetails(ctx, p)
@@ -370,6 +423,9 @@ func BenchmarkAssemble(b *testing.B) {
 							s.asmMsgs, s.asmSums = nil, nil
 						}
 					}
+					if questions != nil {
+						p.Prompt = questions[i%len(questions)]
+					}
 					st := time.Now()
 					out, err := e.Assemble(ctx, p)
 					if err != nil {
@@ -387,6 +443,9 @@ func BenchmarkAssemble(b *testing.B) {
 				b.ReportMetric(cpu.Seconds()*1000/float64(b.N), "cpu-ms/op")
 				if p.Prompt != "" {
 					b.ReportMetric(float64(items), "recall-items")
+				}
+				if questions != nil {
+					b.ReportMetric(float64(len(questions)), "questions")
 				}
 			})
 		}
