@@ -1073,6 +1073,12 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 		head += "]\n"
 	}
 	tail := recallClose
+	if bodies == nil {
+		bodies = &recallBodies{}
+	}
+	if text, n, ok := bodies.whole.reuse(items, cite, grep, here, max); ok {
+		return core.UserText(text, ts), n, nil
+	}
 	used := e.tc.CountText(head+tail) + 8
 	if used >= max {
 		return core.Message{}, 0, nil
@@ -1082,12 +1088,13 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 		text string
 	}
 	var entries []entry
-	if bodies == nil {
-		bodies = &recallBodies{}
-	}
 	if err := e.readRecallBodies(ctx, items, here, bodies); err != nil {
 		return core.Message{}, 0, err
 	}
+	if bodies.tokens == nil {
+		bodies.tokens = map[string]int{}
+	}
+	whole := true // every item the store holds rendered uncut
 	for _, it := range items {
 		body, ok := bodies.text[it.ID]
 		if !ok { // the store no longer holds it
@@ -1106,13 +1113,19 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 		cost := e.tc.CountText(pre) + 4
 		room := max - used - cost
 		if room < 16 {
+			whole = false
 			break
 		}
 		body = strings.ReplaceAll(body, "</lcm_recall", "<\\/lcm_recall")
-		n := e.tc.CountText(body) // counted once when it fits (Truncate would count it again)
+		n, ok := bodies.tokens[it.ID]
+		if !ok {
+			n = e.tc.CountText(body) // counted once when it fits (Truncate would count it again)
+			bodies.tokens[it.ID] = n
+		}
 		if n > room {
 			body = core.Truncate(e.tc, body, room)
 			n = e.tc.CountText(body)
+			whole = false
 		}
 		text := pre + body + "\n</item>\n"
 		used += cost + n
@@ -1143,7 +1156,15 @@ func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations
 	}
 	sb.WriteString(tail)
 	m := core.UserText(sb.String(), ts)
-	return m, core.CountMessage(e.tc, m), nil
+	n := core.CountMessage(e.tc, m)
+	if whole {
+		ids := make([]string, len(items))
+		for i, it := range items {
+			ids[i] = it.ID
+		}
+		bodies.whole = &wholeBlock{ids: ids, cite: cite, grep: grep, here: here, text: sb.String(), tokens: n}
+	}
+	return m, n, nil
 }
 
 // recallBodies are recalled items' texts and their sessions' names, read
@@ -1152,6 +1173,36 @@ type recallBodies struct {
 	text  map[string]string // item id -> its plain text (absent: gone or unread)
 	seen  map[string]bool   // item ids read (held or gone)
 	names map[string]string // conversation id -> its name for the model
+	// tokens is an item's escaped text's tokens (counted once a call).
+	tokens map[string]int
+	// whole is the call's last block rendered with every item whole
+	// (none cut, none left out for room): a later render of the same
+	// items with room for it returns it without counting again (the
+	// question split sizes the block, then renders it).
+	whole *wholeBlock
+}
+
+// wholeBlock is a recall block rendered whole, and what it was rendered
+// from.
+type wholeBlock struct {
+	ids        []string
+	cite, grep bool
+	here, text string
+	tokens     int
+}
+
+// reuse returns the block when it was rendered from items with the same
+// options and its tokens fit max.
+func (w *wholeBlock) reuse(items []RecallItem, cite, grep bool, here string, max int) (string, int, bool) {
+	if w == nil || w.cite != cite || w.grep != grep || w.here != here || w.tokens > max || len(w.ids) != len(items) {
+		return "", 0, false
+	}
+	for i, it := range items {
+		if w.ids[i] != it.ID {
+			return "", 0, false
+		}
+	}
+	return w.text, w.tokens, true
 }
 
 // readRecallBodies reads, in one batched read (pgstore: one round trip),

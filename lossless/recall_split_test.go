@@ -162,3 +162,75 @@ func ingestProjectHistory(t *testing.T, e *Engine) {
 	}
 	ingestTurns(t, e, "cur", "agent:main:cur", texts...)
 }
+
+// countingCounter counts the texts holding needle that it counts.
+type countingCounter struct {
+	core.TokenCounter
+	needle string
+	n      int
+}
+
+func (c *countingCounter) CountText(s string) int {
+	if strings.Contains(s, c.needle) {
+		c.n++
+	}
+	return c.TokenCounter.CountText(s)
+}
+
+// TestRecallBlockRenderedOnce: the question split sizes the recall block
+// and then renders it (the question path's CPU at 100K messages is mostly
+// rendering and counting). Within one call, an item's text is counted
+// once, and a block rendered whole is returned again, uncounted, for the
+// same items when it fits; a smaller room renders afresh, within it.
+func TestRecallBlockRenderedOnce(t *testing.T) {
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	ingestProjectHistory(t, e)
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, err := e.RecallWith(ctx, core.AssembleParams{SessionID: "other", Prompt: "Which code words did project " + splitWord(3) + " have?"}, RecallOptions{K: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) < 2 {
+		t.Fatalf("%d items recalled: the test sets nothing up", len(items))
+	}
+	cc := &countingCounter{TokenCounter: e.tc, needle: "courier"}
+	e.tc = cc
+	bodies := &recallBodies{}
+	here := items[0].Conversation
+	first, n1, err := e.renderRecall(ctx, items, core.CitationsOn, true, 4000, 0, here, bodies)
+	if err != nil || n1 == 0 {
+		t.Fatalf("first render: %d tokens, %v", n1, err)
+	}
+	counted := cc.n
+	if counted != len(items)+1 {
+		t.Fatalf("the first render counted %d texts holding the items, want %d (each item, then the block)", counted, len(items)+1)
+	}
+	again, n2, err := e.renderRecall(ctx, items, core.CitationsOn, true, 8000, 42, here, bodies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.n != counted || n2 != n1 || again.Text() != first.Text() || again.Timestamp() != 42 {
+		t.Fatalf("rendering the same items again counted %d more texts (%d tokens, was %d; same text %v; timestamp %d): want the block rendered whole reused",
+			cc.n-counted, n2, n1, again.Text() == first.Text(), again.Timestamp())
+	}
+	small, n3, err := e.renderRecall(ctx, items, core.CitationsOn, true, n1-20, 0, here, bodies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n3 == 0 || n3 > n1-20 || small.Text() == first.Text() {
+		t.Fatalf("a room of %d tokens got a block of %d (the whole one is %d)", n1-20, n3, n1)
+	}
+	// Other items (the split ranks again against a smaller window): the
+	// block is counted, its items' texts are not again.
+	before := cc.n
+	fewer, n4, err := e.renderRecall(ctx, items[1:], core.CitationsOn, true, 8000, 0, here, bodies)
+	if err != nil || n4 == 0 || n4 >= n1 {
+		t.Fatalf("a block of %d items: %d tokens (%v), the whole one %d", len(items)-1, n4, err, n1)
+	}
+	if got := cc.n - before; got != 1 {
+		t.Fatalf("rendering %d of the items again counted %d texts holding them, want 1 (the block): %.80s", len(items)-1, got, fewer.Text())
+	}
+}
