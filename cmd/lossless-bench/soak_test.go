@@ -65,8 +65,15 @@ func TestCommandSoak(t *testing.T) {
 	if !raceEnabled && (s.Idle <= 0 || s.Rollbacks <= 0) {
 		t.Errorf("soak: %d sessions gone idle, %d spawns rolled back; want both > 0", s.Idle, s.Rollbacks)
 	}
-	if len(s.Samples) < 10 {
-		t.Fatalf("soak: %d heap samples, want ≥ 10", len(s.Samples))
+	// Each sample forces a collection: under the race detector on a
+	// loaded machine a 10 s run took 6 (every 2 s); the verdict is not
+	// checked there, only that the sampler ran.
+	wantSamples := 10
+	if raceEnabled {
+		wantSamples = 3
+	}
+	if len(s.Samples) < wantSamples {
+		t.Fatalf("soak: %d heap samples, want ≥ %d", len(s.Samples), wantSamples)
 	}
 	for _, x := range s.Samples {
 		if x.LiveMB <= 0 || x.AllocMB < x.LiveMB/2 || x.InuseMB <= 0 {
