@@ -16,10 +16,8 @@ import (
 //     context, and the items cover the conversation in order;
 //   - no summary is its own ancestor (no cycles);
 //   - a leaf (Depth 0) has raw-message sources that are consecutive in the
-//     conversation; a condensed summary (Depth d > 0) has summary sources
-//     whose covered ranges are consecutive, each of depth below d and the
-//     deepest of depth d-1 (sources of different depths are condensed
-//     together under pressure);
+//     conversation; a condensed summary (Depth d > 0) has summary sources of
+//     depth d-1 whose covered ranges are consecutive;
 //   - roll-ups add up: DescendantCount and DescendantTokens are the sums over
 //     the sources, Earliest and Latest the first and last covered message's
 //     timestamps (for leaves, checked when st implements MessageMetaReader).
@@ -219,7 +217,7 @@ func (c *checker) condensed(info *checked) error {
 	if s.Depth < 1 {
 		return invariantf("condensed %s has depth %d, want >= 1", s.ID, s.Depth)
 	}
-	count, tokens, deepest := 0, 0, -1
+	count, tokens := 0, 0
 	for k, src := range s.Sources {
 		if src.Kind != RefSummary {
 			return invariantf("condensed %s: source %d is not a summary", s.ID, k)
@@ -228,10 +226,9 @@ func (c *checker) condensed(info *checked) error {
 		if err != nil {
 			return err
 		}
-		if child.s.Depth >= s.Depth {
+		if child.s.Depth != s.Depth-1 {
 			return invariantf("condensed %s (depth %d): source %s has depth %d", s.ID, s.Depth, src.ID, child.s.Depth)
 		}
-		deepest = max(deepest, child.s.Depth)
 		if k > 0 && len(info.seqs) > 0 && len(child.seqs) > 0 &&
 			c.index[child.seqs[0]] != c.index[info.seqs[len(info.seqs)-1]]+1 {
 			return invariantf("condensed %s: source %s does not follow %s", s.ID, src.ID, s.Sources[k-1].ID)
@@ -239,9 +236,6 @@ func (c *checker) condensed(info *checked) error {
 		info.seqs = append(info.seqs, child.seqs...)
 		count += child.s.DescendantCount
 		tokens += child.s.DescendantTokens
-	}
-	if deepest >= 0 && deepest != s.Depth-1 {
-		return invariantf("condensed %s (depth %d): its deepest source has depth %d, want %d", s.ID, s.Depth, deepest, s.Depth-1)
 	}
 	first, _ := c.state[s.Sources[0].ID]
 	last, _ := c.state[s.Sources[len(s.Sources)-1].ID]

@@ -75,15 +75,6 @@ func TestCheckDetects(t *testing.T) {
 	if err := dag.Check(context.Background(), validStore(), all); err != nil {
 		t.Fatalf("valid store: %v", err)
 	}
-	// A condensed summary of a leaf and a condensed summary (depths 0 and
-	// 1) at depth 2: valid.
-	mixed := validStore()
-	mixed.summaries["D"] = dag.Summary{ID: "D", Kind: dag.KindCondensed, Depth: 1, Sources: []dag.Ref{dag.SummaryRef("L2")}, Tokens: 3, Earliest: 3000, Latest: 4000, DescendantCount: 2, DescendantTokens: 20}
-	setSummary(mixed, "C", func(x *dag.Summary) { x.Depth = 2; x.Sources[1] = dag.SummaryRef("D") })
-	mixed.items[0].Depth = 2
-	if err := dag.Check(context.Background(), mixed, all); err != nil {
-		t.Fatalf("sources of depths 0 and 1 under a depth-2 summary: %v", err)
-	}
 	cases := []struct {
 		name   string
 		mutate func(s *rawStore)
@@ -120,18 +111,11 @@ func TestCheckDetects(t *testing.T) {
 		{"leaf latest", func(s *rawStore) { setSummary(s, "L2", func(x *dag.Summary) { x.Latest = 1 }) }, "latest"},
 		{"condensed roll-up", func(s *rawStore) { setSummary(s, "C", func(x *dag.Summary) { x.DescendantTokens = 41 }) }, "sources sum to"},
 		{"condensed time range", func(s *rawStore) { setSummary(s, "C", func(x *dag.Summary) { x.Latest = 5000 }) }, "time range"},
-		// Sources of different depths are allowed (condensed together
-		// under pressure), but none as deep as the summary, and the
-		// deepest one level below it.
-		{"condensed source as deep", func(s *rawStore) {
+		{"condensed mixes depths", func(s *rawStore) {
 			s.summaries["D"] = dag.Summary{ID: "D", Kind: dag.KindCondensed, Depth: 1, Sources: []dag.Ref{dag.SummaryRef("L2")}, Tokens: 3, Earliest: 3000, Latest: 4000, DescendantCount: 2, DescendantTokens: 20}
-			setSummary(s, "C", func(x *dag.Summary) { x.Sources[1] = dag.SummaryRef("D") })
-		}, "has depth 1"},
-		{"condensed too deep for its sources", func(s *rawStore) {
-			s.summaries["D"] = dag.Summary{ID: "D", Kind: dag.KindCondensed, Depth: 1, Sources: []dag.Ref{dag.SummaryRef("L2")}, Tokens: 3, Earliest: 3000, Latest: 4000, DescendantCount: 2, DescendantTokens: 20}
-			setSummary(s, "C", func(x *dag.Summary) { x.Depth = 3; x.Sources[1] = dag.SummaryRef("D") })
-			s.items[0].Depth = 3
-		}, "deepest source has depth 1"},
+			setSummary(s, "C", func(x *dag.Summary) { x.Depth = 2; x.Sources[1] = dag.SummaryRef("D") })
+			s.items[0].Depth = 2
+		}, "has depth 0"},
 		{"condensed sources not consecutive", func(s *rawStore) {
 			setSummary(s, "C", func(x *dag.Summary) { x.Sources[0], x.Sources[1] = x.Sources[1], x.Sources[0] })
 		}, "does not follow"},

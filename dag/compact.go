@@ -419,14 +419,6 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 	if !pressure || sumTokens(items[tail:])+c.overhead+c.minText > goal {
 		return nil // no pressure, or the tail alone leaves no room: stop
 	}
-	// Under pressure with no run of one depth: adjacent summaries of
-	// different depths are condensed together. Promoted one depth per
-	// round instead (below), lone summaries of depths 11, 9, 5 and 2 stayed
-	// side by side in a 2,000-token budget, each a wrapper of about 120
-	// tokens around a few words: a third of the context (#28).
-	if jobs := c.mixedCondenseJobs(items[:tail], goal); len(jobs) > 0 {
-		return c.assignIDs(jobs)
-	}
 	// Last resort under pressure: re-summarize the shallowest lone
 	// summaries one depth up, sized to the room left, so that depths meet
 	// and merge (a condensed summary of one source).
@@ -783,40 +775,4 @@ func dayStamp(ms int64) string {
 		return ""
 	}
 	return time.UnixMilli(ms).UTC().Format("2 January 2006")
-}
-
-// mixedCondenseJobs plans one condensed summary of the longest run of at
-// least two adjacent summaries (of different depths: plan asks once no run
-// of one depth can be condensed), one depth above the deepest of them; nil
-// when there is none, or it is too small to be worth a summary.
-func (c *Compactor) mixedCondenseJobs(items []Item, goal int) []job {
-	ba, bb := -1, -1
-	for a := 0; a < len(items); {
-		if !items[a].IsSummary() {
-			a++
-			continue
-		}
-		b := a + 1
-		for b < len(items) && items[b].IsSummary() {
-			b++
-		}
-		if b-a >= 2 && (ba < 0 || b-a > bb-ba) {
-			ba, bb = a, b
-		}
-		a = b
-	}
-	if ba < 0 {
-		return nil
-	}
-	g := items[ba:bb]
-	depth := 0
-	for _, it := range g {
-		depth = max(depth, it.Depth)
-	}
-	j := job{kind: KindCondensed, depth: depth + 1, items: g, tokens: sumTokens(g)}
-	if j.tokens < c.minChunk() {
-		return nil
-	}
-	j.target = c.target(c.cfg.CondensedTargetTokens, j.tokens, goal)
-	return []job{j}
 }

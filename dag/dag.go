@@ -49,13 +49,10 @@ const (
 type Summary struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"` // KindLeaf or KindCondensed
-	// Depth is 0 for a leaf, 1 + the deepest source's depth for a
-	// condensed summary.
+	// Depth is 0 for a leaf, 1 + the sources' depth for a condensed summary.
 	Depth int `json:"depth"`
 	// Sources are the covered items in order: raw messages for a leaf,
-	// summaries of depth below Depth for a condensed summary (of depth
-	// Depth-1, but for adjacent summaries of different depths condensed
-	// together under pressure).
+	// summaries of depth Depth-1 for a condensed summary.
 	Sources []Ref  `json:"sources"`
 	Text    string `json:"text"`
 	// Tokens is the token count of Text (as rendered for the model).
