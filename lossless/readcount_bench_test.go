@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -128,8 +127,8 @@ func TestAssembleReads(t *testing.T) {
 					RuntimeContextProjection: json.RawMessage(strconv.Quote(mode))}}
 				res, d := assembleReads(t, e, n, q)
 				rm := recallMessage(res)
-				if items := strings.Count(rm, "<item"); items < 2 {
-					t.Fatalf("%s: recall block of %d items, want the older turns recalled:\n%s", mode, items, rm)
+				if items := len(recallBlockIDs(rm)); items < 2 {
+					t.Fatalf("%s: recall block of %d turns, want the older turns recalled:\n%s", mode, items, rm)
 				}
 				if res.ContextProjection == nil || res.ContextProjection.Mode != mode {
 					t.Fatalf("%s: projection %+v", mode, res.ContextProjection)

@@ -1,0 +1,128 @@
+package lossless
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index"
+)
+
+// recallRenderFixture stores one conversation of eight turns, a second
+// apart, but turn 6 two hours after turn 5 and turn 8 a long one, and
+// returns its items by seq (1-based).
+func recallRenderFixture(t *testing.T) (*Engine, string, map[uint64]RecallItem) {
+	t.Helper()
+	e := openTest(t, withRecall)
+	ctx := context.Background()
+	const t0 = int64(1_700_000_000_000)
+	stamps := []int64{t0, t0 + 1000, t0 + 2000, t0 + 3000, t0 + 4000, t0 + 2*3600_000, t0 + 2*3600_000 + 1000, t0 + 2*3600_000 + 2000}
+	texts := []string{
+		"We adopted a dog in May.", "What is its name?", "Her name is Biscuit.", "Cute! What breed?",
+		"A beagle mix from the shelter.", "Later that day we went to the lake.", "Did Biscuit swim?",
+		strings.Repeat("She swam for hours, chasing sticks and ducks along the shore while we watched. ", 20),
+	}
+	msgs := make([]core.Message, len(texts))
+	for i, s := range texts {
+		if i%2 == 0 {
+			msgs[i] = core.UserText(s, stamps[i])
+		} else {
+			msgs[i] = core.AssistantText(s, stamps[i])
+		}
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "old", SessionKey: "agent:main:old", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.ConversationFor(ctx, "", "old", "agent:main:old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv := c.id.String()
+	items := map[uint64]RecallItem{}
+	for i := range texts {
+		seq := uint64(i + 1)
+		items[seq] = RecallItem{ID: messageDocID(c.id, seq), Kind: index.KindMessage, Conversation: conv, Seq: seq,
+			Role: msgs[i].Role(), Timestamp: stamps[i]}
+	}
+	return e, conv, items
+}
+
+// TestRecallRunsShareAnItem: adjacent turns of a conversation close in
+// time share one <item> whose id names the range, in seq order whatever
+// the ranking's order; a turn hours later, or not adjacent, starts its
+// own; the time is shown to the minute. The block costs fewer tokens than
+// one <item> per turn (#28).
+func TestRecallRunsShareAnItem(t *testing.T) {
+	e, conv, it := recallRenderFixture(t)
+	ctx := context.Background()
+	ranked := []RecallItem{it[3], it[2], it[4], it[6], it[7], it[1]}
+	m, n, err := e.renderRecall(ctx, ranked, "", false, 4000, 1, "", nil)
+	if err != nil || n == 0 {
+		t.Fatal(n, err)
+	}
+	text := m.Text()
+	for _, want := range []string{
+		`<item id="` + conv + `:1-4" session="agent:main:old" time="2023-11-14T22:13Z">` + "\nuser: We adopted a dog in May.\nassistant: What is its name?\nuser: Her name is Biscuit.\nassistant: Cute! What breed?\n</item>\n",
+		// Two hours after turn 5 (not chosen) and turn 4: an item of its own.
+		`<item id="` + conv + `:6-7" session="agent:main:old" time="2023-11-15T00:13Z">` + "\nassistant: Later that day we went to the lake.\nuser: Did Biscuit swim?\n</item>\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("block lacks %q:\n%s", want, text)
+		}
+	}
+	if got := strings.Count(text, "<item "); got != 2 {
+		t.Errorf("%d items, want 2:\n%s", got, text)
+	}
+	// The same turns one <item> each (as before runs): more tokens.
+	var each int
+	for _, x := range ranked {
+		_, k, err := e.renderRecall(ctx, []RecallItem{x}, "", false, 4000, 1, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		each += k - e.tc.CountText(recallHead) // the head once
+	}
+	if n >= each {
+		t.Errorf("the block of runs takes %d tokens, one block per turn %d", n, each)
+	}
+	// Citations off: no ids, the runs stay.
+	m, _, err = e.renderRecall(ctx, ranked, core.CitationsOff, false, 4000, 1, "", nil)
+	if err != nil || strings.Contains(m.Text(), "id=") || strings.Count(m.Text(), "<item ") != 2 {
+		t.Errorf("citations off: %v\n%s", err, m.Text())
+	}
+}
+
+// TestRecallPassesOverWhatDoesNotFit: a turn too long for the room left is
+// passed over for the shorter ones ranked after it, and cut into what room
+// remains at the end; the best item is cut rather than passed over.
+func TestRecallPassesOverWhatDoesNotFit(t *testing.T) {
+	e, conv, it := recallRenderFixture(t)
+	ctx := context.Background()
+	// Room for turns 1 and 3 and some 80 tokens more, not for the long
+	// turn 8 (some 340 tokens) whole.
+	_, short, err := e.renderRecall(ctx, []RecallItem{it[1], it[3]}, "", false, 4000, 1, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := short + 80
+	m, n, err := e.renderRecall(ctx, []RecallItem{it[1], it[8], it[3]}, "", false, max, 1, "", nil)
+	if err != nil || n == 0 || n > max {
+		t.Fatalf("%d tokens (max %d), %v", n, max, err)
+	}
+	text := m.Text()
+	if !strings.Contains(text, "Her name is Biscuit.") {
+		t.Errorf("turn 3, ranked after the long turn 8, was not shown:\n%s", text)
+	}
+	if !strings.Contains(text, "She swam for hours") || strings.Count(text, "She swam for hours") == 20 {
+		t.Errorf("the long turn is not cut into the room left:\n%s", text)
+	}
+	if strings.Index(text, conv+":1") > strings.Index(text, conv+":8") {
+		t.Errorf("items out of seq order:\n%s", text)
+	}
+	// Best first and too long: cut, not passed over.
+	m, _, err = e.renderRecall(ctx, []RecallItem{it[8], it[3]}, "", false, max, 1, "", nil)
+	if err != nil || !strings.Contains(m.Text(), "She swam for hours") {
+		t.Errorf("the best item was passed over: %v\n%s", err, m.Text())
+	}
+}
