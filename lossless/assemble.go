@@ -256,7 +256,10 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 	// they take more (a condensation not yet run, a small per-call
 	// budget), those that fit are kept, oldest first: a window that held
 	// a summary never loses them all while one fits (#8).
-	lead, ltok, omitted, err := w.leadingSummaries(ctx, r, w.avail/2)
+	// When none fits half the budget, the smallest is kept if it fits
+	// beside the current turn's floor (the newest user message and what
+	// follows it), which always stays.
+	lead, ltok, omitted, err := w.leadingSummaries(ctx, r, w.avail/2, w.avail-w.win.floor)
 	if err != nil || len(lead) == 0 {
 		return err
 	}
@@ -277,10 +280,10 @@ const maxLeadSummaries = 64
 // leadingSummaries returns the summaries at the start of the context (up
 // to its first raw message) that fit limit tokens together, taken oldest
 // first (a summary that does not fit is passed over for the newer ones),
-// rendered; their tokens; and how many were passed over.
-func (w *windowScan) leadingSummaries(ctx context.Context, r store.Reader, limit int) ([]core.Message, int, int, error) {
-	var out []core.Message
-	tok, omitted, seen := 0, 0, 0
+// rendered; their tokens; and how many were passed over. When none fits
+// limit, the smallest that fits floorLimit is returned alone.
+func (w *windowScan) leadingSummaries(ctx context.Context, r store.Reader, limit, floorLimit int) ([]core.Message, int, int, error) {
+	var lead []dag.Item
 	for item, err := range r.Items(w.c, 0, math.MaxUint64, false) {
 		if err != nil {
 			return nil, 0, 0, err
@@ -288,23 +291,36 @@ func (w *windowScan) leadingSummaries(ctx context.Context, r store.Reader, limit
 		if item.Flags&(flagHeartbeat|flagHidden|flagSuperseded) != 0 {
 			continue
 		}
-		if !item.IsSummary() || seen == maxLeadSummaries {
+		if !item.IsSummary() || len(lead) == maxLeadSummaries {
 			break
 		}
-		seen++
-		if tok+item.Tokens > limit {
-			omitted++
-			continue
+		lead = append(lead, item.Item)
+	}
+	var pick []dag.Item
+	tok := 0
+	for _, it := range lead {
+		if tok+it.Tokens <= limit {
+			pick = append(pick, it)
+			tok += it.Tokens
 		}
-		m, err := w.e.summaryMessage(r, w.c, item.Ref.ID, w.prevSums)
+	}
+	if len(pick) == 0 {
+		for _, it := range lead {
+			if it.Tokens <= floorLimit && (len(pick) == 0 || it.Tokens < pick[0].Tokens) {
+				pick, tok = []dag.Item{it}, it.Tokens
+			}
+		}
+	}
+	out := make([]core.Message, 0, len(pick))
+	for _, it := range pick {
+		m, err := w.e.summaryMessage(r, w.c, it.Ref.ID, w.prevSums)
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		w.nextSums[item.Ref.ID] = m
+		w.nextSums[it.Ref.ID] = m
 		out = append(out, m)
-		tok += item.Tokens
 	}
-	return out, tok, omitted, ctx.Err()
+	return out, tok, len(lead) - len(pick), ctx.Err()
 }
 
 // window is what budgetWalk read: messages newest first with their tokens.
@@ -315,6 +331,10 @@ type window struct {
 	scanned int // items scanned, including skipped ones
 	cut     int // tokens of the first item that did not fit (0: none)
 	shrunk  int // tool results represented by their references
+	// floor is the tokens of the newest items down to the newest user
+	// message (all of used while the window holds none): the current
+	// turn, which a cut window always keeps.
+	floor int
 	// leadOmitted is the leading summaries a cut window left out (they
 	// did not fit half its budget beside the older ones kept).
 	leadOmitted int
@@ -376,6 +396,9 @@ func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail i
 		w.used += item.Tokens
 		w.rev = append(w.rev, m)
 		w.revTok = append(w.revTok, item.Tokens)
+		if !w.hasUser {
+			w.floor = w.used
+		}
 		w.hasUser = w.hasUser || item.Role == core.RoleUser
 	}
 	return w, nil

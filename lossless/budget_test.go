@@ -8,10 +8,12 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 )
 
 // prose returns about n characters of English-like text (deterministic per
@@ -568,48 +570,7 @@ func TestCutKeepsLeadingSummaries(t *testing.T) {
 // every later request holds one (#8). The cut says how many it left out.
 func TestCutKeepsTheLeadingSummariesThatFit(t *testing.T) {
 	ctx := context.Background()
-	off := false
-	e := openTest(t, func(c *Config) {
-		c.Tokenizer = core.EncodingO200k
-		c.Recall.Enabled = &off
-		c.ContextThreshold = 0.99
-	})
-	// Rounds of notes, each compacted at a budget its leaf pass meets (no
-	// condensation): leaf summaries side by side at the context's start.
-	n := 0
-	for round := 0; round < 3; round++ {
-		for k := 0; k < 6; k++ {
-			commitNote(t, e, "s", n, 2000)
-			n++
-		}
-		e.waitBackground()
-		if _, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 6000, Force: true}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for k := 0; k < 6; k++ {
-		commitNote(t, e, "s", n, 2000)
-		n++
-	}
-	e.waitBackground()
-	conv, err := e.Conversation(ctx, "", "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := conv.Items(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lead []int
-	for _, it := range items {
-		if !it.IsSummary() {
-			break
-		}
-		lead = append(lead, it.Tokens)
-	}
-	if len(lead) < 2 {
-		t.Fatalf("%d leading summaries after three compactions: the test sets nothing up", len(lead))
-	}
+	e, n, items, lead := sessionWithLeadingSummaries(t, 2000)
 	sum := 0
 	for _, k := range lead {
 		sum += k
@@ -645,5 +606,95 @@ func TestCutKeepsTheLeadingSummariesThatFit(t *testing.T) {
 	}
 	if res.Cut == nil || !strings.Contains(res.Cut.Reason, "1 of the context's leading summaries") {
 		t.Fatalf("the cut does not say a leading summary was left out: %+v", res.Cut)
+	}
+}
+
+// sessionWithLeadingSummaries commits rounds of notes to session "s", each
+// compacted at a budget its leaf pass meets (no condensation): leaf
+// summaries side by side at the context's start, then raw notes; the last
+// note has lastChars characters. It returns the engine, the notes
+// committed, the context's items and the leading summaries' tokens (at
+// least two).
+func sessionWithLeadingSummaries(t *testing.T, lastChars int) (*Engine, int, []dag.Item, []int) {
+	t.Helper()
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) {
+		c.Tokenizer = core.EncodingO200k
+		c.Recall.Enabled = &off
+		c.ContextThreshold = 0.99
+	})
+	n := 0
+	for round := 0; round < 3; round++ {
+		for k := 0; k < 6; k++ {
+			commitNote(t, e, "s", n, 2000)
+			n++
+		}
+		e.waitBackground()
+		if _, err := e.Compact(ctx, core.CompactParams{SessionID: "s", TokenBudget: 6000, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k < 6; k++ {
+		chars := 2000
+		if k == 5 {
+			chars = lastChars
+		}
+		commitNote(t, e, "s", n, chars)
+		n++
+	}
+	e.waitBackground()
+	conv, err := e.Conversation(ctx, "", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lead []int
+	for _, it := range items {
+		if !it.IsSummary() {
+			break
+		}
+		lead = append(lead, it.Tokens)
+	}
+	if len(lead) < 2 {
+		t.Fatalf("%d leading summaries after three compactions: the test sets nothing up", len(lead))
+	}
+	return e, n, items, lead
+}
+
+// TestCutKeepsASummaryLargerThanHalf: when no leading summary fits half a
+// cut window's budget, the smallest is kept if it fits beside the current
+// turn (the newest user message and its reply): a window never goes
+// without a summary while one fits (#8; a condensed summary of 2,379
+// tokens in a per-call budget of 3,442 under OpenClaw).
+func TestCutKeepsASummaryLargerThanHalf(t *testing.T) {
+	ctx := context.Background()
+	e, n, items, lead := sessionWithLeadingSummaries(t, 100)
+	smallest := slices.Min(lead)
+	budget := 2*smallest - 2 // half of it holds none
+	if rest := itemTokens(items) - smallest; rest <= budget {
+		t.Fatalf("the context (%d tokens) fits the budget %d: no cut to test", rest, budget)
+	}
+	res, err := e.Assemble(ctx, core.AssembleParams{SessionID: "s", SessionKey: "agent:main:s", TokenBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []int
+	for _, m := range res.Messages {
+		if _, ok := renderedSummaryID(m); ok {
+			kept = append(kept, core.CountMessage(e.tc, m))
+		}
+	}
+	if len(kept) != 1 {
+		t.Fatalf("the cut window (budget %d, leading summaries %v) holds %d summaries, want the smallest alone", budget, lead, len(kept))
+	}
+	if last := res.Messages[len(res.Messages)-1]; !strings.Contains(last.Text(), fmt.Sprintf("Noted, note %d", n-1)) {
+		t.Fatalf("the newest message is not last: %.100s", last.Raw())
+	}
+	if got := core.CountMessages(e.tc, res.Messages); got > budget {
+		t.Fatalf("%d tokens over the budget %d", got, budget)
 	}
 }
