@@ -325,7 +325,7 @@ func TestWindowLoCoMoSlice(t *testing.T) {
 		a, b := rep.Rows[i], again.Rows[i]
 		a.ReplayS, a.AskS, b.ReplayS, b.AskS = 0, 0, 0, 0
 		if a != b {
-			t.Errorf("run 2 differs:\n%+v\n%+v", a, b)
+			t.Errorf("run 2 differs:\n%#v\n%#v", a, b)
 		}
 	}
 }
