@@ -180,7 +180,7 @@ func (t *TurnMemory) Context(d *Doc) string { return t.m.context(d) }
 // or one written by another process) and pass it as d.Context, cut by
 // TurnContext.
 func (t *TurnMemory) Remembers(d *Doc) bool {
-	_, ok := t.m.m[d.Agent+"\x00"+d.Session]
+	_, ok := t.m.get(d.Agent + "\x00" + d.Session)
 	return ok
 }
 

@@ -1,6 +1,11 @@
 package index
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lossless-engine/contextengine/internal/lru"
+)
 
 // Kinds of indexed documents.
 const (
@@ -92,8 +97,12 @@ type Query struct {
 }
 
 // turnMemory remembers the last turn of each session, indexed as the
-// context of the next (see Doc.Context).
-type turnMemory struct{ m map[string]string }
+// context of the next (see Doc.Context). It is bounded in bytes (an LRU of
+// maxPrevBytes): a gateway meets new sessions and subagents for as long as
+// it runs, and the sessions gone idle are forgotten first. What it keeps is
+// a copy of the clipped text, never a slice of the doc's text (which would
+// keep all of it alive: a tool output of megabytes for 400 bytes).
+type turnMemory struct{ m *lru.Cache[string, string] }
 
 // context returns the context indexed with d (d.Context, else the
 // remembered previous turn of its session) and remembers d's text.
@@ -101,24 +110,42 @@ func (t *turnMemory) context(d *Doc) string {
 	key := d.Agent + "\x00" + d.Session
 	cx := d.Context
 	if cx == "" {
-		cx = t.m[key]
+		cx, _ = t.get(key)
 	}
 	if d.Kind != KindSummary {
-		if t.m == nil || len(t.m) >= maxPrevSessions {
-			t.m = make(map[string]string) // bounded memory; only context is lost
+		if t.m == nil {
+			t.m = lru.New(maxPrevBytes, 1, func(k, v string) int { return len(k) + len(v) + lru.EntryOverhead })
 		}
-		t.m[key] = clip(d.Text, maxCtxBytes)
+		t.m.Add(key, strings.Clone(clip(d.Text, maxCtxBytes)))
 	}
 	return cx
+}
+
+// get returns the remembered previous turn of the session key.
+func (t *turnMemory) get(key string) (string, bool) {
+	if t.m == nil {
+		return "", false
+	}
+	return t.m.Get(key)
+}
+
+// bytes returns what the memory holds, as its bound counts it.
+func (t *turnMemory) bytes() int {
+	if t.m == nil {
+		return 0
+	}
+	return t.m.Bytes()
 }
 
 // maxCtxBytes caps the previous turn's text indexed as context: enough for
 // a chat turn; a long tool output as context only adds noise and cost.
 const maxCtxBytes = 400
 
-// maxPrevSessions bounds the sessions whose last turn is remembered for
-// the next turn's context.
-const maxPrevSessions = 50_000
+// maxPrevBytes bounds the memory of previous turns: about 7,000 sessions
+// at maxCtxBytes each (more with shorter turns). A session forgotten
+// indexes its next turn without the previous one as context (the caller
+// may look it up: TurnMemory.Remembers).
+const maxPrevBytes = 4 << 20
 
 // clip cuts s to at most n bytes at a rune boundary.
 func clip(s string, n int) string {

@@ -85,6 +85,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -191,7 +192,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	minScore := fs.Float64("recall-min-score", 0, "relevance gate threshold of the recall suite's gated figures (0: the engine's default; negative: no gate)")
 	recall := fs.Bool("engine-recall", true, "run the lossless engine with cross-session recall on (its Bleve index is written at ingest and queried at assemble)")
 	tokenizer := fs.String("tokenizer", core.EncodingO200k, "token counter of the engine and of the exact legacy row: o200k_base, cl100k_base or chars4 (OpenClaw's chars/4 estimate; the exact row then counts with o200k_base)")
-	heapProfile := fs.String("heap-profile", "", "write a heap profile to `FILE` at each new live-heap peak of the footprint and sessions suites (read it with go tool pprof)")
+	heapProfile := fs.String("heap-profile", "", "write a heap profile to `FILE` at each new live-heap peak of the footprint and sessions suites; the soak suite writes FILE.middle when its middle third starts, FILE when its workload stops (go tool pprof -base FILE.middle FILE shows what grew) and FILE.flushed after the engine's background work; allocations are then sampled every 4 KiB")
+	soakProfileEvery := fs.Duration("soak-profile-every", 0, "soak suite, with --heap-profile FILE: also write FILE.000, FILE.001, … every `DURATION`")
 	storeURL := fs.String("store", "", "run the backends comparison instead of the suites: Badger and the PostgreSQL server at `URL` (postgres://…; a fresh database per store)")
 	fs.Var(&writers, "writers", "writer process counts of the backends comparison (default 1,2,4)")
 	writerMessages := fs.String("writer-messages", "20000", "messages each writer process of the backends comparison ingests")
@@ -219,6 +221,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		transcripts = append(transcripts, rest[0])
 		rest = rest[1:]
 	}
+	if *soakProfileEvery < 0 || (*soakProfileEvery > 0 && *heapProfile == "") {
+		fmt.Fprintf(stderr, "lossless-bench: --soak-profile-every %s needs --heap-profile FILE and a positive duration\n", *soakProfileEvery)
+		return 2
+	}
+	if *heapProfile != "" {
+		// The default sampling (one allocation per 512 KiB) cannot tell a
+		// few MB of growth from noise; a profile is asked for, so pay for a
+		// finer one.
+		runtime.MemProfileRate = 4 << 10
+	}
 	usage := func(err error) int {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
 		return 2
@@ -227,7 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return runBackendsCommand(ctx, *storeURL, sizes, writers, *writerMessages, *messages, *budget, *keepDBs, *syncWrites, *asyncCommit, *jsonPath, stdout, stderr)
 	}
 	cfg := bench.Config{Suites: suites, Seed: *seed, Budget: *budget, Transcripts: transcripts,
-		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile,
+		LoCoMo: *locomoPath, Engine: losslessTarget(*tokenizer, *recall), Legacy: legacyTarget(core.CounterChars4), Recall: recallFunc(*minScore), Identifiers: identifiers, HeapProfile: *heapProfile, SoakProfileEvery: *soakProfileEvery,
 		Window:       windowFunc(windowOptions{tokenizer: *tokenizer, speaker: *windowSpeaker, questions: *questions, detail: *windowDetail}),
 		SoakDuration: *soakDuration, SoakSample: *soakSample}
 	if *soakDuration <= 0 || *soakSample <= 0 {

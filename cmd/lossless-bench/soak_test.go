@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -111,5 +112,40 @@ func TestSoakFlatness(t *testing.T) {
 	leak := mk(func(ts float64) float64 { return 40 + ts })
 	if leak.Judge(60); leak.Flat {
 		t.Errorf("a heap growing 60 MB/min judged flat: growth %.1f MB, slope %.1f MB/min", leak.GrowthMB, leak.SlopeMBPerMin)
+	}
+}
+
+// TestCommandSoakHeapProfiles runs a short soak with --heap-profile and
+// --soak-profile-every and checks that it writes the profiles it
+// documents (FILE.middle, FILE, FILE.flushed and the numbered ones), each
+// a gzipped pprof profile; --soak-profile-every without --heap-profile is
+// a usage error.
+func TestCommandSoakHeapProfiles(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--suite", "soak", "--soak-profile-every", "1s"}, &stdout, &stderr, false, nil, tiny(t)); code != 2 ||
+		!strings.Contains(stderr.String(), "--heap-profile") {
+		t.Errorf("--soak-profile-every without --heap-profile: exit %d, stderr %q; want 2 naming --heap-profile", code, stderr.String())
+	}
+	if testing.Short() {
+		t.Skip("the soak runs for 3 s; skipped with -short")
+	}
+	rate := runtime.MemProfileRate
+	t.Cleanup(func() { runtime.MemProfileRate = rate })
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "heap.pprof")
+	stdout.Reset()
+	stderr.Reset()
+	run(context.Background(), []string{"--suite", "soak", "--soak-duration", "3s", "--soak-sample", "200ms",
+		"--heap-profile", prof, "--soak-profile-every", "1s"}, &stdout, &stderr, false, nil, tiny(t))
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	for _, name := range []string{prof + ".middle", prof, prof + ".flushed", prof + ".000", prof + ".001"} {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Errorf("profile: %v", err)
+			continue
+		}
+		if len(raw) < 100 || raw[0] != 0x1f || raw[1] != 0x8b {
+			t.Errorf("%s: %d bytes, not a gzipped profile", name, len(raw))
+		}
 	}
 }

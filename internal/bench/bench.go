@@ -175,7 +175,16 @@ type Config struct {
 	// HeapProfile, when set, is a file the footprint and sessions suites
 	// write a heap profile to at each new live-heap peak (10% above the
 	// last one written), so the peak can be explained with go tool pprof.
+	// The soak suite writes others instead: HeapProfile+".middle" when the
+	// middle third starts, HeapProfile when the workload has stopped (go
+	// tool pprof -base FILE.middle FILE shows what grew),
+	// HeapProfile+".flushed" after the engine's background work was
+	// flushed, and with SoakProfileEvery HeapProfile+".000", ".001", … at
+	// that period.
 	HeapProfile string
+	// SoakProfileEvery, with HeapProfile, is the period of the soak
+	// suite's numbered heap profiles (0: none).
+	SoakProfileEvery time.Duration
 }
 
 func (c Config) withDefaults() Config {

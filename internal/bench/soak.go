@@ -194,7 +194,14 @@ func (r *runner) soak(ctx context.Context, rep *SoakReport) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	heapMB()
-	stopPeak := startHeapSampler(cfg.HeapProfile)
+	// The soak's profiles are not the peak's (the peak says nothing about
+	// growth): with Config.HeapProfile set, one at the first sample of the
+	// middle third (FILE.middle), one when the workload has stopped (FILE)
+	// and one after the engine's background work was flushed
+	// (FILE.flushed: what the engine retains, without work in flight), so
+	// that go tool pprof -base FILE.middle FILE shows what grew; with
+	// Config.SoakProfileEvery also FILE.000, FILE.001, … at that period.
+	stopPeak := startHeapSampler("")
 	defer func() { rep.HeapPeakMB = stopPeak() }()
 	e, err := cfg.Engine.Open(ctx, store, soakBudget)
 	if err != nil {
@@ -230,8 +237,18 @@ func (r *runner) soak(ctx context.Context, rep *SoakReport) error {
 	}()
 	// Sample until the workload's time is up.
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	middleWritten := false
+	nprof := 0
 	sample := func() {
 		runtime.GC()
+		if d := cfg.SoakProfileEvery; d > 0 && cfg.HeapProfile != "" && time.Since(start) >= time.Duration(nprof)*d {
+			writeHeapProfile(fmt.Sprintf("%s.%03d", cfg.HeapProfile, nprof))
+			nprof++
+		}
+		if cfg.HeapProfile != "" && !middleWritten && time.Since(start) >= cfg.SoakDuration/3 {
+			middleWritten = true
+			writeHeapProfile(cfg.HeapProfile + ".middle")
+		}
 		metrics.Read(live)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -266,6 +283,10 @@ loop:
 	progress.Stop()
 	wg.Wait()
 	rep.DurationS = time.Since(start).Seconds()
+	if cfg.HeapProfile != "" {
+		runtime.GC()
+		writeHeapProfile(cfg.HeapProfile)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -288,6 +309,10 @@ loop:
 		if rep.Summaries, err = cfg.Engine.Summaries(ctx, e); err != nil {
 			return fmt.Errorf("summaries: %w", err)
 		}
+	}
+	if cfg.HeapProfile != "" {
+		runtime.GC()
+		writeHeapProfile(cfg.HeapProfile + ".flushed")
 	}
 	rep.RSSMB = rssMB()
 	rep.Judge(rep.DurationS)
