@@ -196,14 +196,7 @@ func TestCompactTakesOffTheHostShare(t *testing.T) {
 	if !res.Compacted || !res.OK {
 		t.Fatalf("compact at the window's budget: %+v", res)
 	}
-	conv, err := e.Conversation(ctx, "", "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := conv.Items(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	items := contextItems(t, e, "s")
 	want := recFirst - (core.Chars4{}).CountText("next")
 	if tok := itemTokens(items); tok > want {
 		t.Fatalf("compact left %d tokens of context, over the first budget net of the prompt %d", tok, want)
@@ -215,9 +208,7 @@ func TestCompactTakesOffTheHostShare(t *testing.T) {
 		CurrentTokenCount: overflowed, CompactionTarget: core.CompactionTargetBudget, RuntimeSettings: openclawLimits(recWindow, nil)}); err != nil {
 		t.Fatal(err)
 	}
-	if items, err = conv.Items(ctx); err != nil {
-		t.Fatal(err)
-	}
+	items = contextItems(t, e, "s")
 	if tok, lim := itemTokens(items), want-(overflowed-recWindow); tok > lim {
 		t.Fatalf("overflow recovery left %d tokens of context, want at most %d", tok, lim)
 	}
@@ -509,12 +500,7 @@ func TestRecordedBudgetSequence(t *testing.T) {
 // instead of dropping them first, by the engine's count and by the host's.
 func TestCutKeepsLeadingSummaries(t *testing.T) {
 	ctx := context.Background()
-	off := false
-	e := openTest(t, func(c *Config) {
-		c.Tokenizer = core.EncodingO200k
-		c.Recall.Enabled = &off
-		c.ContextThreshold = 0.99
-	})
+	e := cutTestEngine(t)
 	for n := 0; n < 10; n++ {
 		commitNote(t, e, "s", n, 4000)
 	}
@@ -526,14 +512,7 @@ func TestCutKeepsLeadingSummaries(t *testing.T) {
 		commitNote(t, e, "s", n, 4000)
 	}
 	e.waitBackground()
-	conv, err := e.Conversation(ctx, "", "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := conv.Items(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	items := contextItems(t, e, "s")
 	if !items[0].IsSummary() {
 		t.Fatal("no leading summary after the compaction")
 	}
@@ -618,12 +597,7 @@ func TestCutKeepsTheLeadingSummariesThatFit(t *testing.T) {
 func sessionWithLeadingSummaries(t *testing.T, lastChars int) (*Engine, int, []dag.Item, []int) {
 	t.Helper()
 	ctx := context.Background()
-	off := false
-	e := openTest(t, func(c *Config) {
-		c.Tokenizer = core.EncodingO200k
-		c.Recall.Enabled = &off
-		c.ContextThreshold = 0.99
-	})
+	e := cutTestEngine(t)
 	n := 0
 	for round := 0; round < 3; round++ {
 		for k := 0; k < 6; k++ {
@@ -644,14 +618,7 @@ func sessionWithLeadingSummaries(t *testing.T, lastChars int) (*Engine, int, []d
 		n++
 	}
 	e.waitBackground()
-	conv, err := e.Conversation(ctx, "", "s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := conv.Items(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	items := contextItems(t, e, "s")
 	var lead []int
 	for _, it := range items {
 		if !it.IsSummary() {
@@ -697,4 +664,31 @@ func TestCutKeepsASummaryLargerThanHalf(t *testing.T) {
 	if got := core.CountMessages(e.tc, res.Messages); got > budget {
 		t.Fatalf("%d tokens over the budget %d", got, budget)
 	}
+}
+
+// cutTestEngine opens an engine for the cut-window tests: exact o200k
+// counts, recall off, compaction only when asked.
+func cutTestEngine(t *testing.T) *Engine {
+	t.Helper()
+	off := false
+	return openTest(t, func(c *Config) {
+		c.Tokenizer = core.EncodingO200k
+		c.Recall.Enabled = &off
+		c.ContextThreshold = 0.99
+	})
+}
+
+// contextItems returns the context items of session.
+func contextItems(t *testing.T, e *Engine, session string) []dag.Item {
+	t.Helper()
+	ctx := context.Background()
+	conv, err := e.Conversation(ctx, "", session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return items
 }
