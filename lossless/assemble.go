@@ -254,11 +254,10 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 	// that fit beside them (a gap of raw messages between, stored and
 	// summarised by the next compaction), within half the budget. When
 	// they take more (a condensation not yet run, a small per-call
-	// budget), those that fit are kept, oldest first: a window that held
-	// a summary never loses them all while one fits (#8).
-	// When none fits half the budget, the smallest is kept if it fits
-	// beside the current turn's floor (the newest user message and what
-	// follows it), which always stays.
+	// budget), those that fit are kept, oldest first; when none fits
+	// half, the smallest that fits beside the current turn's floor (the
+	// newest user message and what follows it, which always stays). A
+	// window that held a summary never loses them all while one fits (#8).
 	lead, ltok, omitted, err := w.leadingSummaries(ctx, r, w.avail/2, w.avail-w.win.floor)
 	if err != nil || len(lead) == 0 {
 		return err

@@ -226,8 +226,9 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 	if holdsSummary(res.Messages) {
 		// The context's summaries stand for everything older, and once one
 		// reached the model every later request holds one (#8): a window
-		// assembled smaller may lose them (a cut window keeps them only
-		// within half its budget, and which items a smaller window holds
+		// assembled smaller may lose them (a cut window keeps those that
+		// fit half its budget, or the smallest beside the current turn;
+		// a smaller window may hold none, and which items it holds
 		// moves with the compactions between turns: bounding recall by
 		// twice the summaries still let the real-OpenClaw long session
 		// lose them now and then), so a context that holds summaries is
