@@ -938,12 +938,16 @@ func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (co
 		// holds (nothing when it was missing or corrupt).
 		rep.partial(r.rebuildProgress())
 	}
-	items, err := e.rankRecall(ctx, call, RecallOptions{}, res.Messages)
+	// A question may take more of the budget (recall_split.go): the probe
+	// then ranks for the room it may take, so that one ranking serves the
+	// probe and the sizing of the block.
+	want, k := e.questionRoom(call, budget, reserve)
+	items, err := e.rankRecall(ctx, call, RecallOptions{K: k}, res.Messages)
 	bodies := &recallBodies{} // read once for sizing and rendering
-	if err == nil && len(items) > 0 {
+	if err == nil && len(items) > 0 && want > reserve {
 		// The probe found turns outside the window that pass the gate: a
-		// question gets more of the budget (recall_split.go).
-		res, reserve, items, err = e.splitForQuestion(ctx, call, inner, budget, res, reserve, items, bodies)
+		// question gets more of the budget.
+		res, reserve, items, err = e.splitForQuestion(ctx, call, inner, budget, res, reserve, want, items, bodies)
 	}
 	if err != nil {
 		// Recall is an extra: a failing index never fails the turn.

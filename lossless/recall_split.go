@@ -185,72 +185,70 @@ func expandedK(k, room int) int {
 	return max(k, min(maxRecallK, room/recallItemTokens))
 }
 
-// splitForQuestion moves the split for a question once the probe (items,
-// ranked against res, the context assembled within budget - reserve)
-// found gate-passing turns outside the context: recall may take up to
-// questionShare of the budget. Recall is ranked again with K scaled to
-// that room and its block sized; when it needs more than the context
-// leaves, the context (inner) is assembled again in the rest (its newest
-// part kept, down to budget - questionShare), and recall ranked against
-// that window. It returns the context, the room of the recall block and
-// its items; a task gets res, reserve and items back as they are.
-func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner core.AssembleParams, budget int, res core.AssembleResult, reserve int, items []RecallItem, bodies *recallBodies) (core.AssembleResult, int, []RecallItem, error) {
-	p := call.p
-	intent := classifyPrompt(p.Prompt, p.Messages)
-	base := float64(reserve) / float64(budget)
-	want := int(float64(budget) * e.questionShare(intent, base))
-	if want <= reserve {
-		return res, reserve, items, nil
-	}
-	k := e.cfg.Recall.K
+// questionRoom returns the room recall may take for the call's prompt
+// (want: the reserve for a task) and the K to rank it with (the
+// configured K, scaled to want when want is larger than the reserve).
+func (e *Engine) questionRoom(call *assembleCall, budget, reserve int) (want, k int) {
+	k = e.cfg.Recall.K
 	if k <= 0 {
 		k = DefaultRecallK
 	}
-	rank := func(window []core.Message, room int) ([]RecallItem, error) {
-		return e.rankRecall(ctx, call, RecallOptions{K: expandedK(k, room)}, window)
+	if budget <= 0 {
+		return reserve, k
 	}
-	// What the block needs at most: the items ranked for the whole room,
-	// rendered into it.
-	more, err := rank(res.Messages, want)
-	if err != nil {
-		return res, reserve, items, err
+	intent := classifyPrompt(call.p.Prompt, call.p.Messages)
+	base := float64(reserve) / float64(budget)
+	want = int(float64(budget) * e.questionShare(intent, base))
+	if want <= reserve {
+		return reserve, k
 	}
+	return want, expandedK(k, want)
+}
+
+// splitForQuestion moves the split for a question once the probe (more:
+// ranked against res, the context assembled within budget - reserve, with
+// K scaled to want, see questionRoom) found gate-passing turns outside the
+// context: recall may take up to want tokens of the budget. The block is
+// sized from more; when it needs more than the context leaves, the context
+// (inner) is assembled again in the rest (its newest part kept, down to
+// budget - want), and recall ranked again against that window. It returns
+// the context, the room of the recall block and its items.
+func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner core.AssembleParams, budget int, res core.AssembleResult, reserve, want int, more []RecallItem, bodies *recallBodies) (core.AssembleResult, int, []RecallItem, error) {
 	slack := budget - res.EstimatedTokens
 	need, err := e.recallNeed(ctx, call, more, want, bodies)
 	if err != nil {
-		return res, reserve, items, err
+		return res, reserve, more, err
 	}
 	if need <= slack {
 		return res, slack, more, nil // the context leaves room enough
-	}
-	if holdsSummary(res.Messages) {
-		// The context's summaries stand for everything older, and once one
-		// reached the model every later request holds one (#8): a window
-		// assembled smaller may lose them (a cut window keeps those that
-		// fit half its budget, or the smallest beside the current turn;
-		// a smaller window may hold none, and which items it holds
-		// moves with the compactions between turns: bounding recall by
-		// twice the summaries still let the real-OpenClaw long session
-		// lose them now and then), so a context that holds summaries is
-		// not shrunk; recall takes the room it leaves.
-		return res, max(slack, reserve), more, nil
 	}
 	inner.TokenBudget = budget - need
 	small, err := e.assembleWindow(ctx, call, inner)
 	if err != nil {
 		// The probe's split stands.
 		slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
-		return res, reserve, items, nil
+		return res, max(slack, reserve), more, nil
 	}
 	var dropped int
 	small.Messages, dropped, _ = e.withoutRecallMessages(small.Messages, true)
 	small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
+	if holdsSummary(res.Messages) && !holdsSummary(small.Messages) {
+		// The context's summaries stand for everything older, and once one
+		// reached the model every later request holds one (#8): a smaller
+		// window that lost them all is not taken; recall takes the room
+		// the whole context leaves.
+		return res, max(slack, reserve), more, nil
+	}
 	if small.Cut != nil {
 		small.Cut.Budget = budget
 		small.Cut.Reason += fmt.Sprintf("; recall took up to %d tokens of the budget for a question (recall.questionShare)", need)
 	}
 	room := budget - small.EstimatedTokens
-	more, err = rank(small.Messages, room)
+	k := e.cfg.Recall.K
+	if k <= 0 {
+		k = DefaultRecallK
+	}
+	more, err = e.rankRecall(ctx, call, RecallOptions{K: expandedK(k, room)}, small.Messages)
 	return small, room, more, err
 }
 

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
+	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
 func TestClassifyPrompt(t *testing.T) {
@@ -106,12 +110,21 @@ func TestRecallSplitAdapts(t *testing.T) {
 // summaries only while they take at most half its budget: the split
 // first took up to half the budget for recall and the context's summaries
 // went (the real-OpenClaw long-session test caught requests without one);
-// a context holding summaries is now not shrunk for a question.
+// a smaller window for a question is now taken only when it still holds
+// a summary (at 1,000 tokens it cannot: recall takes the room the whole
+// context leaves).
 func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	// Compacted at 3,000 tokens (summaries of about 700), assembled at
-	// 2,000: half the budget for recall would leave the context less than
-	// twice its summaries.
-	const compactAt, budget = 3000, 2000
+	// 2,000 and less: half the budget for recall would leave the context
+	// less than twice its summaries, or too little to hold one beside the
+	// current turn.
+	for _, budget := range []int{2000, 1300, 1000} {
+		t.Run(fmt.Sprint(budget), func(t *testing.T) { testQuestionSplitKeepsSummaries(t, budget) })
+	}
+}
+
+func testQuestionSplitKeepsSummaries(t *testing.T, budget int) {
+	const compactAt = 3000
 	e := openTest(t, withRecall)
 	ctx := context.Background()
 	ingestProjectHistory(t, e)
@@ -134,10 +147,12 @@ func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rm := recallMessage(res)
-	if !strings.Contains(rm, splitWord(600)) {
+	// At 1,000 tokens the context's smallest window that still holds a
+	// summary leaves recall no room for the fact: the summary comes first.
+	if rm := recallMessage(res); budget > 1000 && !strings.Contains(rm, splitWord(600)) {
 		t.Fatalf("the recall block does not hold the fact: %q", rm)
 	}
+	t.Logf("budget %d: plain %d msgs %d tokens, summaries %d tokens; question %d msgs %d tokens, summaries %d, recall %d, cut %+v", budget, len(plain.Messages), plain.EstimatedTokens, e.summaryTokensOf(plain.Messages), len(res.Messages), res.EstimatedTokens, e.summaryTokensOf(res.Messages), core.CountMessage(e.tc, res.Messages[len(res.Messages)-1]), res.Cut)
 	if !holdsSummary(res.Messages) {
 		t.Fatalf("the question's window (%d messages, recall %d tokens) lost the context's summaries", len(res.Messages), core.CountMessage(e.tc, res.Messages[len(res.Messages)-1]))
 	}
@@ -232,5 +247,84 @@ func TestRecallBlockRenderedOnce(t *testing.T) {
 	}
 	if got := cc.n - before; got != 1 {
 		t.Fatalf("rendering %d of the items again counted %d texts holding them, want 1 (the block): %.80s", len(items)-1, got, fewer.Text())
+	}
+}
+
+func (e *Engine) summaryTokensOf(msgs []core.Message) int {
+	n := 0
+	for _, m := range msgs {
+		if _, ok := renderedSummaryID(m); ok {
+			n += core.CountMessage(e.tc, m)
+		}
+	}
+	return n
+}
+
+// countingRecall counts the rankings asked of a recall index.
+type countingRecall struct {
+	ix
+	n atomic.Int64
+}
+
+type ix = index.Recall
+
+func (c *countingRecall) Recall(ctx context.Context, q index.RecallQuery) ([]index.Hit, error) {
+	c.n.Add(1)
+	return c.ix.Recall(ctx, q)
+}
+
+// TestQuestionRankedOnce: a question's probe ranks for the room the
+// question may take, so that one ranking serves the probe and the block
+// when the context leaves room enough, and a second is asked only when the
+// context is assembled again in less (against that window). (The probe
+// and the block's sizing were two rankings, three with the smaller
+// window: on PostgreSQL three queries.)
+func TestQuestionRankedOnce(t *testing.T) {
+	const budget = 3000
+	bix, err := bleveindex.Open(t.TempDir(), bleveindex.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &countingRecall{ix: bix}
+	cfg := Config{}
+	withRecall(&cfg)
+	e, err := OpenStore(context.Background(), cfg, memstore.New(), rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx := context.Background()
+	ingestProjectHistory(t, e)
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ingestTurns(t, e, "new", "agent:main:new", "Back again, a new day.", "Welcome back.")
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		session  string
+		prompt   string
+		rankings int64
+		fact     string
+	}{
+		// A short session's context leaves room for the block.
+		{"new", "Which code words did project " + splitWord(3) + " have?", 1, splitWord(600)},
+		// A full one is assembled again in less.
+		{"cur", "Which code words did project " + splitWord(3) + " have?", 2, splitWord(600)},
+		// A task keeps the base split.
+		{"cur", "Change the code word of project " + splitWord(3) + " to " + splitWord(500), 1, ""},
+	} {
+		before := rec.n.Load()
+		res, err := e.Assemble(ctx, core.AssembleParams{SessionID: tc.session, SessionKey: "agent:main:" + tc.session, TokenBudget: budget, Prompt: tc.prompt})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rec.n.Load() - before; got != tc.rankings {
+			t.Errorf("%q: %d rankings, want %d (cut: %+v)", tc.prompt, got, tc.rankings, res.Cut)
+		}
+		if rm := recallMessage(res); !strings.Contains(rm, tc.fact) {
+			t.Errorf("%q: the recall block does not hold %q: %q", tc.prompt, tc.fact, rm)
+		}
 	}
 }
