@@ -175,7 +175,10 @@ type RecallConfig struct {
 	// context (half-way between Share and it for another question); the
 	// context is then assembled in what is left, its newest part kept.
 	// A task (an instruction, a turn in a tool flow) keeps Share. Default
-	// 0.5 (DefaultRecallQuestionShare); negative: always Share. At most 0.9.
+	// 0.7 (DefaultRecallQuestionShare); negative: always Share. At most 0.9.
+	// Whatever the share, a question's recall takes at most 2,560 tokens
+	// (or Share of the budget when that is more): a large window keeps its
+	// tail.
 	QuestionShare float64 `json:"questionShare,omitempty"`
 	// CrossAgent lets recall search other agents' history. Default false.
 	CrossAgent bool `json:"crossAgent,omitempty"`

@@ -33,13 +33,20 @@ const (
 	// take for a question about the past whose answer lies outside the
 	// assembled context (Config.Recall.QuestionShare). Tuned on LoCoMo
 	// locomo-dev3.json with the window suite of lossless-bench.
-	DefaultRecallQuestionShare = 0.5
+	DefaultRecallQuestionShare = 0.7
 	// recallItemTokens is the tokens one recalled item is expected to take
 	// (a chat turn and its wrapper): K grows with the room by it. Tuned
 	// on locomo-dev3.json.
 	recallItemTokens = 40
 	// maxRecallK bounds the recalled items of an expanded block.
 	maxRecallK = 64
+	// maxQuestionRoom bounds the room a question's recall may take, in
+	// tokens, whatever the budget (the items maxRecallK holds at
+	// recallItemTokens each): past it, the items ranked further down bring
+	// less than the context they would displace (on locomo-dev3.json at
+	// 8K, a block of ~3,100 tokens kept less of the evidence than one of
+	// ~2,800), and a large window keeps its tail.
+	maxQuestionRoom = maxRecallK * recallItemTokens
 	// maxQuestionChars: a longer prompt (pasted code, a log, a long
 	// instruction) is taken for a task whatever its form.
 	maxQuestionChars = 1500
@@ -186,7 +193,8 @@ func expandedK(k, room int) int {
 }
 
 // questionRoom returns the room recall may take for the call's prompt
-// (want: the reserve for a task) and the K to rank it with (the
+// (want: the reserve for a task; for a question its share of the budget,
+// at most maxQuestionRoom unless the reserve is larger) and the K to rank it with (the
 // configured K, scaled to want when want is larger than the reserve).
 func (e *Engine) questionRoom(call *assembleCall, budget, reserve int) (want, k int) {
 	k = e.cfg.Recall.K
@@ -198,7 +206,7 @@ func (e *Engine) questionRoom(call *assembleCall, budget, reserve int) (want, k 
 	}
 	intent := classifyPrompt(call.p.Prompt, call.p.Messages)
 	base := float64(reserve) / float64(budget)
-	want = int(float64(budget) * e.questionShare(intent, base))
+	want = min(int(float64(budget)*e.questionShare(intent, base)), max(reserve, maxQuestionRoom))
 	if want <= reserve {
 		return reserve, k
 	}
@@ -222,21 +230,30 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 	if need <= slack {
 		return res, slack, more, nil // the context leaves room enough
 	}
-	inner.TokenBudget = budget - need
-	small, err := e.assembleWindow(ctx, call, inner)
-	if err != nil {
-		// The probe's split stands.
-		slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
-		return res, max(slack, reserve), more, nil
+	// The context assembled again in what the block leaves; a window that
+	// lost every summary of a context that held some is not taken (its
+	// summaries stand for everything older, and once one reached the model
+	// every later request holds one, #8): the context is tried once more
+	// halfway between, and failing that, recall takes the room the whole
+	// context leaves.
+	var small core.AssembleResult
+	for _, b := range []int{budget - need, (2*budget - need - reserve) / 2} {
+		inner.TokenBudget = b
+		small, err = e.assembleWindow(ctx, call, inner)
+		if err != nil {
+			// The probe's split stands.
+			slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
+			return res, max(slack, reserve), more, nil
+		}
+		var dropped int
+		small.Messages, dropped, _ = e.withoutRecallMessages(small.Messages, true)
+		small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
+		if !holdsSummary(res.Messages) || holdsSummary(small.Messages) {
+			break
+		}
+		small.Messages = nil
 	}
-	var dropped int
-	small.Messages, dropped, _ = e.withoutRecallMessages(small.Messages, true)
-	small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
-	if holdsSummary(res.Messages) && !holdsSummary(small.Messages) {
-		// The context's summaries stand for everything older, and once one
-		// reached the model every later request holds one (#8): a smaller
-		// window that lost them all is not taken; recall takes the room
-		// the whole context leaves.
+	if small.Messages == nil {
 		return res, max(slack, reserve), more, nil
 	}
 	if small.Cut != nil {
