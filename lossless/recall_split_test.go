@@ -111,8 +111,10 @@ func TestRecallSplitAdapts(t *testing.T) {
 // first took up to half the budget for recall and the context's summaries
 // went (the real-OpenClaw long-session test caught requests without one);
 // a smaller window for a question is now taken only when it still holds
-// a summary (at 1,000 tokens it cannot: recall takes the room the whole
-// context leaves).
+// a summary, tried once more halfway to the base split when it does not
+// (at 1,300 tokens the first try loses the summary, the second keeps it
+// and the fact; at 1,000 tokens neither can: recall takes the room the
+// whole context leaves).
 func TestQuestionSplitKeepsSummaries(t *testing.T) {
 	// Compacted at 3,000 tokens (summaries of about 700), assembled at
 	// 2,000 and less: half the budget for recall would leave the context
