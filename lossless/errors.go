@@ -2,8 +2,8 @@ package lossless
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -58,7 +58,7 @@ var ErrDiskFull = store.ErrDiskFull
 
 // errBadRecord wraps ErrCorrupt: a stored record that does not decode
 // (fromStore maps store.ErrCorrupt to it).
-var errBadRecord = fmt.Errorf("lossless: corrupt record: %w", ErrCorrupt)
+var errBadRecord = records.ErrBadRecord
 
 // errConvChanged reports a conversation written to after retention decided
 // to delete it.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -41,9 +41,8 @@ type ImportResult struct {
 	Resumed bool `json:"resumed"`
 }
 
-// checkpoint is an imported file's progress (the store keeps it by agent
-// and path; badgerstore as F agent 0x00 path -> JSON).
-type checkpoint = store.FileCheckpoint
+// checkpoint is an imported file's progress (transcript.Checkpoint).
+type checkpoint = transcript.Checkpoint
 
 // importBatch is the number of message entries counted and stored at once.
 const importBatch = 512
@@ -194,7 +193,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	line, index := 0, 0
 	prefix := sha256.New() // over [0, hashedTo): the checkpoint's PrefixHash
 	hashedTo := int64(0)
-	if hasCP && e.checkpointValid(f, st, cp, prefix) {
+	if hasCP && transcript.CheckpointValid(f, st, cp, prefix) {
 		hashedTo = cp.Offset
 		if cp.Offset == st.Size() {
 			res.SessionID = cp.SessionID
@@ -209,7 +208,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	}
 	headHash := cp.HeadHash
 	if !res.Resumed {
-		headHash = hashFirstLine(f)
+		headHash = transcript.HashFirstLine(f)
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
 		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
@@ -242,7 +241,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 				return err
 			}
 			conv = &Conversation{e: e, id: c, Agent: agent}
-			tag = fileTag(sessionID)
+			tag = transcript.FileTag(sessionID)
 			res.SessionID = sessionID
 			if !res.Resumed {
 				var err error
@@ -276,7 +275,7 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 		}
 		ch.reset()
 		nmsg = 0
-		tailHash, err := hashRange(f, lastTail, offset)
+		tailHash, err := transcript.HashRange(f, lastTail, offset)
 		if err != nil {
 			return err
 		}
@@ -379,60 +378,6 @@ func (e *Engine) saveCheckpoint(ctx context.Context, agent, path string, cp chec
 		}
 		return nil
 	})
-}
-
-// checkpointValid reports whether the file still holds, byte for byte, the
-// part imported before (same first line, same last entry, and the same
-// bytes throughout: an edit in the middle, even of the same length, is a
-// change), so that only the rest must be read. prefix is left holding the
-// hash of [0, cp.Offset) (reset when the checkpoint is not valid).
-func (e *Engine) checkpointValid(f *os.File, st os.FileInfo, cp checkpoint, prefix hash.Hash) bool {
-	if st.Size() < cp.Offset || cp.Offset <= 0 || cp.Reconcile != 0 {
-		return false
-	}
-	if hashFirstLine(f) != cp.HeadHash {
-		return false
-	}
-	if h, err := hashRange(f, cp.TailStart, cp.Offset); err != nil || h != cp.TailHash {
-		return false
-	}
-	if _, err := io.Copy(prefix, io.NewSectionReader(f, 0, cp.Offset)); err != nil {
-		prefix.Reset()
-		return false
-	}
-	if cp.PrefixHash != "" && hex.EncodeToString(prefix.Sum(nil)) != cp.PrefixHash {
-		prefix.Reset()
-		return false
-	}
-	return true
-}
-
-func hashFirstLine(f *os.File) string {
-	buf := make([]byte, 64<<10)
-	n, _ := f.ReadAt(buf, 0)
-	buf = buf[:n]
-	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-		buf = buf[:i]
-	}
-	s := sha256.Sum256(buf)
-	return hex.EncodeToString(s[:])
-}
-
-func hashRange(f *os.File, from, to int64) (string, error) {
-	h := sha256.New()
-	if to > from {
-		if _, err := io.Copy(h, io.NewSectionReader(f, from, to-from)); err != nil {
-			return "", fmt.Errorf("lossless: import: %w", err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func fileTag(sessionID string) [8]byte {
-	s := sha256.Sum256([]byte("file\x00" + sessionID))
-	var t [8]byte
-	copy(t[:], s[:8])
-	return t
 }
 
 // Entry maps (store.EntriesCurrent: entry index -> seq, for message

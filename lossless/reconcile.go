@@ -10,6 +10,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -535,84 +536,15 @@ func (e *Engine) coverPositions(ctx context.Context, conv *Conversation, items [
 	return out, nil
 }
 
-// movedSeqs returns the order positions of the conversation's moved
-// messages (its order records, store.Reader.Orders).
-func movedSeqs(r store.Reader, c convID) (map[uint64]uint64, error) {
-	moved := map[uint64]uint64{}
-	for p, err := range r.Orders(c) {
-		if err != nil {
-			if errors.Is(err, store.ErrCorrupt) {
-				return nil, fmt.Errorf("%w: order record: %w", errBadRecord, err)
-			}
-			return nil, fromStore(err)
-		}
-		moved[p.Key] = p.Value
-	}
-	return moved, nil
-}
-
-// orderAt returns seq's order position given the moved messages.
-func orderAt(moved map[uint64]uint64, seq uint64) uint64 {
-	if p, ok := moved[seq]; ok {
-		return p
-	}
-	return seq * posStep
-}
-
-// orderedSeqs returns the conversation's messages 1..n sorted by their
-// order positions (seq*posStep unless a reconciliation moved them): the
-// conversation in transcript order.
-func orderedSeqs(r store.Reader, c convID, n int64) ([]uint64, error) {
-	moved, err := movedSeqs(r, c)
-	if err != nil {
-		return nil, err
-	}
-	return sortByOrder(moved, n), nil
-}
-
-// sortByOrder returns 1..n sorted by their order positions.
-func sortByOrder(moved map[uint64]uint64, n int64) []uint64 {
-	seqs := make([]uint64, n)
-	for i := range seqs {
-		seqs[i] = uint64(i + 1)
-	}
-	if len(moved) > 0 {
-		sort.SliceStable(seqs, func(i, j int) bool { return orderAt(moved, seqs[i]) < orderAt(moved, seqs[j]) })
-	}
-	return seqs
-}
-
-// orderPosOf returns seq's order position (see orderedSeqs). (orderPos
-// is its transitional twin on a Badger transaction.)
-func orderPosOf(r store.Reader, c convID, seq uint64) (uint64, error) {
-	p, err := r.Order(c, seq)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return seq * posStep, nil
-	case errors.Is(err, store.ErrCorrupt):
-		return 0, fmt.Errorf("%w: order record: %w", errBadRecord, err)
-	case err != nil:
-		return 0, fromStore(err)
-	}
-	return p, nil
-}
-
-// fromStore maps the store's sentinels to the package's: a missing record
-// wraps core.ErrNotFound, a corrupt one errBadRecord (ErrCorrupt), a full
-// disk ErrDiskFull; the store's error stays in the chain.
-func fromStore(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound) && !errors.Is(err, core.ErrNotFound):
-		return fmt.Errorf("lossless: %w: %w", core.ErrNotFound, err)
-	case errors.Is(err, store.ErrCorrupt) && !errors.Is(err, ErrCorrupt):
-		return fmt.Errorf("%w: %w", errBadRecord, err)
-	case errors.Is(err, store.ErrDiskFull) && !errors.Is(err, ErrDiskFull):
-		return fmt.Errorf("%w: %w", ErrDiskFull, err)
-	}
-	return err
-}
+// The order helpers and the store error mapping live in
+// lossless/internal/records, shared with lossless/transcript.
+var (
+	movedSeqs   = records.MovedSeqs
+	orderAt     = records.OrderAt
+	orderedSeqs = records.OrderedSeqs
+	orderPosOf  = records.OrderPosOf
+	fromStore   = records.FromStore
+)
 
 // updateMapped is storeUpdate (store.go: e.st.Update behind the
 // free-space guard), its error mapped by fromStore.
