@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -20,8 +21,9 @@ var ErrBadParams = errors.New("lossless: bad parameters")
 var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
 
 // ErrNotSessionFile is wrapped by the error of an import of a path that is
-// not a regular file (a directory, a device such as /dev/zero, a pipe).
-var ErrNotSessionFile = errors.New("lossless: not a session file")
+// not a regular file (a directory, a device such as /dev/zero, a pipe). It
+// is lossless/transcript's.
+var ErrNotSessionFile = transcript.ErrNotSessionFile
 
 // ErrConcurrentWrite: on a shared store, a conversation changed between the
 // read of its record under its lock and the write based on it — a write of
