@@ -6,10 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
@@ -108,64 +105,22 @@ func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionI
 		}
 		tail = append(tail, m.Raw())
 	}
-	window := t.Window().Entries
-	k := transcript.KeptStart(window, tail)
-	kept := window[k:]
-
-	newID := uuid.NewString()
-	newPath := filepath.Join(filepath.Dir(path), newID+".jsonl")
 	summary, err := e.contextSummaryText(ctx, conv, nil)
 	if err != nil {
 		return RotateResult{}, err
 	}
-	now := core.NowTimestamp()
-	header := map[string]any{"type": core.EntrySession, "version": core.CurrentTranscriptVersion, "id": newID,
-		"timestamp": now, "parentSession": path}
-	if t.Header != nil && t.Header.Cwd != "" {
-		header["cwd"] = t.Header.Cwd
-	}
-	compID := core.NewEntryID()
-	details, _ := json.Marshal(map[string]any{"engine": EngineID, "conversation": conv.ID(),
-		"previousSessionId": sessionID, "summaryIds": summaryIDs})
-	var lines []any
-	lines = append(lines, header)
-	comp := map[string]any{"type": core.EntryCompaction, "id": compID, "parentId": nil, "timestamp": now,
-		"summary": summary, "tokensBefore": tokensBefore, "tokensAfter": tokensAfter, "details": json.RawMessage(details)}
-	lines = append(lines, comp)
-	prev, firstKept := compID, ""
-	used := map[string]bool{compID: true}
-	for _, ent := range kept {
-		id := ent.ID
-		for id == "" || used[id] {
-			id = core.NewEntryID()
-		}
-		used[id] = true
-		line, err := transcript.RewriteEntry(ent.Raw, id, prev, now)
-		if err != nil {
-			return RotateResult{}, fmt.Errorf("lossless: rotate: entry on line %d: %w", ent.Line, err)
-		}
-		lines = append(lines, json.RawMessage(line))
-		if firstKept == "" {
-			firstKept = id
-		}
-		prev = id
-	}
-	if firstKept != "" {
-		comp["firstKeptEntryId"] = firstKept
-	}
-	if err := core.WriteTranscriptFile(newPath, lines...); err != nil {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
-	}
-	cpPath, cp, err := transcript.SuccessorCheckpoint(newPath, newID, conv.id.String())
+	succ, err := transcript.WriteSuccessor(transcript.SuccessorParams{Path: path, Transcript: t, Tail: tail,
+		Summary: summary, SummaryIDs: summaryIDs, Engine: EngineID, Conv: conv.ID(), SessionID: sessionID,
+		TokensBefore: tokensBefore, TokensAfter: tokensAfter})
 	if err != nil {
 		return RotateResult{}, err
 	}
-	if err := e.mapSession(ctx, conv, agent, newID, cpPath, cp); err != nil {
+	if err := e.mapSession(ctx, conv, agent, succ.SessionID, succ.CheckpointPath, succ.Checkpoint); err != nil {
 		return RotateResult{}, err
 	}
-	target, _ := json.Marshal(map[string]string{"sessionId": newID, "sessionFile": newPath})
-	return RotateResult{SessionID: newID, SessionFile: newPath, SessionTarget: target,
-		FirstKeptEntryID: firstKept, KeptEntries: len(kept)}, nil
+	target, _ := json.Marshal(map[string]string{"sessionId": succ.SessionID, "sessionFile": succ.Path})
+	return RotateResult{SessionID: succ.SessionID, SessionFile: succ.Path, SessionTarget: target,
+		FirstKeptEntryID: succ.FirstKeptEntryID, KeptEntries: succ.KeptEntries}, nil
 }
 
 // mapSession maps session id newID of agent to conv and records the

@@ -7,11 +7,110 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/google/uuid"
 	"github.com/lossless-engine/contextengine/core"
 )
 
-// The pure parts of transcript rotation (lossless/rotate.go writes the
-// successor file and maps its session id).
+// Transcript rotation's file: the successor session file that a rotation
+// writes (lossless/rotate.go decides when, gathers the kept tail and the
+// summary, and maps the new session id to the same conversation). The old
+// file is never touched.
+
+// SuccessorParams are the arguments of WriteSuccessor.
+type SuccessorParams struct {
+	// Path is the active transcript, Transcript its contents as read.
+	Path       string
+	Transcript *core.Transcript
+	// Tail holds the raw bytes of the messages kept after the summary (the
+	// context's messages after its last summary), in order.
+	Tail [][]byte
+	// Summary is the compaction entry's summary, SummaryIDs the summaries
+	// it renders.
+	Summary    string
+	SummaryIDs []string
+	// Engine and Conv name the engine and the conversation (hex id) in the
+	// compaction entry's details; SessionID is the rotated session's id.
+	Engine, Conv, SessionID string
+	// TokensBefore and TokensAfter are the compaction's context sizes.
+	TokensBefore, TokensAfter int
+}
+
+// Successor is a successor file written by WriteSuccessor.
+type Successor struct {
+	// SessionID is the new session's id, Path its file (beside the old
+	// one, SessionID + ".jsonl").
+	SessionID, Path string
+	// FirstKeptEntryID is the first kept entry's id ("" when none was
+	// kept), KeptEntries the number of entries copied after the compaction
+	// entry.
+	FirstKeptEntryID string
+	KeptEntries      int
+	// CheckpointPath and Checkpoint are the successor's import checkpoint
+	// (SuccessorCheckpoint), to be stored with the new session id's
+	// mapping.
+	CheckpointPath string
+	Checkpoint     Checkpoint
+}
+
+// WriteSuccessor writes the successor of the transcript p.Path under a new
+// session id: a header naming the old file as parentSession, a compaction
+// entry with the summary, then the kept tail (the window's entries from
+// the one holding the first tail message, KeptStart), each with a new id
+// chain and its message byte for byte. The file is written atomically
+// (core.WriteTranscriptFile: temporary file, sync, link).
+func WriteSuccessor(p SuccessorParams) (Successor, error) {
+	t, path := p.Transcript, p.Path
+	window := t.Window().Entries
+	k := KeptStart(window, p.Tail)
+	kept := window[k:]
+
+	newID := uuid.NewString()
+	newPath := filepath.Join(filepath.Dir(path), newID+".jsonl")
+	now := core.NowTimestamp()
+	header := map[string]any{"type": core.EntrySession, "version": core.CurrentTranscriptVersion, "id": newID,
+		"timestamp": now, "parentSession": path}
+	if t.Header != nil && t.Header.Cwd != "" {
+		header["cwd"] = t.Header.Cwd
+	}
+	compID := core.NewEntryID()
+	details, _ := json.Marshal(map[string]any{"engine": p.Engine, "conversation": p.Conv,
+		"previousSessionId": p.SessionID, "summaryIds": p.SummaryIDs})
+	var lines []any
+	lines = append(lines, header)
+	comp := map[string]any{"type": core.EntryCompaction, "id": compID, "parentId": nil, "timestamp": now,
+		"summary": p.Summary, "tokensBefore": p.TokensBefore, "tokensAfter": p.TokensAfter, "details": json.RawMessage(details)}
+	lines = append(lines, comp)
+	prev, firstKept := compID, ""
+	used := map[string]bool{compID: true}
+	for _, ent := range kept {
+		id := ent.ID
+		for id == "" || used[id] {
+			id = core.NewEntryID()
+		}
+		used[id] = true
+		line, err := RewriteEntry(ent.Raw, id, prev, now)
+		if err != nil {
+			return Successor{}, fmt.Errorf("lossless: rotate: entry on line %d: %w", ent.Line, err)
+		}
+		lines = append(lines, json.RawMessage(line))
+		if firstKept == "" {
+			firstKept = id
+		}
+		prev = id
+	}
+	if firstKept != "" {
+		comp["firstKeptEntryId"] = firstKept
+	}
+	if err := core.WriteTranscriptFile(newPath, lines...); err != nil {
+		return Successor{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	cpPath, cp, err := SuccessorCheckpoint(newPath, newID, p.Conv)
+	if err != nil {
+		return Successor{}, err
+	}
+	return Successor{SessionID: newID, Path: newPath, FirstKeptEntryID: firstKept, KeptEntries: len(kept),
+		CheckpointPath: cpPath, Checkpoint: cp}, nil
+}
 
 // KeptStart returns the index of the first window entry to keep: the entry
 // holding the first tail message (matched by its bytes, the last such
