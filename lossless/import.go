@@ -149,13 +149,19 @@ func (p importPort) LockConv(ctx context.Context, c convID) (uint64, func(), err
 // by the import: convDAG calls the unexported methods).
 func (p importPort) Conversation(c convID) dag.Store { return convDAG{&Conversation{e: p.e, id: c}} }
 
-// Prepare validates m and hashes and counts it (preparePending).
-func (p importPort) Prepare(ctx context.Context, pp *pending, m core.Message) error {
-	if err := validateMessage(m, p.e.cfg.MaxMessageBytes); err != nil {
-		return err
-	}
+// Validate is validateMessage under the engine's MaxMessageBytes.
+func (p importPort) Validate(m core.Message) error {
+	return validateMessage(m, p.e.cfg.MaxMessageBytes)
+}
+
+// Prepare is preparePending.
+func (p importPort) Prepare(ctx context.Context, pp *pending, m core.Message) {
 	p.e.preparePending(ctx, pp, m)
-	return nil
+}
+
+// PrepareAll is prepare (no heartbeat flag).
+func (p importPort) PrepareAll(ctx context.Context, msgs []core.Message) ([]pending, error) {
+	return p.e.prepare(ctx, msgs, false)
 }
 
 // StoreMessages is ingestInto.
@@ -165,6 +171,9 @@ func (p importPort) StoreMessages(ctx context.Context, c convID, ps []pending) (
 
 // Seq returns the sequence number ingestInto gave pp.
 func (importPort) Seq(pp *pending) uint64 { return pp.seq }
+
+// Hash returns pp's key (its message's hash).
+func (importPort) Hash(pp *pending) store.Hash { return pp.hash }
 
 // SummaryTokens counts s rendered as the context shows it.
 func (p importPort) SummaryTokens(s dag.Summary) int {

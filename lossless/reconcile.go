@@ -15,10 +15,7 @@ import (
 // The order helpers and the store error mapping live in
 // lossless/internal/records, shared with lossless/transcript.
 var (
-	movedSeqs   = records.MovedSeqs
-	orderAt     = records.OrderAt
 	orderedSeqs = records.OrderedSeqs
-	orderPosOf  = records.OrderPosOf
 	fromStore   = records.FromStore
 )
 

@@ -373,7 +373,7 @@ func parseBatch[P any](ctx context.Context, port Port[P], o Options, b *lineBatc
 		if ent.Type != core.EntryMessage {
 			continue
 		}
-		if err := port.Prepare(ctx, &pl.p, ent.Message); err != nil {
+		if err := port.Validate(ent.Message); err != nil {
 			// Still an entry (its id is mapped, it ends the tail), but
 			// reported and not stored.
 			pl.invalid = true
@@ -381,5 +381,6 @@ func parseBatch[P any](ctx context.Context, port Port[P], o Options, b *lineBatc
 			continue
 		}
 		pl.valid = true
+		port.Prepare(ctx, &pl.p, ent.Message)
 	}
 }

@@ -33,11 +33,16 @@ type Port[P any] interface {
 	// summaries, Replace), for the import's compaction entries and the
 	// reconciliation. Its methods are called with the engine entered.
 	Conversation(c store.ConvID) dag.Store
-	// Prepare validates message m and hashes and counts it into p (a
-	// worker calls it, concurrently with other workers); an error (a
-	// message the engine would not store) is the line's, reported in
-	// Result.Malformed.
-	Prepare(ctx context.Context, p *P, m core.Message) error
+	// Validate returns why the engine would not store message m (too
+	// large, no role), nil when it would; an error is the line's, reported
+	// in Result.Malformed (a host-kept entry's: logged and skipped).
+	Validate(m core.Message) error
+	// Prepare hashes and counts valid message m into p (a worker calls it,
+	// concurrently with other workers); when ctx is done it may leave p
+	// incomplete (the import then ends with ctx's error).
+	Prepare(ctx context.Context, p *P, m core.Message)
+	// PrepareAll prepares msgs, in parallel across the cores.
+	PrepareAll(ctx context.Context, msgs []core.Message) ([]P, error)
 	// StoreMessages stores in conversation c, in order, those of ps not
 	// stored yet (one transaction; queued for recall) and returns their
 	// number; every p's sequence number (Seq) is set, new or already
@@ -45,6 +50,8 @@ type Port[P any] interface {
 	StoreMessages(ctx context.Context, c store.ConvID, ps []P) (int, error)
 	// Seq returns the sequence number StoreMessages gave p.
 	Seq(p *P) uint64
+	// Hash returns p's key: the hash of its message's bytes.
+	Hash(p *P) store.Hash
 	// SummaryTokens returns summary s's tokens as the context renders it.
 	SummaryTokens(s dag.Summary) int
 }
