@@ -75,6 +75,33 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 	return r, nil
 }
 
+// The import pipeline is lossless/transcript's (pipeline.go there): its
+// workers prepare each message through the engine's preparePending
+// (ingest.go).
+
+// WithImportProgress returns a copy of ctx under which Import and Bootstrap
+// report their progress through a file: fn is called with the file offset
+// up to which the file has been read and stored, after every batch the
+// import stores (at most a few hundred KiB apart), from the goroutine that
+// stores them, so it must return quickly. A resumed import starts at its
+// checkpoint's offset; a file already imported calls fn not at all. The
+// CLI's import progress bar is drawn from it (cmd/lossless), in bytes, so
+// that a single large file moves the bar too.
+func WithImportProgress(ctx context.Context, fn func(offset int64)) context.Context {
+	return transcript.WithProgress(ctx, fn)
+}
+
+// importOpts sizes the import pipeline (transcript.Options).
+type importOpts = transcript.Options
+
+// importLineMargin is what an import line may hold beyond
+// Config.MaxMessageBytes (the entry around the message, JSON escaping).
+const importLineMargin = transcript.LineMargin
+
+// defaultImportOpts returns the pipeline's default sizes (importFileOpts
+// sets the engine's MaxMessageBytes).
+func defaultImportOpts() importOpts { return transcript.DefaultOptions() }
+
 // lockImport serialises imports of one file (or syncs of one host-kept
 // transcript: path "host:<conversation>") of agent: the engine's lock and,
 // on a shared store, the store's, so that two processes never import the
