@@ -71,7 +71,7 @@ const (
 	flagLarge     = store.FlagLarge     // represented in the context by a reference (store.Reader.Large)
 	flagHidden    = store.FlagHidden    // never shown: thinking-only/empty assistant turn, excludeFromContext
 	// flagSuperseded (items only): the transcript no longer holds the
-	// message (the old version of an edit, a deleted entry: reconcile.go);
+	// message (the old version of an edit, a deleted entry: lossless/transcript's reconcile.go);
 	// left out of the context until a later read finds it again.
 	flagSuperseded = store.FlagSuperseded
 )
