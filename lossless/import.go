@@ -211,13 +211,20 @@ func (p importPort) SummaryTokens(s dag.Summary) int {
 // the engine already (Conversation's exported methods enter it again).
 type convDAG struct{ c *Conversation }
 
+// Items is Conversation.Items without entering the engine.
 func (d convDAG) Items(ctx context.Context) ([]dag.Item, error) { return d.c.items(ctx) }
+
+// MessageText is Conversation.MessageText.
 func (d convDAG) MessageText(ctx context.Context, seq uint64) (string, error) {
 	return d.c.MessageText(ctx, seq)
 }
+
+// Summary is Conversation.Summary without entering the engine.
 func (d convDAG) Summary(ctx context.Context, id string) (dag.Summary, error) {
 	return d.c.summary(ctx, id)
 }
+
+// Replace is Conversation.Replace without entering the engine.
 func (d convDAG) Replace(ctx context.Context, old []dag.Item, s dag.Summary, item dag.Item) error {
 	return d.c.replace(ctx, old, s, item)
 }
