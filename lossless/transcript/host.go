@@ -7,8 +7,9 @@ package transcript
 // (RuntimeContext.ReadTranscript, which the plugin relays to OpenClaw's
 // SDK), page by page from a cursor it keeps per conversation, so a repeat
 // bootstrap reads only what is new. Every entry read is mapped to the
-// stored message it holds (stored now, or earlier by commitTurn: messages
-// are identified by their bytes), which gives maintain the host's entry
+// stored message it holds (stored now, or earlier by the engine's
+// CommitTurn: messages are identified by their bytes), which gives
+// maintain the host's entry
 // ids without reading the transcript again: the store keeps, per
 // conversation, a host checkpoint (store.HostCheckpoint: the cursor) and
 // the entries in transcript order (store.HostEntry: seq, key, entry id;

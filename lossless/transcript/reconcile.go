@@ -27,15 +27,16 @@ import (
 //     its call and precedes what came after it;
 //   - a message the previous read of the file held and this one does not
 //     (the old version of an edit, or a deleted entry) is left out of the
-//     context (store.FlagSuperseded: stored, exported and expandable as before,
-//     never assembled), and shown again when a later read finds it again.
+//     context (store.FlagSuperseded: stored, exported and expandable as
+//     before, never assembled), and shown again when a later read finds it again.
 //
 // The file's compaction entries are applied after the reconciliation, so
 // the ranges they summarize are in transcript order.
 //
 // A moved message's place in the conversation is recorded under 'O' (its
-// order position; a message never moved is at seq*posStep), so Check and a
-// re-imported compaction entry see the conversation in transcript order.
+// order position; a message never moved is at seq*records.PosStep), so
+// the engine's Check and a re-imported compaction entry see the
+// conversation in transcript order.
 //
 // Crash safety: before the first write of a rewrite import, the file's old
 // entry map is copied under 'E' conv tag 'o', then the first sequence
