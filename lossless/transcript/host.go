@@ -6,14 +6,14 @@ package transcript
 // The engine reads such a transcript only through the host
 // (RuntimeContext.ReadTranscript, which the plugin relays to OpenClaw's
 // SDK), page by page from a cursor it keeps per conversation, so a repeat
-// bootstrap reads only what is new. Every entry read is mapped to the
-// stored message it holds (stored now, or earlier by the engine's
-// CommitTurn: messages are identified by their bytes), which gives
-// maintain the host's entry ids without reading the transcript again: the
-// store keeps, per conversation, a host checkpoint (store.HostCheckpoint: the cursor) and
-// the entries in transcript order (store.HostEntry: seq, key, entry id;
-// key is the hash of the entry's own bytes: it differs from the stored
-// message's when the entry holds a reference maintain put there).
+// bootstrap reads only what is new. Every entry read is mapped to the stored
+// message it holds (stored now, or earlier by the engine's CommitTurn:
+// messages are identified by their bytes), which gives maintain the host's
+// entry ids without reading the transcript again: the store keeps, per
+// conversation, a host checkpoint (store.HostCheckpoint: the cursor) and the
+// entries in transcript order (store.HostEntry: seq, key, entry id; key is
+// the hash of the entry's own bytes: it differs from the stored message's
+// when the entry holds a reference maintain put there).
 //
 // A "reset" answer (the host rewrote or reset the transcript) or a rewrite
 // made by maintain drops the cursor and the map; the next read starts
