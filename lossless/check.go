@@ -93,7 +93,7 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 			continue
 		}
 		conv := &Conversation{e: e, id: c, Agent: in.Agent}
-		var seqs []uint64 // in transcript order (reconcile.go)
+		var seqs []uint64 // in transcript order (lossless/transcript's reconcile.go)
 		err := e.st.View(ctx, func(r store.Reader) error {
 			var err error
 			seqs, err = orderedSeqs(r, c, in.Messages)

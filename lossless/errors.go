@@ -2,8 +2,9 @@ package lossless
 
 import (
 	"errors"
-	"fmt"
 
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -20,8 +21,9 @@ var ErrBadParams = errors.New("lossless: bad parameters")
 var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
 
 // ErrNotSessionFile is wrapped by the error of an import of a path that is
-// not a regular file (a directory, a device such as /dev/zero, a pipe).
-var ErrNotSessionFile = errors.New("lossless: not a session file")
+// not a regular file (a directory, a device such as /dev/zero, a pipe). It
+// is lossless/transcript's.
+var ErrNotSessionFile = transcript.ErrNotSessionFile
 
 // ErrConcurrentWrite: on a shared store, a conversation changed between the
 // read of its record under its lock and the write based on it — a write of
@@ -58,7 +60,7 @@ var ErrDiskFull = store.ErrDiskFull
 
 // errBadRecord wraps ErrCorrupt: a stored record that does not decode
 // (fromStore maps store.ErrCorrupt to it).
-var errBadRecord = fmt.Errorf("lossless: corrupt record: %w", ErrCorrupt)
+var errBadRecord = records.ErrBadRecord
 
 // errConvChanged reports a conversation written to after retention decided
 // to delete it.

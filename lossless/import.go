@@ -1,52 +1,22 @@
 package lossless
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// ImportResult reports one import of a session file.
-type ImportResult struct {
-	// SessionID is the conversation's session id: the id in the file's
-	// header (or the caller's).
-	SessionID string `json:"sessionId"`
-	// Imported counts messages stored by this run, Duplicates messages
-	// already stored (skipped).
-	Imported   int `json:"imported"`
-	Duplicates int `json:"duplicates"`
-	// Summaries counts compaction entries imported as summaries.
-	Summaries int `json:"summaries"`
-	// Malformed lists the lines skipped, with their line numbers.
-	Malformed []core.LineError `json:"malformed,omitempty"`
-	// Bytes is the number of bytes of the file read by this run.
-	Bytes int64 `json:"bytes"`
-	// Resumed is true when the run continued from a checkpoint (only the
-	// appended part was read); false for a first import or a rewritten file.
-	Resumed bool `json:"resumed"`
-}
+// ImportResult reports one import of a session file (transcript.Result).
+type ImportResult = transcript.Result
 
-// checkpoint is an imported file's progress (the store keeps it by agent
-// and path; badgerstore as F agent 0x00 path -> JSON).
-type checkpoint = store.FileCheckpoint
-
-// importBatch is the number of message entries counted and stored at once.
-const importBatch = 512
+// checkpoint is an imported file's progress (transcript.Checkpoint).
+type checkpoint = transcript.Checkpoint
 
 // Import imports (or incrementally re-imports) an OpenClaw session JSONL
 // file into agent's store ("" = Config.AgentID). It streams the file in
@@ -105,6 +75,33 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 	return r, nil
 }
 
+// The import pipeline is lossless/transcript's (pipeline.go there): its
+// workers prepare each message through the engine's preparePending
+// (ingest.go).
+
+// WithImportProgress returns a copy of ctx under which Import and Bootstrap
+// report their progress through a file: fn is called with the file offset
+// up to which the file has been read and stored, after every batch the
+// import stores (at most a few hundred KiB apart), from the goroutine that
+// stores them, so it must return quickly. A resumed import starts at its
+// checkpoint's offset; a file already imported calls fn not at all. The
+// CLI's import progress bar is drawn from it (cmd/lossless), in bytes, so
+// that a single large file moves the bar too.
+func WithImportProgress(ctx context.Context, fn func(offset int64)) context.Context {
+	return transcript.WithProgress(ctx, fn)
+}
+
+// importOpts sizes the import pipeline (transcript.Options).
+type importOpts = transcript.Options
+
+// importLineMargin is what an import line may hold beyond
+// Config.MaxMessageBytes (the entry around the message, JSON escaping).
+const importLineMargin = transcript.LineMargin
+
+// defaultImportOpts returns the pipeline's default sizes (importFileOpts
+// sets the engine's MaxMessageBytes).
+func defaultImportOpts() importOpts { return transcript.DefaultOptions() }
+
 // lockImport serialises imports of one file (or syncs of one host-kept
 // transcript: path "host:<conversation>") of agent: the engine's lock and,
 // on a shared store, the store's, so that two processes never import the
@@ -131,434 +128,103 @@ func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, p
 	return e.importFileOpts(ctx, agent, sessionID, sessionKey, path, defaultImportOpts())
 }
 
-// importChunk is what the writer stores at once: message entries (up to
-// importBatch), the ids of every entry, and a compaction entry last.
-type importChunk struct {
-	ps      []pending
-	indexes []int // entry index of each ps[i]
-	ids     []core.Entry
-	comp    *core.Entry
-}
-
-func (c *importChunk) reset() {
-	clear(c.ps)
-	clear(c.ids)
-	c.ps, c.indexes, c.ids, c.comp = c.ps[:0], c.indexes[:0], c.ids[:0], nil
-}
-
+// importFileOpts is the import of one file (lossless/transcript.Import)
+// with the engine entered.
 func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKey, path string, o importOpts) (ImportResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return ImportResult{}, err
 	}
 	defer done()
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	unlock, err := e.lockImport(ctx, agent, path)
+	o.MaxMessageBytes = e.cfg.MaxMessageBytes
+	o.Fault = e.cfg.hooks.reconcileFault
+	return transcript.Import(ctx, importPort{e}, agent, sessionID, sessionKey, path, o)
+}
+
+// importPort is the engine as lossless/transcript's Port: what an import
+// needs of it, over its unexported parts.
+type importPort struct{ e *Engine }
+
+var _ transcript.Port[pending] = importPort{}
+
+// Store is the engine's store.
+func (p importPort) Store() store.Store { return p.e.st }
+
+// CheckSpace is the engine's free-space guard.
+func (p importPort) CheckSpace() error { return p.e.checkSpace() }
+
+// LockImport is lockImport.
+func (p importPort) LockImport(ctx context.Context, agent, key string) (func(), error) {
+	return p.e.lockImport(ctx, agent, key)
+}
+
+// Resolve is resolve.
+func (p importPort) Resolve(ctx context.Context, agent, sessionID, sessionKey string, create bool) (convID, error) {
+	return p.e.resolve(ctx, agent, sessionID, sessionKey, create)
+}
+
+// LockConv is lockConv; it returns the conversation's NextSeq.
+func (p importPort) LockConv(ctx context.Context, c convID) (uint64, func(), error) {
+	s, err := p.e.lockConv(ctx, c)
 	if err != nil {
-		return ImportResult{}, err
+		return 0, nil, err
 	}
-	defer unlock()
-
-	// Look before opening: opening a named pipe blocks until a writer comes.
-	if st, err := os.Stat(path); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
-		return ImportResult{}, fmt.Errorf("lossless: import: %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrNotSessionFile)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
-	}
-	switch {
-	case st.IsDir():
-		return ImportResult{}, fmt.Errorf("lossless: import: %s is a directory, not a session file: %w", path, ErrNotSessionFile)
-	case !st.Mode().IsRegular():
-		return ImportResult{}, fmt.Errorf("lossless: import: %s is not a regular file (%s): %w", path, st.Mode().Type(), ErrNotSessionFile)
-	}
-	var cp checkpoint
-	hasCP := e.st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
-		var err error
-		cp, err = r.FileCheckpoint(agent, path)
-		return err
-	}) == nil
-	if !hasCP {
-		cp = checkpoint{}
-	}
-	res := ImportResult{}
-	start := int64(0)
-	line, index := 0, 0
-	prefix := sha256.New() // over [0, hashedTo): the checkpoint's PrefixHash
-	hashedTo := int64(0)
-	if hasCP && e.checkpointValid(f, st, cp, prefix) {
-		hashedTo = cp.Offset
-		if cp.Offset == st.Size() {
-			res.SessionID = cp.SessionID
-			res.Resumed = true
-			return res, nil
-		}
-		start, line, index = cp.Offset, cp.Line, cp.Index
-		res.Resumed = true
-		if sessionID == "" {
-			sessionID = cp.SessionID
-		}
-	}
-	headHash := cp.HeadHash
-	if !res.Resumed {
-		headHash = hashFirstLine(f)
-	}
-	if _, err := f.Seek(start, io.SeekStart); err != nil {
-		return ImportResult{}, fmt.Errorf("lossless: import: %w", err)
-	}
-
-	// The pipeline (import_pipeline.go) reads and parses ahead; here, in
-	// file order, chunks are stored, then the checkpoint moves past them.
-	var conv *Conversation
-	var tag [8]byte
-	var header *core.Header
-	var parseErrs []core.LineError
-	lastTail := cp.TailStart
-	var ch importChunk
-	var rs *reconcileState // set when the read must be reconciled (reconcile.go)
-	var last checkpoint
-	nmsg := 0
-	flush := func(offset int64, line, index int) error {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("lossless: import: %w", err)
-		}
-		if conv == nil {
-			if sessionID == "" && header != nil {
-				sessionID = header.ID
-			}
-			if sessionID == "" {
-				sessionID = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-			}
-			c, err := e.resolve(ctx, agent, sessionID, sessionKey, true)
-			if err != nil {
-				return err
-			}
-			conv = &Conversation{e: e, id: c, Agent: agent}
-			tag = fileTag(sessionID)
-			res.SessionID = sessionID
-			if !res.Resumed {
-				var err error
-				if rs, err = e.maybeReconcile(ctx, c, tag, cp.Reconcile); err != nil {
-					return err
-				}
-			}
-		}
-		if rs != nil && ch.comp != nil {
-			// Applied after the reconciliation (reconcile.go); the entry's
-			// buffers belong to the pipeline's batch, so it is copied.
-			ent := *ch.comp
-			ent.Raw = bytes.Clone(ent.Raw)
-			ent.Details = bytes.Clone(ent.Details)
-			ent.Message = core.Message{}
-			rs.comps = append(rs.comps, ent)
-			ch.comp = nil
-		}
-		if err := e.storeChunk(ctx, conv, tag, &ch, &res); err != nil {
-			return err
-		}
-		if fault := e.cfg.hooks.reconcileFault; rs != nil && fault != nil {
-			if err := fault("stored"); err != nil {
-				return err
-			}
-		}
-		if rs != nil {
-			for i := range ch.ps {
-				rs.order = append(rs.order, ch.ps[i].seq)
-			}
-		}
-		ch.reset()
-		nmsg = 0
-		tailHash, err := hashRange(f, lastTail, offset)
-		if err != nil {
-			return err
-		}
-		if offset > hashedTo {
-			if _, err := io.Copy(prefix, io.NewSectionReader(f, hashedTo, offset-hashedTo)); err != nil {
-				return fmt.Errorf("lossless: import: %w", err)
-			}
-			hashedTo = offset
-		}
-		ncp := checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: offset, Line: line,
-			Index: index, MtimeNs: st.ModTime().UnixNano(), HeadHash: headHash, TailStart: lastTail, TailHash: tailHash,
-			PrefixHash: hex.EncodeToString(prefix.Sum(nil))}
-		if rs != nil {
-			ncp.Reconcile = rs.from
-		}
-		last = ncp
-		if err := e.saveCheckpoint(ctx, agent, path, ncp); err != nil {
-			return err
-		}
-		res.Bytes = offset - start
-		return nil
-	}
-	write := func(b *lineBatch) error {
-		for i := range b.out {
-			pl := &b.out[i]
-			ln := b.lines[i]
-			switch pl.kind {
-			case plMalformed:
-				parseErrs = append(parseErrs, pl.lerr)
-				continue
-			case plHeader:
-				if header == nil && ln.index == 0 {
-					header = pl.header
-				}
-				continue
-			}
-			ent := &pl.ent
-			lastTail = ent.Offset
-			if ent.ID != "" {
-				ch.ids = append(ch.ids, core.Entry{ID: ent.ID, Index: ent.Index})
-			}
-			switch ent.Type {
-			case core.EntryMessage:
-				nmsg++
-				if pl.invalid {
-					res.Malformed = append(res.Malformed, pl.lerr)
-				} else {
-					ch.ps = append(ch.ps, pl.p)
-					ch.indexes = append(ch.indexes, ent.Index)
-				}
-				if nmsg >= importBatch {
-					if err := flush(ln.end, ln.line, ln.index+1); err != nil {
-						return err
-					}
-				}
-			case core.EntryCompaction:
-				ch.comp = ent
-				if err := flush(ln.end, ln.line, ln.index+1); err != nil {
-					return err
-				}
-			}
-		}
-		if b.last {
-			return flush(b.endOffset, b.endLine, b.endIndex)
-		}
-		return nil
-	}
-	if err := e.runImportPipeline(ctx, f, start, line, index, o, write); err != nil {
-		return res, err
-	}
-	if rs != nil {
-		if err := e.reconcile(ctx, conv.id, tag, rs, last.Index); err != nil {
-			return res, err
-		}
-		for _, ent := range rs.comps {
-			ok, err := e.importCompaction(ctx, conv, tag, ent)
-			if err != nil {
-				return res, err
-			}
-			if ok {
-				res.Summaries++
-			}
-		}
-		last.Reconcile = 0
-		if err := e.saveCheckpoint(ctx, agent, path, last); err != nil {
-			return res, err
-		}
-	}
-	res.Malformed = append(parseErrs, res.Malformed...)
-	sort.Slice(res.Malformed, func(i, j int) bool { return res.Malformed[i].Line < res.Malformed[j].Line })
-	return res, nil
+	return s.rec.NextSeq, s.unlock, nil
 }
 
-// saveCheckpoint writes file path's checkpoint (whether or not ctx is done
-// by then: the writes it records are made).
-func (e *Engine) saveCheckpoint(ctx context.Context, agent, path string, cp checkpoint) error {
-	return e.storeUpdate(context.WithoutCancel(ctx), func(tx store.Tx) error {
-		if err := tx.PutFileCheckpoint(agent, path, cp); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		return nil
-	})
+// Conversation returns conversation c's DAG store (the engine is entered
+// by the import: convDAG calls the unexported methods).
+func (p importPort) Conversation(c convID) dag.Store { return convDAG{&Conversation{e: p.e, id: c}} }
+
+// Validate is validateMessage under the engine's MaxMessageBytes.
+func (p importPort) Validate(m core.Message) error {
+	return validateMessage(m, p.e.cfg.MaxMessageBytes)
 }
 
-// checkpointValid reports whether the file still holds, byte for byte, the
-// part imported before (same first line, same last entry, and the same
-// bytes throughout: an edit in the middle, even of the same length, is a
-// change), so that only the rest must be read. prefix is left holding the
-// hash of [0, cp.Offset) (reset when the checkpoint is not valid).
-func (e *Engine) checkpointValid(f *os.File, st os.FileInfo, cp checkpoint, prefix hash.Hash) bool {
-	if st.Size() < cp.Offset || cp.Offset <= 0 || cp.Reconcile != 0 {
-		return false
-	}
-	if hashFirstLine(f) != cp.HeadHash {
-		return false
-	}
-	if h, err := hashRange(f, cp.TailStart, cp.Offset); err != nil || h != cp.TailHash {
-		return false
-	}
-	if _, err := io.Copy(prefix, io.NewSectionReader(f, 0, cp.Offset)); err != nil {
-		prefix.Reset()
-		return false
-	}
-	if cp.PrefixHash != "" && hex.EncodeToString(prefix.Sum(nil)) != cp.PrefixHash {
-		prefix.Reset()
-		return false
-	}
-	return true
+// Prepare is preparePending.
+func (p importPort) Prepare(ctx context.Context, pp *pending, m core.Message) {
+	p.e.preparePending(ctx, pp, m)
 }
 
-func hashFirstLine(f *os.File) string {
-	buf := make([]byte, 64<<10)
-	n, _ := f.ReadAt(buf, 0)
-	buf = buf[:n]
-	if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-		buf = buf[:i]
-	}
-	s := sha256.Sum256(buf)
-	return hex.EncodeToString(s[:])
+// PrepareAll is prepare (no heartbeat flag).
+func (p importPort) PrepareAll(ctx context.Context, msgs []core.Message) ([]pending, error) {
+	return p.e.prepare(ctx, msgs, false)
 }
 
-func hashRange(f *os.File, from, to int64) (string, error) {
-	h := sha256.New()
-	if to > from {
-		if _, err := io.Copy(h, io.NewSectionReader(f, from, to-from)); err != nil {
-			return "", fmt.Errorf("lossless: import: %w", err)
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+// StoreMessages is ingestInto.
+func (p importPort) StoreMessages(ctx context.Context, c convID, ps []pending) (int, error) {
+	return p.e.ingestInto(ctx, c, ps)
 }
 
-func fileTag(sessionID string) [8]byte {
-	s := sha256.Sum256([]byte("file\x00" + sessionID))
-	var t [8]byte
-	copy(t[:], s[:8])
-	return t
+// Seq returns the sequence number ingestInto gave pp.
+func (importPort) Seq(pp *pending) uint64 { return pp.seq }
+
+// Hash returns pp's key (its message's hash).
+func (importPort) Hash(pp *pending) store.Hash { return pp.hash }
+
+// SummaryTokens counts s rendered as the context shows it.
+func (p importPort) SummaryTokens(s dag.Summary) int {
+	return core.CountMessage(p.e.tc, RenderSummary(s))
 }
 
-// Entry maps (store.EntriesCurrent: entry index -> seq, for message
-// entries; and entry id -> index, for every entry with an id) resolve a
-// compaction entry's firstKeptEntryId/Index to message sequence numbers.
+// convDAG is a conversation as a dag.Store for a caller that has entered
+// the engine already (Conversation's exported methods enter it again).
+type convDAG struct{ c *Conversation }
 
-// storeChunk stores a chunk: its messages, the entry maps, then its
-// compaction entry as a summary.
-func (e *Engine) storeChunk(ctx context.Context, conv *Conversation, tag [8]byte, ch *importChunk, res *ImportResult) error {
-	if len(ch.ps) > 0 {
-		n, err := e.ingestInto(ctx, conv.id, ch.ps)
-		if err != nil {
-			return err
-		}
-		res.Imported += n
-		res.Duplicates += len(ch.ps) - n
-	}
-	if len(ch.ps) > 0 || len(ch.ids) > 0 {
-		// Bookkeeping of messages stored: written whether or not ctx is
-		// done by then.
-		wb, err := e.storeBatch(context.WithoutCancel(ctx))
-		if err != nil {
-			return err
-		}
-		defer wb.Cancel()
-		for i, p := range ch.ps {
-			if err := wb.PutEntrySeq(conv.id, tag, store.EntriesCurrent, uint64(ch.indexes[i]), p.seq); err != nil {
-				return fmt.Errorf("lossless: write entry map: %w", err)
-			}
-		}
-		for _, ent := range ch.ids {
-			if err := wb.PutEntryIndex(conv.id, tag, ent.ID, uint64(ent.Index)); err != nil {
-				return fmt.Errorf("lossless: write entry map: %w", err)
-			}
-		}
-		if err := wb.Flush(); err != nil {
-			return fmt.Errorf("lossless: write entry map: %w", err)
-		}
-	}
-	if ch.comp != nil {
-		ok, err := e.importCompaction(ctx, conv, tag, *ch.comp)
-		if err != nil {
-			return err
-		}
-		if ok {
-			res.Summaries++
-		}
-	}
-	return nil
+// Items is Conversation.Items without entering the engine.
+func (d convDAG) Items(ctx context.Context) ([]dag.Item, error) { return d.c.items(ctx) }
+
+// MessageText is Conversation.MessageText.
+func (d convDAG) MessageText(ctx context.Context, seq uint64) (string, error) {
+	return d.c.MessageText(ctx, seq)
 }
 
-// importCompaction turns a transcript compaction entry into a leaf summary
-// (Method "imported") over the raw messages before its first kept entry
-// that no summary covers yet. The summary id is derived from the entry, so
-// a re-import finds it and does nothing.
-func (e *Engine) importCompaction(ctx context.Context, conv *Conversation, tag [8]byte, ent core.Entry) (bool, error) {
-	sum := sha256.Sum256(append(append([]byte{}, conv.id[:]...), ent.Raw...))
-	id := "imp-" + hex.EncodeToString(sum[:8])
-	if _, err := conv.summary(ctx, id); err == nil {
-		return false, nil
-	}
-	firstKept := ent.Index
-	posEnd := ^uint64(0)
-	err := e.st.View(ctx, func(r store.Reader) error {
-		switch {
-		case ent.FirstKeptEntryID != "":
-			if x, err := r.EntryIndex(conv.id, tag, ent.FirstKeptEntryID); err == nil {
-				firstKept = int(x)
-			}
-		case ent.FirstKeptEntryIndex != nil:
-			firstKept = *ent.FirstKeptEntryIndex
-		}
-		for en, err := range r.Entries(conv.id, tag, store.EntriesCurrent, uint64(firstKept)) {
-			if errors.Is(err, store.ErrCorrupt) {
-				break // an entry that does not decode bounds nothing
-			}
-			if err != nil {
-				return fmt.Errorf("lossless: read entry map: %w", err)
-			}
-			// The first kept message's place in the conversation (a
-			// reconciled transcript may have moved it: reconcile.go).
-			var perr error
-			if posEnd, perr = orderPosOf(r, conv.id, en.Seq); perr != nil {
-				return perr
-			}
-			break
-		}
-		return nil
-	})
-	if err != nil {
-		return false, err
-	}
-	items, err := conv.items(ctx)
-	if err != nil {
-		return false, err
-	}
-	var run []dag.Item
-	for _, it := range items {
-		if it.IsSummary() {
-			run = run[:0]
-			continue
-		}
-		if it.Pos >= posEnd {
-			break
-		}
-		run = append(run, it)
-	}
-	if len(run) == 0 {
-		return false, nil
-	}
-	s := dag.Summary{ID: id, Kind: dag.KindLeaf, Depth: 0, Text: ent.Summary, Method: dag.MethodImported,
-		Earliest: run[0].Timestamp, Latest: run[len(run)-1].Timestamp, DescendantCount: len(run)}
-	for _, it := range run {
-		s.Sources = append(s.Sources, it.Ref)
-		s.DescendantTokens += it.Tokens
-	}
-	if t, err := time.Parse(time.RFC3339Nano, ent.Timestamp); err == nil {
-		s.CreatedAt = t.UnixMilli()
-	}
-	s.Tokens = core.CountMessage(e.tc, RenderSummary(s))
-	item := dag.Item{Pos: run[0].Pos, Ref: dag.SummaryRef(id), Tokens: s.Tokens, Depth: 0, Timestamp: s.Latest}
-	if err := conv.replace(ctx, run, s, item); err != nil {
-		if errors.Is(err, dag.ErrConflict) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, nil
+// Summary is Conversation.Summary without entering the engine.
+func (d convDAG) Summary(ctx context.Context, id string) (dag.Summary, error) {
+	return d.c.summary(ctx, id)
+}
+
+// Replace is Conversation.Replace without entering the engine.
+func (d convDAG) Replace(ctx context.Context, old []dag.Item, s dag.Summary, item dag.Item) error {
+	return d.c.replace(ctx, old, s, item)
 }

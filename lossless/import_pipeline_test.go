@@ -1,8 +1,6 @@
 package lossless
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
 
@@ -101,10 +98,10 @@ func TestImportPipelineEquivalent(t *testing.T) {
 	f.Close()
 
 	configs := []importOpts{
-		{workers: 1, batchLines: 1 << 20, batchBytes: 1 << 30},
-		{workers: 4, batchLines: 1, batchBytes: 1},
-		{workers: 3, batchLines: 2, batchBytes: 1 << 30},
-		{workers: 2, batchLines: 5, batchBytes: 300},
+		{Workers: 1, BatchLines: 1 << 20, BatchBytes: 1 << 30},
+		{Workers: 4, BatchLines: 1, BatchBytes: 1},
+		{Workers: 3, BatchLines: 2, BatchBytes: 1 << 30},
+		{Workers: 2, BatchLines: 5, BatchBytes: 300},
 	}
 	engines := make([]*Engine, len(configs))
 	results := make([][]ImportResult, len(configs))
@@ -164,118 +161,6 @@ func TestImportPipelineEquivalent(t *testing.T) {
 	}
 }
 
-// readAllLines runs the pipeline's line reader and parser over data and
-// reports what it saw, in core.ParseTranscript's terms.
-func readAllLines(data []byte) (*core.Transcript, error) {
-	e := &Engine{cfg: Config{MaxMessageBytes: 1 << 30}}
-	lr := &lineReader{r: bufio.NewReaderSize(bytes.NewReader(data), 16)}
-	t := &core.Transcript{}
-	for {
-		b := &lineBatch{}
-		ok, err := lr.next(b)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		ln := b.lines[0]
-		ent, hdr, err := core.ParseEntryLine(b.buf[ln.from:ln.to], false)
-		switch {
-		case err != nil:
-			t.Malformed = append(t.Malformed, core.LineError{Line: ln.line, Offset: ln.offset, Err: err})
-		case hdr != nil:
-			if t.Header == nil && ln.index == 0 {
-				t.Header = hdr
-			}
-		default:
-			ent.Line, ent.Index, ent.Offset = ln.line, ln.index, ln.offset
-			t.Entries = append(t.Entries, ent)
-		}
-		_ = e
-	}
-	t.Size = lr.offset
-	return t, nil
-}
-
-// sameAsReader checks that the pipeline's reader and parser see data
-// exactly as core.ParseTranscript does.
-func sameAsReader(t *testing.T, data []byte) {
-	t.Helper()
-	want, err := core.ParseTranscript(bytes.NewReader(data))
-	if err != nil {
-		t.Skip(err)
-	}
-	got, err := readAllLines(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Size != want.Size {
-		t.Fatalf("size %d, want %d", got.Size, want.Size)
-	}
-	if !reflect.DeepEqual(got.Header, want.Header) {
-		t.Fatalf("header %+v, want %+v", got.Header, want.Header)
-	}
-	if len(got.Malformed) != len(want.Malformed) {
-		t.Fatalf("malformed %v, want %v", got.Malformed, want.Malformed)
-	}
-	for i := range got.Malformed {
-		g, w := got.Malformed[i], want.Malformed[i]
-		if g.Line != w.Line || g.Offset != w.Offset || g.Err.Error() != w.Err.Error() {
-			t.Fatalf("malformed %d: %v, want %v", i, g.Error(), w.Error())
-		}
-	}
-	if len(got.Entries) != len(want.Entries) {
-		t.Fatalf("%d entries, want %d", len(got.Entries), len(want.Entries))
-	}
-	for i := range got.Entries {
-		g, w := got.Entries[i], want.Entries[i]
-		if !bytes.Equal(g.Message.Raw(), w.Message.Raw()) {
-			t.Fatalf("entry %d: message %q, want %q", i, g.Message.Raw(), w.Message.Raw())
-		}
-		if g.Type == core.EntryCompaction && !bytes.Equal(g.Raw, w.Raw) {
-			t.Fatalf("entry %d: raw %q, want %q", i, g.Raw, w.Raw)
-		}
-		g.Message, w.Message, g.Raw, w.Raw = core.Message{}, core.Message{}, nil, nil
-		if !reflect.DeepEqual(g, w) {
-			t.Fatalf("entry %d: %+v, want %+v", i, g, w)
-		}
-	}
-}
-
-func TestImportLinesMatchReader(t *testing.T) {
-	lines, torn := pipelineFixture()
-	var buf bytes.Buffer
-	for _, l := range lines {
-		buf.Write(l)
-		buf.WriteByte('\n')
-	}
-	t.Run("fixture", func(t *testing.T) { sameAsReader(t, buf.Bytes()) })
-	t.Run("torn", func(t *testing.T) { sameAsReader(t, append(buf.Bytes(), torn...)) })
-	t.Run("complete-last-line", func(t *testing.T) { sameAsReader(t, bytes.TrimRight(buf.Bytes(), "\n")) })
-	for _, path := range testutil.PiMono(t) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Run(filepath.Base(path), func(t *testing.T) { sameAsReader(t, data) })
-	}
-}
-
-// FuzzImportLines checks the pipeline's line reader and entry parser
-// against core.ParseTranscript on arbitrary input.
-func FuzzImportLines(f *testing.F) {
-	lines, torn := pipelineFixture()
-	for _, l := range lines {
-		f.Add(append(append([]byte(nil), l...), '\n'))
-	}
-	f.Add(torn)
-	f.Add([]byte("\n\r\n  \n{\"type\":\"message\",\"message\":{\"role\":\"user\",\"content\":\"x\"},\"message\":{\"bad\":1}}\n"))
-	f.Add([]byte(`{"type":"message","Message":{"role":"user","content":"a"},"message":null}`))
-	f.Add([]byte(`{"type":"compaction","summary":5}` + "\n" + `{"TYPE":"session","id":"x"}`))
-	f.Fuzz(func(t *testing.T, data []byte) { sameAsReader(t, data) })
-}
-
 // BenchmarkImportWorkers imports before-compaction.jsonl (2.4 MB, o200k
 // counts, recall off) with the pipeline's parsing spread over 1, 2 and 4
 // workers.
@@ -287,7 +172,7 @@ func BenchmarkImportWorkers(b *testing.B) {
 			b.SetBytes(st.Size())
 			b.ReportAllocs()
 			o := defaultImportOpts()
-			o.workers = w
+			o.Workers = w
 			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -325,7 +210,7 @@ func TestImportPipelineCanceled(t *testing.T) {
 	e := openTest(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	o := importOpts{workers: 3, batchLines: 1, batchBytes: 1}
+	o := importOpts{Workers: 3, BatchLines: 1, BatchBytes: 1}
 	if _, err := e.importFileOpts(ctx, "main", "", "", path, o); !errors.Is(err, context.Canceled) {
 		t.Fatalf("canceled import: %v, want context.Canceled", err)
 	}
@@ -337,7 +222,7 @@ func TestImportPipelineCanceled(t *testing.T) {
 		t.Fatalf("after cancel: %+v", res)
 	}
 	ref := openTest(t)
-	if _, err := ref.importFileOpts(context.Background(), "main", "", "", path, importOpts{workers: 1, batchLines: 1 << 20, batchBytes: 1 << 30}); err != nil {
+	if _, err := ref.importFileOpts(context.Background(), "main", "", "", path, importOpts{Workers: 1, BatchLines: 1 << 20, BatchBytes: 1 << 30}); err != nil {
 		t.Fatal(err)
 	}
 	if d := diffStores(dumpStore(t, ref), dumpStore(t, e)); d != "" {

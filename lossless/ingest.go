@@ -127,6 +127,35 @@ func (e *Engine) prepare(ctx context.Context, msgs []core.Message, heartbeat boo
 	return out, nil
 }
 
+// preparePending hashes and counts one message (the per-message work of
+// prepare and of the import pipeline's workers), with a cheaper hash of
+// JSON that is already compact; flags already set on p are kept.
+func (e *Engine) preparePending(ctx context.Context, p *pending, m core.Message) {
+	p.msg = m
+	p.hash = hashMessageRaw(m.Raw())
+	if n, ok := e.counts.get(p.hash); ok {
+		p.tokens = n
+	} else {
+		n, err := core.CountMessageContext(ctx, e.tc, m)
+		if err != nil {
+			return // ctx is done: the caller sees it and drops p
+		}
+		p.tokens = n
+		e.counts.put(p.hash, p.tokens)
+	}
+	if (m.Role() == core.RoleAssistant && !m.HasVisibleContent()) ||
+		(m.Role() == core.RoleBashExecution && m.ExcludeFromContext()) {
+		p.flags |= flagHidden
+	}
+	if p.tokens > e.cfg.LargeContentTokens {
+		p.flags |= flagLarge
+		p.ref = largeReference(m, p.tokens)
+		if rm, err := core.ParseMessage(p.ref); err == nil {
+			p.refTokens = core.CountMessage(e.tc, rm)
+		}
+	}
+}
+
 // parallelFor runs fn(0..n-1) across the cores (in line when n < 4).
 func parallelFor(n int, fn func(i int)) {
 	workers := runtime.GOMAXPROCS(0)

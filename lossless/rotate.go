@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -107,129 +105,22 @@ func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionI
 		}
 		tail = append(tail, m.Raw())
 	}
-	window := t.Window().Entries
-	k := keptStart(window, tail)
-	kept := window[k:]
-
-	newID := uuid.NewString()
-	newPath := filepath.Join(filepath.Dir(path), newID+".jsonl")
 	summary, err := e.contextSummaryText(ctx, conv, nil)
 	if err != nil {
 		return RotateResult{}, err
 	}
-	now := core.NowTimestamp()
-	header := map[string]any{"type": core.EntrySession, "version": core.CurrentTranscriptVersion, "id": newID,
-		"timestamp": now, "parentSession": path}
-	if t.Header != nil && t.Header.Cwd != "" {
-		header["cwd"] = t.Header.Cwd
-	}
-	compID := core.NewEntryID()
-	details, _ := json.Marshal(map[string]any{"engine": EngineID, "conversation": conv.ID(),
-		"previousSessionId": sessionID, "summaryIds": summaryIDs})
-	var lines []any
-	lines = append(lines, header)
-	comp := map[string]any{"type": core.EntryCompaction, "id": compID, "parentId": nil, "timestamp": now,
-		"summary": summary, "tokensBefore": tokensBefore, "tokensAfter": tokensAfter, "details": json.RawMessage(details)}
-	lines = append(lines, comp)
-	prev, firstKept := compID, ""
-	used := map[string]bool{compID: true}
-	for _, ent := range kept {
-		id := ent.ID
-		for id == "" || used[id] {
-			id = core.NewEntryID()
-		}
-		used[id] = true
-		line, err := rewriteEntry(ent.Raw, id, prev, now)
-		if err != nil {
-			return RotateResult{}, fmt.Errorf("lossless: rotate: entry on line %d: %w", ent.Line, err)
-		}
-		lines = append(lines, json.RawMessage(line))
-		if firstKept == "" {
-			firstKept = id
-		}
-		prev = id
-	}
-	if firstKept != "" {
-		comp["firstKeptEntryId"] = firstKept
-	}
-	if err := core.WriteTranscriptFile(newPath, lines...); err != nil {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
-	}
-	cpPath, cp, err := successorCheckpoint(newPath, newID, conv)
+	succ, err := transcript.WriteSuccessor(transcript.SuccessorParams{Path: path, Transcript: t, Tail: tail,
+		Summary: summary, SummaryIDs: summaryIDs, Engine: EngineID, Conv: conv.ID(), SessionID: sessionID,
+		TokensBefore: tokensBefore, TokensAfter: tokensAfter})
 	if err != nil {
 		return RotateResult{}, err
 	}
-	if err := e.mapSession(ctx, conv, agent, newID, cpPath, cp); err != nil {
+	if err := e.mapSession(ctx, conv, agent, succ.SessionID, succ.CheckpointPath, succ.Checkpoint); err != nil {
 		return RotateResult{}, err
 	}
-	target, _ := json.Marshal(map[string]string{"sessionId": newID, "sessionFile": newPath})
-	return RotateResult{SessionID: newID, SessionFile: newPath, SessionTarget: target,
-		FirstKeptEntryID: firstKept, KeptEntries: len(kept)}, nil
-}
-
-// keptStart returns the index of the first window entry to keep: the entry
-// holding the first tail message (matched by its bytes, the last such
-// entry), else as many message entries from the end as the tail has.
-func keptStart(window []core.Entry, tail [][]byte) int {
-	if len(tail) == 0 {
-		return len(window)
-	}
-	for i := len(window) - 1; i >= 0; i-- {
-		if window[i].Type == core.EntryMessage && bytes.Equal(window[i].Message.Raw(), tail[0]) {
-			return i
-		}
-	}
-	n := 0
-	for i := len(window) - 1; i >= 0; i-- {
-		if window[i].Type == core.EntryMessage {
-			n++
-			if n == len(tail) {
-				return i
-			}
-		}
-	}
-	return 0
-}
-
-// successorCheckpoint returns the import checkpoint of a successor file
-// just written: everything in it is already stored (the summaries and the
-// kept messages), so a Bootstrap of the new session reads only what the
-// host appends later. Without it the import would turn the successor's
-// compaction entry into a summary over the kept tail.
-func successorCheckpoint(path, sessionID string, conv *Conversation) (string, checkpoint, error) {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", checkpoint{}, fmt.Errorf("lossless: rotate: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", checkpoint{}, fmt.Errorf("lossless: rotate: %w", err)
-	}
-	tr := core.NewTranscriptReader(f, 0, 0, 0)
-	var lastStart int64
-	for {
-		ent, err := tr.Next()
-		if err != nil {
-			break
-		}
-		lastStart = ent.Offset
-	}
-	if tr.Offset() != st.Size() {
-		return "", checkpoint{}, fmt.Errorf("lossless: rotate: successor %s read to %d of %d bytes", path, tr.Offset(), st.Size())
-	}
-	if _, err := f.Seek(0, 0); err != nil {
-		return "", checkpoint{}, fmt.Errorf("lossless: rotate: %w", err)
-	}
-	tail, err := hashRange(f, lastStart, st.Size())
-	if err != nil {
-		return "", checkpoint{}, err
-	}
-	return path, checkpoint{SessionID: sessionID, Conv: conv.id.String(), Offset: st.Size(), Line: tr.Lines(), Index: tr.Index(),
-		MtimeNs: st.ModTime().UnixNano(), HeadHash: hashFirstLine(f), TailStart: lastStart, TailHash: tail}, nil
+	target, _ := json.Marshal(map[string]string{"sessionId": succ.SessionID, "sessionFile": succ.Path})
+	return RotateResult{SessionID: succ.SessionID, SessionFile: succ.Path, SessionTarget: target,
+		FirstKeptEntryID: succ.FirstKeptEntryID, KeptEntries: succ.KeptEntries}, nil
 }
 
 // mapSession maps session id newID of agent to conv and records the
@@ -278,53 +169,4 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 	}
 	st.rec = rec
 	return nil
-}
-
-// rewriteEntry returns the transcript entry raw with its id and parentId
-// set (and a timestamp when it has none). Every other member keeps its
-// bytes and order: the message inside stays byte for byte what was
-// stored (encoding/json would re-compact and re-escape it).
-func rewriteEntry(raw []byte, id, parent, now string) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, fmt.Errorf("not a JSON object")
-	}
-	var out bytes.Buffer
-	out.WriteByte('{')
-	idJSON, _ := json.Marshal(id)
-	parentJSON, _ := json.Marshal(parent)
-	fmt.Fprintf(&out, `"id":%s,"parentId":%s`, idJSON, parentJSON)
-	hasTime := false
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("bad member name")
-		}
-		var val json.RawMessage
-		if err := dec.Decode(&val); err != nil {
-			return nil, err
-		}
-		if key == "id" || key == "parentId" {
-			continue
-		}
-		if key == "timestamp" {
-			hasTime = true
-		}
-		k, _ := json.Marshal(key)
-		out.WriteByte(',')
-		out.Write(k)
-		out.WriteByte(':')
-		out.Write(val)
-	}
-	if !hasTime {
-		t, _ := json.Marshal(now)
-		fmt.Fprintf(&out, `,"timestamp":%s`, t)
-	}
-	out.WriteByte('}')
-	return out.Bytes(), nil
 }

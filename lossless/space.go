@@ -1,12 +1,9 @@
 package lossless
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/lossless-engine/contextengine/store"
 )
 
 // spaceState caches the filesystem's free space for a second.
@@ -50,14 +47,4 @@ func (e *Engine) checkSpace() error {
 			ErrDiskFull, e.cfg.StoreDir, s.free>>20, need>>20)
 	}
 	return nil
-}
-
-// storeBatch is e.st.NewBatch behind the free-space guard, as storeUpdate
-// (store.go) is e.st.Update: every write of the engine through the store
-// interface goes through one of them (or checks checkSpace itself first).
-func (e *Engine) storeBatch(ctx context.Context) (store.Batch, error) {
-	if err := e.checkSpace(); err != nil {
-		return nil, err
-	}
-	return e.st.NewBatch(ctx)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/lru"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -27,7 +28,7 @@ const DefaultMaxMessageBytes = 32 << 20
 // posStep is the gap between consecutive appended positions: positions are
 // sparse so that a range can be replaced by one summary at its first
 // position without renumbering anything.
-const posStep = 1 << 16
+const posStep = records.PosStep
 
 // convID identifies a conversation (store.ConvID).
 type convID = store.ConvID

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -319,7 +320,7 @@ func dumpRecords(t testing.TB, e *Engine, zeroTimes bool, also ...store.ConvReco
 				put(h.HostEntry, "host entry %s %d", c, h.Index)
 			}
 			for _, sid := range rec.SessionIDs {
-				tag := store.FileTag(fileTag(sid))
+				tag := store.FileTag(transcript.FileTag(sid))
 				for _, m := range []store.EntryMap{store.EntriesCurrent, store.EntriesPrevious} {
 					for p, err := range r.Entries(c, tag, m, 0) {
 						if err != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // Host entries (store.HostEntry). Package lossless keeps, for each entry of
-// a host-kept transcript (host.go),
+// a host-kept transcript (lossless/transcript's host.go),
 //
 //	'E' conv hostTag 'h' index(8) -> seq(8) key(16) entryId
 //

@@ -1,10 +1,9 @@
-package lossless
+package transcript
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,40 +16,52 @@ import (
 
 // The import pipeline: one goroutine reads raw lines (bytes and positions,
 // no parsing) into batches; workers parse each batch (entry and message
-// decoded once), validate, hash and count its messages; the writer takes
-// the parsed batches back in file order and stores them (importFile). The
-// number of batches in flight is bounded (a free list), so memory stays
-// constant in the file's size, and a batch's buffer is reused once written.
+// decoded once), validate, hash and count its messages (Port.Prepare); the
+// writer takes the parsed batches back in file order and stores them
+// (Import). The number of batches in flight is bounded (a free list), so
+// memory stays constant in the file's size, and a batch's buffer is reused
+// once written.
 
-// importProgressKey is the context key of WithImportProgress.
-type importProgressKey struct{}
+// progressKey is the context key of WithProgress.
+type progressKey struct{}
 
-// WithImportProgress returns a copy of ctx under which Import and Bootstrap
-// report their progress through a file: fn is called with the file offset
-// up to which the file has been read and stored, after every batch the
-// import stores (at most a few hundred KiB apart), from the goroutine that
-// stores them, so it must return quickly. A resumed import starts at its
-// checkpoint's offset; a file already imported calls fn not at all. The
-// CLI's import progress bar is drawn from it (cmd/lossless), in bytes, so
-// that a single large file moves the bar too.
-func WithImportProgress(ctx context.Context, fn func(offset int64)) context.Context {
-	return context.WithValue(ctx, importProgressKey{}, fn)
+// WithProgress returns a copy of ctx under which an import reports its
+// progress through a file: fn is called with the file offset up to which
+// the file has been read and stored, after every batch the import stores
+// (at most a few hundred KiB apart), from the goroutine that stores them,
+// so it must return quickly. A resumed import starts at its checkpoint's
+// offset; a file already imported calls fn not at all.
+func WithProgress(ctx context.Context, fn func(offset int64)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
 }
 
-// importOpts sizes the pipeline (tests use small batches and several
-// workers to exercise reordering on small files).
-type importOpts struct {
-	workers    int // parsing goroutines (>= 1)
-	batchLines int // lines per batch
-	batchBytes int // bytes per batch (a batch holds at least one line)
+// Options size an import's pipeline and bound its lines (tests use small
+// batches and several workers to exercise reordering on small files).
+type Options struct {
+	// Workers is the number of parsing goroutines (at least 1 is used).
+	Workers int
+	// BatchLines and BatchBytes bound a batch (a batch holds at least one
+	// line).
+	BatchLines, BatchBytes int
+	// MaxMessageBytes is the engine's Config.MaxMessageBytes: a line over
+	// MaxMessageBytes+LineMargin is skipped unread and reported.
+	MaxMessageBytes int
+	// Fault, when set, fails a rewrite import at a stage when it returns
+	// an error (a test's seam): "stored" (after its first chunk is stored,
+	// before that chunk's checkpoint) or "reconcile" (before the
+	// reconciliation starts).
+	Fault func(stage string) error
 }
 
-// importLineMargin is what an import line may hold beyond
-// Config.MaxMessageBytes (the entry around the message, JSON escaping).
-const importLineMargin = 1 << 20
+// LineMargin is what an import line may hold beyond
+// Options.MaxMessageBytes (the entry around the message, JSON escaping).
+const LineMargin = 1 << 20
 
-func defaultImportOpts() importOpts {
-	return importOpts{workers: runtime.GOMAXPROCS(0), batchLines: 64, batchBytes: 256 << 10}
+// DefaultOptions returns the pipeline's default sizes: a worker per
+// GOMAXPROCS, batches of 64 lines or 256 KiB (MaxMessageBytes and Fault
+// unset).
+func DefaultOptions() Options {
+	return Options{Workers: runtime.GOMAXPROCS(0), BatchLines: 64, BatchBytes: 256 << 10}
 }
 
 // rawLine is one non-empty line of a batch.
@@ -72,8 +83,9 @@ const (
 	plMalformed        // a malformed line (or an invalid message)
 )
 
-// parsedLine is a worker's result for one rawLine.
-type parsedLine struct {
+// parsedLine is a worker's result for one rawLine; P is the engine's
+// prepared message (Port).
+type parsedLine[P any] struct {
 	kind   uint8
 	ent    core.Entry   // plEntry (Raw set for compaction entries only)
 	header *core.Header // plHeader
@@ -82,15 +94,15 @@ type parsedLine struct {
 	// hashed and counted. invalid is set for one that did not (lerr says
 	// why).
 	valid, invalid bool
-	p              pending
+	p              P
 }
 
 // lineBatch is a unit of the pipeline: raw lines in, parsed lines out.
-type lineBatch struct {
+type lineBatch[P any] struct {
 	seq   int
 	buf   []byte
 	lines []rawLine
-	out   []parsedLine
+	out   []parsedLine[P]
 	// Reader state after the batch (its last line, and any empty lines
 	// after it).
 	endOffset         int64
@@ -99,7 +111,7 @@ type lineBatch struct {
 	err               error
 }
 
-func (b *lineBatch) reset() {
+func (b *lineBatch[P]) reset() {
 	b.buf, b.lines = b.buf[:0], b.lines[:0]
 	clear(b.out)
 	b.out = b.out[:0]
@@ -121,11 +133,12 @@ type lineReader struct {
 	max int
 }
 
-// next appends the next non-empty line's body to b. It returns false at the
+// next appends the next non-empty line's body to b's buffer and its
+// position to b's lines (buf and lines are in/out). It returns false at the
 // end of the stream (or a torn last line, left unread).
-func (lr *lineReader) next(b *lineBatch) (bool, error) {
+func (lr *lineReader) next(buf *[]byte, lines *[]rawLine) (bool, error) {
 	for !lr.eof {
-		start := len(b.buf)
+		start := len(*buf)
 		var err error
 		skipped := int64(0) // bytes of a line over the bound, not kept
 		for {
@@ -133,11 +146,11 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 			frag, err = lr.r.ReadSlice('\n')
 			if skipped > 0 {
 				skipped += int64(len(frag))
-			} else if lr.max > 0 && len(b.buf)-start+len(frag) > lr.max {
-				skipped = int64(len(b.buf)-start) + int64(len(frag))
-				b.buf = b.buf[:start]
+			} else if lr.max > 0 && len(*buf)-start+len(frag) > lr.max {
+				skipped = int64(len(*buf)-start) + int64(len(frag))
+				*buf = (*buf)[:start]
 			} else {
-				b.buf = append(b.buf, frag...)
+				*buf = append(*buf, frag...)
 			}
 			if err != bufio.ErrBufferFull {
 				break
@@ -145,7 +158,7 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 		}
 		complete := err == nil
 		if err != nil && err != io.EOF {
-			b.buf = b.buf[:start]
+			*buf = (*buf)[:start]
 			return false, fmt.Errorf("lossless: import: read transcript: %w", err)
 		}
 		if skipped > 0 {
@@ -158,12 +171,12 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 				lr.line--
 				return false, nil
 			}
-			b.lines = append(b.lines, rawLine{from: start, to: start, line: lr.line, index: lr.index,
+			*lines = append(*lines, rawLine{from: start, to: start, line: lr.line, index: lr.index,
 				offset: off, end: lr.offset, tooLong: skipped})
 			lr.index++
 			return true, nil
 		}
-		raw := b.buf[start:]
+		raw := (*buf)[start:]
 		if len(raw) == 0 {
 			lr.eof = true
 			return false, nil
@@ -172,7 +185,7 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 		if !complete {
 			lr.eof = true
 			if !json.Valid(bytes.TrimSpace(body)) {
-				b.buf = b.buf[:start]
+				*buf = (*buf)[:start]
 				return false, nil
 			}
 		}
@@ -180,11 +193,11 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 		lr.offset += int64(len(raw))
 		lr.line++
 		if len(bytes.TrimSpace(body)) == 0 {
-			b.buf = b.buf[:start]
+			*buf = (*buf)[:start]
 			continue
 		}
-		b.buf = b.buf[:start+len(body)]
-		b.lines = append(b.lines, rawLine{from: start, to: start + len(body), line: lr.line,
+		*buf = (*buf)[:start+len(body)]
+		*lines = append(*lines, rawLine{from: start, to: start + len(body), line: lr.line,
 			index: lr.index, offset: off, end: lr.offset})
 		lr.index++
 		return true, nil
@@ -192,27 +205,27 @@ func (lr *lineReader) next(b *lineBatch) (bool, error) {
 	return false, nil
 }
 
-// runImportPipeline reads r (positioned at start, with line and index lines
+// runPipeline reads r (positioned at start, with line and index lines
 // before it) and calls write with each parsed batch in file order; write
 // returns the batch when it is done with it. It returns write's first error,
 // a read error, or ctx's error.
-func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64, line, index int, o importOpts,
-	write func(*lineBatch) error) error {
-	if o.workers < 1 {
-		o.workers = 1
+func runPipeline[P any](ctx context.Context, port Port[P], r io.Reader, start int64, line, index int, o Options,
+	write func(*lineBatch[P]) error) error {
+	if o.Workers < 1 {
+		o.Workers = 1
 	}
-	if o.batchLines < 1 {
-		o.batchLines = 1
+	if o.BatchLines < 1 {
+		o.BatchLines = 1
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	inFlight := 2*o.workers + 2
-	free := make(chan *lineBatch, inFlight)
+	inFlight := 2*o.Workers + 2
+	free := make(chan *lineBatch[P], inFlight)
 	for i := 0; i < inFlight; i++ {
-		free <- &lineBatch{}
+		free <- &lineBatch[P]{}
 	}
-	work := make(chan *lineBatch, inFlight)
-	done := make(chan *lineBatch, inFlight)
+	work := make(chan *lineBatch[P], inFlight)
+	done := make(chan *lineBatch[P], inFlight)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs before wg.Wait: stops the goroutines on an early return
@@ -223,9 +236,9 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 		defer wg.Done()
 		defer close(work)
 		lr := &lineReader{r: bufio.NewReaderSize(r, 256<<10), offset: start, line: line, index: index,
-			max: e.cfg.MaxMessageBytes + importLineMargin}
+			max: o.MaxMessageBytes + LineMargin}
 		for seq := 0; ; seq++ {
-			var b *lineBatch
+			var b *lineBatch[P]
 			select {
 			case b = <-free:
 			case <-ctx.Done():
@@ -233,8 +246,8 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 			}
 			b.reset()
 			b.seq = seq
-			for len(b.lines) < o.batchLines && (len(b.buf) < o.batchBytes || len(b.lines) == 0) {
-				ok, err := lr.next(b)
+			for len(b.lines) < o.BatchLines && (len(b.buf) < o.BatchBytes || len(b.lines) == 0) {
+				ok, err := lr.next(&b.buf, &b.lines)
 				if err != nil {
 					b.err = err
 					break
@@ -261,7 +274,7 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 
 	// Workers.
 	var wwg sync.WaitGroup
-	for w := 0; w < o.workers; w++ {
+	for w := 0; w < o.Workers; w++ {
 		wg.Add(1)
 		wwg.Add(1)
 		go func() {
@@ -269,7 +282,7 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 			defer wwg.Done()
 			for b := range work {
 				if b.err == nil {
-					e.parseBatch(ctx, b)
+					parseBatch(ctx, port, o, b)
 				}
 				select {
 				case done <- b:
@@ -287,11 +300,11 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 	}()
 
 	// Writer: reorder by sequence number (at most inFlight batches wait).
-	progress, _ := ctx.Value(importProgressKey{}).(func(int64))
-	pending := make(map[int]*lineBatch, inFlight)
+	progress, _ := ctx.Value(progressKey{}).(func(int64))
+	pending := make(map[int]*lineBatch[P], inFlight)
 	next := 0
 	for {
-		var b *lineBatch
+		var b *lineBatch[P]
 		var ok bool
 		select {
 		case b, ok = <-done:
@@ -330,9 +343,9 @@ func (e *Engine) runImportPipeline(ctx context.Context, r io.Reader, start int64
 }
 
 // parseBatch parses every line of b into b.out.
-func (e *Engine) parseBatch(ctx context.Context, b *lineBatch) {
+func parseBatch[P any](ctx context.Context, port Port[P], o Options, b *lineBatch[P]) {
 	if cap(b.out) < len(b.lines) {
-		b.out = make([]parsedLine, len(b.lines))
+		b.out = make([]parsedLine[P], len(b.lines))
 	}
 	b.out = b.out[:len(b.lines)]
 	for i, ln := range b.lines {
@@ -341,7 +354,7 @@ func (e *Engine) parseBatch(ctx context.Context, b *lineBatch) {
 			pl.kind = plMalformed
 			pl.lerr = core.LineError{Line: ln.line, Offset: ln.offset, Err: fmt.Errorf(
 				"line of %d bytes is over the %d-byte limit (maxMessageBytes and a margin for the entry): skipped, not read into memory: %w",
-				ln.tooLong, e.cfg.MaxMessageBytes+importLineMargin, core.ErrTooLarge)}
+				ln.tooLong, o.MaxMessageBytes+LineMargin, core.ErrTooLarge)}
 			continue
 		}
 		body := b.buf[ln.from:ln.to]
@@ -360,7 +373,7 @@ func (e *Engine) parseBatch(ctx context.Context, b *lineBatch) {
 		if ent.Type != core.EntryMessage {
 			continue
 		}
-		if err := validateMessage(ent.Message, e.cfg.MaxMessageBytes); err != nil {
+		if err := port.Validate(ent.Message); err != nil {
 			// Still an entry (its id is mapped, it ends the tail), but
 			// reported and not stored.
 			pl.invalid = true
@@ -368,74 +381,6 @@ func (e *Engine) parseBatch(ctx context.Context, b *lineBatch) {
 			continue
 		}
 		pl.valid = true
-		e.preparePending(ctx, &pl.p, ent.Message)
+		port.Prepare(ctx, &pl.p, ent.Message)
 	}
-}
-
-// preparePending hashes and counts one message (the per-message work of
-// prepare and of the import pipeline's workers), with a cheaper hash of
-// JSON that is already compact; flags already set on p are kept.
-func (e *Engine) preparePending(ctx context.Context, p *pending, m core.Message) {
-	p.msg = m
-	p.hash = hashMessageRaw(m.Raw())
-	if n, ok := e.counts.get(p.hash); ok {
-		p.tokens = n
-	} else {
-		n, err := core.CountMessageContext(ctx, e.tc, m)
-		if err != nil {
-			return // ctx is done: the caller sees it and drops p
-		}
-		p.tokens = n
-		e.counts.put(p.hash, p.tokens)
-	}
-	if (m.Role() == core.RoleAssistant && !m.HasVisibleContent()) ||
-		(m.Role() == core.RoleBashExecution && m.ExcludeFromContext()) {
-		p.flags |= flagHidden
-	}
-	if p.tokens > e.cfg.LargeContentTokens {
-		p.flags |= flagLarge
-		p.ref = largeReference(m, p.tokens)
-		if rm, err := core.ParseMessage(p.ref); err == nil {
-			p.refTokens = core.CountMessage(e.tc, rm)
-		}
-	}
-}
-
-// hashMessageRaw is hashRaw for the raw bytes of a parsed message (valid
-// JSON): when they hold no whitespace outside strings, json.Compact would
-// return them unchanged, so they are hashed as they are without it.
-func hashMessageRaw(raw []byte) msgHash {
-	if !compactJSON(raw) {
-		return hashRaw(raw)
-	}
-	s := sha256.Sum256(raw)
-	var h msgHash
-	copy(h[:], s[:16])
-	return h
-}
-
-// compactJSON reports whether valid JSON b has no whitespace outside its
-// strings (so that json.Compact leaves it unchanged).
-func compactJSON(b []byte) bool {
-	in, esc := false, false
-	for _, c := range b {
-		if in {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			in = true
-		case ' ', '\t', '\n', '\r':
-			return false
-		}
-	}
-	return true
 }
