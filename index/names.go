@@ -91,6 +91,31 @@ func sentenceStart(text string, i int) bool {
 // relevance for those terms alone (r.Relevance), then restores the
 // relevance of all terms the gate compares. cands are re-sorted.
 func rankOnSubject(ctx context.Context, r Retriever, text string, terms []string, cands []Hit, agent string) error {
+	subject := subjectTerms(text, terms, cands)
+	if subject == nil {
+		return nil
+	}
+	all := make([]Relevance, len(cands))
+	for i := range cands {
+		all[i] = cands[i].Relevance
+		cands[i].Relevance = Relevance{}
+	}
+	if err := r.Relevance(ctx, subject, cands, agent); err != nil {
+		return err
+	}
+	subj := make([]Relevance, len(cands))
+	for i := range cands {
+		subj[i] = cands[i].Relevance
+		cands[i].Relevance = all[i]
+	}
+	scoreOnSubject(cands, subj)
+	return nil
+}
+
+// subjectTerms returns the prompt's terms other than its names when it
+// names someone and has other terms (nil: the ranking on the subject does
+// not apply).
+func subjectTerms(text string, terms []string, cands []Hit) []string {
 	if len(cands) == 0 || (nameOnlyScale >= 1 && subjectWeight <= 0) {
 		return nil
 	}
@@ -107,22 +132,17 @@ func rankOnSubject(ctx context.Context, r Retriever, text string, terms []string
 	if len(subject) == 0 || len(subject) == len(terms) {
 		return nil
 	}
-	all := make([]Relevance, len(cands))
+	return subject
+}
+
+// scoreOnSubject rescales each candidate's score by subj, its relevance
+// for the subject alone, and re-sorts cands.
+func scoreOnSubject(cands []Hit, subj []Relevance) {
 	for i := range cands {
-		all[i] = cands[i].Relevance
-		cands[i].Relevance = Relevance{}
-	}
-	if err := r.Relevance(ctx, subject, cands, agent); err != nil {
-		return err
-	}
-	for i := range cands {
-		cov := cands[i].Relevance.Coverage
-		if cands[i].Relevance.Specificity == 0 {
+		if subj[i].Specificity == 0 {
 			cands[i].Score *= nameOnlyScale
 		}
-		cands[i].Score *= 1 - subjectWeight + subjectWeight*cov
-		cands[i].Relevance = all[i]
+		cands[i].Score *= 1 - subjectWeight + subjectWeight*subj[i].Coverage
 	}
 	sortHits(cands)
-	return nil
 }

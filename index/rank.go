@@ -95,13 +95,26 @@ func RankRecall(ctx context.Context, r Retriever, terms []string, q RecallQuery)
 	if q.AllAgents {
 		agent = ""
 	}
-	if err := r.Relevance(ctx, terms, cands, agent); err != nil {
-		return nil, err
-	}
 	// Turns about the asked thing above turns that only share a name
-	// (names.go).
-	if err := rankOnSubject(ctx, r, q.Text, terms, cands, agent); err != nil {
-		return nil, err
+	// (names.go): the subject's relevance measured beside the prompt's,
+	// in one pass when the retriever can.
+	if sr, ok := r.(SubjectRelevancer); ok {
+		if subject := subjectTerms(q.Text, terms, cands); subject != nil {
+			subj, err := sr.SubjectRelevance(ctx, terms, subject, cands, agent)
+			if err != nil {
+				return nil, err
+			}
+			scoreOnSubject(cands, subj)
+		} else if err := r.Relevance(ctx, terms, cands, agent); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := r.Relevance(ctx, terms, cands, agent); err != nil {
+			return nil, err
+		}
+		if err := rankOnSubject(ctx, r, q.Text, terms, cands, agent); err != nil {
+			return nil, err
+		}
 	}
 	inContext := 0.0 // the best relevance among the hits in context
 	kept := cands[:0]

@@ -223,3 +223,129 @@ var (
 	relAgentAbsence = true
 	presenceSteps   = 8192
 )
+
+// SubjectRelevancer is implemented by a Retriever that measures a
+// prompt's relevance for all its terms and for its subject (the terms
+// other than names, names.go) in one pass over the index: what the
+// subject's measure reads of the index (document frequencies, the terms
+// each hit holds, whether the agent's history holds a term) is read once
+// for both. RankRecall uses it when the prompt names someone.
+type SubjectRelevancer interface {
+	// SubjectRelevance sets Relevance on each of hits for terms, as
+	// Retriever.Relevance does, and returns the relevance of each hit for
+	// subject (a subset of terms) alone.
+	SubjectRelevance(ctx context.Context, terms, subject []string, hits []Hit, agent string) ([]Relevance, error)
+}
+
+// ComputeSubjectRelevance is ComputeRelevance for terms, then for subject
+// alone, reading src once for both (SubjectRelevancer): hits' Relevance is
+// set for terms, and the subject's is returned. Both measures are exactly
+// those of two calls of ComputeRelevance.
+func ComputeSubjectRelevance(ctx context.Context, src RelevanceSource, terms, subject []string, hits []Hit, agent string) ([]Relevance, error) {
+	m := &memoSource{src: src, holds: map[memoTerm][]bool{}, agentHas: map[string]memoHas{}}
+	if err := ComputeRelevance(ctx, m, terms, hits, agent); err != nil {
+		return nil, err
+	}
+	all := make([]Relevance, len(hits))
+	for i := range hits {
+		all[i] = hits[i].Relevance
+		hits[i].Relevance = Relevance{}
+	}
+	if err := ComputeRelevance(ctx, m, subject, hits, agent); err != nil {
+		return nil, err
+	}
+	subj := make([]Relevance, len(hits))
+	for i := range hits {
+		subj[i] = hits[i].Relevance
+		hits[i].Relevance = all[i]
+	}
+	return subj, nil
+}
+
+// memoSource is a RelevanceSource that reads each thing of src once, for
+// one set of hits (ComputeSubjectRelevance).
+type memoSource struct {
+	src      RelevanceSource
+	total    uint64
+	dfs      map[string]uint64
+	holds    map[memoTerm][]bool
+	agentHas map[string]memoHas
+}
+
+type memoTerm struct {
+	term    string
+	context bool
+}
+
+type memoHas struct {
+	has          bool
+	used, budget int
+}
+
+// TermStats implements RelevanceSource: the first call reads src, a later
+// one for terms it read answers from memory.
+func (m *memoSource) TermStats(ctx context.Context, terms []string) (uint64, []uint64, error) {
+	if m.dfs != nil {
+		dfs := make([]uint64, len(terms))
+		known := true
+		for i, t := range terms {
+			df, ok := m.dfs[t]
+			if !ok {
+				known = false
+				break
+			}
+			dfs[i] = df
+		}
+		if known {
+			return m.total, dfs, nil
+		}
+	}
+	total, dfs, err := m.src.TermStats(ctx, terms)
+	if err != nil {
+		return 0, nil, err
+	}
+	if m.dfs == nil {
+		m.dfs = make(map[string]uint64, len(terms))
+	}
+	m.total = total
+	for i, t := range terms {
+		m.dfs[t] = dfs[i]
+	}
+	return total, dfs, nil
+}
+
+// Holds implements RelevanceSource (the hits are the same on every call).
+func (m *memoSource) Holds(ctx context.Context, term string, context bool, hits []Hit, has []bool) error {
+	k := memoTerm{term, context}
+	if got, ok := m.holds[k]; ok && len(got) == len(has) {
+		copy(has, got)
+		return nil
+	}
+	if err := m.src.Holds(ctx, term, context, hits, has); err != nil {
+		return err
+	}
+	m.holds[k] = append([]bool(nil), has...)
+	return nil
+}
+
+// AgentHas implements RelevanceSource, answering a term src answered
+// before as src would with this budget: with the steps it took then when
+// they fit the budget, else as a search stopped at the budget (true, all
+// of it).
+func (m *memoSource) AgentHas(ctx context.Context, term, agent string, budget int) (bool, int, error) {
+	if got, ok := m.agentHas[term]; ok {
+		stopped := got.has && got.used == got.budget // stopped at its budget: the answer past it is unknown
+		switch {
+		case !stopped && got.used <= budget:
+			return got.has, got.used, nil
+		case budget <= got.used:
+			return true, budget, nil
+		}
+	}
+	has, used, err := m.src.AgentHas(ctx, term, agent, budget)
+	if err != nil {
+		return false, 0, err
+	}
+	m.agentHas[term] = memoHas{has: has, used: used, budget: budget}
+	return has, used, nil
+}

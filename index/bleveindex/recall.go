@@ -38,6 +38,11 @@ func (r bleveRetriever) Relevance(ctx context.Context, terms []string, hits []in
 	return r.ix.relevance(ctx, terms, hits, agent)
 }
 
+// SubjectRelevance implements index.SubjectRelevancer.
+func (r bleveRetriever) SubjectRelevance(ctx context.Context, terms, subject []string, hits []index.Hit, agent string) ([]index.Relevance, error) {
+	return r.ix.subjectRelevance(ctx, terms, subject, hits, agent)
+}
+
 func (r bleveRetriever) AtPositions(ctx context.Context, agent string, allAgents bool, pos []index.Position) ([]index.Hit, error) {
 	return r.ix.byPos(ctx, agent, allAgents, pos)
 }

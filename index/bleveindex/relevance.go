@@ -19,6 +19,23 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []index.Hit
 	if len(hits) == 0 || len(terms) == 0 {
 		return nil
 	}
+	return ix.withRelevance(func(src *bleveRelevance) error {
+		return index.ComputeRelevance(ctx, src, terms, hits, agent)
+	})
+}
+
+// subjectRelevance is relevance for terms, and for subject alone, on one
+// reader (index.SubjectRelevancer).
+func (ix *Index) subjectRelevance(ctx context.Context, terms, subject []string, hits []index.Hit, agent string) (subj []index.Relevance, err error) {
+	err = ix.withRelevance(func(src *bleveRelevance) error {
+		subj, err = index.ComputeSubjectRelevance(ctx, src, terms, subject, hits, agent)
+		return err
+	})
+	return subj, err
+}
+
+// withRelevance calls fn with a RelevanceSource on a reader of the index.
+func (ix *Index) withRelevance(fn func(*bleveRelevance) error) error {
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
 	if ix.isClosed() {
@@ -29,7 +46,7 @@ func (ix *Index) relevance(ctx context.Context, terms []string, hits []index.Hit
 		return fmt.Errorf("index: recall: %w", err)
 	}
 	defer rd.Close()
-	return index.ComputeRelevance(ctx, &bleveRelevance{ix: ix, rd: rd}, terms, hits, agent)
+	return fn(&bleveRelevance{ix: ix, rd: rd})
 }
 
 // bleveRelevance is the Index's RelevanceSource, on one reader.

@@ -316,6 +316,12 @@ func (p *pgRetriever) Relevance(ctx context.Context, terms []string, hits []inde
 	return index.ComputeRelevance(ctx, p, terms, hits, agent)
 }
 
+// SubjectRelevance implements index.SubjectRelevancer: the subject's
+// relevance from what the prompt's read (one round trip per term, not two).
+func (p *pgRetriever) SubjectRelevance(ctx context.Context, terms, subject []string, hits []index.Hit, agent string) ([]index.Relevance, error) {
+	return index.ComputeSubjectRelevance(ctx, p, terms, subject, hits, agent)
+}
+
 // TermStats implements index.RelevanceSource.
 func (p *pgRetriever) TermStats(ctx context.Context, terms []string) (uint64, []uint64, error) {
 	if err := p.load(ctx, terms); err != nil {
