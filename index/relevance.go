@@ -242,7 +242,7 @@ type SubjectRelevancer interface {
 // set for terms, and the subject's is returned. Both measures are exactly
 // those of two calls of ComputeRelevance.
 func ComputeSubjectRelevance(ctx context.Context, src RelevanceSource, terms, subject []string, hits []Hit, agent string) ([]Relevance, error) {
-	m := &memoSource{src: src, holds: map[memoTerm][]bool{}, agentHas: map[string]memoHas{}}
+	m := &memoSource{src: src, holds: map[memoTerm][]bool{}, agentHas: map[memoBudget]memoHas{}}
 	if err := ComputeRelevance(ctx, m, terms, hits, agent); err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ type memoSource struct {
 	total    uint64
 	dfs      map[string]uint64
 	holds    map[memoTerm][]bool
-	agentHas map[string]memoHas
+	agentHas map[memoBudget]memoHas
 }
 
 type memoTerm struct {
@@ -277,9 +277,14 @@ type memoTerm struct {
 	context bool
 }
 
+type memoBudget struct {
+	term   string
+	budget int
+}
+
 type memoHas struct {
-	has          bool
-	used, budget int
+	has  bool
+	used int
 }
 
 // TermStats implements RelevanceSource: the first call reads src, a later
@@ -328,24 +333,19 @@ func (m *memoSource) Holds(ctx context.Context, term string, context bool, hits 
 	return nil
 }
 
-// AgentHas implements RelevanceSource, answering a term src answered
-// before as src would with this budget: with the steps it took then when
-// they fit the budget, else as a search stopped at the budget (true, all
-// of it).
+// AgentHas implements RelevanceSource: a term asked again with the same
+// budget is answered from memory (how an index answers a smaller or
+// larger budget is its own: Bleve walks postings, PostgreSQL compares the
+// term's frequency with the budget first).
 func (m *memoSource) AgentHas(ctx context.Context, term, agent string, budget int) (bool, int, error) {
-	if got, ok := m.agentHas[term]; ok {
-		stopped := got.has && got.used == got.budget // stopped at its budget: the answer past it is unknown
-		switch {
-		case !stopped && got.used <= budget:
-			return got.has, got.used, nil
-		case budget <= got.used:
-			return true, budget, nil
-		}
+	k := memoBudget{term, budget}
+	if got, ok := m.agentHas[k]; ok {
+		return got.has, got.used, nil
 	}
 	has, used, err := m.src.AgentHas(ctx, term, agent, budget)
 	if err != nil {
 		return false, 0, err
 	}
-	m.agentHas[term] = memoHas{has: has, used: used, budget: budget}
+	m.agentHas[k] = memoHas{has: has, used: used}
 	return has, used, nil
 }

@@ -147,7 +147,7 @@ func TestSubjectRelevanceReadsOnce(t *testing.T) {
 }
 
 // TestMemoAgentHas: the memo answers AgentHas as its source would, for
-// any budget after any other.
+// any budget after any other (the same budget from memory).
 func TestMemoAgentHas(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := 0; round < 2000; round++ {
@@ -158,7 +158,7 @@ func TestMemoAgentHas(t *testing.T) {
 			clear(f.agentDocs)
 			f.agentDocs[r.IntN(1000)] = true
 		}
-		m := &memoSource{src: f, holds: map[memoTerm][]bool{}, agentHas: map[string]memoHas{}}
+		m := &memoSource{src: f, holds: map[memoTerm][]bool{}, agentHas: map[memoBudget]memoHas{}}
 		for _, budget := range []int{r.IntN(45), r.IntN(45), r.IntN(45), r.IntN(45)} {
 			h1, u1, _ := m.AgentHas(context.Background(), "x", "a", budget)
 			h2, u2, _ := f.AgentHas(context.Background(), "x", "a", budget)

@@ -317,7 +317,8 @@ func (p *pgRetriever) Relevance(ctx context.Context, terms []string, hits []inde
 }
 
 // SubjectRelevance implements index.SubjectRelevancer: the subject's
-// relevance from what the prompt's read (one round trip per term, not two).
+// relevance from what the prompt's measure read (its presence look-ups,
+// a round trip each, not repeated).
 func (p *pgRetriever) SubjectRelevance(ctx context.Context, terms, subject []string, hits []index.Hit, agent string) ([]index.Relevance, error) {
 	return index.ComputeSubjectRelevance(ctx, p, terms, subject, hits, agent)
 }
