@@ -3,7 +3,6 @@ package transcript
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,46 +11,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 )
-
-// pipelineFixture is a transcript with everything the import must keep in
-// order (a copy of lossless's, whose engine tests import it): a header,
-// empty lines, malformed lines (bad JSON, an unknown role — accepted and
-// stored, invalid UTF-8, a message entry without a message), entries of other
-// types with and without ids, a repeated message, two compaction entries
-// (by id and by index) and a torn last line.
-func pipelineFixture() (lines [][]byte, torn []byte) {
-	add := func(s string) { lines = append(lines, []byte(s)) }
-	add(`{"type":"session","version":4,"id":"pipe-1","timestamp":"2026-01-01T00:00:00Z"}`)
-	msg := func(id string, i int, role string) {
-		add(fmt.Sprintf(`{"type":"message","id":%q,"parentId":null,"timestamp":"2026-01-01T00:00:%02dZ","message":{"role":%q,"content":[{"type":"text","text":"message number %d about the pipeline"}],"timestamp":%d}}`,
-			id, i%60, role, i, 1000+i))
-	}
-	for i := 0; i < 12; i++ {
-		msg(fmt.Sprintf("m%d", i), i, []string{"user", "assistant"}[i%2])
-	}
-	add(``)
-	add(`{"type":"message","id":"bad1","message":{not json}}`)
-	add(`{"type":"model_change","id":"mc1","provider":"x","modelId":"y"}`)
-	add(`{"type":"message","id":"bad2","message":{"role":"wizard","content":"x"}}`)
-	add("{\"type\":\"message\",\"id\":\"bad3\",\"message\":{\"role\":\"user\",\"content\":\"\xff\"}}")
-	add(`{"type":"message","id":"bad4"}`)
-	add(`   `)
-	add(`{"type":"compaction","id":"c1","timestamp":"2026-01-01T00:01:00Z","summary":"first part","firstKeptEntryId":"m8","tokensBefore":100}`)
-	for i := 12; i < 20; i++ {
-		msg(fmt.Sprintf("m%d", i), i, []string{"user", "assistant"}[i%2])
-	}
-	add(`{"type":"custom","customType":"note","data":{"a":1}}`)
-	add(string(lines[3])) // a repeated message line (m2): stored once
-	add("{\"type\":\"message\",\"id\":\"sp\",\"message\": {\"role\": \"user\", \"content\": \"spaced out\"}}\r")
-	add(`{"type":"compaction","id":"c2","timestamp":"2026-01-01T00:02:00Z","summary":"second part","firstKeptEntryIndex":24}`)
-	for i := 20; i < 26; i++ {
-		msg(fmt.Sprintf("m%d", i), i, []string{"user", "assistant"}[i%2])
-	}
-	add(`{"type":"label","id":"l1","targetId":"m3","label":"x"}`)
-	add(`["not","an","object"]`)
-	torn = []byte(`{"type":"message","id":"m26","message":{"role":"user","content":"tor`)
-	return lines, torn
-}
 
 // readAllLines runs the pipeline's line reader and parser over data and
 // reports what it saw, in core.ParseTranscript's terms.
@@ -131,7 +90,7 @@ func sameAsReader(t *testing.T, data []byte) {
 }
 
 func TestImportLinesMatchReader(t *testing.T) {
-	lines, torn := pipelineFixture()
+	lines, torn := testutil.PipelineTranscript()
 	var buf bytes.Buffer
 	for _, l := range lines {
 		buf.Write(l)
@@ -152,7 +111,7 @@ func TestImportLinesMatchReader(t *testing.T) {
 // FuzzImportLines checks the pipeline's line reader and entry parser
 // against core.ParseTranscript on arbitrary input.
 func FuzzImportLines(f *testing.F) {
-	lines, torn := pipelineFixture()
+	lines, torn := testutil.PipelineTranscript()
 	for _, l := range lines {
 		f.Add(append(append([]byte(nil), l...), '\n'))
 	}
