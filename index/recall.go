@@ -226,7 +226,12 @@ type TextKeyer struct {
 	any bool
 }
 
-// FNV-1a, 64 bits.
+// FNV-1a, 64 bits, written out rather than hash/fnv's: the key folds and
+// hashes byte by byte, and through hash/fnv's streaming interface (a
+// buffer of folded bytes, a Write per buffer) BenchmarkTextKey took twice
+// as long with two allocations per key (7.8 against 3.5 µs for 2 KB; it
+// runs for each message of the window on every recall). TestTextKeyStable
+// pins the values both indexes store.
 const (
 	fnvOffset = 14695981039346656037
 	fnvPrime  = 1099511628211
