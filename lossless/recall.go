@@ -15,23 +15,15 @@ package lossless
 // assembleWithRecall.
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -77,37 +69,14 @@ type AssembleDetails = recall.Details
 type RecallReport = recall.Report
 
 // recaller is the recall state of one Engine.
-type recaller struct {
-	// ix counts the store's generation itself (index.AddGeneration): the
-	// engine holds no lock of its own while ix.Add waits for room in a
-	// full queue. It is the Bleve index (*bleveindex.Index) unless a backend
-	// brings its own search.
-	ix index.Recall
-
-	rebuild chan struct{} // closed when the opening rebuild (or catch-up) ends
-	cancel  context.CancelFunc
-	// bg, when set, is closed when the background catch-up of a shared
-	// store's recall ends (recall_catchup.go).
-	bg chan struct{}
-	// rebuildDone counts the docs the rebuild has indexed (those of an
-	// interrupted rebuild it resumed included).
-	rebuildDone atomic.Int64
-	errMu       sync.Mutex
-	rebuildErr  error // under errMu
-
-	// winKeys caches the text keys of each conversation's last window
-	// (recall.WindowKeys).
-	winKeys recall.WindowKeys
-}
-
-// windowKeys caches the text keys of a conversation's last assembled
-// window: most of it is the same messages (the same core.Message values,
+// recaller is the recall state of one Engine: package recall's Index.
+type recaller = recall.Index
 
 // openRecallOrLog opens the recall index for Open, before any write, so
 // that the generation it counts from is exact; nil when it cannot be opened
 // (logged; the engine works without recall).
 func (e *Engine) openRecallOrLog() *recaller {
-	r, err := e.openRecall()
+	r, err := recall.OpenBleve(e.indexDir(), e.st, e.indexOptions())
 	if err != nil {
 		slog.Error("lossless: recall index unavailable", "dir", e.indexDir(), "err", err)
 		return nil
@@ -115,100 +84,28 @@ func (e *Engine) openRecallOrLog() *recaller {
 	return r
 }
 
+// storeRecall is the recall state over a store's own search (OpenStore;
+// recall.OverStore).
+func (e *Engine) storeRecall(ix index.Recall) *recaller {
+	return recall.OverStore(e.st, ix, e.indexOptions())
+}
+
+// indexOptions are the recall index's options: the tests' hooks.
+func (e *Engine) indexOptions() recall.IndexOptions {
+	h := e.cfg.hooks
+	return recall.IndexOptions{MaxLag: h.indexMaxLag, BeforeBatch: h.indexBatch, Rebuild: h.rebuild, CatchUpEvery: h.catchUpEvery}
+}
+
 func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index") }
 
 // storeGeneration counts what the index holds when up to date: messages
-// plus summaries over all conversations.
-func (e *Engine) storeGeneration() (uint64, error) {
-	var gen uint64
-	err := e.st.View(context.Background(), func(r store.Reader) error {
-		for rec, err := range r.Conversations() {
-			if err != nil {
-				return fmt.Errorf("lossless: recall: conversation record: %w", fromStore(err))
-			}
-			if rec.NextSeq > 0 {
-				gen += rec.NextSeq - 1
-			}
-			gen += uint64(rec.Summaries)
-		}
-		return nil
-	})
-	return gen, err
-}
-
-func (e *Engine) openRecall() (*recaller, error) {
-	gen, err := e.storeGeneration()
-	if err != nil {
-		return nil, fmt.Errorf("lossless: recall: %w", err)
-	}
-	ix, err := bleveindex.Open(e.indexDir(), bleveindex.Options{Generation: gen, MaxLag: e.cfg.hooks.indexMaxLag, BeforeBatch: e.cfg.hooks.indexBatch})
-	if err != nil {
-		return nil, fmt.Errorf("lossless: recall: %w", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &recaller{ix: ix, rebuild: make(chan struct{}), cancel: cancel}
-	if !ix.NeedsRebuild() {
-		close(r.rebuild)
-		return r, nil
-	}
-	reason := ix.RebuildReason()
-	resumed := ix.Resumable()
-	r.rebuildDone.Store(int64(resumed))
-	slog.Info("lossless: rebuilding the recall index from the store (recall searches what the old index holds meanwhile)",
-		"reason", reason, "generation", gen, "resumedAfterDocs", resumed)
-	source := e.indexSource
-	if hook := e.cfg.hooks.rebuild; hook != nil {
-		source = func(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
-			n := 0
-			return e.indexSource(ctx, after, func(d index.Doc, pos []byte) bool {
-				hook(ctx, n)
-				n++
-				return yield(d, pos)
-			})
-		}
-	}
-	go func() {
-		defer close(r.rebuild)
-		start := time.Now()
-		err := ix.Rebuild(ctx, source, func(done int) {
-			r.rebuildDone.Store(int64(done))
-			if done%50_000 < 1000 {
-				slog.Info("lossless: recall index rebuild", "docs", done)
-			}
-		})
-		if err != nil && ctx.Err() != nil {
-			// Close interrupted it (a short-lived process, e.g. one CLI
-			// command): not a failure; the next Open resumes it where it
-			// stopped.
-			slog.Info("lossless: recall index rebuild interrupted by Close; the next open resumes it", "docs", r.rebuildProgress())
-			return
-		}
-		r.errMu.Lock()
-		r.rebuildErr = err
-		r.errMu.Unlock()
-		if err != nil {
-			slog.Error("lossless: recall index rebuild failed", "err", err)
-			return
-		}
-		slog.Info("lossless: recall index rebuilt", "reason", reason, "elapsed", time.Since(start).Round(time.Millisecond))
-	}()
-	return r, nil
-}
-
-func (r *recaller) rebuildProgress() int64 {
-	return r.rebuildDone.Load()
-}
+// plus summaries over all conversations (recall.StoreGeneration).
+func (e *Engine) storeGeneration() (uint64, error) { return recall.StoreGeneration(e.st) }
 
 // RecallStatus reports the recall index: whether it is rebuilding, how
 // many docs the rebuild indexed so far, and how many added docs are not yet
-// searchable.
-type RecallStatus struct {
-	Enabled    bool   `json:"enabled"`
-	Rebuilding bool   `json:"rebuilding"`
-	Rebuilt    int64  `json:"rebuilt"`
-	Lag        int    `json:"lag"`
-	Error      string `json:"error,omitempty"`
-}
+// searchable (recall.Status).
+type RecallStatus = recall.Status
 
 // RecallStatus returns the state of the recall index.
 func (e *Engine) RecallStatus() RecallStatus {
@@ -217,23 +114,10 @@ func (e *Engine) RecallStatus() RecallStatus {
 		return RecallStatus{Error: err.Error()}
 	}
 	defer done()
-	r := e.recall
-	if r == nil {
+	if e.recall == nil {
 		return RecallStatus{}
 	}
-	st := RecallStatus{Enabled: true, Lag: r.ix.Lag()}
-	select {
-	case <-r.rebuild:
-	default:
-		st.Rebuilding = true
-	}
-	st.Rebuilt = r.rebuildDone.Load()
-	r.errMu.Lock()
-	if r.rebuildErr != nil {
-		st.Error = r.rebuildErr.Error()
-	}
-	r.errMu.Unlock()
-	return st
+	return e.recall.Status()
 }
 
 // WaitRecallIndex waits until the opening rebuild (if any) is done and
@@ -244,14 +128,10 @@ func (e *Engine) WaitRecallIndex(ctx context.Context) error {
 		return err
 	}
 	defer done()
-	r := e.recall
-	if r == nil {
+	if e.recall == nil {
 		return nil
 	}
-	if err := r.waitRebuild(ctx); err != nil {
-		return err
-	}
-	return r.ix.Flush(ctx)
+	return e.recall.Wait(ctx)
 }
 
 // CompactRecallIndex waits for the recall index as WaitRecallIndex does,
@@ -274,128 +154,16 @@ func (e *Engine) CompactRecallIndex(ctx context.Context) error {
 	if e.recall == nil {
 		return nil
 	}
-	c, ok := e.recall.ix.(interface{ Compact(context.Context) error })
-	if !ok {
-		return nil
-	}
-	if err := c.Compact(ctx); err != nil {
-		return fmt.Errorf("lossless: compact the recall index: %w", err)
-	}
-	return nil
-}
-
-// rebuilding reports whether the opening rebuild of the index still runs
-// (recall then searches the old index: what it holds).
-func (r *recaller) rebuilding() bool {
-	select {
-	case <-r.rebuild:
-		return false
-	default:
-		return true
-	}
-}
-
-// waitRebuild waits until the opening rebuild of the index (if any) ends.
-func (r *recaller) waitRebuild(ctx context.Context) error {
-	select {
-	case <-r.rebuild:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("lossless: recall: %w", ctx.Err())
-	}
+	return e.recall.Compact(ctx)
 }
 
 // closeRecall closes the index (Close calls it, once, with no call in
-// flight) and returns its error (docs it could not write are missing: the
-// next Open finds the index stale and rebuilds it, but the caller hears
-// of it).
+// flight) and returns its error.
 func (e *Engine) closeRecall() error {
 	if r := e.recall; r != nil {
-		r.cancel() // an unfinished rebuild stops; the next Open redoes it
-		<-r.rebuild
-		if r.bg != nil {
-			<-r.bg
-		}
-		if err := r.ix.Close(); err != nil {
-			return fmt.Errorf("lossless: close the recall index: %w", err)
-		}
+		return r.Close()
 	}
 	return nil
-}
-
-// indexSource yields every stored message and summary (the store is the
-// source of truth of the index), from one snapshot: conversations in id
-// order, each one's messages in seq order, then its summaries in id order.
-// A doc's position is its conversation id, 0 (message) or 1 (summary), and
-// the message's seq (8 bytes, big-endian) or the summary's id; with after
-// set, it yields the docs after that one (a rebuild resumed). The position
-// is the store's order, not its keys: a position written by a rebuild of an
-// earlier build (the same bytes) resumes here.
-func (e *Engine) indexSource(ctx context.Context, after []byte, yield func(index.Doc, []byte) bool) error {
-	var from convID
-	var fromKind byte
-	var fromRest []byte
-	resume := len(after) > 0
-	if resume {
-		if len(after) < 9 || after[8] > 1 || (after[8] == 0 && len(after) != 17) {
-			return fmt.Errorf("lossless: recall: bad rebuild position %x", after)
-		}
-		copy(from[:], after[:8])
-		fromKind, fromRest = after[8], after[9:]
-	}
-	return e.st.View(ctx, func(r store.Reader) error {
-		var convs []convID
-		var agents []string
-		for rec, err := range r.Conversations() {
-			if err != nil {
-				return fmt.Errorf("lossless: recall: conversation record: %w", fromStore(err))
-			}
-			if resume && bytes.Compare(rec.ID[:], from[:]) < 0 {
-				continue
-			}
-			convs = append(convs, rec.ID)
-			agents = append(agents, rec.Agent)
-		}
-		pos := make([]byte, 0, 64)
-		for i, c := range convs {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			at := resume && c == from // the conversation the position is in
-			msgs, start := true, uint64(0)
-			if at {
-				seq, _ := getU64(fromRest)
-				msgs = fromKind == 0 && seq < math.MaxUint64
-				start = seq + 1
-			}
-			if msgs {
-				for m, err := range r.Messages(c, start, true) {
-					if err != nil {
-						return fromStore(err)
-					}
-					d, ok := messageDoc(c, agents[i], m.Seq, m)
-					pos = append(append(pos[:0], c[:]...), 0)
-					pos = binary.BigEndian.AppendUint64(pos, m.Seq)
-					if ok && !yield(d, pos) {
-						return nil
-					}
-				}
-			}
-			for s, err := range r.Summaries(c) {
-				if err != nil {
-					return fromStore(err)
-				}
-				if at && fromKind == 1 && s.ID <= string(fromRest) {
-					continue
-				}
-				pos = append(append(append(pos[:0], c[:]...), 1), s.ID...)
-				if !yield(summaryDoc(c, agents[i], s), pos) {
-					return nil
-				}
-			}
-		}
-		return nil
-	})
 }
 
 // Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
@@ -403,17 +171,6 @@ func (e *Engine) indexSource(ctx context.Context, after []byte, yield func(index
 // Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
 func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }
 func summaryDocID(c convID, id string) string  { return recall.SummaryDocID(c, id) }
-
-func messageDoc(c convID, agent string, seq uint64, r msgRecord) (index.Doc, bool) {
-	if r.Flags&flagHeartbeat != 0 {
-		return index.Doc{}, false
-	}
-	m, err := core.ParseMessage(r.Raw)
-	if err != nil {
-		return index.Doc{}, false
-	}
-	return parsedMessageDoc(c, agent, seq, r, m)
-}
 
 // parsedMessageDoc is messageDoc of a message already parsed (ingest).
 func parsedMessageDoc(c convID, agent string, seq uint64, r msgRecord, m core.Message) (index.Doc, bool) {
@@ -437,13 +194,7 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 		}
 	}
 	// Waits here, holding only c's lock, while the index queue is full.
-	if tr, ok := r.ix.(index.Tracker); ok && contiguous(ps) {
-		// The messages' range moves c's mark once their docs are written
-		// (a shared store's recall: recall_catchup.go).
-		tr.AddMessages(c.String(), ps[0].seq, ps[len(ps)-1].seq, docs...)
-		return
-	}
-	r.ix.AddGeneration(int64(len(ps)), docs...)
+	r.AddMessages(c, len(ps), ps[0].seq, ps[len(ps)-1].seq, contiguous(ps), docs)
 }
 
 // contiguous reports whether ps are messages seq, seq+1, ... in order (those
@@ -458,52 +209,29 @@ func contiguous(ps []*pending) bool {
 }
 
 // unindexConversation removes conversation c's docs from the recall index
-// (retention deletes c next): every doc the index holds for c, found in the
-// index once what was queued before is indexed.
+// (retention deletes c next; recall.Index.Unindex).
 func (e *Engine) unindexConversation(ctx context.Context, c convID) error {
-	r := e.recall
-	if r == nil {
+	if e.recall == nil {
 		return nil
 	}
-	if err := r.waitRebuild(ctx); err != nil {
-		return err
-	}
-	ids, err := r.ix.ConversationDocIDs(ctx, c.String())
-	if err != nil {
-		if errors.Is(err, index.ErrClosed) {
-			return nil
-		}
-		return fmt.Errorf("lossless: retain: recall index: %w", err)
-	}
-	r.ix.Delete(ids...)
-	return nil
+	return e.recall.Unindex(ctx, c)
 }
 
 // forgetIndexedConversation takes a deleted conversation's messages and
 // summaries out of the index generation, as storeGeneration no longer
 // counts them.
 func (e *Engine) forgetIndexedConversation(rec convRecord) {
-	r := e.recall
-	if r == nil {
-		return
+	if e.recall != nil {
+		e.recall.Forget(rec)
 	}
-	n := uint64(rec.Summaries)
-	if rec.NextSeq > 0 {
-		n += rec.NextSeq - 1
-	}
-	r.ix.AddGeneration(-int64(n))
 }
 
 // indexSummary hands a summary just committed to the index (replace).
 func (e *Engine) indexSummary(c convID, agent string, s dag.Summary) {
-	r := e.recall
-	if r == nil {
-		return
+	if e.recall != nil {
+		e.recall.AddSummary(c, agent, s)
 	}
-	r.ix.AddGeneration(1, summaryDoc(c, agent, s))
 }
-
-// RecallItem is one recalled turn or summary.
 
 // recallMinScore is the relevance gate's threshold for a configured value
 // v (recall.MinScore).
@@ -572,17 +300,8 @@ func (p recallPort) Counter() core.TokenCounter { return p.e.tc }
 // Store is the engine's store.
 func (p recallPort) Store() store.Store { return p.e.st }
 
-// Index is the recall index and its state (nil when recall is off).
-func (p recallPort) Index() (index.Recall, *recall.WindowKeys, bool, int64) {
-	r := p.e.recall
-	if r == nil {
-		return nil, nil, false, 0
-	}
-	if r.rebuilding() {
-		return r.ix, &r.winKeys, true, r.rebuildProgress()
-	}
-	return r.ix, &r.winKeys, false, 0
-}
+// Index is the engine's recall index (nil when recall is off).
+func (p recallPort) Index() *recall.Index { return p.e.recall }
 
 // InContext is what the last assembled window of c shows (inContext).
 func (p recallPort) InContext(c convID) (uint64, map[string]bool) { return p.e.inContext(c) }

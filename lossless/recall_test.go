@@ -263,7 +263,7 @@ func TestRecallAgentIsolation(t *testing.T) {
 	}
 	// The summaries are indexed (under bob only).
 	for agent, want := range map[string]bool{"bob": true, "alice": false} {
-		hs, err := e.recaller().bleve().Search(ctx, index.Query{Agent: agent, Kind: index.KindSummary, Text: "shared secret launch code", K: 50})
+		hs, err := bleveOf(e.recaller()).Search(ctx, index.Query{Agent: agent, Kind: index.KindSummary, Text: "shared secret launch code", K: 50})
 		if err != nil || (len(hs) > 0) != want {
 			t.Fatalf("%s's summaries in the index: %d %v", agent, len(hs), err)
 		}
@@ -804,7 +804,7 @@ func TestRecallIdempotentOverItsOutput(t *testing.T) {
 	if n := countRecallMessages(res.Messages); n != 1 {
 		t.Fatalf("stored recall message: %d recall blocks\n%s", n, rawsOf(res.Messages))
 	}
-	hs, err := e.recaller().bleve().Search(ctx, index.Query{Agent: "main", Text: "Recalled by the context engine", K: 10})
+	hs, err := bleveOf(e.recaller()).Search(ctx, index.Query{Agent: "main", Text: "Recalled by the context engine", K: 10})
 	if err != nil || len(hs) != 0 {
 		t.Fatalf("the stored recall message is indexed: %+v %v", hs, err)
 	}

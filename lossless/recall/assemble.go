@@ -172,10 +172,10 @@ func Assemble[C any](ctx context.Context, port Port[C], call *Call[C]) (core.Ass
 		rep.set(Off, "no room in the token budget")
 		return res, true, nil
 	}
-	if ix, _, rebuilding, rebuilt := port.Index(); ix != nil && rebuilding {
+	if ix := port.Index(); ix != nil && ix.Rebuilding() {
 		// Never waits for the rebuild: the old index answers with what it
 		// holds (nothing when it was missing or corrupt).
-		rep.partial(rebuilt)
+		rep.partial(ix.RebuildProgress())
 	}
 	// A question may take more of the budget (recall_split.go): the probe
 	// then ranks for the room it may take, so that one ranking serves the
@@ -223,7 +223,7 @@ func Assemble[C any](ctx context.Context, port Port[C], call *Call[C]) (core.Ass
 // pass-through messages).
 func Rank[C any](ctx context.Context, port Port[C], call *Call[C], o Options, window []core.Message) ([]Item, error) {
 	p := call.Params
-	ix, keys, _, _ := port.Index()
+	ix := port.Index()
 	if ix == nil || strings.TrimSpace(p.Prompt) == "" {
 		return nil, nil
 	}
@@ -243,7 +243,7 @@ func Rank[C any](ctx context.Context, port Port[C], call *Call[C], o Options, wi
 		q.InContextFrom, q.ExcludeIDs = port.InContext(c)
 	}
 	if len(window) > 0 {
-		q.ExcludeTexts = keys.TextKeys(c, known, window)
+		q.ExcludeTexts = ix.keys.TextKeys(c, known, window)
 		if known {
 			// The summaries the window shows, read from it (the assemble
 			// cache inContext reads may have been dropped since).
@@ -257,7 +257,7 @@ func Rank[C any](ctx context.Context, port Port[C], call *Call[C], o Options, wi
 			}
 		}
 	}
-	hits, err := ix.Recall(ctx, q)
+	hits, err := ix.ix.Recall(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -18,10 +17,8 @@ type Port[C any] interface {
 	Counter() core.TokenCounter
 	// Store is the engine's store: the recalled items are read from it.
 	Store() store.Store
-	// Index is the recall index (nil when recall is off), the cache of
-	// window text keys, and, while the index's opening rebuild runs, the
-	// docs it has indexed so far (rebuilding false otherwise).
-	Index() (ix index.Recall, keys *WindowKeys, rebuilding bool, rebuilt int64)
+	// Index is the engine's recall index (nil when recall is off).
+	Index() *Index
 	// InContext returns what the last assembled window of c shows: raw
 	// messages from seq from on, and the doc ids (SummaryDocID) of its
 	// summaries.
