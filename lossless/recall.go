@@ -5,14 +5,14 @@ package lossless
 // store and rebuilt from it when missing, stale or corrupt; and recall in
 // Assemble, where the turn's prompt is the query.
 //
-// Ranking, the question split and the rendered block are package
-// lossless/recall's: the engine implements its Port (recallPort, below)
-// and keeps the index's lifecycle here (open, rebuild, close; the
-// catch-up of a shared store's index in recall_catchup.go) and the hooks
-// that feed it: ingestInto (ingest.go) and replace (store_conv.go) hand
-// what they committed to the index; Open (engine.go) opens it into
-// Engine.recall and Close closes it; Assemble (assemble.go) starts with
-// assembleWithRecall.
+// Ranking, the question split, the rendered block and the index's
+// lifecycle (open and rebuild, a shared store's catch-up, close) are
+// package lossless/recall's. Here: the engine's side of it, thin wrappers
+// and recallPort, the engine as recall.Port. Hooks in the other files of
+// the package (one line each): ingestInto (ingest.go) and replace
+// (store_conv.go) hand what they committed to the index; Open (engine.go)
+// opens it into Engine.recall and Close closes it; Assemble (assemble.go)
+// starts with assembleWithRecall.
 
 import (
 	"context"

@@ -177,7 +177,7 @@ func Assemble[C any](ctx context.Context, port Port[C], call *Call[C]) (core.Ass
 		// holds (nothing when it was missing or corrupt).
 		rep.partial(ix.RebuildProgress())
 	}
-	// A question may take more of the budget (recall_split.go): the probe
+	// A question may take more of the budget (split.go): the probe
 	// then ranks for the room it may take, so that one ranking serves the
 	// probe and the sizing of the block.
 	want, k := questionRoom(port.Config(), call, budget, reserve)
@@ -246,7 +246,7 @@ func Rank[C any](ctx context.Context, port Port[C], call *Call[C], o Options, wi
 		q.ExcludeTexts = ix.keys.TextKeys(c, known, window)
 		if known {
 			// The summaries the window shows, read from it (the assemble
-			// cache inContext reads may have been dropped since).
+			// cache Port.InContext reads may have been dropped since).
 			for _, m := range window {
 				if id, ok := SummaryID(m); ok {
 					if q.ExcludeIDs == nil {

@@ -66,6 +66,7 @@ func (c Config) k() int {
 	return c.K
 }
 
+// Item is one recalled turn or summary.
 type Item struct {
 	// ID is the item's id: "<conversation>:<seq>" for a message,
 	// "<conversation>/<summary id>" for a summary.
@@ -86,7 +87,7 @@ type Item struct {
 
 // Options adjust the engine's RecallWith.
 type Options struct {
-	// K is the number of items wanted (0: Config.Recall.K).
+	// K is the number of items wanted (0: Config.K).
 	K int
 	// MinScore overrides the relevance gate's threshold (0: the configured
 	// one, see MinScore; negative: no gate, the bare ranking).
@@ -94,7 +95,7 @@ type Options struct {
 }
 
 // MinScore is the relevance gate's threshold for a configured value
-// v (Config.Recall.MinScore): DefaultMinScore when v is 0, no gate
+// v (Config.MinScore): DefaultMinScore when v is 0, no gate
 // (0) when v is negative.
 func MinScore(v float64) float64 {
 	switch {

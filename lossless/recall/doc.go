@@ -8,12 +8,16 @@
 // splits the token budget between the window and the block (a question
 // about the past may take more of it, split.go), reads the chosen items
 // from the store in one batched read and renders them (block.go). It also
-// holds what the index is fed with: doc ids, indexed texts and their keys
-// (docs.go).
+// keeps the engine's recall index (Index, index.go): opened beside the
+// store and rebuilt from it, or a shared store's own search caught up with
+// what other processes left unindexed (catchup.go), fed with the docs of
+// what the engine commits (doc ids, indexed texts and their keys:
+// docs.go).
 //
 // The package never imports package lossless: it declares what it needs of
 // the engine as Port (the store, the token counter, the per-conversation
 // window state, the inner assemble of the window), which lossless
-// implements over its *Engine; the engine keeps the index's lifecycle
-// (open, rebuild, catch-up, close) and the hooks that feed it.
+// implements over its *Engine (recallPort in lossless/recall.go); the
+// engine calls Index's methods from its write path and its Open and
+// Close.
 package recall

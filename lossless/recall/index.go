@@ -161,11 +161,16 @@ func (r *Index) RebuildProgress() int64 {
 // many docs the rebuild indexed so far, and how many added docs are not yet
 // searchable.
 type Status struct {
-	Enabled    bool   `json:"enabled"`
-	Rebuilding bool   `json:"rebuilding"`
-	Rebuilt    int64  `json:"rebuilt"`
-	Lag        int    `json:"lag"`
-	Error      string `json:"error,omitempty"`
+	// Enabled is set when the engine has a recall index.
+	Enabled bool `json:"enabled"`
+	// Rebuilding is set while the opening rebuild (or catch-up) runs.
+	Rebuilding bool `json:"rebuilding"`
+	// Rebuilt is the docs the opening rebuild indexed so far.
+	Rebuilt int64 `json:"rebuilt"`
+	// Lag is the added docs not yet searchable.
+	Lag int `json:"lag"`
+	// Error is the opening rebuild's failure, if any.
+	Error string `json:"error,omitempty"`
 }
 
 // Status returns the state of the index.
