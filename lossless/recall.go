@@ -167,18 +167,13 @@ func (e *Engine) closeRecall() error {
 }
 
 // Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
-
-// Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
 func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }
 func summaryDocID(c convID, id string) string  { return recall.SummaryDocID(c, id) }
 
-// parsedMessageDoc is messageDoc of a message already parsed (ingest).
+// parsedMessageDoc is the recall doc of a message just stored, already
+// parsed (ingest; recall.MessageDoc).
 func parsedMessageDoc(c convID, agent string, seq uint64, r msgRecord, m core.Message) (index.Doc, bool) {
 	return recall.MessageDoc(c, agent, seq, r.Role, r.Timestamp, r.Flags&flagHeartbeat != 0, m)
-}
-
-func summaryDoc(c convID, agent string, s dag.Summary) index.Doc {
-	return recall.SummaryDoc(c, agent, s)
 }
 
 // indexMessages hands messages just committed to the index (ingestInto).
