@@ -146,12 +146,3 @@ func (e *Engine) lookupCached(ctx context.Context, agent, sessionID, sessionKey 
 	}
 	return c, err
 }
-
-// here is the id of the conversation the call is for ("" when none is
-// stored): its recalled items are shown without their session's name.
-func (c *assembleCall) here() string {
-	if !c.known {
-		return ""
-	}
-	return c.c.String()
-}

@@ -5,15 +5,18 @@
 // proportional to the token budget, not to the history.
 //
 // It is the engine's orchestration: the write path (Ingest, IngestBatch,
-// AfterTurn, CommitTurn), the doors of transcript import and rotation,
-// Assemble and recall, compaction, subagents, retention, the agent tools,
+// AfterTurn, CommitTurn), the doors of transcript import, rotation and
+// recall, Assemble, compaction, subagents, retention, the agent tools,
 // and the explorer's read-only queries. It keeps no storage format of its
 // own: records and their encodings belong to package store and its
 // backends, summaries and their invariants to package dag, the recall
 // index to package index and its implementations, token counting to
-// package tokens, and the transcripts' import, reconciliation, host reader
-// and rotated files to package lossless/transcript (through its Port,
-// which the engine implements). docs/ARCHITECTURE.md draws the data flow through them.
+// package tokens, the transcripts' import, reconciliation, host reader
+// and rotated files to package lossless/transcript, and recall in
+// Assemble (ranking, the budget split, the rendered block) and the recall
+// index's lifecycle to package lossless/recall (each through its Port,
+// which the engine implements). docs/ARCHITECTURE.md draws the data flow
+// through them.
 //
 // # Using it
 //

@@ -73,7 +73,7 @@ type Engine struct {
 	// The engine's parts, in the order Open sets them up (Close stops them
 	// in reverse):
 	//
-	// recall is the recall index (recall.go); nil when recall is off (as
+	// recall is the recall index (recall.Index); nil when recall is off (as
 	// it is for a read-only engine) or the index could not be opened.
 	recall *recaller
 	// compaction is the compaction state: per-conversation compaction
@@ -198,7 +198,7 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 				rec.Close()
 				return nil
 			}
-			return e.storeRecall(rec) // the store's own search (recall_catchup.go)
+			return e.storeRecall(rec) // the store's own search (recall.OverStore)
 		}
 	}
 	e, err := openEngine(ctx, cfg, st, cfg.storeName(), open)

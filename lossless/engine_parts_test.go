@@ -16,9 +16,9 @@ import (
 // that reach the index through it.
 func (e *Engine) recaller() *recaller { return e.recall }
 
-// bleve returns the recall index as the Bleve index it is in tests, for
+// bleveOf returns the recall index as the Bleve index it is in tests, for
 // the methods beyond index.Recall that tests look through.
-func (r *recaller) bleve() *bleveindex.Index { return r.ix.(*bleveindex.Index) }
+func bleveOf(r *recaller) *bleveindex.Index { return r.Recall().(*bleveindex.Index) }
 
 // countSummarizer summarises to its mark and counts its calls.
 type countSummarizer struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -130,7 +131,7 @@ func (e *Engine) explainItem(r store.Reader, x *RecallExplanation, terms []strin
 		if err != nil {
 			return fmt.Errorf("lossless: recall: item %s: %w", x.ID, err)
 		}
-		text = indexedText(m)
+		text = recall.IndexedText(m)
 	}
 	x.MatchedTerms = matchedTerms(terms, text)
 	at := -1

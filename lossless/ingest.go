@@ -413,17 +413,6 @@ func writeMessage(tx store.Tx, c convID, rec *convRecord, p *pending) error {
 	return nil
 }
 
-func getU64(b []byte) (uint64, bool) {
-	if len(b) != 8 {
-		return 0, false
-	}
-	var v uint64
-	for _, x := range b {
-		v = v<<8 | uint64(x)
-	}
-	return v, true
-}
-
 // resolve returns the conversation of (agent, sessionID, sessionKey),
 // creating it when create is set. A conversation is keyed by its sessionKey
 // when there is one, else by its first session id; every session id seen is

@@ -89,7 +89,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	<-held
 	ingestTurns(t, e, "b", "agent:main:b", "the wifi password is hunter2-orange", "noted")
 	within(t, "flush the index during the rebuild", func() error {
-		return e.recaller().ix.Flush(ctx)
+		return e.recaller().Recall().Flush(ctx)
 	})
 	p := core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: "what is the wifi password?"}
 	var res core.AssembleResult
@@ -178,7 +178,7 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 
 	// A full index queue: the worker holds one batch, the queue holds more
 	// than indexMaxLag docs, so the next ingest into a waits for room.
-	within(t, "flush the index", func() error { return e.recaller().ix.Flush(ctx) }) // nothing queued: the next batch is c's
+	within(t, "flush the index", func() error { return e.recaller().Recall().Flush(ctx) }) // nothing queued: the next batch is c's
 	hold <- struct{}{}
 	ingestTurns(t, e, "c", "agent:main:c", "held batch", "held too")
 	<-entered
@@ -187,7 +187,7 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 			core.UserText("queued one", 5), core.AssistantText("queued two", 6), core.UserText("queued three", 7)}})
 		return err
 	})
-	if lag := e.recaller().ix.Lag(); lag <= 2 {
+	if lag := e.recaller().Recall().Lag(); lag <= 2 {
 		t.Fatalf("lag %d: the queue should be over its bound", lag)
 	}
 	waiting := make(chan error, 1)
@@ -196,7 +196,7 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 		waiting <- err
 	}()
 	within(t, "the ingest into a reaching the full queue", func() error {
-		for e.recaller().bleve().Waiting() == 0 {
+		for bleveOf(e.recaller()).Waiting() == 0 {
 			select {
 			case err := <-waiting:
 				return fmt.Errorf("the ingest into a did not wait for the full queue: %v", err)
@@ -267,7 +267,7 @@ func TestRecallRebuildResumes(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	r := e.recaller()
-	if n, err := r.bleve().DocCount(); err != nil || n != convs*per {
+	if n, err := bleveOf(r).DocCount(); err != nil || n != convs*per {
 		t.Fatalf("%d docs (%v), want %d", n, err, convs*per)
 	}
 	for c := 0; c < convs; c++ {
@@ -275,7 +275,7 @@ func TestRecallRebuildResumes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids, err := r.ix.ConversationDocIDs(ctx, id.String())
+		ids, err := r.Recall().ConversationDocIDs(ctx, id.String())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/internal/synth"
 )
 
 func withRecall(c *Config) { on := true; c.Recall.Enabled = &on }
@@ -264,7 +263,7 @@ func TestRecallAgentIsolation(t *testing.T) {
 	}
 	// The summaries are indexed (under bob only).
 	for agent, want := range map[string]bool{"bob": true, "alice": false} {
-		hs, err := e.recaller().bleve().Search(ctx, index.Query{Agent: agent, Kind: index.KindSummary, Text: "shared secret launch code", K: 50})
+		hs, err := bleveOf(e.recaller()).Search(ctx, index.Query{Agent: agent, Kind: index.KindSummary, Text: "shared secret launch code", K: 50})
 		if err != nil || (len(hs) > 0) != want {
 			t.Fatalf("%s's summaries in the index: %d %v", agent, len(hs), err)
 		}
@@ -805,7 +804,7 @@ func TestRecallIdempotentOverItsOutput(t *testing.T) {
 	if n := countRecallMessages(res.Messages); n != 1 {
 		t.Fatalf("stored recall message: %d recall blocks\n%s", n, rawsOf(res.Messages))
 	}
-	hs, err := e.recaller().bleve().Search(ctx, index.Query{Agent: "main", Text: "Recalled by the context engine", K: 10})
+	hs, err := bleveOf(e.recaller()).Search(ctx, index.Query{Agent: "main", Text: "Recalled by the context engine", K: 10})
 	if err != nil || len(hs) != 0 {
 		t.Fatalf("the stored recall message is indexed: %+v %v", hs, err)
 	}
@@ -849,33 +848,6 @@ func TestRecallMinScoreDefaults(t *testing.T) {
 	for v, want := range map[float64]float64{0: DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
 		if got := recallMinScore(v); got != want {
 			t.Errorf("recallMinScore(%v) = %v, want %v", v, got, want)
-		}
-	}
-}
-
-// TestMessageTextKey: the window's keys are the keys the index stores.
-func TestMessageTextKey(t *testing.T) {
-	msgs := []core.Message{
-		core.UserText("Hello, World!", 1),
-		core.MustParseMessage(`{"role":"user","content":"plain string content, ÄÖÜ","timestamp":1}`),
-		core.AssistantToolCall("c1", "read_file", map[string]any{"path": "src/main.go", "lines": []int{1, 20}}, 2),
-		core.ToolResult("c1", "read_file", "package main\n\nfunc main() {}", false, 3),
-		core.MustParseMessage(`{"role":"assistant","content":[{"type":"thinking","thinking":"hmm"},{"type":"text","text":"one"},{"type":"text","text":"two"},{"type":"toolCall","id":"x","name":"bash","arguments":{"cmd":"ls -la"}}],"timestamp":4}`),
-		core.MustParseMessage(`{"role":"bashExecution","command":"go test ./...","output":"ok  pkg 0.1s","exitCode":0,"timestamp":5}`),
-		core.MustParseMessage(`{"role":"compactionSummary","summary":"Earlier: we fixed the router.","tokensBefore":100,"timestamp":6}`),
-		core.UserText(strings.Repeat("a long pasted log line 1234 ", 4000), 7),
-		core.UserText("?!", 8),
-	}
-	for _, raw := range synth.Messages(3, 400) {
-		m, err := core.ParseMessage(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msgs = append(msgs, m)
-	}
-	for i, m := range msgs {
-		if got, want := messageTextKey(m), index.TextKey(indexedText(m)); got != want {
-			t.Fatalf("message %d (%s): key %x, want %x", i, m.Role(), got, want)
 		}
 	}
 }
@@ -931,36 +903,6 @@ func TestRenderedSummaryID(t *testing.T) {
 		if id, ok := renderedSummaryID(m); ok {
 			t.Errorf("%s: id %q", m.Raw(), id)
 		}
-	}
-}
-
-// TestWindowTextKeysCache: the keys of a window are the same from the
-// cache, follow a changed window, and the cache holds a bounded number of
-// conversations.
-func TestWindowTextKeysCache(t *testing.T) {
-	e := openTest(t, withRecall)
-	r := e.recaller()
-	w := []core.Message{core.UserText("alpha beta", 1), core.AssistantText("Gamma!", 2)}
-	want := map[uint64]bool{messageTextKey(w[0]): true, messageTextKey(w[1]): true}
-	var c convID
-	for i := 0; i < 2; i++ {
-		if got := r.windowTextKeys(c, true, w); len(got) != 2 || !got[messageTextKey(w[0])] || !got[messageTextKey(w[1])] {
-			t.Fatalf("pass %d: %v, want %v", i, got, want)
-		}
-	}
-	w2 := []core.Message{w[1], core.UserText("delta", 3)}
-	if got := r.windowTextKeys(c, true, w2); len(got) != 2 || got[messageTextKey(w[0])] || !got[messageTextKey(w2[1])] {
-		t.Fatalf("changed window: %v", got)
-	}
-	for i := 0; i < windowKeyConvs+40; i++ {
-		var ci convID
-		ci[0], ci[1] = byte(i), byte(i>>8)
-		r.windowTextKeys(ci, true, w)
-	}
-	n := 0
-	r.winKeys.Range(func(any, any) bool { n++; return true })
-	if n > windowKeyConvs || int(r.winKeyCount.Load()) != n {
-		t.Fatalf("%d conversations cached (count %d), bound %d", n, r.winKeyCount.Load(), windowKeyConvs)
 	}
 }
 

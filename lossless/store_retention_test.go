@@ -151,7 +151,7 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 	r := e.recaller()
 	search := func(word string) int {
 		t.Helper()
-		hits, err := r.bleve().Search(ctx, index.Query{Agent: "main", Text: word, WaitForLag: true})
+		hits, err := bleveOf(r).Search(ctx, index.Query{Agent: "main", Text: word, WaitForLag: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -180,7 +180,7 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	indexGen := r.bleve().Generation()
+	indexGen := bleveOf(r).Generation()
 	if gen != indexGen {
 		t.Fatalf("index generation %d, store %d: the next open would rebuild", indexGen, gen)
 	}
@@ -314,14 +314,14 @@ func TestRetentionAfterInterruptedDeletion(t *testing.T) {
 		t.Fatalf("retain: %+v %v", res, err)
 	}
 	r := e.recaller()
-	ids, err := r.ix.ConversationDocIDs(ctx, c.String())
+	ids, err := r.Recall().ConversationDocIDs(ctx, c.String())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(ids) != 0 {
 		t.Fatalf("%d docs of the deleted conversation left in the index (e.g. %s)", len(ids), ids[0])
 	}
-	hits, err := r.bleve().Search(ctx, index.Query{Agent: "main", Text: "zanzibarquokka", WaitForLag: true})
+	hits, err := bleveOf(r).Search(ctx, index.Query{Agent: "main", Text: "zanzibarquokka", WaitForLag: true})
 	if err != nil || len(hits) != 0 {
 		t.Fatalf("search after retention: %d hits, %v", len(hits), err)
 	}

@@ -1,15 +1,15 @@
-package lossless
+package recall
 
 // The budget split of an assemble with recall (issue #28, point 3): how
 // much of the budget goes to the recalled turns, and how much stays with
 // the assembled context (summaries and fresh tail).
 //
 // Every assemble with a prompt first assembles the context within the
-// budget less Config.Recall.Share (the base split) and ranks recall
+// budget less Config.Share (the base split) and ranks recall
 // against that window (the probe). When the probe finds turns outside the
 // window that pass the relevance gate and the prompt is a question (a
 // question about the past most of all: past tense, a date, "remember"),
-// the split moves: recall may take up to Config.Recall.QuestionShare of
+// the split moves: recall may take up to Config.QuestionShare of
 // the budget, the context is assembled again in what is left (its newest
 // part stays; older tail turns become recallable), recall is ranked again
 // against that window with K scaled to the room, and the block takes all
@@ -29,11 +29,6 @@ import (
 )
 
 const (
-	// DefaultRecallQuestionShare is the share of the budget recall may
-	// take for a question about the past whose answer lies outside the
-	// assembled context (Config.Recall.QuestionShare). Tuned on LoCoMo
-	// locomo-dev3.json with the window suite of lossless-bench.
-	DefaultRecallQuestionShare = 0.7
 	// recallItemTokens is the tokens one recalled item is expected to take
 	// (a chat turn and its wrapper): K grows with the room by it. Tuned
 	// on locomo-dev3.json.
@@ -168,16 +163,16 @@ func pastTense(w string) bool {
 }
 
 // questionShare is the share recall may take for a prompt of intent i
-// (the base share for a task; Config.Recall.QuestionShare for a question
+// (the base share for a task; Config.QuestionShare for a question
 // about the past, and midway between the two for another question).
 // Never below base.
-func (e *Engine) questionShare(i promptIntent, base float64) float64 {
-	q := e.cfg.Recall.QuestionShare
+func questionShare(cfg Config, i promptIntent, base float64) float64 {
+	q := cfg.QuestionShare
 	switch {
 	case q < 0 || i == intentTask:
 		return base
 	case q == 0:
-		q = DefaultRecallQuestionShare
+		q = DefaultQuestionShare
 	}
 	if i == intentQuestion {
 		q = (q + base) / 2
@@ -196,17 +191,14 @@ func expandedK(k, room int) int {
 // (want: the reserve for a task; for a question its share of the budget,
 // at most maxQuestionRoom unless the reserve is larger) and the K to rank it with (the
 // configured K, scaled to want when want is larger than the reserve).
-func (e *Engine) questionRoom(call *assembleCall, budget, reserve int) (want, k int) {
-	k = e.cfg.Recall.K
-	if k <= 0 {
-		k = DefaultRecallK
-	}
+func questionRoom[C any](cfg Config, call *Call[C], budget, reserve int) (want, k int) {
+	k = cfg.k()
 	if budget <= 0 {
 		return reserve, k
 	}
-	intent := classifyPrompt(call.p.Prompt, call.p.Messages)
+	intent := classifyPrompt(call.Params.Prompt, call.Params.Messages)
 	base := float64(reserve) / float64(budget)
-	want = min(int(float64(budget)*e.questionShare(intent, base)), max(reserve, maxQuestionRoom))
+	want = min(int(float64(budget)*questionShare(cfg, intent, base)), max(reserve, maxQuestionRoom))
 	if want <= reserve {
 		return reserve, k
 	}
@@ -221,9 +213,9 @@ func (e *Engine) questionRoom(call *assembleCall, budget, reserve int) (want, k 
 // (inner) is assembled again in the rest (its newest part kept, down to
 // budget - want), and recall ranked again against that window. It returns
 // the context, the room of the recall block and its items.
-func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner core.AssembleParams, budget int, res core.AssembleResult, reserve, want int, more []RecallItem, bodies *recallBodies) (core.AssembleResult, int, []RecallItem, error) {
+func splitForQuestion[C any](ctx context.Context, port Port[C], call *Call[C], inner core.AssembleParams, budget int, res core.AssembleResult, reserve, want int, more []Item, bodies *Bodies) (core.AssembleResult, int, []Item, error) {
 	slack := budget - res.EstimatedTokens
-	need, err := e.recallNeed(ctx, call, more, want, bodies)
+	need, err := recallNeed(ctx, port, call, more, want, bodies)
 	if err != nil {
 		return res, reserve, more, err
 	}
@@ -239,16 +231,16 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 	var small core.AssembleResult
 	for _, b := range []int{budget - need, (2*budget - need - reserve) / 2} {
 		inner.TokenBudget = b
-		small, err = e.assembleWindow(ctx, call, inner)
+		small, err = port.AssembleWindow(ctx, call.Engine, inner)
 		if err != nil {
 			// The probe's split stands.
 			slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
 			return res, max(slack, reserve), more, nil
 		}
 		var dropped int
-		small.Messages, dropped, _ = e.withoutRecallMessages(small.Messages, true)
+		small.Messages, dropped, _ = withoutMessages(port.Counter(), small.Messages, true)
 		small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
-		if !holdsSummary(res.Messages) || holdsSummary(small.Messages) {
+		if !HoldsSummary(res.Messages) || HoldsSummary(small.Messages) {
 			break
 		}
 		small.Messages = nil
@@ -261,25 +253,21 @@ func (e *Engine) splitForQuestion(ctx context.Context, call *assembleCall, inner
 		small.Cut.Reason += fmt.Sprintf("; recall took up to %d tokens of the budget for a question (recall.questionShare)", need)
 	}
 	room := budget - small.EstimatedTokens
-	k := e.cfg.Recall.K
-	if k <= 0 {
-		k = DefaultRecallK
-	}
-	more, err = e.rankRecall(ctx, call, RecallOptions{K: expandedK(k, room)}, small.Messages)
+	more, err = Rank(ctx, port, call, Options{K: expandedK(port.Config().k(), room)}, small.Messages)
 	return small, room, more, err
 }
 
 // recallNeed returns the tokens the recall block of items takes within
 // max (0: none).
-func (e *Engine) recallNeed(ctx context.Context, call *assembleCall, items []RecallItem, max int, bodies *recallBodies) (int, error) {
-	p := call.p
-	_, n, err := e.renderRecall(ctx, items, p.CitationsMode, p.HasTool(ToolGrep), max, 0, call.here(), bodies)
+func recallNeed[C any](ctx context.Context, port Port[C], call *Call[C], items []Item, max int, bodies *Bodies) (int, error) {
+	p := call.Params
+	_, n, err := Render(ctx, port, items, p.CitationsMode, call.GrepTool, max, 0, call.here(), bodies)
 	return n, err
 }
 
-// holdsSummary reports whether an assembled window holds a summary
-// (rendered by RenderSummary).
-func holdsSummary(msgs []core.Message) bool {
+// HoldsSummary reports whether an assembled window holds a summary
+// (rendered by the engine's RenderSummary).
+func HoldsSummary(msgs []core.Message) bool {
 	for _, m := range msgs {
 		if m.Role() != core.RoleUser {
 			continue

@@ -1,4 +1,4 @@
-package lossless
+package recall
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -17,24 +18,26 @@ import (
 // conversation's mark. Every engine opening the store indexes what lies
 // past each conversation's mark (its opening catch-up, which
 // WaitRecallIndex and RecallStatus count as a rebuild), then, every
-// defaultCatchUpEvery, the conversations where its own writes found a gap.
+// DefaultCatchUpEvery, the conversations where its own writes found a gap.
 
-// defaultCatchUpEvery is how often an engine catches up the conversations
-// whose marks its writes found behind (tests shorten it: hooks.go). A gap
+// DefaultCatchUpEvery is how often an engine catches up the conversations
+// whose marks its writes found behind (tests shorten it:
+// IndexOptions.CatchUpEvery). A gap
 // left by a process whose docs are merely not written yet closes by
 // itself meanwhile (the catch-up then finds them written).
-const defaultCatchUpEvery = 10 * time.Second
+const DefaultCatchUpEvery = 10 * time.Second
 
 // catchUpBatch is the number of messages read and indexed per step.
 const catchUpBatch = 500
 
-// storeRecall is the recall state over a store's own search (OpenStore):
+// OverStore is the recall index over a store's own search (the engine's
+// OpenStore):
 // the store indexes itself, so there is nothing to rebuild, only, when it
 // tracks how far it indexed (index.Tracker), what other processes left
 // behind to catch up, in the background.
-func (e *Engine) storeRecall(ix index.Recall) *recaller {
+func OverStore(st store.Store, ix index.Recall, o IndexOptions) *Index {
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &recaller{ix: ix, rebuild: make(chan struct{}), cancel: cancel}
+	r := &Index{st: st, o: o, ix: ix, rebuild: make(chan struct{}), cancel: cancel}
 	tr, ok := ix.(index.Tracker)
 	if !ok {
 		close(r.rebuild)
@@ -43,7 +46,7 @@ func (e *Engine) storeRecall(ix index.Recall) *recaller {
 	r.bg = make(chan struct{})
 	go func() {
 		defer close(r.bg)
-		err := e.catchUpRecall(ctx, tr, nil, r)
+		err := r.catchUp(ctx, tr, nil, r)
 		r.errMu.Lock()
 		r.rebuildErr = err
 		r.errMu.Unlock()
@@ -51,8 +54,8 @@ func (e *Engine) storeRecall(ix index.Recall) *recaller {
 		if err != nil && ctx.Err() == nil {
 			slog.Error("lossless: recall: catching up the messages other processes left unindexed failed (retried on the next open)", "err", err)
 		}
-		every := defaultCatchUpEvery
-		if d := e.cfg.hooks.catchUpEvery; d > 0 {
+		every := DefaultCatchUpEvery
+		if d := o.CatchUpEvery; d > 0 {
 			every = d
 		}
 		t := time.NewTicker(every)
@@ -64,7 +67,7 @@ func (e *Engine) storeRecall(ix index.Recall) *recaller {
 			case <-t.C:
 			}
 			if gaps := tr.Gaps(); len(gaps) > 0 {
-				if err := e.catchUpRecall(ctx, tr, gaps, nil); err != nil && ctx.Err() == nil {
+				if err := r.catchUp(ctx, tr, gaps, nil); err != nil && ctx.Err() == nil {
 					slog.Warn("lossless: recall: catch-up failed (retried when a write finds the gap again, or on the next open)", "err", err)
 				}
 			}
@@ -73,29 +76,29 @@ func (e *Engine) storeRecall(ix index.Recall) *recaller {
 	return r
 }
 
-// catchUpRecall indexes, for each conversation (only: those of these ids;
+// catchUp indexes, for each conversation (only: those of these ids;
 // nil: every one), its messages past its mark in tr, catchUpBatch at a
 // time; progress (when set) counts the docs handed to tr.
-func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []string, progress *recaller) error {
+func (r *Index) catchUp(ctx context.Context, tr index.Tracker, only []string, progress *Index) error {
 	type conv struct {
-		id        convID
+		id        store.ConvID
 		agent     string
 		last      uint64
 		summaries bool
 	}
 	var convs []conv
 	var ids []string
-	add := func(c convID, rec convRecord) {
+	add := func(c store.ConvID, rec store.Conversation) {
 		if rec.NextSeq > 1 || (only == nil && rec.Summaries > 0) {
 			convs = append(convs, conv{c, rec.Agent, max(rec.NextSeq, 1) - 1, only == nil && rec.Summaries > 0})
 			ids = append(ids, c.String())
 		}
 	}
-	err := e.st.View(ctx, func(r store.Reader) error {
+	err := r.st.View(ctx, func(rd store.Reader) error {
 		if only == nil {
-			for rec, err := range r.Conversations() {
+			for rec, err := range rd.Conversations() {
 				if err != nil {
-					return fromStore(err)
+					return records.FromStore(err)
 				}
 				add(rec.ID, rec.Conversation)
 			}
@@ -106,7 +109,7 @@ func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []str
 			if !ok {
 				continue
 			}
-			rec, err := r.Conversation(c)
+			rec, err := rd.Conversation(c)
 			if err != nil {
 				continue // deleted meanwhile
 			}
@@ -126,7 +129,7 @@ func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []str
 	}
 	for i, c := range convs {
 		for mark := marks[i]; mark < c.last; {
-			docs, through, err := e.messageDocsAfter(ctx, c.id, c.agent, mark)
+			docs, through, err := r.messageDocsAfter(ctx, c.id, c.agent, mark)
 			if err != nil {
 				return err
 			}
@@ -142,7 +145,7 @@ func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []str
 			mark = through
 		}
 		if c.summaries {
-			if err := e.catchUpSummaries(ctx, tr, c.id, c.agent, progress); err != nil {
+			if err := r.catchUpSummaries(ctx, tr, c.id, c.agent, progress); err != nil {
 				return err
 			}
 		}
@@ -153,12 +156,12 @@ func (e *Engine) catchUpRecall(ctx context.Context, tr index.Tracker, only []str
 // catchUpSummaries writes the docs of c's summaries that tr lacks, on the
 // opening catch-up (no mark tracks a summary's doc: a process killed with
 // one in its queue leaves it out), catchUpBatch at a time.
-func (e *Engine) catchUpSummaries(ctx context.Context, tr index.Tracker, c convID, agent string, progress *recaller) error {
+func (r *Index) catchUpSummaries(ctx context.Context, tr index.Tracker, c store.ConvID, agent string, progress *Index) error {
 	var sums []string
-	err := e.st.View(ctx, func(r store.Reader) error {
-		for s, err := range r.Summaries(c) {
+	err := r.st.View(ctx, func(rd store.Reader) error {
+		for s, err := range rd.Summaries(c) {
 			if err != nil {
-				return fromStore(err)
+				return records.FromStore(err)
 			}
 			sums = append(sums, s.ID)
 		}
@@ -173,7 +176,7 @@ func (e *Engine) catchUpSummaries(ctx context.Context, tr index.Tracker, c convI
 		docIDs := make([]string, len(chunk))
 		summaryOf := make(map[string]string, len(chunk))
 		for i, id := range chunk {
-			docIDs[i] = summaryDocID(c, id)
+			docIDs[i] = SummaryDocID(c, id)
 			summaryOf[docIDs[i]] = id
 		}
 		missing, err := tr.Missing(ctx, docIDs)
@@ -184,16 +187,16 @@ func (e *Engine) catchUpSummaries(ctx context.Context, tr index.Tracker, c convI
 			continue
 		}
 		var docs []index.Doc
-		err = e.st.View(ctx, func(r store.Reader) error {
+		err = r.st.View(ctx, func(rd store.Reader) error {
 			for _, d := range missing {
-				s, err := r.Summary(c, summaryOf[d])
+				s, err := rd.Summary(c, summaryOf[d])
 				if errors.Is(err, store.ErrNotFound) {
 					continue // deleted meanwhile (retention)
 				}
 				if err != nil {
-					return fromStore(err)
+					return records.FromStore(err)
 				}
-				docs = append(docs, summaryDoc(c, agent, s))
+				docs = append(docs, SummaryDoc(c, agent, s))
 			}
 			return nil
 		})
@@ -214,14 +217,14 @@ func (e *Engine) catchUpSummaries(ctx context.Context, tr index.Tracker, c convI
 // messageDocsAfter reads up to catchUpBatch messages of c after seq after
 // and returns their docs (messages without one, heartbeats, have none)
 // and the last seq read (after when none).
-func (e *Engine) messageDocsAfter(ctx context.Context, c convID, agent string, after uint64) ([]index.Doc, uint64, error) {
+func (r *Index) messageDocsAfter(ctx context.Context, c store.ConvID, agent string, after uint64) ([]index.Doc, uint64, error) {
 	var docs []index.Doc
 	through := after
-	err := e.st.View(ctx, func(r store.Reader) error {
+	err := r.st.View(ctx, func(rd store.Reader) error {
 		n := 0
-		for m, err := range r.Messages(c, after+1, true) {
+		for m, err := range rd.Messages(c, after+1, true) {
 			if err != nil {
-				return fromStore(err)
+				return records.FromStore(err)
 			}
 			if d, ok := messageDoc(c, agent, m.Seq, m); ok {
 				docs = append(docs, d)

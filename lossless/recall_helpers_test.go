@@ -1,0 +1,28 @@
+package lossless
+
+import (
+	"context"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/recall"
+)
+
+// The engine's tests of recall in Assemble reach package recall's block
+// rendering through these.
+
+type recallBodies = recall.Bodies
+
+const recallHead = recall.Head
+
+// renderRecall renders items into the recall block as Assemble does
+// (recall.Render over the engine's port), with the grep tool named when
+// grep is set.
+func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string, bodies *recallBodies) (core.Message, int, error) {
+	tool := ""
+	if grep {
+		tool = ToolGrep
+	}
+	return recall.Render(ctx, recallPort{e}, items, citations, tool, max, ts, here, bodies)
+}
+
+func holdsSummary(msgs []core.Message) bool { return recall.HoldsSummary(msgs) }
