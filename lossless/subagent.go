@@ -173,31 +173,12 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 		return nil, err
 	}
 	defer unlock()
-	if err := e.removeSub(ctx, sub, ""); err != nil { // a previous preparation of this child
+	var parentOf *convID
+	if haveParent {
+		parentOf = &parent
+	}
+	if err := subagent.Prepare(ctx, subagentPort{e}, sub, rec, parentOf); err != nil {
 		return nil, err
-	}
-	if mode == core.ContextModeFork && haveParent {
-		n, tokens, err := e.snapshotParent(ctx, parent, sub)
-		if err != nil {
-			_ = e.removeSub(context.WithoutCancel(ctx), sub, "")
-			return nil, err
-		}
-		rec.SnapshotItems, rec.SnapshotTokens = n, tokens
-	}
-	err = e.updateMapped(ctx, func(tx store.Tx) error {
-		if err := tx.PutSubagent(sub, rec); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		if p.ChildSessionID != "" {
-			if err := tx.PutSubagentByChild(agent, p.ChildSessionID, sub); err != nil {
-				return fmt.Errorf("lossless: prepare subagent: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		_ = e.removeSub(context.WithoutCancel(ctx), sub, "")
-		return nil, fmt.Errorf("lossless: prepare subagent: %w", err)
 	}
 	token := rec.Token
 	return &core.SubagentPreparation{Rollback: func(ctx context.Context) error {
@@ -213,11 +194,6 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 		defer unlock()
 		return e.removeSub(ctx, sub, token)
 	}}, nil
-}
-
-// snapshotParent is subagent.Snapshot.
-func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (int, int, error) {
-	return subagent.Snapshot(ctx, subagentPort{e}, parent, sub)
 }
 
 // getSub is subagent.Get.
@@ -259,23 +235,7 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	default:
 		return fmt.Errorf("lossless: subagent ended: reason %q (want deleted, completed, swept or released): %w", p.Reason, ErrBadParams)
 	}
-	defer e.dropForkCache(sub) // the child is done: its parsed fork prefix goes
-	return e.updateMapped(ctx, func(tx store.Tx) error {
-		rec, ok, err := getSub(tx, sub)
-		if err != nil || !ok {
-			return err
-		}
-		rec.State, rec.EndReason, rec.EndedAt, rec.ExpiresAt = SubagentEnded, p.Reason, time.Now().UnixMilli(), 0
-		if err := tx.PutSubagent(sub, rec); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		if pc, ok := parseConvID(rec.ParentConv); ok {
-			if err := tx.PutSubagentLink(pc, sub, rec.ChildSessionKey); err != nil {
-				return fmt.Errorf("lossless: subagent ended: link: %w", err)
-			}
-		}
-		return nil
-	})
+	return subagent.End(ctx, subagentPort{e}, sub, p.Reason)
 }
 
 // SweepSubagents removes the preparations whose TTL expired while their
@@ -295,11 +255,6 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 	}
 	defer unlock()
 	return subagent.Sweep(ctx, subagentPort{e})
-}
-
-// expired is subagent.Expired.
-func (e *Engine) expired(_ context.Context, r store.Reader, rec SubagentInfo, now int64) bool {
-	return subagent.Expired(r, rec, now)
 }
 
 // Subagent returns the record of the child with session key childKey.
@@ -357,34 +312,8 @@ func (e *Engine) subFor(ctx context.Context, call *assembleCall) (subID, Subagen
 		return sub, rec, false, err
 	}
 	defer unlock()
-	now := time.Now().UnixMilli()
-	err = e.updateMapped(ctx, func(tx store.Tx) error {
-		cur, ok, err := getSub(tx, sub)
-		if err != nil || !ok {
-			found = false
-			return err
-		}
-		rec = cur
-		if rec.State != SubagentPrepared {
-			return nil
-		}
-		if e.expired(ctx, tx, rec, now) {
-			found = false
-			return nil
-		}
-		rec.State, rec.ExpiresAt = SubagentActive, 0
-		if err := tx.PutSubagent(sub, rec); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return sub, rec, false, err
-	}
-	if !found {
-		return sub, rec, false, e.removeSub(ctx, sub, "")
-	}
-	return sub, rec, true, nil
+	rec, found, err = subagent.Activate(ctx, subagentPort{e}, sub, rec)
+	return sub, rec, found, err
 }
 
 // forkPrefix prepends a forked child's parent snapshot to res, newest
@@ -460,11 +389,8 @@ const maxForkCaches = subagent.MaxForkCaches
 // forkCache returns sub's fork cache (subagent.Forks.Get).
 func (e *Engine) forkCache(sub subID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
 
-// dropForkCache forgets sub's cache (its preparation was removed).
-func (e *Engine) dropForkCache(sub subID) { e.subagents.forks.Drop(sub) }
-
 // linkedChildren returns the conversations of the ended children linked to
-// conversation parent.
+// conversation parent (subagent.LinkedChildren).
 func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {
 	var out []convID
 	err := e.st.View(ctx, func(r store.Reader) error {
