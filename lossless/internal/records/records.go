@@ -1,7 +1,8 @@
 // Package records holds what package lossless and its parts (such as
-// lossless/transcript) both need to read the engine's store records the
-// same way: the mapping of the store's errors to the engine's sentinels and
-// the order positions of messages a reconciliation moved.
+// lossless/transcript, lossless/recall and lossless/subagent) need to read
+// the engine's store records the same way: the mapping of the store's
+// errors to the engine's sentinels, the order positions of messages a
+// reconciliation moved and conversation ids in hex.
 package records
 
 import (
