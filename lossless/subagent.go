@@ -281,29 +281,14 @@ func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, b
 // (the child started).
 func (e *Engine) subFor(ctx context.Context, call *assembleCall) (subID, SubagentInfo, bool, error) {
 	l := call.sub
-	if !l.done {
-		refs := subRefs(call.agent, call.p.SessionID, call.p.SessionKey)
-		if len(refs) == 0 {
-			return subID{}, SubagentInfo{}, false, nil
-		}
-		err := e.st.View(ctx, func(sr store.Reader) error {
-			got, err := sr.Get(refs)
-			if err != nil {
-				return fmt.Errorf("lossless: read subagent: %w", fromStore(err))
-			}
-			for _, g := range got {
-				if g.Err != nil && !errors.Is(g.Err, store.ErrNotFound) {
-					return fmt.Errorf("lossless: read subagent: %w", fromStore(g.Err))
-				}
-			}
-			l = subFound(call.agent, call.p.SessionKey, got)
-			return nil
-		})
-		if err != nil {
+	if !l.Done {
+		var err error
+		l, err = subagent.Find(ctx, subagentPort{e}, call.agent, call.p.SessionID, call.p.SessionKey)
+		if err != nil || !l.Done {
 			return subID{}, SubagentInfo{}, false, err
 		}
 	}
-	sub, rec, found := l.id, l.rec, l.found
+	sub, rec, found := l.ID, l.Rec, l.Found
 	if !found || rec.State != SubagentPrepared {
 		return sub, rec, found, nil
 	}

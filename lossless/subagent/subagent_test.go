@@ -84,3 +84,27 @@ func TestForksBoundedAndDropped(t *testing.T) {
 		t.Fatal("a dropped cache is still kept")
 	}
 }
+
+func TestRefsAndFound(t *testing.T) {
+	if refs := Refs("main", "", ""); len(refs) != 0 {
+		t.Fatalf("a session without names has refs %v", refs)
+	}
+	refs := Refs("main", "sid", "key")
+	if len(refs) != 2 || refs[0].Kind != store.RefSubagent || refs[0].Sub != ID("main", "key") ||
+		refs[1].Kind != store.RefSubagentByChild || refs[1].ID != "sid" {
+		t.Fatalf("Refs = %+v", refs)
+	}
+	alias := ID("main", "other")
+	missing := store.Got{Err: store.ErrNotFound}
+	byAlias := store.Got{Sub: alias, Subagent: store.Subagent{ChildSessionKey: "other"}}
+	if l := Found("main", "key", []store.Got{missing, byAlias}); !l.Done || !l.Found || l.ID != alias {
+		t.Fatalf("found by the alias: %+v", l)
+	}
+	byKey := store.Got{Subagent: store.Subagent{ChildSessionKey: "key"}}
+	if l := Found("main", "key", []store.Got{byKey, byAlias}); !l.Found || l.ID != ID("main", "key") || l.Rec.ChildSessionKey != "key" {
+		t.Fatalf("found by the key: %+v", l)
+	}
+	if l := Found("main", "key", []store.Got{missing, missing}); !l.Done || l.Found || l.ID != ID("main", "key") {
+		t.Fatalf("not found: %+v", l)
+	}
+}
