@@ -50,7 +50,7 @@ func TestCommandSoak(t *testing.T) {
 	if s == nil {
 		t.Fatalf("no soak key in the JSON: %s", raw)
 	}
-	if s.Error != "" && !strings.Contains(s.Error, bench.ErrNotFlat.Error()) {
+	if s.Error != "" && !strings.Contains(s.Error, bench.ErrNotFlat.Error()) && !strings.Contains(s.Error, bench.ErrTooFewSamples.Error()) {
 		t.Fatalf("soak failed: %s", s.Error)
 	}
 	// The workload: what a long-lived gateway does.
@@ -113,6 +113,12 @@ func TestSoakFlatness(t *testing.T) {
 	if leak.Judge(60); leak.Flat {
 		t.Errorf("a heap growing 60 MB/min judged flat: growth %.1f MB, slope %.1f MB/min", leak.GrowthMB, leak.SlopeMBPerMin)
 	}
+	// One sample (a sampler starved by the machine's load): no verdict,
+	// not a growth from an empty middle third.
+	starved := &bench.SoakReport{Samples: []bench.HeapSample{{T: 3.9, LiveMB: 37}}}
+	if starved.Judge(4); starved.Flat || starved.MiddleSamples != 0 || starved.LastSamples != 1 {
+		t.Errorf("one sample judged: flat %v, %d and %d samples", starved.Flat, starved.MiddleSamples, starved.LastSamples)
+	}
 }
 
 // TestCommandSoakHeapProfiles runs a short soak with --heap-profile and
@@ -138,7 +144,14 @@ func TestCommandSoakHeapProfiles(t *testing.T) {
 	run(context.Background(), []string{"--suite", "soak", "--soak-duration", "3s", "--soak-sample", "200ms",
 		"--heap-profile", prof, "--soak-profile-every", "1s"}, &stdout, &stderr, false, nil, tiny(t))
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
-	for _, name := range []string{prof + ".middle", prof, prof + ".flushed", prof + ".000", prof + ".001"} {
+	names := []string{prof + ".middle", prof, prof + ".flushed", prof + ".000", prof + ".001"}
+	if raceEnabled {
+		// Each sample forces a collection and a profile at 4 KiB sampling:
+		// under the race detector on a loaded machine the 3 s soak may
+		// sample once, so one numbered profile is all it can write.
+		names = names[:4]
+	}
+	for _, name := range names {
 		raw, err := os.ReadFile(name)
 		if err != nil {
 			t.Errorf("profile: %v", err)

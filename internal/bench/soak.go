@@ -120,6 +120,10 @@ type SoakReport struct {
 	HeapMiddleMB float64 `json:"heap_middle_mb"`
 	HeapLastMB   float64 `json:"heap_last_mb"`
 	GrowthMB     float64 `json:"growth_mb"`
+	// MiddleSamples and LastSamples are the samples in those thirds (a
+	// verdict needs minThirdSamples in each: ErrTooFewSamples).
+	MiddleSamples int `json:"middle_samples"`
+	LastSamples   int `json:"last_samples"`
 	// SlopeMBPerMin is the least-squares slope of the live heap over the
 	// second half, in MB per minute; SlopeRiseMB what it adds over that
 	// half.
@@ -162,6 +166,16 @@ type HeapSample struct {
 // ErrNotFlat is the soak suite's error when the heap grew beyond the
 // tolerance.
 var ErrNotFlat = errors.New("bench: soak: the live heap grew beyond the tolerance")
+
+// ErrTooFewSamples is the soak suite's error when the middle or the last
+// third of the run holds fewer than minThirdSamples heap samples: no
+// verdict (a run shorter than a few --soak-sample intervals, or a sampler
+// starved by the machine's load; each sample forces a collection).
+var ErrTooFewSamples = errors.New("bench: soak: too few heap samples to judge the heap")
+
+// minThirdSamples is the fewest samples in each of the middle and last
+// thirds for a verdict.
+const minThirdSamples = 3
 
 // soakStats are the soak workers' counters, under mu.
 type soakStats struct {
@@ -316,6 +330,10 @@ loop:
 	}
 	rep.RSSMB = rssMB()
 	rep.Judge(rep.DurationS)
+	if !rep.judged() {
+		return fmt.Errorf("%w: %d in the middle third, %d in the last, %d needed in each (sampled every %s over %.0f s)",
+			ErrTooFewSamples, rep.MiddleSamples, rep.LastSamples, minThirdSamples, cfg.SoakSample, rep.DurationS)
+	}
 	if !rep.Flat {
 		return fmt.Errorf("%w: %.1f MB from the middle third to the last, slope %.2f MB/min over the second half (+%.1f MB); tolerance %.1f MB",
 			ErrNotFlat, rep.GrowthMB, rep.SlopeMBPerMin, rep.SlopeRiseMB, rep.ToleranceMB)
@@ -348,7 +366,13 @@ func (rep *SoakReport) Judge(duration float64) {
 		rep.SlopeRiseMB = round3(rep.SlopeMBPerMin * (hx[len(hx)-1] - hx[0]))
 	}
 	rep.ToleranceMB = round3(max(SoakToleranceMB, rep.HeapMiddleMB*SoakTolerancePct/100))
-	rep.Flat = len(middle) > 0 && len(last) > 0 && rep.GrowthMB <= rep.ToleranceMB && rep.SlopeRiseMB <= rep.ToleranceMB
+	rep.MiddleSamples, rep.LastSamples = len(middle), len(last)
+	rep.Flat = rep.judged() && rep.GrowthMB <= rep.ToleranceMB && rep.SlopeRiseMB <= rep.ToleranceMB
+}
+
+// judged reports whether the run holds samples enough for a verdict.
+func (rep *SoakReport) judged() bool {
+	return rep.MiddleSamples >= minThirdSamples && rep.LastSamples >= minThirdSamples
 }
 
 // median returns the median of xs (0 for none).
@@ -650,7 +674,10 @@ func writeSoak(b *strings.Builder, r *SoakReport) {
 		return
 	}
 	verdict := "FLAT"
-	if !r.Flat {
+	switch {
+	case !r.judged():
+		verdict = fmt.Sprintf("TOO FEW SAMPLES (%d and %d; no verdict)", r.MiddleSamples, r.LastSamples)
+	case !r.Flat:
 		verdict = "NOT FLAT"
 	}
 	fmt.Fprintf(b, "\nSOAK       %.0f s: %d sessions (%d imported, %d gone idle), %d turns, %d messages, %d assembles (%d with a recall block)\n",
