@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -40,17 +41,8 @@ type assembleCall struct {
 	rec     convRecord
 	haveRec bool
 	// sub is the session's subagent lookup, made with the window's read
-	// (sub.done) or else by forkPrefix.
-	sub subLookup
-}
-
-// subLookup is what a session's subagent records say (subFor): found
-// with its id and record, or not.
-type subLookup struct {
-	done  bool
-	id    subID
-	rec   SubagentInfo
-	found bool
+	// (sub.Done) or else by forkPrefix (subFor).
+	sub subagent.Lookup
 }
 
 // windowRefs returns what the window's read fetches beside the items:
@@ -61,20 +53,7 @@ func (call *assembleCall) windowRefs(shared bool) []store.Ref {
 	if shared || call.mode == core.ProjectionThreadBootstrap {
 		refs = append(refs, store.Ref{Kind: store.RefConversation, Conv: call.c})
 	}
-	return append(refs, subRefs(call.agent, call.p.SessionID, call.p.SessionKey)...)
-}
-
-// subRefs returns the refs of a session's subagent records: by its key,
-// then by its session id as a child's alias (subFor's order).
-func subRefs(agent, sessionID, sessionKey string) []store.Ref {
-	var refs []store.Ref
-	if sessionKey != "" {
-		refs = append(refs, store.Ref{Kind: store.RefSubagent, Sub: subIDOf(agent, sessionKey)})
-	}
-	if sessionID != "" {
-		refs = append(refs, store.Ref{Kind: store.RefSubagentByChild, Agent: agent, ID: sessionID})
-	}
-	return refs
+	return append(refs, subagent.Refs(call.agent, call.p.SessionID, call.p.SessionKey)...)
 }
 
 // took notes what the window's read found for refs (windowRefs).
@@ -95,29 +74,8 @@ func (call *assembleCall) took(refs []store.Ref, got []store.Got) error {
 			subs = append(subs, g)
 		}
 	}
-	call.sub = subFound(call.agent, call.p.SessionKey, subs)
+	call.sub = subagent.Found(call.agent, call.p.SessionKey, subs)
 	return nil
-}
-
-// subFound picks a session's subagent from what subRefs read: the one of
-// its key, else the one its session id is the child of.
-func subFound(agent, sessionKey string, got []store.Got) subLookup {
-	l := subLookup{done: true}
-	for i, g := range got {
-		if g.Err == nil {
-			l.found, l.rec = true, g.Subagent
-			if i == 0 && sessionKey != "" {
-				l.id = subIDOf(agent, sessionKey)
-			} else {
-				l.id = g.Sub
-			}
-			return l
-		}
-	}
-	if sessionKey != "" {
-		l.id = subIDOf(agent, sessionKey)
-	}
-	return l
 }
 
 // lookupKey is the resolution cache's key of a look-up (lookup): apart

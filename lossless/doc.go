@@ -14,8 +14,9 @@
 // package tokens, the transcripts' import, reconciliation, host reader
 // and rotated files to package lossless/transcript, and recall in
 // Assemble (ranking, the budget split, the rendered block) and the recall
-// index's lifecycle to package lossless/recall (each through its Port,
-// which the engine implements). docs/ARCHITECTURE.md draws the data flow
+// index's lifecycle to package lossless/recall, and the subagent records,
+// fork snapshots, their removal and sweep and the fork caches to package
+// lossless/subagent (each through its Port, which the engine implements). docs/ARCHITECTURE.md draws the data flow
 // through them.
 //
 // # Using it

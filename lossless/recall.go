@@ -19,11 +19,11 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strconv"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -372,17 +372,5 @@ func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams)
 	return res, *d, err
 }
 
-func parseConvID(s string) (convID, bool) {
-	var c convID
-	if len(s) != 16 {
-		return c, false
-	}
-	for i := 0; i < 8; i++ {
-		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
-		if err != nil {
-			return c, false
-		}
-		c[i] = byte(v)
-	}
-	return c, true
-}
+// parseConvID is records.ParseConvID.
+var parseConvID = records.ParseConvID

@@ -3,67 +3,44 @@ package lossless
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	lru "github.com/hashicorp/golang-lru/v2"
-	"iter"
-	"math"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents.
-//
-// A preparation is a subagent record keyed by the child (its agent and
-// session key) and, for a fork, a snapshot of the parent's active context
-// taken at the spawn: the parent's context item records (references to the
-// parent's messages and summaries: sequence numbers and summary ids, never
-// the messages themselves), at the parent's positions:
-//
-//	Subagent(sub)                   the record (store.Subagent)
-//	SubagentByChild(agent, id)      the child's session id, when given
-//	ForkItems(sub)                  the parent's items, as they were at the spawn
-//	SubagentLinks(parentConv)       the ended children linked to a parent,
-//	                                with their session keys
-//
-// (badgerstore keys them under 'G', 'g', 'Y' and 'K'), where sub is the
-// first 8 bytes of SHA-256 over agent 0x00 childSessionKey.
-// The child's own messages are stored under the child's conversation by
-// the ordinary write path. Assemble of a forked child returns its own
-// context after the parent's snapshot (the snapshot fills what the child's
-// own context leaves of the budget, newest first; nothing of the parent is
-// read beyond that). Nothing of the parent is ever written.
-//
-// The snapshot is written before the record: a crash in between leaves
-// snapshot keys without a record, invisible and removed by SweepSubagents.
+// Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents — the
+// engine's doors and locks. The records, fork snapshots, removal, sweep and
+// fork caches are lossless/subagent's (its package doc describes the
+// records), reached through subagentPort below. The child's own messages
+// are stored under the child's conversation by the ordinary write path.
+// Assemble of a forked child returns its own context after the parent's
+// snapshot (the snapshot fills what the child's own context leaves of the
+// budget, newest first; nothing of the parent is read beyond that).
+// Nothing of the parent is ever written.
 
 // Subagent states (SubagentInfo.State).
 const (
 	// SubagentPrepared: prepared, the child has not started; the TTL runs.
-	SubagentPrepared = "prepared"
+	SubagentPrepared = subagent.Prepared
 	// SubagentActive: the child started (assembled or stored a message).
-	SubagentActive = "active"
+	SubagentActive = subagent.Active
 	// SubagentEnded: the child completed or was released; its history is
 	// linked to the parent.
-	SubagentEnded = "ended"
+	SubagentEnded = subagent.Ended
 )
 
 type subID = store.SubID
 
-func subIDOf(agent, childKey string) subID {
-	h := sha256.Sum256([]byte(agent + "\x00" + childKey))
-	var s subID
-	copy(s[:], h[:8])
-	return s
-}
+// subIDOf is subagent.ID.
+var subIDOf = subagent.ID
 
 // SubagentInfo is the stored record of a subagent preparation
 // (store.Subagent).
@@ -84,10 +61,25 @@ type subagents struct {
 	swept sync.Once
 	// forks holds the fork caches of the most recently assembled forks
 	// (maxForkCaches; a forgotten one is parsed again at its next assemble).
-	// Finished subagents' caches used to stay for the life of the engine.
-	forksMu sync.Mutex
-	forks   *lru.Cache[subID, *forkMsgCache]
+	forks subagent.Forks
 }
+
+// subagentPort is the engine as lossless/subagent's Port.
+type subagentPort struct{ e *Engine }
+
+var _ subagent.Port = subagentPort{}
+
+func (p subagentPort) View(ctx context.Context, fn func(store.Reader) error) error {
+	return p.e.st.View(ctx, fn)
+}
+
+func (p subagentPort) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return p.e.updateMapped(ctx, fn)
+}
+
+func (p subagentPort) Batch(ctx context.Context) (store.Batch, error) { return p.e.batchMapped(ctx) }
+
+func (p subagentPort) Forks() *subagent.Forks { return &p.e.subagents.forks }
 
 // lockSubagents serialises subagent record changes: the engine's lock and,
 // on a shared store, the store's. The returned func releases both.
@@ -153,7 +145,7 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 	now := time.Now().UnixMilli()
 	rec := SubagentInfo{Agent: agent, ChildSessionKey: p.ChildSessionKey, ChildSessionID: p.ChildSessionID,
 		ParentAgent: parentAgent, ParentKey: p.ParentSessionKey, ParentSessionID: p.ParentSessionID,
-		Mode: mode, State: SubagentPrepared, Created: now, Token: newToken()}
+		Mode: mode, State: SubagentPrepared, Created: now, Token: subagent.NewToken()}
 	if p.TTLMs > 0 {
 		rec.ExpiresAt = now + p.TTLMs
 	}
@@ -181,31 +173,12 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 		return nil, err
 	}
 	defer unlock()
-	if err := e.removeSub(ctx, sub, ""); err != nil { // a previous preparation of this child
+	var parentOf *convID
+	if haveParent {
+		parentOf = &parent
+	}
+	if err := subagent.Prepare(ctx, subagentPort{e}, sub, rec, parentOf); err != nil {
 		return nil, err
-	}
-	if mode == core.ContextModeFork && haveParent {
-		n, tokens, err := e.snapshotParent(ctx, parent, sub)
-		if err != nil {
-			_ = e.removeSub(context.WithoutCancel(ctx), sub, "")
-			return nil, err
-		}
-		rec.SnapshotItems, rec.SnapshotTokens = n, tokens
-	}
-	err = e.updateMapped(ctx, func(tx store.Tx) error {
-		if err := tx.PutSubagent(sub, rec); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		if p.ChildSessionID != "" {
-			if err := tx.PutSubagentByChild(agent, p.ChildSessionID, sub); err != nil {
-				return fmt.Errorf("lossless: prepare subagent: %w", err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		_ = e.removeSub(context.WithoutCancel(ctx), sub, "")
-		return nil, fmt.Errorf("lossless: prepare subagent: %w", err)
 	}
 	token := rec.Token
 	return &core.SubagentPreparation{Rollback: func(ctx context.Context) error {
@@ -223,145 +196,12 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 	}}, nil
 }
 
-func newToken() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
+// getSub is subagent.Get.
+var getSub = subagent.Get
 
-// snapshotParent copies the parent's context item records (references) to
-// the fork snapshot of sub, in transactions of at most snapshotTxnItems.
-func (e *Engine) snapshotParent(ctx context.Context, parent convID, sub subID) (int, int, error) {
-	const snapshotTxnItems = 2048
-	var all []store.Item
-	tokens := 0
-	err := e.st.View(ctx, func(r store.Reader) error {
-		for it, err := range r.Items(parent, 0, math.MaxUint64, false) {
-			if err != nil {
-				if errors.Is(err, store.ErrCorrupt) {
-					return fromStore(err)
-				}
-				return fmt.Errorf("lossless: prepare subagent: read item: %w", fromStore(err))
-			}
-			if len(all)%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: prepare subagent: %w", err)
-				}
-			}
-			if it.Flags&(flagHeartbeat|flagHidden|flagSuperseded) == 0 {
-				tokens += it.Tokens
-			}
-			all = append(all, it)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	count := len(all)
-	for len(all) > 0 {
-		n := min(len(all), snapshotTxnItems)
-		err := e.updateMapped(ctx, func(tx store.Tx) error {
-			for _, it := range all[:n] {
-				if err := tx.PutForkItem(sub, it); err != nil {
-					return fmt.Errorf("lossless: prepare subagent: write snapshot: %w", err)
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, 0, err
-		}
-		all = all[n:]
-	}
-	return count, tokens, nil
-}
-
-// getSub reads sub's record (ok false when absent).
-func getSub(r store.Reader, sub subID) (SubagentInfo, bool, error) {
-	rec, err := r.Subagent(sub)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return SubagentInfo{}, false, nil
-	case errors.Is(err, store.ErrCorrupt):
-		return SubagentInfo{}, false, fmt.Errorf("lossless: decode record %q: %w", "G", fromStore(err))
-	case err != nil:
-		return SubagentInfo{}, false, fmt.Errorf("lossless: read: %w", fromStore(err))
-	}
-	return rec, true, nil
-}
-
-// removeSub deletes sub's record, alias, snapshot and parent link. With a
-// non-empty token it removes only the preparation that token names (a
-// rollback of an older preparation leaves a newer one alone). Absent
-// state is not an error.
+// removeSub is subagent.Remove.
 func (e *Engine) removeSub(ctx context.Context, sub subID, token string) error {
-	var rec SubagentInfo
-	var have bool
-	err := e.st.View(ctx, func(r store.Reader) error {
-		var err error
-		rec, have, err = getSub(r, sub)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if token != "" && (!have || rec.Token != token) {
-		return nil
-	}
-	e.dropForkCache(sub)
-	// Snapshot first (possibly many items, in a batch), the record last: a
-	// crash in between leaves a record whose snapshot is partly gone, which
-	// the next removal finishes.
-	snapshot := false
-	err = e.st.View(ctx, func(r store.Reader) error {
-		for _, err := range r.ForkItems(sub) {
-			if err != nil && !errors.Is(err, store.ErrCorrupt) {
-				return err
-			}
-			snapshot = true // an item, whole or not
-			break
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("lossless: remove subagent: %w", fromStore(err))
-	}
-	if snapshot {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("lossless: remove subagent: %w", err)
-		}
-		wb, err := e.batchMapped(ctx)
-		if err != nil {
-			return fmt.Errorf("lossless: remove subagent: %w", err)
-		}
-		defer wb.Cancel()
-		if err := wb.DeleteForkItems(sub); err != nil {
-			return fmt.Errorf("lossless: remove subagent: %w", fromStore(err))
-		}
-		if err := wb.Flush(); err != nil {
-			return fmt.Errorf("lossless: remove subagent: %w", fromStore(err))
-		}
-	}
-	if !have {
-		return nil
-	}
-	return e.updateMapped(ctx, func(tx store.Tx) error {
-		if rec.ChildSessionID != "" {
-			if err := tx.DeleteSubagentByChild(rec.Agent, rec.ChildSessionID); err != nil {
-				return fmt.Errorf("lossless: remove subagent: %w", err)
-			}
-		}
-		if pc, ok := parseConvID(rec.ParentConv); ok {
-			if err := tx.DeleteSubagentLink(pc, sub); err != nil {
-				return fmt.Errorf("lossless: remove subagent: %w", err)
-			}
-		}
-		if err := tx.DeleteSubagent(sub); err != nil {
-			return fmt.Errorf("lossless: remove subagent: %w", err)
-		}
-		return nil
-	})
+	return subagent.Remove(ctx, subagentPort{e}, sub, token)
 }
 
 // OnSubagentEnded handles the end of a child run. "deleted" and "swept"
@@ -395,23 +235,7 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 	default:
 		return fmt.Errorf("lossless: subagent ended: reason %q (want deleted, completed, swept or released): %w", p.Reason, ErrBadParams)
 	}
-	defer e.dropForkCache(sub) // the child is done: its parsed fork prefix goes
-	return e.updateMapped(ctx, func(tx store.Tx) error {
-		rec, ok, err := getSub(tx, sub)
-		if err != nil || !ok {
-			return err
-		}
-		rec.State, rec.EndReason, rec.EndedAt, rec.ExpiresAt = SubagentEnded, p.Reason, time.Now().UnixMilli(), 0
-		if err := tx.PutSubagent(sub, rec); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		if pc, ok := parseConvID(rec.ParentConv); ok {
-			if err := tx.PutSubagentLink(pc, sub, rec.ChildSessionKey); err != nil {
-				return fmt.Errorf("lossless: subagent ended: link: %w", err)
-			}
-		}
-		return nil
-	})
+	return subagent.End(ctx, subagentPort{e}, sub, p.Reason)
 }
 
 // SweepSubagents removes the preparations whose TTL expired while their
@@ -430,81 +254,7 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	defer unlock()
-	now := time.Now().UnixMilli()
-	var expired []subID
-	orphans := map[subID]bool{}
-	err = e.st.View(ctx, func(r store.Reader) error {
-		for sr, err := range r.Subagents() {
-			if err != nil {
-				if errors.Is(err, store.ErrCorrupt) {
-					return fmt.Errorf("%w: subagent: %w", errBadRecord, err)
-				}
-				return fromStore(err)
-			}
-			if e.expired(ctx, r, sr.Subagent, now) {
-				expired = append(expired, sr.ID)
-			}
-		}
-		// One look-up per snapshot, not per item.
-		for sub, err := range r.ForkSnapshots() {
-			if err != nil {
-				return fromStore(err)
-			}
-			if _, err := r.Subagent(sub); errors.Is(err, store.ErrNotFound) {
-				orphans[sub] = true
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, sub := range expired {
-		if err := e.removeSub(ctx, sub, ""); err != nil {
-			return 0, err
-		}
-	}
-	for sub := range orphans {
-		if err := e.removeSub(ctx, sub, ""); err != nil {
-			return 0, err
-		}
-	}
-	return len(expired), nil
-}
-
-// expired reports whether rec is a preparation past its TTL whose child
-// never started (the child's conversation stored no message).
-func (e *Engine) expired(ctx context.Context, r store.Reader, rec SubagentInfo, now int64) bool {
-	if rec.State != SubagentPrepared || rec.ExpiresAt == 0 || now < rec.ExpiresAt {
-		return false
-	}
-	return !e.childStarted(r, rec)
-}
-
-// childStarted reports whether the child's conversation has messages.
-func (e *Engine) childStarted(r store.Reader, rec SubagentInfo) bool {
-	for _, c := range childConvs(r, rec) {
-		if cr, err := r.Conversation(c); err == nil && cr.Messages > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// childConvs returns the conversations the child's names resolve to: by
-// its session key, then by its session id (when it has one).
-func childConvs(r store.Reader, rec SubagentInfo) []convID {
-	var out []convID
-	names := []store.Name{{Agent: rec.Agent, Kind: store.NameSessionKey, Value: rec.ChildSessionKey}}
-	if rec.ChildSessionID != "" {
-		names = append(names, store.Name{Agent: rec.Agent, Kind: store.NameSessionID, Value: rec.ChildSessionID})
-	}
-	for _, n := range names {
-		if c, err := r.ConvByName(n); err == nil {
-			out = append(out, c)
-		}
-	}
-	return out
+	return subagent.Sweep(ctx, subagentPort{e})
 }
 
 // Subagent returns the record of the child with session key childKey.
@@ -531,29 +281,14 @@ func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, b
 // (the child started).
 func (e *Engine) subFor(ctx context.Context, call *assembleCall) (subID, SubagentInfo, bool, error) {
 	l := call.sub
-	if !l.done {
-		refs := subRefs(call.agent, call.p.SessionID, call.p.SessionKey)
-		if len(refs) == 0 {
-			return subID{}, SubagentInfo{}, false, nil
-		}
-		err := e.st.View(ctx, func(sr store.Reader) error {
-			got, err := sr.Get(refs)
-			if err != nil {
-				return fmt.Errorf("lossless: read subagent: %w", fromStore(err))
-			}
-			for _, g := range got {
-				if g.Err != nil && !errors.Is(g.Err, store.ErrNotFound) {
-					return fmt.Errorf("lossless: read subagent: %w", fromStore(g.Err))
-				}
-			}
-			l = subFound(call.agent, call.p.SessionKey, got)
-			return nil
-		})
-		if err != nil {
+	if !l.Done {
+		var err error
+		l, err = subagent.Find(ctx, subagentPort{e}, call.agent, call.p.SessionID, call.p.SessionKey)
+		if err != nil || !l.Done {
 			return subID{}, SubagentInfo{}, false, err
 		}
 	}
-	sub, rec, found := l.id, l.rec, l.found
+	sub, rec, found := l.ID, l.Rec, l.Found
 	if !found || rec.State != SubagentPrepared {
 		return sub, rec, found, nil
 	}
@@ -562,34 +297,8 @@ func (e *Engine) subFor(ctx context.Context, call *assembleCall) (subID, Subagen
 		return sub, rec, false, err
 	}
 	defer unlock()
-	now := time.Now().UnixMilli()
-	err = e.updateMapped(ctx, func(tx store.Tx) error {
-		cur, ok, err := getSub(tx, sub)
-		if err != nil || !ok {
-			found = false
-			return err
-		}
-		rec = cur
-		if rec.State != SubagentPrepared {
-			return nil
-		}
-		if e.expired(ctx, tx, rec, now) {
-			found = false
-			return nil
-		}
-		rec.State, rec.ExpiresAt = SubagentActive, 0
-		if err := tx.PutSubagent(sub, rec); err != nil {
-			return fmt.Errorf("lossless: write: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return sub, rec, false, err
-	}
-	if !found {
-		return sub, rec, false, e.removeSub(ctx, sub, "")
-	}
-	return sub, rec, true, nil
+	rec, found, err = subagent.Activate(ctx, subagentPort{e}, sub, rec)
+	return sub, rec, found, err
 }
 
 // forkPrefix prepends a forked child's parent snapshot to res, newest
@@ -611,15 +320,15 @@ func (e *Engine) forkPrefix(ctx context.Context, call *assembleCall, budget int,
 	// The messages of the last assembly of this fork, reused (the
 	// snapshot never changes; only the budget's cut moves).
 	cache := e.forkCache(sub)
-	cache.mu.Lock()
-	defer cache.mu.Unlock()
-	if cache.token != rec.Token {
+	cache.Mu.Lock()
+	defer cache.Mu.Unlock()
+	if cache.Token != rec.Token {
 		// Another preparation of the child (by another process of a
 		// shared store, or before a removal this one missed).
-		cache.msgs, cache.sums, cache.token = nil, nil, rec.Token
+		cache.Msgs, cache.Sums, cache.Token = nil, nil, rec.Token
 	}
-	nextMsgs := make(map[uint64]core.Message, len(cache.msgs))
-	nextSums := make(map[string]core.Message, len(cache.sums))
+	nextMsgs := make(map[uint64]core.Message, len(cache.Msgs))
+	nextSums := make(map[string]core.Message, len(cache.Sums))
 	var win window
 	err = e.st.View(ctx, func(r store.Reader) (err error) {
 		// The store scans a snapshot forward only: its items (small
@@ -631,15 +340,15 @@ func (e *Engine) forkPrefix(ctx context.Context, call *assembleCall, budget int,
 			}
 			items = append(items, it)
 		}
-		win, err = budgetWalk(ctx, reversed(items), avail, "assemble fork",
+		win, err = budgetWalk(ctx, subagent.Reversed(items), avail, "assemble fork",
 			func(_ int, item dag.Item, flags byte) (core.Message, error) {
 				var m core.Message
 				var err error
 				if item.IsSummary() {
-					m, err = e.summaryMessage(r, parent, item.Ref.ID, cache.sums)
+					m, err = e.summaryMessage(r, parent, item.Ref.ID, cache.Sums)
 					nextSums[item.Ref.ID] = m
 				} else {
-					m, err = e.itemMessage(r, parent, item.Ref.Seq, flags, cache.msgs)
+					m, err = e.itemMessage(r, parent, item.Ref.Seq, flags, cache.Msgs)
 					nextMsgs[item.Ref.Seq] = m
 				}
 				if err != nil {
@@ -652,88 +361,27 @@ func (e *Engine) forkPrefix(ctx context.Context, call *assembleCall, budget int,
 	if err != nil || len(win.rev) == 0 {
 		return err
 	}
-	cache.msgs, cache.sums = nextMsgs, nextSums
+	cache.Msgs, cache.Sums = nextMsgs, nextSums
 	prefix, used := win.chronological()
 	res.Messages = append(prefix, res.Messages...)
 	res.EstimatedTokens += used
 	return nil
 }
 
-// reversed yields items from the last to the first.
-func reversed(items []store.Item) iter.Seq2[store.Item, error] {
-	return func(yield func(store.Item, error) bool) {
-		for i := len(items) - 1; i >= 0; i-- {
-			if !yield(items[i], nil) {
-				return
-			}
-		}
-	}
-}
+// maxForkCaches bounds the fork caches kept (subagent.MaxForkCaches).
+const maxForkCaches = subagent.MaxForkCaches
 
-// forkMsgCache holds the parent messages of a fork's last assembly.
-type forkMsgCache struct {
-	mu sync.Mutex
-	// token is the preparation's (SubagentInfo.Token) whose parent the
-	// messages are of.
-	token string
-	msgs  map[uint64]core.Message
-	sums  map[string]core.Message
-}
-
-// maxForkCaches bounds the fork caches kept (each holds at most one
-// budget's window of parsed parent messages).
-const maxForkCaches = 64
-
-func (e *Engine) forkCache(sub subID) *forkMsgCache {
-	s := &e.subagents
-	s.forksMu.Lock()
-	defer s.forksMu.Unlock()
-	if s.forks == nil {
-		s.forks = must(lru.New[subID, *forkMsgCache](maxForkCaches))
-	}
-	c, ok := s.forks.Get(sub)
-	if !ok {
-		c = new(forkMsgCache)
-		s.forks.Add(sub, c)
-	}
-	return c
-}
-
-// dropForkCache forgets sub's cache (its preparation was removed).
-func (e *Engine) dropForkCache(sub subID) {
-	s := &e.subagents
-	s.forksMu.Lock()
-	defer s.forksMu.Unlock()
-	if s.forks != nil {
-		s.forks.Remove(sub)
-	}
-}
+// forkCache returns sub's fork cache (subagent.Forks.Get).
+func (e *Engine) forkCache(sub subID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
 
 // linkedChildren returns the conversations of the ended children linked to
-// conversation parent.
+// conversation parent (subagent.LinkedChildren).
 func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {
 	var out []convID
 	err := e.st.View(ctx, func(r store.Reader) error {
-		var subs []subID
-		for l, err := range r.SubagentLinks(parent) {
-			if err != nil {
-				return fmt.Errorf("lossless: read subagent links: %w", err)
-			}
-			subs = append(subs, l.ID)
-		}
-		for _, s := range subs {
-			rec, ok, err := getSub(r, s)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			if cs := childConvs(r, rec); len(cs) > 0 {
-				out = append(out, cs[0])
-			}
-		}
-		return nil
+		var err error
+		out, err = subagent.LinkedChildren(r, parent)
+		return err
 	})
 	return out, err
 }
@@ -762,34 +410,9 @@ func (e *Engine) LinkedChildren(ctx context.Context, sessionID, sessionKey strin
 }
 
 // forkParent returns the parent conversation of a forked child's
-// conversation c (found through its session key), if any.
+// conversation (subagent.ForkParent), if any.
 func (e *Engine) forkParent(r store.Reader, conv *Conversation) (convID, bool) {
-	cr, err := r.Conversation(conv.id)
-	if err != nil {
-		return convID{}, false
-	}
-	keys := []string{cr.Key}
-	var candidates []subID
-	for _, k := range keys {
-		if k != "" {
-			candidates = append(candidates, subIDOf(cr.Agent, k))
-		}
-	}
-	for _, id := range cr.SessionIDs {
-		if s, err := r.SubagentByChild(cr.Agent, id); err == nil {
-			candidates = append(candidates, s)
-		}
-	}
-	for _, s := range candidates {
-		rec, ok, err := getSub(r, s)
-		if err != nil || !ok || rec.Mode != core.ContextModeFork {
-			continue
-		}
-		if pc, ok := parseConvID(rec.ParentConv); ok {
-			return pc, true
-		}
-	}
-	return convID{}, false
+	return subagent.ForkParent(r, conv.id)
 }
 
 // convHolding returns the conversation that holds summary id (or the

@@ -1,13 +1,15 @@
 // Package records holds what package lossless and its parts (such as
-// lossless/transcript) both need to read the engine's store records the
-// same way: the mapping of the store's errors to the engine's sentinels and
-// the order positions of messages a reconciliation moved.
+// lossless/transcript, lossless/recall and lossless/subagent) need to read
+// the engine's store records the same way: the mapping of the store's
+// errors to the engine's sentinels, the order positions of messages a
+// reconciliation moved and conversation ids in hex.
 package records
 
 import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/store"
@@ -93,4 +95,21 @@ func OrderPosOf(r store.Reader, c store.ConvID, seq uint64) (uint64, error) {
 		return 0, FromStore(err)
 	}
 	return p, nil
+}
+
+// ParseConvID parses a conversation id in hex (store.ConvID.String); ok
+// false when s is not one.
+func ParseConvID(s string) (store.ConvID, bool) {
+	var c store.ConvID
+	if len(s) != 16 {
+		return c, false
+	}
+	for i := 0; i < 8; i++ {
+		v, err := strconv.ParseUint(s[2*i:2*i+2], 16, 8)
+		if err != nil {
+			return c, false
+		}
+		c[i] = byte(v)
+	}
+	return c, true
 }
