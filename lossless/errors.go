@@ -3,6 +3,7 @@ package lossless
 import (
 	"errors"
 
+	"github.com/lossless-engine/contextengine/lossless/ingest"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
@@ -30,7 +31,8 @@ var ErrNotSessionFile = transcript.ErrNotSessionFile
 // another process that committed after its lock was released (its process
 // killed or its connection cut while its commit was in flight). The write
 // is refused, nothing of it stored; retrying it reads the record again.
-var ErrConcurrentWrite = errors.New("lossless: conversation written by another process meanwhile")
+// It is lossless/ingest's, whose writes run again on it.
+var ErrConcurrentWrite = ingest.ErrConcurrentWrite
 
 // ErrRetiring is wrapped by the error of a read of, or a write to, a
 // conversation that an interrupted retention pass left partly deleted; the

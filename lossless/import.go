@@ -197,10 +197,10 @@ func (p importPort) StoreMessages(ctx context.Context, c convID, ps []pending) (
 }
 
 // Seq returns the sequence number ingestInto gave pp.
-func (importPort) Seq(pp *pending) uint64 { return pp.seq }
+func (importPort) Seq(pp *pending) uint64 { return pp.Seq }
 
 // Hash returns pp's key (its message's hash).
-func (importPort) Hash(pp *pending) store.Hash { return pp.hash }
+func (importPort) Hash(pp *pending) store.Hash { return pp.Hash }
 
 // SummaryTokens counts s rendered as the context shows it.
 func (p importPort) SummaryTokens(s dag.Summary) int {

@@ -170,25 +170,25 @@ func buildStore(b *testing.B, dir string, n int) {
 	}
 	for i := 0; i < n; i++ {
 		p := base[i%len(base)]
-		m, _ := p.msg.WithField("n", i)
-		p.msg = m
-		p.hash = hashRaw(m.Raw())
+		m, _ := p.Msg.WithField("n", i)
+		p.Msg = m
+		p.Hash = hashRaw(m.Raw())
 		seq, pos := rec.NextSeq, rec.NextPos
-		if err := wb.PutMessage(c, msgRecord{Seq: seq, Flags: p.flags, Tokens: p.tokens, Timestamp: m.Timestamp(), Role: m.Role(), Hash: p.hash, Raw: m.Raw()}); err != nil {
+		if err := wb.PutMessage(c, msgRecord{Seq: seq, Flags: p.Flags, Tokens: p.Tokens, Timestamp: m.Timestamp(), Role: m.Role(), Hash: p.Hash, Raw: m.Raw()}); err != nil {
 			b.Fatal(err)
 		}
-		if err := wb.PutHash(c, p.hash, seq); err != nil {
+		if err := wb.PutHash(c, p.Hash, seq); err != nil {
 			b.Fatal(err)
 		}
-		tok := p.tokens
-		if p.flags&flagLarge != 0 {
-			if err := wb.PutLarge(c, seq, p.ref); err != nil {
+		tok := p.Tokens
+		if p.Flags&flagLarge != 0 {
+			if err := wb.PutLarge(c, seq, p.Ref); err != nil {
 				b.Fatal(err)
 			}
-			tok = p.refTokens
+			tok = p.RefTokens
 		}
 		it := dag.Item{Pos: pos, Ref: dag.MessageRef(seq), Tokens: tok, Depth: -1, Timestamp: m.Timestamp(), Role: m.Role()}
-		if err := wb.PutItem(c, store.Item{Item: it, Flags: p.flags}); err != nil {
+		if err := wb.PutItem(c, store.Item{Item: it, Flags: p.Flags}); err != nil {
 			b.Fatal(err)
 		}
 		rec.NextSeq++

@@ -184,19 +184,19 @@ func (e *Engine) indexMessages(c convID, agent string, ps []*pending) {
 	}
 	docs := make([]index.Doc, 0, len(ps))
 	for _, p := range ps {
-		if d, ok := parsedMessageDoc(c, agent, p.seq, msgRecord{Flags: p.flags, Timestamp: p.msg.Timestamp(), Role: p.msg.Role()}, p.msg); ok {
+		if d, ok := parsedMessageDoc(c, agent, p.Seq, msgRecord{Flags: p.Flags, Timestamp: p.Msg.Timestamp(), Role: p.Msg.Role()}, p.Msg); ok {
 			docs = append(docs, d)
 		}
 	}
 	// Waits here, holding only c's lock, while the index queue is full.
-	r.AddMessages(c, len(ps), ps[0].seq, ps[len(ps)-1].seq, contiguous(ps), docs)
+	r.AddMessages(c, len(ps), ps[0].Seq, ps[len(ps)-1].Seq, contiguous(ps), docs)
 }
 
 // contiguous reports whether ps are messages seq, seq+1, ... in order (those
 // of one write are).
 func contiguous(ps []*pending) bool {
 	for i, p := range ps {
-		if p.seq != ps[0].seq+uint64(i) {
+		if p.Seq != ps[0].Seq+uint64(i) {
 			return false
 		}
 	}

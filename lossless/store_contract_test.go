@@ -35,7 +35,7 @@ func TestStoreContract(t *testing.T) {
 				return 0, err
 			}
 			ps, _ := e.prepare(context.Background(), []core.Message{m}, false)
-			ps[0].tokens = tokens
+			ps[0].Tokens = tokens
 			n, err := e.ingestInto(ctx, c, ps)
 			if err != nil {
 				return 0, err
@@ -43,7 +43,7 @@ func TestStoreContract(t *testing.T) {
 			if n != 1 {
 				return 0, fmt.Errorf("duplicate append")
 			}
-			return ps[0].seq, nil
+			return ps[0].Seq, nil
 		}
 		return conv, app
 	})

@@ -1,4 +1,4 @@
-package lossless
+package ingest
 
 import (
 	"context"
@@ -7,6 +7,14 @@ import (
 
 	"github.com/lossless-engine/contextengine/store"
 )
+
+// ErrConcurrentWrite: on a shared store, a conversation changed between the
+// read of its record under its lock and the write based on it — a write of
+// another process that committed after its lock was released (its process
+// killed or its connection cut while its commit was in flight). The write
+// is refused, nothing of it stored; retrying it reads the record again.
+// It is lossless.ErrConcurrentWrite.
+var ErrConcurrentWrite = errors.New("lossless: conversation written by another process meanwhile")
 
 // maxConflictRetries bounds how often a write is run again after another
 // process's write made it fail: ErrConcurrentWrite (the conversation
@@ -24,9 +32,9 @@ func isWriteConflict(err error) bool {
 	return errors.Is(err, ErrConcurrentWrite) || errors.Is(err, store.ErrConflict)
 }
 
-// retryConflicts runs fn, and again (at most maxConflictRetries times,
-// with a doubling pause that ctx ends) while it fails with a conflict.
-func retryConflicts[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+// Retry runs fn, and again (at most maxConflictRetries times, with a
+// doubling pause that ctx ends) while it fails with a conflict.
+func Retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	pause := conflictBackoff
 	for i := 0; ; i++ {
 		v, err := fn()

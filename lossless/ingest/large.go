@@ -1,4 +1,4 @@
-package lossless
+package ingest
 
 import (
 	"bytes"
@@ -11,20 +11,21 @@ import (
 	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // LargeRefPrefix starts the id of stored large content in reference
 // messages: "lcm-large:" + the hex message key. The full message is
-// retrievable with Engine.MessageByKey.
+// retrievable with lossless's Engine.MessageByKey.
 const LargeRefPrefix = "lcm-large:"
 
-// largeReference builds the message that stands for a large message in the
-// active context: the same role (and toolCallId/toolName for a tool result,
-// the tool calls' ids and names for an assistant message, so pairs stay
-// intact), with one text block holding a short deterministic description
-// of the content. The same message always yields the same bytes.
-func largeReference(m core.Message, tokens int) []byte {
-	h := hashRaw(m.Raw())
+// LargeReference builds the message that stands for a large message m of
+// key h (its Port.Hash) in the active context: the same role (and
+// toolCallId/toolName for a tool result, the tool calls' ids and names for
+// an assistant message, so pairs stay intact), with one text block holding
+// a short deterministic description of the content. The same message
+// always yields the same bytes.
+func LargeReference(m core.Message, h store.Hash, tokens int) []byte {
 	text := m.Text()
 	var args []string
 	for _, b := range m.ToolCalls() {

@@ -1,0 +1,204 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// Durable turn commits (CommitTurn) and the lifecycle declarations of Info
+// (transcriptSemantics, hostRequirements).
+//
+// A turn commit writes the turn's messages that are not stored yet and the
+// turn's advancement key in ONE store transaction (Update; the key maps to
+// a store.Turn: badgerstore keeps it as 'T' conv(8) advancementKey -> JSON),
+// so after a crash either the whole turn and its key are stored or
+// neither is; a retry with the same key finds the key and answers
+// "duplicate" without writing anything, across restarts.
+
+// UnsupportedAgentRunMessage is the engine's hostRequirements
+// unsupportedMessage for "agent-run": what a host that cannot call assemble
+// before the prompt tells its user after the contract's fail-closed error.
+const UnsupportedAgentRunMessage = "The lossless context engine builds the model's context from its store in assemble before every prompt; this host cannot call assemble before the prompt. Run the agent on a host that can (the embedded runtime), or select the legacy engine."
+
+// DeclareLifecycle adds to info what the engine's lifecycle hooks need the
+// host to know: the transcript semantics of CommitTurn and the
+// capabilities an agent run requires. The engine's Info calls it.
+func DeclareLifecycle(info *core.Info) {
+	info.TranscriptSemantics = &core.TranscriptSemantics{
+		CurrentTurnFence:           core.FenceBeforeCurrentTurnEntryV1,
+		TurnAdvancementIdempotency: core.AdvancementAtomicIdempotentV1,
+	}
+	info.HostRequirements = map[string]core.HostRequirement{
+		core.OpAgentRun: {
+			RequiredCapabilities: []string{core.CapAssembleBeforePrompt},
+			UnsupportedMessage:   UnsupportedAgentRunMessage,
+		},
+	}
+}
+
+// Committed is what a turn commit stored: in conversation Conv of Agent,
+// Stored new messages (0 for a duplicate or a turn of stored messages
+// only).
+type Committed struct {
+	Conv   store.ConvID
+	Agent  string
+	Stored int
+}
+
+// CommitTurn commits turn p of agent's session (sessionID, sessionKey:
+// resolved by the caller from p and its admission anchor) durably: the
+// messages of p not already stored and the advancement key are written in
+// one store transaction, run again on a conflict; a key already recorded
+// stores nothing and returns status "duplicate". A turn without messages
+// makes no conversation. The caller checks the advancement key is not
+// empty.
+func CommitTurn(ctx context.Context, pt Port, agent, sessionID, sessionKey string, p core.CommitTurnParams) (core.CommitTurnResult, Committed, error) {
+	if err := ValidateAll(p.Messages, pt.Limits().MaxMessageBytes); err != nil {
+		return core.CommitTurnResult{}, Committed{}, err
+	}
+	// A turn without messages makes no conversation (a run that never
+	// receives a message leaves no record); for a stored one its key is
+	// recorded as for any turn.
+	c, err := Resolve(ctx, pt, agent, sessionID, sessionKey, len(p.Messages) > 0)
+	if len(p.Messages) == 0 && errors.Is(err, core.ErrUnknownSession) {
+		return core.CommitTurnResult{Status: core.CommitCommitted}, Committed{}, nil
+	}
+	if err != nil {
+		return core.CommitTurnResult{}, Committed{}, err
+	}
+	ps, err := Prepare(ctx, pt, p.Messages, p.IsHeartbeat)
+	if err != nil {
+		return core.CommitTurnResult{}, Committed{}, err
+	}
+	if err := pt.CheckSpace(); err != nil {
+		return core.CommitTurnResult{}, Committed{}, fmt.Errorf("lossless: commit turn: %w", err)
+	}
+	// Another process's write to the conversation between this one's read
+	// and its commit is retried (nothing of the attempt was written).
+	var fresh []*Pending
+	var rec store.Conversation
+	res, err := Retry(ctx, func() (core.CommitTurnResult, error) {
+		recp, unlock, err := pt.LockConv(ctx, c)
+		if err != nil {
+			return core.CommitTurnResult{}, err
+		}
+		defer unlock()
+		rec = *recp
+		fresh = fresh[:0]
+		dup := false
+		// fnErr is the error fn returned (already explained); any other
+		// error of the Update is its own (the commit, the context, a full
+		// disk).
+		var fnErr error
+		err = pt.Store().Update(ctx, func(tx store.Tx) error {
+			if fnErr = pt.CheckBase(tx, c, rec); fnErr != nil {
+				return fnErr
+			}
+			fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
+			return fnErr
+		})
+		switch {
+		case err != nil && err == fnErr:
+			return core.CommitTurnResult{}, err
+		case err != nil:
+			return core.CommitTurnResult{}, commitErr(err)
+		case dup:
+			return core.CommitTurnResult{Status: core.CommitDuplicate}, nil
+		}
+		*recp = rec
+		return core.CommitTurnResult{Status: core.CommitCommitted}, nil
+	})
+	if err != nil || res.Status == core.CommitDuplicate {
+		return res, Committed{}, err
+	}
+	if len(fresh) > 0 {
+		pt.IndexMessages(c, rec.Agent, fresh) // recall index
+	}
+	return core.CommitTurnResult{Status: core.CommitCommitted}, Committed{Conv: c, Agent: rec.Agent, Stored: len(fresh)}, nil
+}
+
+// commitTurnTx writes, in tx, the turn's messages not stored yet (into
+// rec, appending them to fresh) and its advancement key; dup is set, and
+// nothing written, when the key is already recorded.
+func commitTurnTx(tx store.Tx, c store.ConvID, rec *store.Conversation, p core.CommitTurnParams, ps []Pending, fresh *[]*Pending, dup *bool) error {
+	// A turn record that is there but does not decode still records the
+	// key (the key's presence is what counts).
+	if _, err := tx.Turn(c, p.AdvancementKey); err == nil || errors.Is(err, store.ErrCorrupt) {
+		*dup = true
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("lossless: commit turn: read key: %w", err)
+	}
+	tr := store.Turn{LogicalTurnID: p.Admission.LogicalTurnID, AdmissionEntryID: p.Admission.EntryID,
+		TerminalEntryID: p.Terminal.EntryID, Seqs: make([]uint64, 0, len(ps)), CommittedAt: time.Now().UnixMilli()}
+	// The turn's keys are resolved before its writes (which only add keys
+	// of the turn itself, found in inTurn).
+	hs := make([]store.Hash, len(ps))
+	for i := range ps {
+		hs[i] = ps[i].Hash
+	}
+	seqs, found, err := SeqsByHash(tx, c, hs)
+	if err != nil {
+		return err
+	}
+	inTurn := make(map[store.Hash]uint64, len(ps))
+	for i := range ps {
+		pp := &ps[i]
+		if seq, ok := inTurn[pp.Hash]; ok {
+			tr.Seqs = append(tr.Seqs, seq)
+			continue
+		}
+		if found[i] {
+			pp.Seq = seqs[i]
+		} else {
+			if err := WriteMessage(tx, c, rec, pp); err != nil {
+				return commitErr(err)
+			}
+			*fresh = append(*fresh, pp)
+		}
+		inTurn[pp.Hash] = pp.Seq
+		tr.Seqs = append(tr.Seqs, pp.Seq)
+	}
+	tr.Stored = len(*fresh)
+	if err := tx.PutTurn(c, p.AdvancementKey, tr); err != nil {
+		return commitErr(err)
+	}
+	if len(*fresh) > 0 {
+		rec.Updated = time.Now().UnixMilli()
+		if err := tx.PutConversation(c, *rec); err != nil {
+			return commitErr(err)
+		}
+	}
+	return nil
+}
+
+// commitErr explains a turn too large for one transaction.
+func commitErr(err error) error {
+	if errors.Is(err, store.ErrTooBig) {
+		return fmt.Errorf("lossless: commit turn: the turn is too large for one atomic write (raise badger.memTableSize): %w", core.ErrTooLarge)
+	}
+	return fmt.Errorf("lossless: commit turn: %w", err)
+}
+
+// TurnCommitted reports whether advancementKey is recorded as committed in
+// conversation c, and the sequence numbers of the turn's messages.
+func TurnCommitted(ctx context.Context, st store.Store, c store.ConvID, advancementKey string) (bool, []uint64, error) {
+	var tr store.Turn
+	err := st.View(ctx, func(r store.Reader) error {
+		var err error
+		tr, err = r.Turn(c, advancementKey)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	return true, tr.Seqs, nil
+}
