@@ -294,21 +294,6 @@ func TestLargeContent(t *testing.T) {
 	}
 }
 
-func TestDescribeContent(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{`{"b":[1,2],"a":{"x":1}}`, "JSON: object {a: object(1 keys), b: array(2) of number}"},
-		{`[{"k":1},{"k":2}]`, "JSON: array(2) of object(1 keys)"},
-		{"a,b\n1,2\n3,4\n5,6", "CSV: 3 rows, 2 columns; header: a,b"},
-		{"package x\nfunc A() {}\nfunc B() {}\ntype T struct{}\n", "Code signatures:\n  func A() {}"},
-		{strings.Repeat("word ", 500), "\n…\nTail:\n"},
-	}
-	for _, c := range cases {
-		if got := DescribeContent(c.in); !strings.Contains(got, c.want) {
-			t.Errorf("DescribeContent(%.40q) = %q, want it to contain %q", c.in, got, c.want)
-		}
-	}
-}
-
 // TestResolveOneTransaction: a new conversation's record carries its first
 // session id from the transaction that makes it; a record left without it
 // (a process stopped between the two writes of an older version) is
