@@ -457,10 +457,7 @@ func TestNoBackgroundRunAfterClose(t *testing.T) {
 	}
 	e.afterTurnCompact(core.AfterTurnParams{SessionID: "s"})
 	e.startCompaction(conv, 100) // over the threshold: a run if one could start
-	x := e.compaction
-	x.mu.Lock()
-	running, stopped := len(x.running), x.stopped
-	x.mu.Unlock()
+	running, stopped := e.compaction.runs.Running()
 	if running != 0 || !stopped {
 		t.Fatalf("after Close: %d background runs, stopped %v", running, stopped)
 	}

@@ -77,7 +77,8 @@ type Engine struct {
 	// it is for a read-only engine) or the index could not be opened.
 	recall *recaller
 	// compaction is the compaction state: per-conversation compaction
-	// locks, background runs and the summarizer (compact.go).
+	// locks, background runs and the summarizer (port_orchestrate.go;
+	// the runs are lossless/orchestrate's).
 	compaction *compactionState
 	// subagents is the subagent state: the lock of record changes, the
 	// sweep of expired preparations and the fork caches (subagent.go).
@@ -234,7 +235,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 	if openRecall != nil {
 		e.recall = openRecall(e)
 	}
-	e.compaction = newCompactionState(cfg) // compact.go
+	e.compaction = newCompactionState(cfg) // port_orchestrate.go
 	if cfg.ReadOnly {
 		return e, nil // nothing below may write
 	}
@@ -319,7 +320,7 @@ func (e *Engine) enter() (func(), error) {
 // state holds nothing to close and goes with the engine.
 func (e *Engine) Close() error {
 	e.stopRetention()   // the periodic retention pass (store_retention.go)
-	e.compaction.stop() // background compactions (compact.go)
+	e.compaction.stop() // background compactions (lossless/orchestrate)
 	e.life.Lock()
 	defer e.life.Unlock()
 	if e.closed.Swap(true) {
@@ -333,7 +334,7 @@ func (e *Engine) Close() error {
 }
 
 // Compact summarises older history into the summary DAG and, when the
-// transcript is due, rotates it (see compact.go).
+// transcript is due, rotates it (see orchestrate.Compact).
 func (e *Engine) Compact(ctx context.Context, p core.CompactParams) (core.CompactResult, error) {
 	return e.compact(ctx, p)
 }

@@ -70,7 +70,3 @@ var errConvChanged = errors.New("lossless: conversation changed since the retent
 
 // errConvGone reports a conversation a concurrent pass deleted first.
 var errConvGone = errors.New("lossless: conversation already deleted")
-
-// errCompacting is runCompaction's error when another process of a shared
-// store compacts the conversation and the caller would not wait.
-var errCompacting = errors.New("lossless: compact: another process is compacting this conversation")
