@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -18,7 +19,7 @@ var ErrBadParams = errors.New("lossless: bad parameters")
 
 // ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
 // they cannot use.
-var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
+var ErrBadToolArgs = tools.ErrBadArgs
 
 // ErrNotSessionFile is wrapped by the error of an import of a path that is
 // not a regular file (a directory, a device such as /dev/zero, a pipe). It
