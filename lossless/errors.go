@@ -63,13 +63,6 @@ var ErrDiskFull = store.ErrDiskFull
 // (fromStore maps store.ErrCorrupt to it).
 var errBadRecord = records.ErrBadRecord
 
-// errConvChanged reports a conversation written to after retention decided
-// to delete it.
-var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
-
-// errConvGone reports a conversation a concurrent pass deleted first.
-var errConvGone = errors.New("lossless: conversation already deleted")
-
 // errCompacting is runCompaction's error when another process of a shared
 // store compacts the conversation and the caller would not wait.
 var errCompacting = errors.New("lossless: compact: another process is compacting this conversation")
