@@ -22,20 +22,9 @@ type RetentionResult = retention.Result
 type DeletedConversation = retention.DeletedConversation
 
 // Retain applies Config.Retention (both limits are off by default) and
-// removes orphaned conversations:
-//   - age: conversations whose last message is older than
-//     retention.maxAgeDays, by the message's own timestamp (an imported
-//     history ages from when it took place, not from its import); by the
-//     conversation's last write when that message has no timestamp or an
-//     implausible one (before 2000, or a day after the write);
-//   - size: an agent's conversations with the oldest last message (same
-//     time) while the agent's stored bytes exceed retention.maxBytesPerAgent;
-//   - orphan: conversations no session id or key maps to any more, and
-//     empty conversations (no message) older than a day.
-//
-// now is the reference time (time.Now() when zero). Deleting a
-// conversation removes its messages, items, summaries, session mappings and
-// import checkpoints, in batches, under the conversation's lock; a crash
+// removes orphaned conversations, those a stopped pass began to delete,
+// and empty ones older than a day (retention.Retain says how each is
+// chosen). now is the reference time (time.Now() when zero). A crash
 // midway leaves a conversation that the next pass finishes deleting.
 func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, error) {
 	return retention.Retain(ctx, retentionPort{e}, now, retention.Options{})

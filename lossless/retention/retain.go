@@ -46,8 +46,25 @@ type Options struct {
 // small number) ages the conversation by its last write instead.
 const plausibleSince = 946_684_800_000
 
-// Retain runs one pass at now (time.Now() when zero) with p's limits (see
-// lossless.Engine.Retain for what it deletes).
+// Retain runs one pass at now (time.Now() when zero) with p's limits
+// (both off by default), deleting:
+//   - age: conversations whose last message is older than
+//     Limits.MaxAgeDays, by the message's own timestamp (an imported
+//     history ages from when it took place, not from its import); by the
+//     conversation's last write when that message has no timestamp or an
+//     implausible one (before 2000, or a day after the write);
+//   - size: an agent's conversations with the oldest last message (same
+//     time) while the agent's stored bytes exceed Limits.MaxBytesPerAgent
+//     (never its most recent one);
+//   - orphan: conversations no session id or key maps to any more, and
+//     empty conversations (no message) older than a day;
+//   - interrupted: conversations a stopped pass began to delete
+//     (Retiring), whatever the limits.
+//
+// Deleting a conversation (Delete) removes its messages, items, summaries,
+// session mappings and import checkpoints, in batches, under the
+// conversation's lock; a crash midway leaves a conversation that the next
+// pass finishes deleting.
 func Retain(ctx context.Context, p Port, now time.Time, o Options) (Result, error) {
 	done, err := p.Enter()
 	if err != nil {
