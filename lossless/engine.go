@@ -83,7 +83,7 @@ type Engine struct {
 	// subagents is the subagent state: the lock of record changes, the
 	// sweep of expired preparations and the fork caches (subagent.go).
 	subagents subagents
-	// retention is the automatic retention pass (store_retention.go).
+	// retention is the automatic retention pass (port_retention.go).
 	retention *retentionLoop
 
 	// space caches the store filesystem's free space (space.go).
@@ -319,7 +319,7 @@ func (e *Engine) enter() (func(), error) {
 // wait for in-flight calls, as their runs make such calls; the subagent
 // state holds nothing to close and goes with the engine.
 func (e *Engine) Close() error {
-	e.stopRetention()   // the periodic retention pass (store_retention.go)
+	e.stopRetention()   // the periodic retention pass (port_retention.go)
 	e.compaction.stop() // background compactions (lossless/orchestrate)
 	e.life.Lock()
 	defer e.life.Unlock()

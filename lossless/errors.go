@@ -5,6 +5,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/lossless/ingest"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -19,7 +20,7 @@ var ErrBadParams = errors.New("lossless: bad parameters")
 
 // ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
 // they cannot use.
-var ErrBadToolArgs = errors.New("lossless: bad tool arguments")
+var ErrBadToolArgs = tools.ErrBadArgs
 
 // ErrNotSessionFile is wrapped by the error of an import of a path that is
 // not a regular file (a directory, a device such as /dev/zero, a pipe). It
@@ -64,9 +65,3 @@ var ErrDiskFull = store.ErrDiskFull
 // (fromStore maps store.ErrCorrupt to it).
 var errBadRecord = records.ErrBadRecord
 
-// errConvChanged reports a conversation written to after retention decided
-// to delete it.
-var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
-
-// errConvGone reports a conversation a concurrent pass deleted first.
-var errConvGone = errors.New("lossless: conversation already deleted")

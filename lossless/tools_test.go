@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // markSummarizer summarises to a fixed marker plus the input's first words.
@@ -195,37 +196,16 @@ func TestTools(t *testing.T) {
 	}
 }
 
-func FuzzToolArgs(f *testing.F) {
-	for _, s := range []string{`{"query":"zebra"}`, `{"query":"a","regex":true,"scope":"agent","since":1,"until":2,"sort":"recency","limit":5,"kind":"message"}`,
-		`{"id":"sum_1","maxTokens":100,"cursor":"sum_1@3"}`, `{}`, ``, `null`, `[`, `{"maxTokens":-1,"id":"x"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if p, err := DecodeGrepArgs(raw); err != nil {
-			if !errors.Is(err, ErrBadToolArgs) {
-				t.Fatalf("grep args error not ErrBadToolArgs: %v", err)
-			}
-		} else if strings.TrimSpace(p.Query) == "" {
-			t.Fatal("accepted an empty query")
+// TestToolNames: the tools' names are lossless/tools' (the model sees
+// those), and the engine's constants name the same tools.
+func TestToolNames(t *testing.T) {
+	for _, c := range []struct{ engine, tools string }{{ToolGrep, tools.NameGrep}, {ToolDescribe, tools.NameDescribe}, {ToolExpand, tools.NameExpand}} {
+		if c.engine != c.tools {
+			t.Errorf("engine tool %q, lossless/tools names it %q", c.engine, c.tools)
 		}
-		if p, err := DecodeExpandArgs(raw); err != nil {
-			if !errors.Is(err, ErrBadToolArgs) {
-				t.Fatalf("expand args error not ErrBadToolArgs: %v", err)
-			}
-		} else if p.ID == "" || p.MaxTokens < 0 {
-			t.Fatalf("accepted %+v", p)
-		}
-	})
-}
-
-// Tool results reach the model as written: no HTML escaping of <, >, &.
-func TestToolResultsNotHTMLEscaped(t *testing.T) {
-	out, err := marshalForModel(map[string]string{"snippet": "if a < b && c > d"})
-	if err != nil {
-		t.Fatal(err)
 	}
-	if want := `{"snippet":"if a < b && c > d"}`; out != want {
-		t.Fatalf("got %s, want %s", out, want)
+	if ErrBadToolArgs != tools.ErrBadArgs {
+		t.Error("ErrBadToolArgs is not tools.ErrBadArgs")
 	}
 }
 

@@ -1,0 +1,357 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// Grep scopes and sorts.
+const (
+	ScopeConversation = "conversation"
+	ScopeAgent        = "agent"
+	SortRelevance     = "relevance"
+	SortRecency       = "recency"
+)
+
+// GrepParams are the arguments of Grep.
+type GrepParams struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	// Query is the text to find: every word must occur (case-insensitive),
+	// or a regular expression when Regex is set.
+	Query string `json:"query"`
+	Regex bool   `json:"regex,omitempty"`
+	// Scope is ScopeConversation (default: the session's conversation) or
+	// ScopeAgent (every conversation of the agent).
+	Scope string `json:"scope,omitempty"`
+	// Since and Until bound the timestamps (Unix ms; 0: open).
+	Since int64 `json:"since,omitempty"`
+	Until int64 `json:"until,omitempty"`
+	// Sort is SortRelevance (default) or SortRecency.
+	Sort string `json:"sort,omitempty"`
+	// Limit is the most hits returned (default 20, at most 200).
+	Limit int `json:"limit,omitempty"`
+	// Kind restricts the hits to "message" or "summary" ("": both).
+	Kind string `json:"kind,omitempty"`
+}
+
+// GrepHit is one match.
+type GrepHit struct {
+	Kind         string  `json:"kind"` // "message" or "summary"
+	Conversation string  `json:"conversation"`
+	Seq          uint64  `json:"seq,omitempty"`
+	SummaryID    string  `json:"summaryId,omitempty"`
+	Role         string  `json:"role,omitempty"`
+	Timestamp    int64   `json:"timestamp"`
+	Score        float64 `json:"score"`
+	Snippet      string  `json:"snippet"`
+}
+
+// The bounds on GrepParams.Limit: the default and the most.
+const (
+	DefaultGrepLimit = 20
+	MaxGrepLimit     = 200
+)
+
+const snippetRadius = 100
+
+// Matcher finds a query in text: the words of a query, all of which must
+// occur, or a regular expression.
+type Matcher struct {
+	re    *regexp.Regexp
+	words []string
+	// rawParts are the ASCII letter-and-digit runs of the words: a
+	// message's raw JSON holds each of them whenever its plain text holds
+	// the word (JSON escapes no ASCII letter or digit, and the plain
+	// text's own additions — role, tool name, "tool call", "error" — are
+	// in the raw JSON too). A message whose raw bytes lack one is not
+	// parsed (rawMayMatch).
+	rawParts [][]byte
+	// plain renders a message's plain text (what messages are matched on).
+	plain func(core.Message) string
+}
+
+// NewMatcher returns the matcher of p.Query (p.Regex: a regular
+// expression), matching messages on their text as plain renders it; a bad
+// query is an error wrapping ErrBadArgs.
+func NewMatcher(p GrepParams, plain func(core.Message) string) (*Matcher, error) {
+	q := strings.TrimSpace(p.Query)
+	if q == "" {
+		return nil, fmt.Errorf("%w: empty query", ErrBadArgs)
+	}
+	if p.Regex {
+		re, err := regexp.Compile("(?i)" + q)
+		if err != nil {
+			return nil, fmt.Errorf("%w: regex: %v", ErrBadArgs, err)
+		}
+		return &Matcher{re: re, plain: plain}, nil
+	}
+	m := &Matcher{words: strings.Fields(strings.ToLower(q)), plain: plain}
+	for _, w := range m.words {
+		for _, part := range strings.FieldsFunc(w, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9') }) {
+			m.rawParts = append(m.rawParts, []byte(part))
+		}
+	}
+	return m, nil
+}
+
+// rawMayMatch reports whether a message of raw JSON may match: false when
+// a part of a word (rawParts) is missing from its lower-cased bytes. (A
+// text that spells a letter with a \u-escape of a character that
+// lower-cases to ASCII, such as the Kelvin sign, is the one it misses.)
+func (m *Matcher) rawMayMatch(raw []byte) bool {
+	if len(m.rawParts) == 0 {
+		return true
+	}
+	low := bytes.ToLower(raw)
+	for _, w := range m.rawParts {
+		if !bytes.Contains(low, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// match returns the score of text (0: no match) and the byte offset of the
+// first match.
+func (m *Matcher) match(text string) (float64, int) {
+	if m.re != nil {
+		locs := m.re.FindAllStringIndex(text, 100)
+		if len(locs) == 0 {
+			return 0, -1
+		}
+		return float64(len(locs)) / math.Sqrt(1+float64(len(text))/400), locs[0][0]
+	}
+	low := strings.ToLower(text)
+	score, first := 0.0, -1
+	for _, w := range m.words {
+		n := strings.Count(low, w)
+		if n == 0 {
+			return 0, -1
+		}
+		if i := strings.Index(low, w); first < 0 || i < first {
+			first = i
+		}
+		score += 1 + math.Log(float64(n))
+	}
+	return score / math.Sqrt(1+float64(len(text))/400), first
+}
+
+// MessageHit returns the hit of stored message rec (read with its body) of
+// conversation c, matched on its plain text, when it matches; a message
+// that does not parse never matches.
+func (m *Matcher) MessageHit(c store.ConvID, rec store.Message) (GrepHit, bool) {
+	if !m.rawMayMatch(rec.Raw) {
+		return GrepHit{}, false
+	}
+	msg, err := core.ParseMessage(rec.Raw)
+	if err != nil {
+		return GrepHit{}, false
+	}
+	text := m.plain(msg)
+	score, at := m.match(text)
+	if score <= 0 {
+		return GrepHit{}, false
+	}
+	return GrepHit{Kind: "message", Conversation: c.String(), Seq: rec.Seq, Role: rec.Role,
+		Timestamp: rec.Timestamp, Score: score, Snippet: Snippet(text, at)}, true
+}
+
+// SummaryHit returns the hit of summary s of conversation c, matched on
+// its text, when it matches.
+func (m *Matcher) SummaryHit(c store.ConvID, s dag.Summary) (GrepHit, bool) {
+	score, at := m.match(s.Text)
+	if score <= 0 {
+		return GrepHit{}, false
+	}
+	return GrepHit{Kind: "summary", Conversation: c.String(), SummaryID: s.ID,
+		Timestamp: s.Latest, Score: score, Snippet: Snippet(s.Text, at)}, true
+}
+
+// Snippet returns the text around byte offset at of text (a hit's
+// snippet): up to 100 bytes either side, on rune boundaries, its white
+// space collapsed, with "…" where it was cut.
+func Snippet(text string, at int) string {
+	if at < 0 {
+		at = 0
+	}
+	// ToLower may change byte lengths; clamp to text.
+	if at > len(text) {
+		at = len(text)
+	}
+	from, to := at-snippetRadius, at+snippetRadius
+	if from < 0 {
+		from = 0
+	}
+	if to > len(text) {
+		to = len(text)
+	}
+	for from > 0 && !utf8.RuneStart(text[from]) {
+		from--
+	}
+	for to < len(text) && !utf8.RuneStart(text[to]) {
+		to++
+	}
+	s := strings.Join(strings.Fields(text[from:to]), " ")
+	if from > 0 {
+		s = "…" + s
+	}
+	if to < len(text) {
+		s += "…"
+	}
+	return s
+}
+
+// Grep searches stored messages and summaries (full text or regex) of the
+// session's conversation, or of every conversation of its agent, with time
+// filters, sorted by relevance or recency. It scans the store; messages are
+// matched on their plain text (Port.PlainText), summaries on their text.
+func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]GrepHit, error) {
+	m, err := NewMatcher(p, pt.PlainText)
+	if err != nil {
+		return nil, err
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = DefaultGrepLimit
+	}
+	if limit > MaxGrepLimit {
+		limit = MaxGrepLimit
+	}
+	var convs []store.ConvID
+	switch p.Scope {
+	case "", ScopeConversation:
+		conv, err := pt.Conversation(ctx, p.AgentID, p.SessionID, p.SessionKey)
+		if err != nil {
+			return nil, err
+		}
+		convs = append(convs, conv.StoreID())
+		kids, err := pt.LinkedChildren(ctx, conv.StoreID()) // ended subagents
+		if err != nil {
+			return nil, err
+		}
+		convs = append(convs, kids...)
+	case ScopeAgent:
+		ids, err := pt.AgentConversations(ctx, pt.AgentFor(p.AgentID, p.SessionKey))
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			b, err := hex.DecodeString(id)
+			if err != nil || len(b) != 8 {
+				continue
+			}
+			var c store.ConvID
+			copy(c[:], b)
+			convs = append(convs, c)
+		}
+	default:
+		return nil, fmt.Errorf("%w: scope %q (want conversation or agent)", ErrBadArgs, p.Scope)
+	}
+	switch p.Sort {
+	case "", SortRelevance, SortRecency:
+	default:
+		return nil, fmt.Errorf("%w: sort %q (want relevance or recency)", ErrBadArgs, p.Sort)
+	}
+	inTime := func(ts int64) bool {
+		return (p.Since == 0 || ts >= p.Since) && (p.Until == 0 || ts <= p.Until)
+	}
+	done, err := pt.Enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	// Without time bounds every message's body is read: the scan reads
+	// them with the headers. With bounds only those in time are: the scan
+	// reads headers, then the bodies of those.
+	bounded := p.Since != 0 || p.Until != 0
+	var hits []GrepHit
+	for _, c := range convs {
+		err := pt.View(ctx, func(r store.Reader) error {
+			if p.Kind == "" || p.Kind == "message" {
+				conv, err := r.Conversation(c)
+				if err != nil {
+					return fmt.Errorf("lossless: grep: conversation %s: %w", c, records.FromStore(err))
+				}
+				if conv.Retiring {
+					return nil // being deleted by retention: not searched
+				}
+				// Sequence numbers run from 1 to NextSeq-1 without a gap:
+				// a missing message fails the search (ErrCorrupt, with
+				// the range), never a short answer.
+				n, want := 0, uint64(1)
+				for rec, err := range r.Messages(c, 0, !bounded) {
+					if n++; n%256 == 0 {
+						if err := ctx.Err(); err != nil {
+							return fmt.Errorf("lossless: grep: %w", err)
+						}
+					}
+					if err != nil {
+						return fmt.Errorf("lossless: grep: %w", err)
+					}
+					if rec.Seq != want {
+						return fmt.Errorf("lossless: grep: %w", pt.Missing(c, want, rec.Seq-1))
+					}
+					want++
+					if !inTime(rec.Timestamp) {
+						continue
+					}
+					if bounded {
+						if rec, err = pt.ReadMessage(r, c, rec.Seq); err != nil {
+							return err
+						}
+					}
+					if h, ok := m.MessageHit(c, rec); ok {
+						hits = append(hits, h)
+					}
+				}
+				if conv.NextSeq > want {
+					return fmt.Errorf("lossless: grep: %w", pt.Missing(c, want, conv.NextSeq-1))
+				}
+			}
+			if p.Kind == "" || p.Kind == "summary" {
+				for s, err := range r.Summaries(c) {
+					if err != nil {
+						// A summary that does not decode (ErrCorrupt,
+						// naming it) fails the search: never fewer hits
+						// as if they were all.
+						return fmt.Errorf("lossless: grep: %w", records.FromStore(err))
+					}
+					if !inTime(s.Latest) {
+						continue
+					}
+					if h, ok := m.SummaryHit(c, s); ok {
+						hits = append(hits, h)
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if p.Sort == SortRecency || hits[i].Score == hits[j].Score {
+			return hits[i].Timestamp > hits[j].Timestamp
+		}
+		return hits[i].Score > hits[j].Score
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, nil
+}

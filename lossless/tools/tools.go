@@ -1,0 +1,225 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/lossless-engine/contextengine/core"
+)
+
+// Tool is a recall tool as offered to the model: a name, a description, a
+// JSON Schema of its arguments and a handler returning the tool's output
+// (JSON text).
+type Tool struct {
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	Handler     func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+type toolSessionKey struct{}
+
+// ToolSession is the session a tool call runs in, when its arguments do
+// not name one.
+type ToolSession struct {
+	AgentID, SessionID, SessionKey string
+}
+
+// WithToolSession returns ctx carrying the session tool handlers use when
+// their arguments do not name one.
+func WithToolSession(ctx context.Context, s ToolSession) context.Context {
+	return context.WithValue(ctx, toolSessionKey{}, s)
+}
+
+// sessionFrom fills a call's session from ctx's ToolSession when its
+// arguments name none, and refuses another agent's (agentOf: the agent a
+// session key names).
+func sessionFrom(ctx context.Context, agentOf func(string) string, agent, id, key *string) error {
+	if s, ok := ctx.Value(toolSessionKey{}).(ToolSession); ok {
+		if s.AgentID != "" && *agent != "" && *agent != s.AgentID {
+			return fmt.Errorf("%w: this session's tools read agent %q only, not %q", ErrBadArgs, s.AgentID, *agent)
+		}
+		// A session key names its agent ("agent:<id>:…"), which would win
+		// over the bound one: refuse another agent's key too.
+		if a := agentOf(*key); s.AgentID != "" && a != "" && a != s.AgentID {
+			return fmt.Errorf("%w: this session's tools read agent %q only, not %q (session key %q)", ErrBadArgs, s.AgentID, a, *key)
+		}
+		if *id == "" && *key == "" {
+			*id, *key = s.SessionID, s.SessionKey
+		}
+		if *agent == "" {
+			*agent = s.AgentID
+		}
+	}
+	if *id == "" && *key == "" {
+		return fmt.Errorf("%w: no sessionId (and no session in the context)", ErrBadArgs)
+	}
+	return nil
+}
+
+func decodeArgs(raw json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		raw = json.RawMessage("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadArgs, err)
+	}
+	return nil
+}
+
+// DecodeGrepArgs decodes lcm_grep's arguments.
+func DecodeGrepArgs(raw json.RawMessage) (GrepParams, error) {
+	var p GrepParams
+	if err := decodeArgs(raw, &p); err != nil {
+		return p, err
+	}
+	if strings.TrimSpace(p.Query) == "" {
+		return p, fmt.Errorf("%w: query is required", ErrBadArgs)
+	}
+	return p, nil
+}
+
+type describeArgs struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	ID         string `json:"id"`
+}
+
+// DecodeExpandArgs decodes lcm_expand's arguments.
+func DecodeExpandArgs(raw json.RawMessage) (ExpandParams, error) {
+	var p ExpandParams
+	if err := decodeArgs(raw, &p); err != nil {
+		return p, err
+	}
+	if p.ID == "" {
+		return p, fmt.Errorf("%w: id is required", ErrBadArgs)
+	}
+	if p.MaxTokens < 0 {
+		return p, fmt.Errorf("%w: maxTokens %d is negative", ErrBadArgs, p.MaxTokens)
+	}
+	return p, nil
+}
+
+const sessionProps = `"sessionId":{"type":"string","description":"Session id (default: the current session)."},"sessionKey":{"type":"string"},"agentId":{"type":"string"}`
+
+// Tools returns the recall tools lcm_grep, lcm_describe and lcm_expand,
+// run through pt. Their definitions (Defs) need no engine: pt is only
+// called by the handlers.
+func Tools[C Conversation](pt Port[C]) []Tool {
+	return []Tool{
+		{
+			Name:        NameGrep,
+			Description: "Search the full stored history of this conversation (or of every conversation of this agent) — raw messages and summaries — by words or a regular expression, with optional time bounds. Returns matches with ids to pass to lcm_describe / lcm_expand.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Words that must all occur, or a regular expression when regex is true."},"regex":{"type":"boolean"},"scope":{"type":"string","enum":["conversation","agent"]},"since":{"type":"integer","description":"Unix ms lower bound."},"until":{"type":"integer","description":"Unix ms upper bound."},"sort":{"type":"string","enum":["relevance","recency"]},"limit":{"type":"integer","minimum":1,"maximum":200},"kind":{"type":"string","enum":["message","summary"]},` + sessionProps + `},"required":["query"],"additionalProperties":false}`),
+			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
+				p, err := DecodeGrepArgs(args)
+				if err != nil {
+					return "", err
+				}
+				if err := sessionFrom(ctx, pt.AgentOfKey, &p.AgentID, &p.SessionID, &p.SessionKey); err != nil {
+					return "", err
+				}
+				hits, err := Grep(ctx, pt, p)
+				if err != nil {
+					return "", err
+				}
+				if hits == nil {
+					hits = []GrepHit{}
+				}
+				return marshalForModel(map[string]any{"hits": hits})
+			},
+		},
+		{
+			Name:        NameDescribe,
+			Description: "Show a summary of the conversation's history: its text, kind, depth, time range, the summaries or messages it covers, and the summaries above it.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id, as shown in an <lcm_summary> block."},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
+			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
+				var a describeArgs
+				if err := decodeArgs(args, &a); err != nil {
+					return "", err
+				}
+				if a.ID == "" {
+					return "", fmt.Errorf("%w: id is required", ErrBadArgs)
+				}
+				if err := sessionFrom(ctx, pt.AgentOfKey, &a.AgentID, &a.SessionID, &a.SessionKey); err != nil {
+					return "", err
+				}
+				d, err := Describe(ctx, pt, a.AgentID, a.SessionID, a.SessionKey, a.ID)
+				if err != nil {
+					return "", err
+				}
+				return marshalForModel(d)
+			},
+		},
+		{
+			Name:        NameExpand,
+			Description: "Return the original messages behind a summary (or a stored large content id), verbatim, in order, paged by tokens: pass nextCursor back as cursor for the next page.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id or lcm-large:<key>."},"maxTokens":{"type":"integer","minimum":1},"cursor":{"type":"string"},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
+			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
+				p, err := DecodeExpandArgs(args)
+				if err != nil {
+					return "", err
+				}
+				if err := sessionFrom(ctx, pt.AgentOfKey, &p.AgentID, &p.SessionID, &p.SessionKey); err != nil {
+					return "", err
+				}
+				page, err := Expand(ctx, pt, p)
+				if err != nil {
+					return "", err
+				}
+				return page.JSON(), nil
+			},
+		},
+	}
+}
+
+// marshalForModel encodes a tool result for the model without HTML escaping,
+// so "<", ">" and "&" in snippets and summaries reach it as written.
+func marshalForModel(v any) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("lossless: encode tool result: %w", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// Defs returns the definitions of tools (name, description, JSON Schema),
+// for a host to offer them to its model (core.ToolCaller).
+func Defs(tools []Tool) []core.ToolDef {
+	out := make([]core.ToolDef, len(tools))
+	for i, t := range tools {
+		out[i] = core.ToolDef{Name: t.Name, Description: t.Description, Parameters: t.Schema}
+	}
+	return out
+}
+
+// Call runs tool p.Name of Tools(pt) with p.Arguments in the session p
+// names (the session the model runs in: arguments naming another session
+// win), and returns its output (core.ToolCaller). An unknown tool or bad
+// arguments give an error wrapping ErrBadArgs.
+func Call[C Conversation](ctx context.Context, pt Port[C], p core.ToolCallParams) (core.ToolCallResult, error) {
+	for _, t := range Tools(pt) {
+		if t.Name != p.Name {
+			continue
+		}
+		agent := p.AgentID
+		if agent == "" {
+			agent = pt.AgentFor("", p.SessionKey)
+		}
+		ctx = WithToolSession(ctx, ToolSession{AgentID: agent, SessionID: p.SessionID, SessionKey: p.SessionKey})
+		text, err := t.Handler(ctx, p.Arguments)
+		if err != nil {
+			return core.ToolCallResult{}, fmt.Errorf("lossless: %s: %w", p.Name, err)
+		}
+		return core.ToolCallResult{Text: text}, nil
+	}
+	return core.ToolCallResult{}, fmt.Errorf("lossless: unknown tool %q: %w", p.Name, ErrBadArgs)
+}
