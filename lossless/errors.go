@@ -64,4 +64,3 @@ var ErrDiskFull = store.ErrDiskFull
 // errBadRecord wraps ErrCorrupt: a stored record that does not decode
 // (fromStore maps store.ErrCorrupt to it).
 var errBadRecord = records.ErrBadRecord
-
