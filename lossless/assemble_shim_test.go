@@ -22,3 +22,10 @@ func classifyBudget(tb int, rs *core.RuntimeSettings) (budgetKind, int) {
 func dropLeadingToolResults(msgs []core.Message) ([]core.Message, []core.Message) {
 	return assemble.DropLeadingToolResults(msgs)
 }
+
+// asmCacheBytes returns the bytes the cached per-conversation state is
+// counted at.
+func (e *Engine) asmCacheBytes() int64 { return e.lru.Bytes() }
+
+// cachedStates returns how many conversations have state in memory.
+func (e *Engine) cachedStates() int { return e.lru.Len() }

@@ -240,7 +240,7 @@ func (p assemblePort) Lookup(ctx context.Context, agent, sessionID, sessionKey s
 func (p assemblePort) ForgetResolved(c convID) { p.e.forgetResolved(c) }
 
 // LockWindow locks c's state's window (lockWindow); put stores the next
-// one with its size (asmTouch: bounded by Config.AssembleCacheBytes) and
+// one with its size (bounded by Config.AssembleCacheBytes: asmcache.go) and
 // unlocks.
 func (p assemblePort) LockWindow(c convID) (assemble.Cached, func(*assemble.Cached, int64)) {
 	s := p.e.lockWindow(c)
@@ -249,7 +249,7 @@ func (p assemblePort) LockWindow(c convID) (assemble.Cached, func(*assemble.Cach
 		defer s.asmMu.Unlock()
 		if next != nil {
 			s.asmMsgs, s.asmSums, s.asmCreated = next.Msgs, next.Sums, next.Created
-			p.e.asmTouch(s, size)
+			p.e.lru.Touch(c, s, size)
 		}
 	}
 }
