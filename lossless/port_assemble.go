@@ -2,8 +2,6 @@ package lossless
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"iter"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -103,16 +101,7 @@ func Fingerprint(msgs []core.Message, addition string) string {
 // ProjectionMode): it changes exactly when a compaction or a rotation
 // changed the assembled prefix.
 func (e *Engine) Epoch(ctx context.Context, sessionID, sessionKey string) (string, error) {
-	done, err := e.enter()
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	agent := e.agentFor("", sessionKey)
-	if _, err := e.lookup(ctx, agent, sessionID, sessionKey); err != nil && !errors.Is(err, core.ErrUnknownSession) {
-		return "", err
-	}
-	return assemble.Epoch(ctx, assemblePort{e}, agent, sessionID, sessionKey), nil
+	return assemble.SessionEpoch(ctx, assemblePort{e}, sessionID, sessionKey)
 }
 
 // window is what budgetWalk read (assemble.Window), rev its messages
@@ -165,31 +154,11 @@ func (b hostBudgets) noteWindow(w int)                 { b.NoteWindow(w) }
 func (b hostBudgets) turnBudget() int                  { return b.TurnBudget() }
 func (b hostBudgets) compactBudget(tb int) (int, bool) { return b.CompactBudget(tb) }
 
-// lookupKey is the resolution cache's key of a look-up (lookup): apart
-// from resolve's, which may create.
-func lookupKey(agent, sessionID, sessionKey string) string {
-	return "L\x00" + agent + "\x00" + sessionID + "\x00" + sessionKey
-}
-
 // lookupCached is lookup from the resolution cache when it holds the
-// session (asmcache.go: bounded, dropped with the conversation's state
-// and when the conversation is deleted). On a shared store another
-// process may have deleted the conversation since: the caller then finds
-// its record gone and calls forgetResolved (assemble's window read does).
+// session (assemble.Cache.Lookup: bounded, dropped with the conversation's
+// state and when the conversation is deleted).
 func (e *Engine) lookupCached(ctx context.Context, agent, sessionID, sessionKey string) (convID, error) {
-	key := lookupKey(agent, sessionID, sessionKey)
-	if c, ok := e.resolvedGet(key); ok {
-		// Only a look-up that passed the checks below was cached.
-		if err := ctx.Err(); err != nil {
-			return convID{}, fmt.Errorf("lossless: %w", err)
-		}
-		return c, nil
-	}
-	c, err := e.lookup(ctx, agent, sessionID, sessionKey)
-	if err == nil {
-		e.resolvedPut(key, c)
-	}
-	return c, err
+	return e.lru.Lookup(ctx, agent, sessionID, sessionKey, e.lookup)
 }
 
 // assemblePort is the engine as lossless/assemble's Port.

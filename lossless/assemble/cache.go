@@ -2,6 +2,8 @@ package assemble
 
 import (
 	"container/list"
+	"context"
+	"fmt"
 	"sync"
 )
 
@@ -318,4 +320,34 @@ func (c *Cache[K, S]) Inspect() CacheView[K] {
 		v.Entries = append(v.Entries, CacheEntry[K]{ID: k, Cost: en.cost, WinBytes: en.winBytes, Keys: append([]string(nil), en.keys...)})
 	}
 	return v
+}
+
+// lookupKey is the resolution cache's key of a look-up (Lookup): apart
+// from the engine's resolve's, which may create.
+func lookupKey(agent, sessionID, sessionKey string) string {
+	return "L\x00" + agent + "\x00" + sessionID + "\x00" + sessionKey
+}
+
+// Lookup is lookup of a session from the resolution cache when it holds
+// it (bounded, dropped with the conversation's state and when the
+// conversation is deleted: Forget), else through lookup, whose success is
+// cached. On a shared store another process may have deleted the
+// conversation since: the caller then finds its record gone and calls
+// Forget (the window's read does).
+func (c *Cache[K, S]) Lookup(ctx context.Context, agent, sessionID, sessionKey string,
+	lookup func(ctx context.Context, agent, sessionID, sessionKey string) (K, error)) (K, error) {
+	key := lookupKey(agent, sessionID, sessionKey)
+	if k, ok := c.Resolved(key); ok {
+		// Only a look-up that passed lookup's checks was cached.
+		if err := ctx.Err(); err != nil {
+			var zero K
+			return zero, fmt.Errorf("lossless: %w", err)
+		}
+		return k, nil
+	}
+	k, err := lookup(ctx, agent, sessionID, sessionKey)
+	if err == nil {
+		c.Resolve(key, k)
+	}
+	return k, err
 }

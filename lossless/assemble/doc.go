@@ -27,11 +27,13 @@
 //     has (HostBudgets, BudgetTable; budget.go), and the host's own count
 //     a result must fit (fitHostCount);
 //   - the context projection of thread-bootstrap hosts (ProjectionMode,
-//     Fingerprint, the epoch; projection.go).
+//     Fingerprint, the epoch; projection.go);
+//   - the cache of the per-conversation state the cached windows live in,
+//     bounded in bytes, with the sessions' cached resolutions and display
+//     names (Cache, cache.go; the state type stays the engine's).
 //
 // The package never imports package lossless: it declares what it needs of
 // the engine as Port (the store, the token counter, the conversation's
 // cached window, recall, the fork prefix), which lossless implements over
-// its *Engine (assemblePort in lossless/port_assemble.go). The
-// per-conversation state the cached window lives in stays the engine's.
+// its *Engine (assemblePort in lossless/port_assemble.go).
 package assemble

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -151,4 +152,20 @@ func Epoch(ctx context.Context, port Port, agent, sessionID, sessionKey string) 
 // EpochOf is the projection epoch of a conversation's record.
 func EpochOf(rec store.Conversation) string {
 	return strconv.FormatInt(rec.Summaries+int64(len(rec.SessionIDs)), 10)
+}
+
+// SessionEpoch is the context projection epoch of a session, the engine's
+// Epoch: an error only when the engine is closed or the look-up fails for
+// another reason than an unknown session ("0").
+func SessionEpoch(ctx context.Context, port Port, sessionID, sessionKey string) (string, error) {
+	done, err := port.Enter()
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	agent := port.Agent(sessionKey)
+	if _, err := port.Lookup(ctx, agent, sessionID, sessionKey); err != nil && !errors.Is(err, core.ErrUnknownSession) {
+		return "", err
+	}
+	return Epoch(ctx, port, agent, sessionID, sessionKey), nil
 }
