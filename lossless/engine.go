@@ -62,7 +62,7 @@ type Engine struct {
 	counts *countCache
 
 	// budgets is what each session's assembles told of the host's budgets
-	// (budget.go), bounded.
+	// (assemble.BudgetTable), bounded.
 	budgets *budgetTable
 
 	// importMus serialise imports of one file (agent/path), holding only
