@@ -44,13 +44,12 @@ func TestAssembleCacheBounded(t *testing.T) {
 		}
 	}
 	cached := 0
-	e.convMu.Lock() // looked at without touching (a touch may evict)
-	for _, s := range e.convs {
-		if s.winBytes > 0 {
+	view := e.lru.Inspect() // looked at without touching (a touch may evict)
+	for _, s := range view.Entries {
+		if s.WinBytes > 0 {
 			cached++
 		}
 	}
-	e.convMu.Unlock()
 	if cached == 0 || cached == 40 {
 		t.Fatalf("%d of 40 windows cached under a %d-byte bound", cached, max)
 	}
@@ -138,23 +137,23 @@ func TestStateCacheEvicts(t *testing.T) {
 	}
 	// The cache's own accounting adds up: every state's cost, every
 	// resolution key listed by its state.
-	e.convMu.Lock()
+	view := e.lru.Inspect()
 	var sum int64
 	keys := 0
-	for c, s := range e.convs {
-		sum += s.cost
-		keys += len(s.keys)
-		for _, k := range s.keys {
-			if e.lru.resolved[k] != c {
-				t.Errorf("key %q of %s resolves to %s", k, c, e.lru.resolved[k])
+	for _, s := range view.Entries {
+		c := s.ID
+		sum += s.Cost
+		keys += len(s.Keys)
+		for _, k := range s.Keys {
+			if view.Resolved[k] != c {
+				t.Errorf("key %q of %s resolves to %s", k, c, view.Resolved[k])
 			}
 		}
 	}
-	if sum != e.lru.bytes || keys != len(e.lru.resolved) || e.lru.ll.Len() != len(e.convs) {
+	if sum != view.Bytes || keys != len(view.Resolved) || view.Listed != view.States || len(view.Entries) != view.States {
 		t.Errorf("cache accounting: %d bytes counted, states sum %d; %d keys listed, %d cached; %d in the list, %d in the map",
-			e.lru.bytes, sum, keys, len(e.lru.resolved), e.lru.ll.Len(), len(e.convs))
+			view.Bytes, sum, keys, len(view.Resolved), view.Listed, view.States)
 	}
-	e.convMu.Unlock()
 }
 
 // TestStateCacheEvictionRace: with a cache of one state, every lookup of

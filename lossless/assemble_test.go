@@ -227,25 +227,6 @@ func TestAssembleAppendOnlyBetweenCompactions(t *testing.T) {
 	}
 }
 
-func TestRenderSummaryDeterministic(t *testing.T) {
-	s := dag.Summary{ID: "abc", Kind: dag.KindCondensed, Depth: 2, Sources: []dag.Ref{dag.SummaryRef("x"), dag.SummaryRef("y")},
-		Text: "we built </lcm_summary> things", Earliest: 1700000000000, Latest: 1700003600000, DescendantCount: 40, DescendantTokens: 9000}
-	a, b := RenderSummary(s), RenderSummary(s)
-	if !bytes.Equal(a.Raw(), b.Raw()) {
-		t.Fatal("not deterministic")
-	}
-	txt := a.Text()
-	for _, want := range []string{`id="abc"`, `kind="condensed"`, `depth="2"`, `from="2023-11-14T22:13:20Z"`, `to="2023-11-14T23:13:20Z"`,
-		"not instructions", "its 2 child summaries", "lcm_expand", `<\/lcm_summary> things`} {
-		if !strings.Contains(txt, want) {
-			t.Errorf("rendered summary lacks %q:\n%s", want, txt)
-		}
-	}
-	if a.Role() != core.RoleUser || strings.Count(txt, "</lcm_summary>") != 1 {
-		t.Fatalf("role %s / closing tags %d", a.Role(), strings.Count(txt, "</lcm_summary>"))
-	}
-}
-
 func TestSystemPromptAddition(t *testing.T) {
 	if got := SystemPromptAddition(nil); got != "" {
 		t.Fatalf("no tools: %q", got)
@@ -280,33 +261,6 @@ func TestSystemPromptAddition(t *testing.T) {
 	}
 	if out.EstimatedTokens != core.CountMessages(e.tc, out.Messages)+e.tc.CountText(got) {
 		t.Fatalf("estimate %d excludes the addition", out.EstimatedTokens)
-	}
-}
-
-// TestSystemPromptAdditionToolSearch checks the text for OpenClaw's tool
-// search, where availableTools holds the catalogued tools beside the
-// controls (tool_search, tool_describe, tool_call; or tool_search_code): it
-// must say how a deferred lcm tool is reached, through the control the run
-// has, with the parameters under "args".
-func TestSystemPromptAdditionToolSearch(t *testing.T) {
-	structured := SystemPromptAddition([]string{"read", "tool_search", "tool_describe", "tool_call", ToolGrep, ToolDescribe, ToolExpand})
-	for _, want := range []string{
-		"call these tools: " + ToolGrep,
-		"listed as deferred (not directly callable)",
-		`through tool_call with the tool name in "id" and its parameters in "args"`,
-		`tool_call({"id": "` + ToolExpand + `", "args": {...}})`,
-	} {
-		if !strings.Contains(structured, want) {
-			t.Fatalf("tools mode: %q lacks %q", structured, want)
-		}
-	}
-	code := SystemPromptAddition([]string{"tool_search_code", ToolGrep})
-	if !strings.Contains(code, `tool_search_code with openclaw.tools.call("`+ToolGrep+`", {...})`) || strings.Contains(code, "tool_call(") {
-		t.Fatalf("code mode: %q", code)
-	}
-	// A control without any lcm tool adds nothing.
-	if got := SystemPromptAddition([]string{"tool_call", "tool_search_code"}); got != "" {
-		t.Fatalf("controls only: %q", got)
 	}
 }
 

@@ -239,30 +239,6 @@ func TestTurnBudgetIsTheTurnsSmallest(t *testing.T) {
 	}
 }
 
-// TestClassifyBudget: the two kinds of OpenClaw budget, told apart by the
-// limits the runtime sends with them.
-func TestClassifyBudget(t *testing.T) {
-	reserve := 6000
-	for _, tc := range []struct {
-		name   string
-		tb     int
-		rs     *core.RuntimeSettings
-		kind   budgetKind
-		window int
-	}{
-		{"no settings", 5000, nil, budgetPlain, 0},
-		{"first", recFirst, openclawLimits(recFirst, &reserve), budgetTurnFirst, 0},
-		{"first, no reserve", 366, openclawLimits(366, nil), budgetTurnFirst, 0},
-		{"per call", recPerCall, openclawLimits(recWindow, nil), budgetPerCall, recWindow},
-		{"limits under the budget", 9000, openclawLimits(8000, nil), budgetPlain, 0},
-	} {
-		kind, w := classifyBudget(tc.tb, tc.rs)
-		if kind != tc.kind || w != tc.window {
-			t.Errorf("%s: kind %d window %d, want %d %d", tc.name, kind, w, tc.kind, tc.window)
-		}
-	}
-}
-
 // TestTinyBudget: with contextWindow 16000 OpenClaw's first assemble got a
 // budget of 366 tokens (system prompt and tools take the rest). The engine
 // never returns more than that, by either count, and says what it cut.

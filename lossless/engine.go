@@ -49,12 +49,11 @@ type Engine struct {
 	life   sync.RWMutex
 	closed atomic.Bool
 
-	// convMu guards convs, the per-conversation state (lock, record,
-	// window), and lru, their order and cost: a cache bounded by
-	// Config.AssembleCacheBytes (asmcache.go).
-	convMu sync.Mutex
-	convs  map[convID]*convState
-	lru    stateLRU
+	// convs is the per-conversation state (lock, record, window), kept by
+	// lru: a cache bounded by Config.AssembleCacheBytes (asmcache.go),
+	// whose lock guards convs.
+	convs map[convID]*convState
+	lru   *stateCache
 
 	// metaMu serialises creation of conversations and the import checkpoints.
 	metaMu sync.Mutex
@@ -63,7 +62,7 @@ type Engine struct {
 	counts *countCache
 
 	// budgets is what each session's assembles told of the host's budgets
-	// (budget.go), bounded.
+	// (assemble.BudgetTable), bounded.
 	budgets *budgetTable
 
 	// importMus serialise imports of one file (agent/path), holding only
@@ -225,6 +224,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 	}
 	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
 		budgets: newBudgetTable()}
+	e.lru = newStateCache(e)
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
 	if err := e.checkFormat(); err != nil {
 		st.Close()

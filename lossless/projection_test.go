@@ -9,44 +9,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 )
 
-func strp(s string) *string { return &s }
-
-func TestProjectionMode(t *testing.T) {
-	rc := func(kv string) *core.RuntimeContext {
-		var r core.RuntimeContext
-		if err := json.Unmarshal([]byte(kv), &r); err != nil {
-			t.Fatal(err)
-		}
-		return &r
-	}
-	codex := &core.RuntimeSettings{SchemaVersion: 1, Runtime: &core.RuntimeInfo{Host: strp("codex-app-server")}}
-	embedded := &core.RuntimeSettings{SchemaVersion: 1, Runtime: &core.RuntimeInfo{Host: strp("embedded")},
-		ExecutionHost: &core.ExecutionHost{ID: strp("local")}}
-	for _, tc := range []struct {
-		name string
-		rs   *core.RuntimeSettings
-		rc   *core.RuntimeContext
-		def  string
-		want string
-	}{
-		{"nothing", nil, nil, "", core.ProjectionPerTurn},
-		{"embedded", embedded, rc(`{"cwd":"/w"}`), "", core.ProjectionPerTurn},
-		{"codex host", codex, nil, "", core.ProjectionThreadBootstrap},
-		{"codex harness", &core.RuntimeSettings{Runtime: &core.RuntimeInfo{HarnessID: strp("Codex")}}, nil, "", core.ProjectionThreadBootstrap},
-		{"app-server execution host", &core.RuntimeSettings{ExecutionHost: &core.ExecutionHost{ID: strp("app-server-1")}}, nil, "", core.ProjectionThreadBootstrap},
-		{"context flag", nil, rc(`{"threadBootstrap":true}`), "", core.ProjectionThreadBootstrap},
-		{"context flag false", nil, rc(`{"threadBootstrap":false}`), "", core.ProjectionPerTurn},
-		{"context mode", nil, rc(`{"contextProjection":"thread_bootstrap"}`), "", core.ProjectionThreadBootstrap},
-		{"context says per_turn over codex", codex, rc(`{"contextProjection":"per_turn"}`), "", core.ProjectionPerTurn},
-		{"config", nil, nil, core.ProjectionThreadBootstrap, core.ProjectionThreadBootstrap},
-		{"config per_turn", nil, nil, core.ProjectionPerTurn, core.ProjectionPerTurn},
-	} {
-		if got := ProjectionMode(tc.rs, tc.rc, tc.def); got != tc.want {
-			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestProjectionPerTurn(t *testing.T) {
 	ctx := context.Background()
 	e := openTest(t)

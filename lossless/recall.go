@@ -257,9 +257,9 @@ func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o Recall
 		return nil, err
 	}
 	defer done()
-	call := &assembleCall{p: p, agent: e.agentFor("", p.SessionKey)}
-	c, err := e.lookup(ctx, call.agent, p.SessionID, p.SessionKey)
-	call.c, call.known = c, err == nil
+	call := &assembleCall{Params: p, Agent: e.agentFor("", p.SessionKey)}
+	c, err := e.lookup(ctx, call.Agent, p.SessionID, p.SessionKey)
+	call.Conv, call.Known = c, err == nil
 	rc := e.recallCall(call)
 	return recall.Rank(ctx, recallPort{e}, &rc, o, nil)
 }
@@ -273,8 +273,8 @@ func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (co
 
 // recallCall is call as package recall sees it.
 func (e *Engine) recallCall(call *assembleCall) recall.Call[*assembleCall] {
-	rc := recall.Call[*assembleCall]{Engine: call, Params: call.p, Agent: call.agent, Conv: call.c, Known: call.known}
-	if call.p.HasTool(ToolGrep) {
+	rc := recall.Call[*assembleCall]{Engine: call, Params: call.Params, Agent: call.Agent, Conv: call.Conv, Known: call.Known}
+	if call.Params.HasTool(ToolGrep) {
 		rc.GrepTool = ToolGrep
 	}
 	return rc

@@ -1,7 +1,6 @@
 package lossless
 
 import (
-	"container/list"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -149,16 +148,8 @@ type convState struct {
 	// whose sequence numbers then name other messages.
 	asmCreated int64
 
-	// The cache's bookkeeping, guarded by Engine.convMu (asmcache.go):
-	// the state's element in the LRU list, its estimated cost in bytes and
-	// the parts of it from the window and the record, the resolution keys
-	// cached to it, and its display name (sessionName).
-	el       *list.Element
-	cost     int64
-	winBytes int64
-	recBytes int64
-	keys     []string
-	name     string
+	// The cache keeps its bookkeeping (cost, resolution keys, display
+	// name) beside it (assemble.Cache, asmcache.go).
 }
 
 // unlock releases what lockConv (or lockShared) took: the store's lock of

@@ -280,10 +280,10 @@ func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, b
 // preparation is swept and not returned; a prepared one is marked active
 // (the child started).
 func (e *Engine) subFor(ctx context.Context, call *assembleCall) (subID, SubagentInfo, bool, error) {
-	l := call.sub
+	l := call.Sub
 	if !l.Done {
 		var err error
-		l, err = subagent.Find(ctx, subagentPort{e}, call.agent, call.p.SessionID, call.p.SessionKey)
+		l, err = subagent.Find(ctx, subagentPort{e}, call.Agent, call.Params.SessionID, call.Params.SessionKey)
 		if err != nil || !l.Done {
 			return subID{}, SubagentInfo{}, false, err
 		}

@@ -1,4 +1,4 @@
-package lossless
+package assemble
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 )
 
 // Context projection for hosts with persistent backend threads, and the
-// post-processing of every Assemble (afterAssemble): the fork prefix of a
+// post-processing of every Assemble (After): the fork prefix of a
 // subagent, the lazy sweep of expired subagent preparations, and
 // contextProjection.
 //
@@ -80,32 +80,32 @@ func ProjectionMode(rs *core.RuntimeSettings, rc *core.RuntimeContext, def strin
 	return core.ProjectionPerTurn
 }
 
-// afterAssemble post-processes a successful Assemble: it sweeps expired
-// subagent preparations once per engine, prepends a forked subagent's
-// parent context, and sets ContextProjection. It takes what the call's
-// window read (call.go): the subagent records, the record the epoch is
-// counted from.
-func (e *Engine) afterAssemble(ctx context.Context, call *assembleCall, res *core.AssembleResult) error {
-	e.sweepOnce(ctx)
-	done, err := e.enter()
+// After post-processes a successful Assemble: it sweeps expired subagent
+// preparations once per engine, prepends a forked subagent's parent
+// context, fits the host's own count (OpenClaw) and sets
+// ContextProjection. It takes what the call's window read: the subagent
+// records, the record the epoch is counted from.
+func After(ctx context.Context, port Port, call *Call, res *core.AssembleResult) error {
+	port.SweepOnce(ctx)
+	done, err := port.Enter()
 	if err != nil {
 		return err
 	}
 	defer done()
-	p := call.p
-	budget := e.budgetFor(p.TokenBudget, p.RuntimeContext)
-	if err := e.forkPrefix(ctx, call, budget, res); err != nil {
+	p := call.Params
+	budget := port.Budget(p.TokenBudget, p.RuntimeContext)
+	if err := port.ForkPrefix(ctx, call, budget, res); err != nil {
 		return err
 	}
 	if hostCounts(p.RuntimeSettings) {
-		fitHostCount(e.tc, res, budget) // OpenClaw counts with its own estimate (budget.go)
+		fitHostCount(port.Counter(), res, budget) // OpenClaw counts with its own estimate (budget.go)
 	}
-	proj := &core.ContextProjection{Mode: call.mode}
-	if call.mode == core.ProjectionThreadBootstrap {
-		if call.haveRec {
-			proj.Epoch = epochOf(call.rec)
+	proj := &core.ContextProjection{Mode: call.Mode}
+	if call.Mode == core.ProjectionThreadBootstrap {
+		if call.HaveRec {
+			proj.Epoch = EpochOf(call.Rec)
 		} else {
-			proj.Epoch = e.projectionEpoch(ctx, call.agent, p.SessionID, p.SessionKey)
+			proj.Epoch = Epoch(ctx, port, call.Agent, p.SessionID, p.SessionKey)
 		}
 		proj.Fingerprint = Fingerprint(res.Messages, res.SystemPromptAddition)
 	}
@@ -129,16 +129,16 @@ func Fingerprint(msgs []core.Message, addition string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// projectionEpoch returns the conversation's epoch ("0" for a session the
-// engine never stored): the number of summaries written plus the number of
+// Epoch returns the conversation's epoch ("0" for a session the engine
+// never stored): the number of summaries written plus the number of
 // session ids mapped to it, both kept in the conversation record.
-func (e *Engine) projectionEpoch(ctx context.Context, agent, sessionID, sessionKey string) string {
-	c, err := e.lookup(ctx, agent, sessionID, sessionKey)
+func Epoch(ctx context.Context, port Port, agent, sessionID, sessionKey string) string {
+	c, err := port.Lookup(ctx, agent, sessionID, sessionKey)
 	if err != nil {
 		return "0"
 	}
-	var rec convRecord
-	err = e.st.View(ctx, func(r store.Reader) error {
+	var rec store.Conversation
+	err = port.Store().View(ctx, func(r store.Reader) error {
 		var err error
 		rec, err = r.Conversation(c)
 		return err
@@ -146,26 +146,26 @@ func (e *Engine) projectionEpoch(ctx context.Context, agent, sessionID, sessionK
 	if err != nil {
 		return "0"
 	}
-	return epochOf(rec)
+	return EpochOf(rec)
 }
 
-// epochOf is the projection epoch of a conversation's record.
-func epochOf(rec convRecord) string {
+// EpochOf is the projection epoch of a conversation's record.
+func EpochOf(rec store.Conversation) string {
 	return strconv.FormatInt(rec.Summaries+int64(len(rec.SessionIDs)), 10)
 }
 
-// Epoch returns the context projection epoch of a session (see
-// ProjectionMode): it changes exactly when a compaction or a rotation
-// changed the assembled prefix.
-func (e *Engine) Epoch(ctx context.Context, sessionID, sessionKey string) (string, error) {
-	done, err := e.enter()
+// SessionEpoch is the context projection epoch of a session, the engine's
+// Epoch: an error only when the engine is closed or the look-up fails for
+// another reason than an unknown session ("0").
+func SessionEpoch(ctx context.Context, port Port, sessionID, sessionKey string) (string, error) {
+	done, err := port.Enter()
 	if err != nil {
 		return "", err
 	}
 	defer done()
-	agent := e.agentFor("", sessionKey)
-	if _, err := e.lookup(ctx, agent, sessionID, sessionKey); err != nil && !errors.Is(err, core.ErrUnknownSession) {
+	agent := port.Agent(sessionKey)
+	if _, err := port.Lookup(ctx, agent, sessionID, sessionKey); err != nil && !errors.Is(err, core.ErrUnknownSession) {
 		return "", err
 	}
-	return e.projectionEpoch(ctx, agent, sessionID, sessionKey), nil
+	return Epoch(ctx, port, agent, sessionID, sessionKey), nil
 }

@@ -1,14 +1,13 @@
-package lossless
+package assemble
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/recall"
 )
 
 // Budgets as the host gives them, and the budget each call really has.
@@ -39,35 +38,35 @@ import (
 // budget as given; the turn's compaction budget is then the smallest of
 // its assembles.
 
-// budgetKind classifies an assemble's budget.
-type budgetKind int
+// BudgetKind classifies an assemble's budget.
+type BudgetKind int
 
 const (
-	// budgetPlain: the host says nothing of its limits; the budget is the
+	// BudgetPlain: the host says nothing of its limits; the budget is the
 	// call's own.
-	budgetPlain budgetKind = iota
-	// budgetTurnFirst: OpenClaw's first assemble of a turn, net of the
+	BudgetPlain BudgetKind = iota
+	// BudgetTurnFirst: OpenClaw's first assemble of a turn, net of the
 	// host's prompt and output reserve.
-	budgetTurnFirst
-	// budgetPerCall: OpenClaw's assemble before a model call, net of the
+	BudgetTurnFirst
+	// BudgetPerCall: OpenClaw's assemble before a model call, net of the
 	// pending messages only; limits.promptTokenBudget is the window.
-	budgetPerCall
+	BudgetPerCall
 )
 
-// classifyBudget returns the kind of an assemble's budget tb and, for
-// budgetPerCall, the host's window figure.
-func classifyBudget(tb int, rs *core.RuntimeSettings) (budgetKind, int) {
+// ClassifyBudget returns the kind of an assemble's budget tb and, for
+// BudgetPerCall, the host's window figure.
+func ClassifyBudget(tb int, rs *core.RuntimeSettings) (BudgetKind, int) {
 	if rs == nil || rs.Limits == nil || rs.Limits.PromptTokenBudget == nil || tb <= 0 {
-		return budgetPlain, 0
+		return BudgetPlain, 0
 	}
 	ptb := *rs.Limits.PromptTokenBudget
 	switch {
 	case rs.Limits.MaxOutputTokens != nil || ptb == tb:
-		return budgetTurnFirst, 0
+		return BudgetTurnFirst, 0
 	case ptb > tb:
-		return budgetPerCall, ptb
+		return BudgetPerCall, ptb
 	}
-	return budgetPlain, 0
+	return BudgetPlain, 0
 }
 
 // hostCounts reports whether the call comes from OpenClaw, whose budgets
@@ -82,10 +81,10 @@ func hostCounts(rs *core.RuntimeSettings) bool {
 // not seen the turn's first assemble (a restarted engine process).
 const unknownOverheadShare = 0.5
 
-// hostBudgets is what a session's assembles told of the host's budgets.
+// HostBudgets is what a session's assembles told of the host's budgets.
 // Its own lock: assembles, commits and compactions of the session read and
 // write it concurrently.
-type hostBudgets struct {
+type HostBudgets struct {
 	mu sync.Mutex
 	// open is true from a turn's first assemble to its commit.
 	open bool
@@ -103,7 +102,7 @@ type hostBudgets struct {
 // turn's pending messages (system prompt, tools, output reserve), learned
 // from a turn-first assemble and the host's window; ok is false when the
 // engine has not seen both.
-func (b *hostBudgets) hostShare() (int, bool) {
+func (b *HostBudgets) hostShare() (int, bool) {
 	if b.first <= 0 || b.window <= 0 {
 		return 0, false
 	}
@@ -114,13 +113,13 @@ func (b *hostBudgets) hostShare() (int, bool) {
 	return share, true
 }
 
-// assembleBudget notes an assemble's budget and returns the budget the
+// AssembleBudget notes an assemble's budget and returns the budget the
 // call really has: tb itself, except on a per-call budget, where it is the
 // host's window minus its pending messages (what tb is) minus the host's
 // share (system prompt and reserve, learned from the turn's first
 // assemble). A result under 1 is 1: a budget that holds nothing.
-func (b *hostBudgets) assembleBudget(tb int, rs *core.RuntimeSettings, prompt string) int {
-	kind, window := classifyBudget(tb, rs)
+func (b *HostBudgets) AssembleBudget(tb int, rs *core.RuntimeSettings, prompt string) int {
+	kind, window := ClassifyBudget(tb, rs)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.open {
@@ -130,10 +129,10 @@ func (b *hostBudgets) assembleBudget(tb int, rs *core.RuntimeSettings, prompt st
 		b.smallest = tb
 	}
 	switch kind {
-	case budgetTurnFirst:
+	case BudgetTurnFirst:
 		b.first, b.prompt = tb, core.Chars4{}.CountText(prompt)
 		return tb
-	case budgetPerCall:
+	case BudgetPerCall:
 		b.window = window
 		share, ok := b.hostShare()
 		if !ok {
@@ -144,10 +143,10 @@ func (b *hostBudgets) assembleBudget(tb int, rs *core.RuntimeSettings, prompt st
 	return tb
 }
 
-// noteWindow records the host's window figure from a call that carries it
+// NoteWindow records the host's window figure from a call that carries it
 // (commitTurn's runtimeContext.tokenBudget, a compact's tokenBudget when its
 // limits name it as the prompt budget).
-func (b *hostBudgets) noteWindow(w int) {
+func (b *HostBudgets) NoteWindow(w int) {
 	if w <= 0 {
 		return
 	}
@@ -156,11 +155,11 @@ func (b *hostBudgets) noteWindow(w int) {
 	b.mu.Unlock()
 }
 
-// turnBudget closes the turn (the next assemble starts a new one) and
+// TurnBudget closes the turn (the next assemble starts a new one) and
 // returns the budget its compaction decision measures against: the turn's
 // first budget (OpenClaw), else the smallest budget of its assembles, else
 // 0 (unknown: the caller falls back to the runtime context's).
-func (b *hostBudgets) turnBudget() int {
+func (b *HostBudgets) TurnBudget() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.open = false
@@ -170,11 +169,11 @@ func (b *hostBudgets) turnBudget() int {
 	return b.smallest
 }
 
-// compactBudget returns the budget a compact call really has: tb minus the
+// CompactBudget returns the budget a compact call really has: tb minus the
 // host's share when tb is the host's window figure (OpenClaw passes the
 // window itself) and the share is known; ok is false when it is not (the
 // caller then estimates the host's share from currentTokenCount).
-func (b *hostBudgets) compactBudget(tb int) (int, bool) {
+func (b *HostBudgets) CompactBudget(tb int) (int, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	share, ok := b.hostShare()
@@ -184,49 +183,28 @@ func (b *hostBudgets) compactBudget(tb int) (int, bool) {
 	return max(1, tb-share), true
 }
 
-// resolveAssemble resolves an Assemble call at its door (call.go): its
-// agent, its conversation (once: everything after takes the call) and
-// p.TokenBudget set to the budget the call really has
-// (hostBudgets.assembleBudget), noted for the turn's compaction
-// decision. An unknown session gets the same budget rules without notes.
-func (e *Engine) resolveAssemble(ctx context.Context, p core.AssembleParams) (*assembleCall, error) {
-	tb := e.budgetFor(p.TokenBudget, p.RuntimeContext)
-	agent := e.agentFor("", p.SessionKey)
-	p.TokenBudget = e.budgets.of(agent, p.SessionID, p.SessionKey).assembleBudget(tb, p.RuntimeSettings, p.Prompt)
-	call := &assembleCall{p: p, agent: agent, mode: ProjectionMode(p.RuntimeSettings, p.RuntimeContext, e.cfg.ContextProjection)}
-	// A shared store's cached resolution is checked by the window's read
-	// (assembleConv reads the record there).
-	c, err := e.lookupCached(ctx, agent, p.SessionID, p.SessionKey)
-	switch {
-	case err == nil:
-		call.c, call.known = c, true
-	case !errors.Is(err, core.ErrUnknownSession):
-		return nil, err
-	}
-	return call, nil
-}
-
 // maxBudgetSessions bounds the sessions whose budgets the engine keeps (a
 // few hundred bytes each); the least recently used are forgotten, and then
 // act as a restarted engine's (unknownOverheadShare).
 const maxBudgetSessions = 4096
 
-// budgetTable keeps each session's hostBudgets, by agent and session key
+// BudgetTable keeps each session's HostBudgets, by agent and session key
 // (else session id): a session's first turn has its budgets noted before
 // its conversation exists, and they outlive the conversation's cached
 // state.
-type budgetTable struct {
+type BudgetTable struct {
 	mu    sync.Mutex
-	cache *lru.Cache[string, *hostBudgets]
+	cache *lru.Cache[string, *HostBudgets]
 }
 
-func newBudgetTable() *budgetTable {
-	c, _ := lru.New[string, *hostBudgets](maxBudgetSessions) // errors only on a size < 1
-	return &budgetTable{cache: c}
+// NewBudgetTable returns an empty table, bounded to maxBudgetSessions.
+func NewBudgetTable() *BudgetTable {
+	c, _ := lru.New[string, *HostBudgets](maxBudgetSessions) // errors only on a size < 1
+	return &BudgetTable{cache: c}
 }
 
-// of returns the budgets of (agent, sessionID, sessionKey), made if new.
-func (t *budgetTable) of(agent, sessionID, sessionKey string) *hostBudgets {
+// Of returns the budgets of (agent, sessionID, sessionKey), made if new.
+func (t *BudgetTable) Of(agent, sessionID, sessionKey string) *HostBudgets {
 	k := agent + "\x00k:" + sessionKey
 	if sessionKey == "" {
 		k = agent + "\x00s:" + sessionID
@@ -235,7 +213,7 @@ func (t *budgetTable) of(agent, sessionID, sessionKey string) *hostBudgets {
 	defer t.mu.Unlock()
 	b, ok := t.cache.Get(k)
 	if !ok {
-		b = &hostBudgets{}
+		b = &HostBudgets{}
 		t.cache.Add(k, b)
 	}
 	return b
@@ -261,7 +239,7 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 	// them go first, unless the summaries alone are over half the budget.
 	lead, ltok := 0, 0
 	for lead < len(res.Messages) {
-		if _, ok := renderedSummaryID(res.Messages[lead]); !ok {
+		if _, ok := recall.SummaryID(res.Messages[lead]); !ok {
 			break
 		}
 		ltok += counts[lead]

@@ -1,0 +1,126 @@
+package assemble
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// fakePort is a Port whose unset methods panic: what Inner asks of the
+// engine for a session it never stored.
+type fakePort struct {
+	Port
+	def int
+}
+
+func (p fakePort) DefaultTokenBudget() int    { return p.def }
+func (p fakePort) Counter() core.TokenCounter { return core.Chars4{} }
+
+func msg(t *testing.T, role, text string) core.Message {
+	t.Helper()
+	m, err := core.NewMessage(map[string]any{"role": role, "content": []core.Block{{Type: core.BlockText, Text: text}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestInnerUnknownPassesThrough: a session the engine never stored gets
+// the host's messages, newest kept within the budget, without a tool
+// result left leading at the cut.
+func TestInnerUnknownPassesThrough(t *testing.T) {
+	msgs := []core.Message{msg(t, core.RoleUser, "first question, long enough to weigh"),
+		msg(t, core.RoleToolResult, "a tool result"), msg(t, core.RoleUser, "q2"), msg(t, core.RoleAssistant, "a2")}
+	tc := core.Chars4{}
+	last2 := core.CountMessages(tc, msgs[2:])
+	budget := last2 + core.CountMessage(tc, msgs[1])
+	res, err := Inner(context.Background(), fakePort{def: budget}, &Call{}, core.AssembleParams{Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 2 || res.EstimatedTokens != last2 || res.PromptAuthority != core.PromptAuthorityAssembled {
+		t.Fatalf("%d messages, %d tokens (want 2, %d)", len(res.Messages), res.EstimatedTokens, last2)
+	}
+}
+
+// TestWalk: the walk reads newest first within the budget, skips hidden
+// items, stops at the first item that does not fit, and Chronological
+// drops the tool result whose call the cut left out.
+func TestWalk(t *testing.T) {
+	var items []store.Item
+	roles := []string{core.RoleUser, core.RoleAssistant, core.RoleToolResult, core.RoleUser, core.RoleAssistant}
+	for i, r := range roles {
+		it := store.Item{Item: dag.Item{Ref: dag.MessageRef(uint64(i + 1)), Tokens: 10, Role: r}}
+		if i == 3 {
+			it.Flags = store.FlagHidden
+		}
+		items = append(items, it)
+	}
+	rev := func(yield func(store.Item, error) bool) {
+		for _, it := range slices.Backward(items) {
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+	var visited []uint64
+	w, err := Walk(context.Background(), rev, 25, "test", func(i int, item dag.Item, _ byte) (core.Message, error) {
+		visited = append(visited, item.Ref.Seq)
+		return msg(t, item.Role, fmt.Sprint(item.Ref.Seq)), nil
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(visited, []uint64{5, 3}) || w.Cut != 10 || w.Used != 20 || w.Scanned != 4 {
+		t.Fatalf("visited %v, cut %d, used %d, scanned %d", visited, w.Cut, w.Used, w.Scanned)
+	}
+	out, used := w.Chronological()
+	if len(out) != 1 || out[0].Role() != core.RoleAssistant || used != 10 {
+		t.Fatalf("chronological: %d messages, %d tokens", len(out), used)
+	}
+}
+
+// state is a cached state of the cache tests.
+type state struct{ id int }
+
+// TestCacheBound: the cache keeps its states within its budget (the most
+// recent one always stays), a state in use is not evicted, and its
+// accounting adds up.
+func TestCacheBound(t *testing.T) {
+	busy := map[int]bool{}
+	states := map[int]*state{}
+	c := NewCache(states, 3*stateBaseBytes, CacheHooks[int, *state]{
+		New:           func(k int) *state { return &state{id: k} },
+		TryEvict:      func(s *state) (bool, bool) { return !busy[s.id], !busy[s.id] },
+		TryDropWindow: func(*state) bool { return false },
+	})
+	busy[0] = true
+	for i := 0; i < 10; i++ {
+		c.State(i)
+		c.Resolve(fmt.Sprint("k", i), i)
+	}
+	if _, ok := states[0]; !ok {
+		t.Fatal("a state in use was evicted")
+	}
+	if _, ok := c.Resolved("k9"); !ok || c.Len() > 3 || c.Bytes() > 3*stateBaseBytes {
+		t.Fatalf("%d states of %d bytes, the newest resolved: %v", c.Len(), c.Bytes(), ok)
+	}
+	c.SetName(9, "nine")
+	if n, ok := c.Name(9); !ok || n != "nine" {
+		t.Fatalf("name %q %v", n, ok)
+	}
+	c.Forget(9)
+	v := c.Inspect()
+	var sum int64
+	for _, en := range v.Entries {
+		sum += en.Cost
+	}
+	if _, ok := c.Resolved("k9"); ok || sum != v.Bytes || v.Listed != v.States || v.States != len(states) {
+		t.Fatalf("after Forget: %+v, sum %d", v, sum)
+	}
+}

@@ -1,0 +1,353 @@
+package assemble
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Per-conversation state is a cache, bounded in bytes. Each conversation
+// the engine serves has a state: its write lock, its record, the parsed
+// messages and rendered summaries of its last assembled window (about one
+// token budget of text, which make the next Assemble cheap), the session
+// names resolved to it and its display name. An engine serving many
+// sessions keeps the most recently used states within its byte budget
+// (Config.AssembleCacheBytes) and forgets the others: the next use of a
+// forgotten conversation reads its record again and parses its window
+// again.
+//
+// Eviction happens under the cache's lock and only to a state whose locks
+// (its write lock and its window lock) are free: CacheHooks.TryEvict takes
+// both without waiting, marks the state dead and the cache removes it. A
+// goroutine that got a state from State and locks it afterwards checks
+// that mark under the lock and, when set, looks the conversation up again:
+// two goroutines never hold two different locks for the same conversation.
+// A state whose write lock is held but whose window is idle loses only its
+// window (CacheHooks.TryDropWindow).
+
+// DefaultCacheBytes is the cache's default budget in bytes.
+const DefaultCacheBytes = 32 << 20
+
+// Cost estimates of the cached state, in bytes.
+const (
+	// stateBaseBytes is a state with its map entry and list element.
+	stateBaseBytes = 512
+	// entryOverheadBytes is a string's header and map entry.
+	entryOverheadBytes = 64
+)
+
+// CacheHooks are what the cache asks of the engine's states.
+type CacheHooks[K comparable, S comparable] struct {
+	// New makes the state of conversation k.
+	New func(k K) S
+	// TryEvict takes s's write lock and window lock without waiting. With
+	// both, it marks s dead, drops its window, releases them and returns
+	// evicted; writeFree is whether it got the write lock.
+	TryEvict func(s S) (evicted, writeFree bool)
+	// TryDropWindow takes s's window lock without waiting and, when it
+	// gets it, drops s's window and returns true.
+	TryDropWindow func(s S) bool
+}
+
+// Cache is the engine's per-conversation state S by conversation K,
+// bounded in bytes, with the cached resolutions of session names to
+// conversations and the conversations' display names. It is safe for
+// concurrent use.
+type Cache[K comparable, S comparable] struct {
+	mu     sync.Mutex
+	max    int64
+	hooks  CacheHooks[K, S]
+	states map[K]S
+	ents   map[K]*entry[K]
+	ll     *list.List // of *entry[K], most recent first
+	bytes  int64      // sum of the states' cost
+	// resolved caches conversation resolution: a session's key -> K
+	// (each key also listed in its entry's keys, and dropped with it).
+	resolved map[string]K
+}
+
+// entry is a state's bookkeeping: its element in the list, its estimated
+// cost in bytes and the parts of it from the window and the record, the
+// resolution keys cached to it, and its display name.
+type entry[K comparable] struct {
+	id       K
+	el       *list.Element
+	cost     int64
+	winBytes int64
+	recBytes int64
+	keys     []string
+	name     string
+}
+
+// NewCache returns a cache of states kept in states (the caller's map,
+// which the cache fills and empties under its lock), within max bytes
+// (DefaultCacheBytes when max <= 0).
+func NewCache[K comparable, S comparable](states map[K]S, max int64, hooks CacheHooks[K, S]) *Cache[K, S] {
+	if max <= 0 {
+		max = DefaultCacheBytes
+	}
+	return &Cache[K, S]{max: max, hooks: hooks, states: states, ents: map[K]*entry[K]{},
+		ll: list.New(), resolved: map[string]K{}}
+}
+
+// stateLocked returns k's state, creating it, and marks it most recently
+// used. The caller holds mu.
+func (c *Cache[K, S]) stateLocked(k K) (S, *entry[K]) {
+	if s, ok := c.states[k]; ok {
+		en := c.ents[k]
+		c.ll.MoveToFront(en.el)
+		return s, en
+	}
+	s := c.hooks.New(k)
+	en := &entry[K]{id: k}
+	en.el = c.ll.PushFront(en)
+	c.states[k], c.ents[k] = s, en
+	c.chargeLocked(en, stateBaseBytes)
+	return s, en
+}
+
+// chargeLocked adds delta bytes to en's cost (mu held).
+func (c *Cache[K, S]) chargeLocked(en *entry[K], delta int64) {
+	en.cost += delta
+	c.bytes += delta
+}
+
+// live returns the entry of s, the state of k, when s is still cached (mu
+// held).
+func (c *Cache[K, S]) live(k K, s S) (*entry[K], bool) {
+	if cur, ok := c.states[k]; !ok || cur != s {
+		return nil, false
+	}
+	return c.ents[k], true
+}
+
+// State returns conversation k's state, marked most recently used. It may
+// be evicted as soon as State returns: a caller that locks it checks
+// whether it was (CacheHooks.TryEvict marks it).
+func (c *Cache[K, S]) State(k K) S {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, _ := c.stateLocked(k)
+	c.evictLocked()
+	return s
+}
+
+// evictLocked forgets the least recently used states while the cache is
+// over its budget (mu held); the most recent one stays. A state in use is
+// skipped (its window is dropped when only its write lock is held).
+func (c *Cache[K, S]) evictLocked() {
+	for el := c.ll.Back(); c.bytes > c.max && el != nil && el != c.ll.Front(); {
+		prev := el.Prev()
+		en := el.Value.(*entry[K])
+		s := c.states[en.id]
+		evicted, writeFree := c.hooks.TryEvict(s)
+		switch {
+		case evicted:
+			for _, k := range en.keys {
+				delete(c.resolved, k)
+			}
+			c.ll.Remove(el)
+			delete(c.states, en.id)
+			delete(c.ents, en.id)
+			c.bytes -= en.cost
+		case !writeFree && en.winBytes > 0 && c.hooks.TryDropWindow(s):
+			c.chargeLocked(en, -en.winBytes)
+			en.winBytes = 0
+		}
+		el = prev
+	}
+}
+
+// Touch records that the cached window of s, k's state, is now size bytes
+// and was just used, and evicts beyond the budget. The caller holds s's
+// window lock (so s is live).
+func (c *Cache[K, S]) Touch(k K, s S, size int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	en, ok := c.live(k, s)
+	if !ok {
+		return
+	}
+	c.chargeLocked(en, size-en.winBytes)
+	en.winBytes = size
+	c.ll.MoveToFront(en.el)
+	c.evictLocked()
+}
+
+// ForgetWindow drops the window of s, k's state, from the accounting (the
+// caller dropped the window under s's window lock).
+func (c *Cache[K, S]) ForgetWindow(k K, s S) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if en, ok := c.live(k, s); ok {
+		c.chargeLocked(en, -en.winBytes)
+		en.winBytes = 0
+	}
+}
+
+// NoteRecord accounts n bytes for the record of s, k's state, just loaded
+// or changed (the caller holds s's write lock, so s is live); its display
+// name is dropped (named again from the record).
+func (c *Cache[K, S]) NoteRecord(k K, s S, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	en, ok := c.live(k, s)
+	if !ok {
+		return
+	}
+	c.chargeLocked(en, n-en.recBytes-int64(len(en.name)))
+	en.recBytes = n
+	en.name = ""
+	c.evictLocked()
+}
+
+// Resolved returns the conversation key was resolved to, if cached.
+func (c *Cache[K, S]) Resolved(key string) (K, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.resolved[key]
+	if ok {
+		c.ll.MoveToFront(c.ents[k].el)
+	}
+	return k, ok
+}
+
+// Resolve caches that key resolves to k, with k's state.
+func (c *Cache[K, S]) Resolve(key string, k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, en := c.stateLocked(k)
+	if old, ok := c.resolved[key]; ok {
+		if old == k {
+			return
+		}
+		c.dropKeyLocked(c.ents[old], key)
+	}
+	c.resolved[key] = k
+	en.keys = append(en.keys, key)
+	c.chargeLocked(en, int64(len(key))+entryOverheadBytes)
+	c.evictLocked()
+}
+
+func (c *Cache[K, S]) dropKeyLocked(en *entry[K], key string) {
+	delete(c.resolved, key)
+	for i, k := range en.keys {
+		if k == key {
+			en.keys = append(en.keys[:i], en.keys[i+1:]...)
+			c.chargeLocked(en, -int64(len(key))-entryOverheadBytes)
+			return
+		}
+	}
+}
+
+// Forget drops every cached resolution to k (k was deleted).
+func (c *Cache[K, S]) Forget(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	en, ok := c.ents[k]
+	if !ok {
+		return
+	}
+	for len(en.keys) > 0 {
+		c.dropKeyLocked(en, en.keys[0])
+	}
+}
+
+// Name returns k's display name if cached.
+func (c *Cache[K, S]) Name(k K) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if en, ok := c.ents[k]; ok && en.name != "" {
+		return en.name, true
+	}
+	return "", false
+}
+
+// SetName caches k's display name with its state.
+func (c *Cache[K, S]) SetName(k K, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, en := c.stateLocked(k)
+	c.chargeLocked(en, int64(len(name)-len(en.name)))
+	en.name = name
+	c.evictLocked()
+}
+
+// Bytes returns the bytes the cached state is counted at.
+func (c *Cache[K, S]) Bytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
+}
+
+// Len returns how many conversations have state in memory.
+func (c *Cache[K, S]) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.states)
+}
+
+// CacheEntry is one cached state's bookkeeping, as Inspect shows it.
+type CacheEntry[K comparable] struct {
+	ID       K
+	Cost     int64
+	WinBytes int64
+	Keys     []string
+}
+
+// CacheView is the cache's bookkeeping at one moment (Inspect).
+type CacheView[K comparable] struct {
+	// Entries are the states' bookkeeping, States how many states the map
+	// holds, Listed how many the recency list holds.
+	Entries        []CacheEntry[K]
+	States, Listed int
+	// Bytes is the cost counted; Resolved the cached resolutions.
+	Bytes    int64
+	Resolved map[string]K
+}
+
+// Inspect returns the cache's bookkeeping without touching it (a touch may
+// evict), for tests of its accounting.
+func (c *Cache[K, S]) Inspect() CacheView[K] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := CacheView[K]{States: len(c.states), Listed: c.ll.Len(), Bytes: c.bytes, Resolved: make(map[string]K, len(c.resolved))}
+	for k, r := range c.resolved {
+		v.Resolved[k] = r
+	}
+	for k, en := range c.ents {
+		v.Entries = append(v.Entries, CacheEntry[K]{ID: k, Cost: en.cost, WinBytes: en.winBytes, Keys: append([]string(nil), en.keys...)})
+	}
+	return v
+}
+
+// lookupKey is the resolution cache's key of a look-up (Lookup): apart
+// from the engine's resolve's, which may create.
+func lookupKey(agent, sessionID, sessionKey string) string {
+	return "L\x00" + agent + "\x00" + sessionID + "\x00" + sessionKey
+}
+
+// Lookup is lookup of a session from the resolution cache when it holds
+// it (bounded, dropped with the conversation's state and when the
+// conversation is deleted: Forget), else through lookup, whose success is
+// cached. On a shared store another process may have deleted the
+// conversation since: the caller then finds its record gone and calls
+// Forget (the window's read does).
+func (c *Cache[K, S]) Lookup(ctx context.Context, agent, sessionID, sessionKey string,
+	lookup func(ctx context.Context, agent, sessionID, sessionKey string) (K, error)) (K, error) {
+	key := lookupKey(agent, sessionID, sessionKey)
+	if k, ok := c.Resolved(key); ok {
+		// Only a look-up that passed lookup's checks was cached.
+		if err := ctx.Err(); err != nil {
+			var zero K
+			return zero, fmt.Errorf("lossless: %w", err)
+		}
+		return k, nil
+	}
+	k, err := lookup(ctx, agent, sessionID, sessionKey)
+	if err == nil {
+		c.Resolve(key, k)
+	}
+	return k, err
+}
