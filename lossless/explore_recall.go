@@ -48,7 +48,7 @@ type RecallExplained struct {
 // recall runs for: what its last assembled window showed is left out, as
 // in Assemble.
 func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int) (RecallExplained, error) {
-	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recallMinScore(configuredMinScore(&e.cfg)),
+	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recallMinScore(configuredMinScore(&e.cfg.Config)),
 		Items: []RecallExplanation{}}
 	if out.Terms == nil {
 		out.Terms = []string{}
