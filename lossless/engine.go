@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -31,7 +32,7 @@ const (
 // core.SubagentEndListener and core.ToolCaller, and io.Closer. It is safe
 // for concurrent use.
 type Engine struct {
-	cfg Config
+	cfg engineConfig // port_config.go
 	// st is the store (store/badgerstore's in a directory, or a
 	// registered backend's: RegisterStore). The engine uses it only
 	// through the store.Store interface (and its optional interfaces).
@@ -118,8 +119,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
+	cfg = cfg.WithDefaults()
+	if err := validate(cfg); err != nil {
 		return nil, err
 	}
 	if cfg.StoreURL != "" {
@@ -131,7 +132,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		// Badger maps a new memtable as it opens for writing: on a full
 		// disk that is a SIGBUS, so look first (space.go).
-		probe := &Engine{cfg: cfg}
+		probe := &Engine{cfg: newEngineConfig(cfg)}
 		if err := probe.checkSpace(); err != nil {
 			return nil, fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
 		}
@@ -185,9 +186,9 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 		closeAll()
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	cfg.StoreDir = ""
-	if err := cfg.validateStoreless(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		closeAll()
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 			return e.storeRecall(rec) // the store's own search (recall.OverStore)
 		}
 	}
-	e, err := openEngine(ctx, cfg, st, cfg.storeName(), open)
+	e, err := openEngine(ctx, cfg, st, storeName(cfg), open)
 	if err != nil && rec != nil {
 		rec.Close()
 	}
@@ -222,7 +223,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		st.Close()
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	e := &Engine{cfg: cfg, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
+	e := &Engine{cfg: newEngineConfig(cfg), st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
 		budgets: newBudgetTable()}
 	e.lru = newStateCache(e)
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
@@ -267,20 +268,10 @@ var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (
 
 // ParseConfig decodes raw JSON (nil or empty: the defaults) into a Config
 // with defaults filled. Unknown fields are refused, so a typo is reported.
-func ParseConfig(raw json.RawMessage) (Config, error) {
-	var cfg Config
-	if s := strings.TrimSpace(string(raw)); s != "" && s != "null" {
-		dec := json.NewDecoder(strings.NewReader(s))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg); err != nil {
-			return Config{}, fmt.Errorf("lossless: config: %w", err)
-		}
-	}
-	return cfg.withDefaults(), nil
-}
+func ParseConfig(raw json.RawMessage) (Config, error) { return config.Parse(raw) }
 
 // Config returns the engine's configuration, defaults filled.
-func (e *Engine) Config() Config { return e.cfg }
+func (e *Engine) Config() Config { return e.cfg.Config }
 
 // TokenCounter returns the counter the engine counts tokens with.
 func (e *Engine) TokenCounter() core.TokenCounter { return e.tc }

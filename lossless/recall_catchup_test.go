@@ -120,7 +120,7 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 	}
 	url := pgtest.NewDB(t)
 	ctx := context.Background()
-	fastCatchUp := func(c *Config) { c.hooks.catchUpEvery = 100 * time.Millisecond }
+	fastCatchUp := func(c *Config) { hooksOf(c).catchUpEvery = 100 * time.Millisecond }
 	running, err := openPG(ctx, url, fastCatchUp)
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	const holdAt = 500
 	cfg := storeWithoutIndex(t, 2, 1000)
 	held, release := make(chan struct{}), make(chan struct{})
-	cfg.hooks.rebuild = func(ctx context.Context, n int) {
+	hooksOf(&cfg).rebuild = func(ctx context.Context, n int) {
 		if n == holdAt {
 			close(held)
 			select {
@@ -141,8 +141,8 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 	entered := make(chan struct{}, 16) // the worker reached a held batch
 	release := make(chan struct{})
 	e := openTest(t, withRecall, func(c *Config) {
-		c.hooks.indexMaxLag = 2
-		c.hooks.indexBatch = func() {
+		hooksOf(c).indexMaxLag = 2
+		hooksOf(c).indexBatch = func() {
 			select {
 			case <-hold:
 				entered <- struct{}{}
@@ -234,7 +234,7 @@ func TestRecallRebuildResumes(t *testing.T) {
 	const convs, per, stopAt = 3, 400, 700
 	cfg := storeWithoutIndex(t, convs, per)
 	reached := make(chan struct{})
-	cfg.hooks.rebuild = func(ctx context.Context, n int) {
+	hooksOf(&cfg).rebuild = func(ctx context.Context, n int) {
 		if n == stopAt {
 			close(reached)
 			<-ctx.Done() // Close stops the rebuild here
@@ -251,7 +251,7 @@ func TestRecallRebuildResumes(t *testing.T) {
 	}
 
 	read := 0
-	cfg.hooks.rebuild = func(context.Context, int) { read++ }
+	hooksOf(&cfg).rebuild = func(context.Context, int) { read++ }
 	e, err = Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

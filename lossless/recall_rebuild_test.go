@@ -17,7 +17,7 @@ import (
 func TestIngestDuringRebuildDoesNotDeadlock(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	cfg.hooks.indexMaxLag = 5
+	hooksOf(&cfg).indexMaxLag = 5
 	ctx := context.Background()
 	e, err := Open(ctx, cfg)
 	if err != nil {

@@ -39,7 +39,7 @@ func TestRecallWriteRefusedDoesNotWedge(t *testing.T) {
 	}
 	cfg := testConfig("")
 	cfg.StoreURL = url
-	cfg.hooks.catchUpEvery = 100 * time.Millisecond
+	hooksOf(&cfg).catchUpEvery = 100 * time.Millisecond
 	e, err := OpenStore(ctx, cfg, st, rec)
 	if err != nil {
 		t.Fatal(err)

@@ -14,8 +14,8 @@ func TestStoreURLConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.StoreURL != "postgres://u:pw@db.example/lossless" || cfg.validate() != nil {
-		t.Fatalf("storeUrl %q, validate %v", cfg.StoreURL, cfg.validate())
+	if cfg.StoreURL != "postgres://u:pw@db.example/lossless" || validate(cfg) != nil {
+		t.Fatalf("storeUrl %q, validate %v", cfg.StoreURL, validate(cfg))
 	}
 	bad := DefaultConfig()
 	bad.StoreURL = "mysql://u:pw@db/x"

@@ -15,9 +15,10 @@
 // missing record core.ErrNotFound, an unknown conversation
 // core.ErrUnknownSession.
 //
-// The engine's own explanations stay methods of lossless.Engine, beside
-// what they explain: AssembleReport (an assembled context, part by part)
-// and ExplainRecall (the recall ranking).
+// The engine's own explanations are package lossless/explain's, below the
+// engine (it never imports lossless): lossless.Engine.AssembleReport (an
+// assembled context, part by part) and lossless.Engine.ExplainRecall (the
+// recall ranking) are its thin wrappers.
 package explore
 
 import "github.com/lossless-engine/contextengine/lossless"

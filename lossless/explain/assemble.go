@@ -1,4 +1,7 @@
-package lossless
+package explain
+
+// An assembled context explained: each message with its tokens and part,
+// and the totals per part.
 
 import (
 	"context"
@@ -6,16 +9,18 @@ import (
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // The parts of an assembled context (ContextMessage.Part, ContextPart).
 const (
-	// PartSummaries: summaries of older history (RenderSummary).
+	// PartSummaries: summaries of older history (lossless.RenderSummary).
 	PartSummaries = "summaries"
 	// PartTail: the stored messages of the window, newest last.
 	PartTail = "tail"
-	// PartRecall: the recall block (IsRecallMessage).
+	// PartRecall: the recall block (lossless.IsRecallMessage).
 	PartRecall = "recall"
 	// PartSystem: the system prompt addition.
 	PartSystem = "system"
@@ -44,14 +49,14 @@ type ContextPart struct {
 }
 
 // AssembleReport is an assembled context explained: the result and how
-// recall went (AssembleWithDetails), each message with its tokens and
+// recall went (Port.AssembleWithDetails), each message with its tokens and
 // part, and the totals per part. `lossless assemble --json` and the
 // explorer's context view print it, so their numbers cannot differ.
 type AssembleReport struct {
 	Result  core.AssembleResult
-	Details AssembleDetails
+	Details recall.Details
 	// Budget is the budget assemble used: the call's, else the runtime
-	// context's, else Config.DefaultTokenBudget.
+	// context's, else Config.DefaultTokenBudget (Port.Budget).
 	Budget int
 	// SystemPromptAdditionTokens is Result.SystemPromptAddition's count.
 	SystemPromptAdditionTokens int
@@ -61,28 +66,30 @@ type AssembleReport struct {
 	Parts []ContextPart
 }
 
-// AssembleReport assembles p (AssembleWithDetails) and explains the
-// result. Assemble changes nothing in the store.
-func (e *Engine) AssembleReport(ctx context.Context, p core.AssembleParams) (AssembleReport, error) {
-	res, details, err := e.AssembleWithDetails(ctx, p)
+// Assemble assembles p (Port.AssembleWithDetails) and explains the
+// result (lossless.Engine.AssembleReport). Assemble changes nothing in the
+// store.
+func Assemble(ctx context.Context, port Port, p core.AssembleParams) (AssembleReport, error) {
+	res, details, err := port.AssembleWithDetails(ctx, p)
 	if err != nil {
 		return AssembleReport{}, err
 	}
-	rep := AssembleReport{Result: res, Details: details, Budget: e.budgetFor(p.TokenBudget, p.RuntimeContext),
+	rep := AssembleReport{Result: res, Details: details, Budget: port.Budget(p),
 		Messages: make([]ContextMessage, len(res.Messages))}
+	tc := port.Counter()
 	if res.SystemPromptAddition != "" {
-		rep.SystemPromptAdditionTokens = e.tc.CountText(res.SystemPromptAddition)
+		rep.SystemPromptAdditionTokens = tc.CountText(res.SystemPromptAddition)
 	}
 	for i, m := range res.Messages {
-		cm := ContextMessage{Part: PartTail, Tokens: core.CountMessage(e.tc, m), Message: m}
-		if id, ok := renderedSummaryID(m); ok {
+		cm := ContextMessage{Part: PartTail, Tokens: core.CountMessage(tc, m), Message: m}
+		if id, ok := recall.SummaryID(m); ok {
 			cm.Part, cm.SummaryID = PartSummaries, id
-		} else if IsRecallMessage(m) {
+		} else if recall.IsMessage(m) {
 			cm.Part = PartRecall
 		}
 		rep.Messages[i] = cm
 	}
-	if err := e.tailSeqs(ctx, p, rep.Messages); err != nil {
+	if err := tailSeqs(ctx, port, p, rep.Messages); err != nil {
 		return AssembleReport{}, err
 	}
 	rep.Parts = []ContextPart{{Part: PartSummaries}, {Part: PartTail}, {Part: PartRecall},
@@ -103,27 +110,22 @@ func (e *Engine) AssembleReport(ctx context.Context, p core.AssembleParams) (Ass
 
 // tailSeqs fills in the sequence numbers of the stored messages among
 // msgs (found by their bytes' key), when p names a stored conversation.
-func (e *Engine) tailSeqs(ctx context.Context, p core.AssembleParams, msgs []ContextMessage) error {
-	conv, err := e.ConversationFor(ctx, "", p.SessionID, p.SessionKey)
+func tailSeqs(ctx context.Context, port Port, p core.AssembleParams, msgs []ContextMessage) error {
+	conv, err := port.Conversation(ctx, p.SessionID, p.SessionKey)
 	if err != nil {
 		return nil // a pass-through: nothing is stored
 	}
-	done, err := e.enter()
-	if err != nil {
-		return err
-	}
-	defer done()
-	return e.st.View(ctx, func(r store.Reader) error {
+	return port.View(ctx, func(r store.Reader) error {
 		for i := range msgs {
 			if msgs[i].Part != PartTail {
 				continue
 			}
-			seq, err := r.SeqByHash(conv.id, hashRaw(msgs[i].Message.Raw()))
+			seq, err := port.SeqOf(r, conv, msgs[i].Message.Raw())
 			switch {
 			case err == nil:
 				msgs[i].Seq = seq
 			case !errors.Is(err, store.ErrNotFound):
-				return fmt.Errorf("lossless: assemble report: find message: %w", fromStore(err))
+				return fmt.Errorf("lossless: assemble report: find message: %w", records.FromStore(err))
 			}
 		}
 		return nil

@@ -1,16 +1,12 @@
-package lossless
+package config
 
 import (
 	"encoding/json"
-	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/confhooks"
+	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
-	"github.com/lossless-engine/contextengine/summarize"
 )
 
 // Config is the engine's configuration: the JSON object at
@@ -99,11 +95,11 @@ type Config struct {
 	RotateBytes int64 `json:"rotateBytes,omitempty"`
 	// ContextProjection is the contextProjection mode Assemble reports when
 	// the call does not say: "per_turn" (default) or "thread_bootstrap" for
-	// hosts with persistent backend threads (see ProjectionMode).
+	// hosts with persistent backend threads (see lossless.ProjectionMode).
 	ContextProjection string `json:"contextProjection,omitempty"`
 	// MaintainMinTokens is the size above which Maintain replaces an old
 	// tool result in the host's transcript by a reference to the stored
-	// original. Default 2000 (DefaultMaintainMinTokens).
+	// original. Default 2000 (lossless.DefaultMaintainMinTokens).
 	MaintainMinTokens int `json:"maintainMinTokens,omitempty"`
 	// Summarizer configures the summarizer (package summarize's Config, kept
 	// raw here, checked by Open and decoded by the compaction code). Kind
@@ -117,13 +113,13 @@ type Config struct {
 	// (say, {"maxTokensPerHour": 200000} under OpenClaw).
 	Summarizer json.RawMessage `json:"summarizer,omitempty"`
 	// Host is the host that runs the engine: core.HostOpenClaw under the
-	// OpenClaw plugin (Factory sets it from core.FactoryOptions.Host),
+	// OpenClaw plugin (lossless.Factory sets it from core.FactoryOptions.Host),
 	// empty otherwise. It chooses the default summarizer. Not settable
 	// from JSON.
 	Host string `json:"-"`
 	// Recall configures cross-session recall (on by default; see
-	// RecallConfig.Enabled and RecallEnabled).
-	Recall RecallConfig `json:"recall,omitempty"`
+	// recall.Config.Enabled and RecallEnabled).
+	Recall recall.Config `json:"recall,omitempty"`
 	// Retention limits the store's growth. Off by default.
 	Retention RetentionConfig `json:"retention,omitempty"`
 	// Badger overrides the store's Badger sizes.
@@ -138,7 +134,7 @@ type Config struct {
 	// resolved to it and its display name. Beyond it the least recently
 	// used conversations are forgotten (their next use reads them from the
 	// store again), so memory stays flat however many sessions are served.
-	// Default 32 MiB (DefaultAssembleCacheBytes).
+	// Default 32 MiB (lossless.DefaultAssembleCacheBytes).
 	AssembleCacheBytes int64 `json:"assembleCacheBytes,omitempty"`
 	// ReadOnly opens the store for reading only (commands that only read
 	// use it): Badger maps nothing new and changes nothing, so it opens
@@ -153,8 +149,12 @@ type Config struct {
 	// Not settable from JSON.
 	NewSummaryID func() string `json:"-"`
 
-	hooks testHooks // tests only (hooks.go)
+	// hooks holds package lossless's test seams (its testHooks, through
+	// package lossless/internal/confhooks); nil otherwise.
+	hooks any
 }
+
+func init() { confhooks.Slot = func(c any) *any { return &c.(*Config).hooks } }
 
 // RecallEnabled reports whether cross-session recall is on: true unless
 // Recall.Enabled is set to false.
@@ -173,7 +173,7 @@ type RetentionConfig struct {
 	// IntervalMinutes is how often the open engine applies these limits on
 	// its own when one is set: first a minute after Open, then every
 	// IntervalMinutes (default 60). -1 turns the automatic pass off (call
-	// Engine.Retain, or run `lossless retain`).
+	// lossless.Engine.Retain, or run `lossless retain`).
 	IntervalMinutes int `json:"intervalMinutes,omitempty"`
 }
 
@@ -219,11 +219,14 @@ const (
 	DefaultMinFanIn              = 8
 	DefaultCompactionConcurrency = 2
 	DefaultRotateBytes           = 2 << 20
+	// DefaultMaxMessageBytes is the default of Config.MaxMessageBytes
+	// (lossless.DefaultMaxMessageBytes).
+	DefaultMaxMessageBytes = 32 << 20
 )
 
-// DefaultConfig returns the configuration with every default filled in
-// (StoreDir left empty: Open and Factory resolve it).
-func DefaultConfig() Config {
+// Default returns the configuration with every default filled in
+// (StoreDir left empty: lossless.Open and lossless.Factory resolve it).
+func Default() Config {
 	return Config{
 		AgentID:               DefaultAgentID,
 		Tokenizer:             core.EncodingO200k,
@@ -238,216 +241,8 @@ func DefaultConfig() Config {
 		MinFanIn:              DefaultMinFanIn,
 		CompactionConcurrency: DefaultCompactionConcurrency,
 		RotateBytes:           DefaultRotateBytes,
-		Recall:                RecallConfig{Share: DefaultRecallShare, K: DefaultRecallK},
+		Recall:                recall.Config{Share: recall.DefaultShare, K: recall.DefaultK},
 		Badger: BadgerConfig{MemTableSize: 8 << 20, ValueLogFileSize: 64 << 20,
 			BlockCacheSize: 8 << 20, IndexCacheSize: 4 << 20, NumMemtables: 2},
 	}
-}
-
-// withDefaults returns c with zero fields set to their defaults.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	if c.AgentID == "" {
-		c.AgentID = d.AgentID
-	}
-	if c.Tokenizer == "" {
-		c.Tokenizer = d.Tokenizer
-	}
-	if c.LargeContentTokens <= 0 {
-		c.LargeContentTokens = d.LargeContentTokens
-	}
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if c.ContextThreshold <= 0 {
-		c.ContextThreshold = d.ContextThreshold
-	}
-	if c.DefaultTokenBudget <= 0 {
-		c.DefaultTokenBudget = d.DefaultTokenBudget
-	}
-	if c.FreshTailMessages <= 0 {
-		c.FreshTailMessages = d.FreshTailMessages
-	}
-	if c.LeafChunkTokens <= 0 {
-		c.LeafChunkTokens = d.LeafChunkTokens
-	}
-	if c.LeafTargetTokens <= 0 {
-		c.LeafTargetTokens = d.LeafTargetTokens
-	}
-	if c.CondensedTargetTokens <= 0 {
-		c.CondensedTargetTokens = d.CondensedTargetTokens
-	}
-	if c.MinFanIn <= 0 {
-		c.MinFanIn = d.MinFanIn
-	}
-	if c.CompactionConcurrency <= 0 {
-		c.CompactionConcurrency = d.CompactionConcurrency
-	}
-	if c.RotateBytes <= 0 {
-		c.RotateBytes = d.RotateBytes
-	}
-	if c.Recall.Share <= 0 {
-		c.Recall.Share = d.Recall.Share
-	}
-	if c.Recall.K <= 0 {
-		c.Recall.K = d.Recall.K
-	}
-	b := &c.Badger
-	if b.MemTableSize <= 0 {
-		b.MemTableSize = d.Badger.MemTableSize
-	}
-	if b.ValueLogFileSize <= 0 {
-		b.ValueLogFileSize = d.Badger.ValueLogFileSize
-	}
-	if b.BlockCacheSize <= 0 {
-		b.BlockCacheSize = d.Badger.BlockCacheSize
-	}
-	if b.IndexCacheSize <= 0 {
-		b.IndexCacheSize = d.Badger.IndexCacheSize
-	}
-	if b.NumMemtables <= 0 {
-		b.NumMemtables = d.Badger.NumMemtables
-	}
-	return c
-}
-
-// validate reports a configuration that cannot work.
-func (c Config) validate() error {
-	if c.StoreDir == "" && c.StoreURL == "" {
-		return fmt.Errorf("lossless: config: storeDir is empty")
-	}
-	return c.validateStoreless()
-}
-
-// Validate reports a configuration that Open would refuse, whatever its
-// store: the checks of Open but for where the store is (Open also needs
-// StoreDir or StoreURL). A ParseConfig result that passes it is refused by
-// Open only for its store.
-func (c Config) Validate() error { return c.validateStoreless() }
-
-// validateStoreless is validate but for where the store is (OpenStore).
-func (c Config) validateStoreless() error {
-	if c.StoreURL != "" && !IsStoreURL(c.StoreURL) {
-		return fmt.Errorf("lossless: config: storeUrl %q is not a PostgreSQL URL (want postgres://… or postgresql://…)", RedactURL(c.StoreURL))
-	}
-	if c.SyncWrites && c.AsyncCommit {
-		return fmt.Errorf("lossless: config: syncWrites and asyncCommit are both set (asyncCommit lets PostgreSQL commits return before they are durable, syncWrites asks for durable writes): set one")
-	}
-	if c.ContextThreshold > 1 {
-		return fmt.Errorf("lossless: config: contextThreshold %v is above 1", c.ContextThreshold)
-	}
-	if int64(c.MaxMessageBytes) > c.Badger.ValueLogFileSize/2 {
-		return fmt.Errorf("lossless: config: maxMessageBytes %d is above half of badger.valueLogFileSize %d", c.MaxMessageBytes, c.Badger.ValueLogFileSize)
-	}
-	if c.Recall.Share > 1 {
-		return fmt.Errorf("lossless: config: recall.share %v is above 1", c.Recall.Share)
-	}
-	if c.Recall.QuestionShare > 0.9 {
-		return fmt.Errorf("lossless: config: recall.questionShare %v is above 0.9 (the context keeps at least a tenth of the budget)", c.Recall.QuestionShare)
-	}
-	if r := c.Retention; r.MaxAgeDays < 0 || r.MaxBytesPerAgent < 0 || r.IntervalMinutes < -1 {
-		return fmt.Errorf("lossless: config: retention %+v: maxAgeDays and maxBytesPerAgent must be 0 (no limit) or positive, intervalMinutes -1 (off), 0 (default) or positive", r)
-	}
-	if _, err := c.summarizerConfig(); err != nil {
-		return err
-	}
-	switch c.ContextProjection {
-	case "", core.ProjectionPerTurn, core.ProjectionThreadBootstrap:
-	default:
-		return fmt.Errorf("lossless: config: contextProjection %q (want per_turn or thread_bootstrap)", c.ContextProjection)
-	}
-	switch c.Tokenizer {
-	case core.EncodingO200k, core.EncodingCL100k, core.CounterChars4:
-	default:
-		return fmt.Errorf("lossless: config: unknown tokenizer %q (want o200k_base, cl100k_base or chars4)", c.Tokenizer)
-	}
-	return nil
-}
-
-// SummarizerConfig returns the summarizer the engine builds from this
-// config: Summarizer decoded, its kind defaulted by Host (KindHost under
-// OpenClaw, else KindExtractive), checked. Limits left at zero mean the
-// summarize package's defaults.
-func (c Config) SummarizerConfig() (summarize.Config, error) { return c.summarizerConfig() }
-
-// summarizerConfig decodes Summarizer (unknown fields refused) and fills
-// in the default kind: KindHost under OpenClaw (Host), else the extractive
-// one.
-func (c Config) summarizerConfig() (summarize.Config, error) {
-	var sc summarize.Config
-	if raw := strings.TrimSpace(string(c.Summarizer)); raw != "" && raw != "null" {
-		dec := json.NewDecoder(strings.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&sc); err != nil {
-			return sc, fmt.Errorf("lossless: config: summarizer: %w", err)
-		}
-	}
-	if sc.Kind == "" {
-		sc.Kind = summarize.KindExtractive
-		if c.Host == core.HostOpenClaw {
-			sc.Kind = summarize.KindHost
-		}
-	}
-	if err := sc.Validate(); err != nil {
-		return sc, fmt.Errorf("lossless: config: summarizer: %w", err)
-	}
-	return sc, nil
-}
-
-// DefaultStoreDir returns the store directory used when Config.StoreDir is
-// empty: <agentDir>/lossless when agentDir is set, else
-// $XDG_DATA_HOME/lossless, else ~/.local/share/lossless.
-func DefaultStoreDir(agentDir string) (string, error) {
-	if agentDir != "" {
-		return filepath.Join(agentDir, "lossless"), nil
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); x != "" {
-		return filepath.Join(x, "lossless"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("lossless: no store directory: %w", err)
-	}
-	return filepath.Join(home, ".local", "share", "lossless"), nil
-}
-
-// IsStoreURL reports whether s names a PostgreSQL store (a URL starting
-// with postgres:// or postgresql://) rather than a directory.
-func IsStoreURL(s string) bool {
-	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
-}
-
-// RedactURL returns a store URL with its password replaced by "xxxxx", for
-// messages and logs (s itself when it does not parse as a URL with a
-// password).
-func RedactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		// Unparsable: hide whatever stands between the scheme and an @.
-		if i := strings.Index(s, "://"); i >= 0 {
-			if j := strings.LastIndex(s, "@"); j > i {
-				return s[:i+3] + "xxxxx" + s[j:]
-			}
-		}
-		return s
-	}
-	if u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); !ok {
-		return s
-	}
-	return u.Redacted()
-}
-
-// storeName names the store in errors: the redacted StoreURL, else
-// StoreDir, else "the store".
-func (c Config) storeName() string {
-	switch {
-	case c.StoreURL != "":
-		return RedactURL(c.StoreURL)
-	case c.StoreDir != "":
-		return c.StoreDir
-	}
-	return "the store"
 }

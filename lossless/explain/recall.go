@@ -1,4 +1,7 @@
-package lossless
+package explain
+
+// The recall ranking explained: each item passed by the relevance gate or
+// not, the prompt's terms it matched, its session and a snippet.
 
 import (
 	"context"
@@ -9,28 +12,34 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
+
+// RecallItem is an item of the recall ranking (recall.Item; the field
+// name RecallExplanation embeds it by).
+type RecallItem = recall.Item
 
 // RecallExplanation is one item of the recall ranking with why it ranks
 // where it does.
 type RecallExplanation struct {
 	RecallItem
 	// Passed is set on the items the relevance gate lets through: those
-	// Recall returns and Assemble would render.
+	// the engine's Recall returns and its Assemble would render.
 	Passed bool `json:"passed"`
 	// MatchedTerms are the prompt's analysed terms (index.QueryTerms)
 	// found in the item's indexed text, in the prompt's order.
 	MatchedTerms []string `json:"matchedTerms"`
-	// Agent and Session name the item's conversation (SessionInfo.Name).
+	// Agent and Session name the item's conversation
+	// (lossless.SessionInfo.Name).
 	Agent   string `json:"agent"`
 	Session string `json:"session"`
 	// Snippet is the item's text around its first matched term.
 	Snippet string `json:"snippet"`
 }
 
-// RecallExplained is what ExplainRecall found.
+// RecallExplained is what Recall found.
 type RecallExplained struct {
 	// Terms are the prompt's analysed terms.
 	Terms []string `json:"terms"`
@@ -41,23 +50,23 @@ type RecallExplained struct {
 	Items []RecallExplanation `json:"items"`
 }
 
-// ExplainRecall ranks p.Prompt as Recall does, twice: without the
-// relevance gate (the bare ranking, k items) and with it (what Recall
-// returns), and explains each item: passed or not, the prompt's terms it
+// Recall ranks p.Prompt as the engine's Recall does, twice: without the
+// relevance gate (the bare ranking, k items) and with it (what the
+// engine's Recall returns), and explains each item: passed or not, the prompt's terms it
 // matched, its session and a snippet. p's session (when stored) is the one
 // recall runs for: what its last assembled window showed is left out, as
 // in Assemble.
-func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int) (RecallExplained, error) {
-	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recallMinScore(configuredMinScore(&e.cfg)),
+func Recall(ctx context.Context, port Port, p core.AssembleParams, k int) (RecallExplained, error) {
+	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recall.MinScore(port.RecallConfig().MinScore),
 		Items: []RecallExplanation{}}
 	if out.Terms == nil {
 		out.Terms = []string{}
 	}
-	ranked, err := e.RecallWith(ctx, p, RecallOptions{K: k, MinScore: -1})
+	ranked, err := port.RecallWith(ctx, p, recall.Options{K: k, MinScore: -1})
 	if err != nil {
 		return out, err
 	}
-	gated, err := e.RecallWith(ctx, p, RecallOptions{K: k})
+	gated, err := port.RecallWith(ctx, p, recall.Options{K: k})
 	if err != nil {
 		return out, err
 	}
@@ -75,14 +84,9 @@ func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int
 			out.Items = append(out.Items, RecallExplanation{RecallItem: it, Passed: true})
 		}
 	}
-	done, err := e.enter()
-	if err != nil {
-		return out, err
-	}
-	defer done()
-	err = e.st.View(ctx, func(r store.Reader) error {
+	err = port.View(ctx, func(r store.Reader) error {
 		for i := range out.Items {
-			if err := e.explainItem(r, &out.Items[i], out.Terms); err != nil {
+			if err := explainItem(port, r, &out.Items[i], out.Terms); err != nil {
 				return err
 			}
 		}
@@ -93,9 +97,9 @@ func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int
 
 // explainItem fills in x's session, matched terms and snippet from the
 // store (an item the store no longer holds keeps them empty).
-func (e *Engine) explainItem(r store.Reader, x *RecallExplanation, terms []string) error {
+func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string) error {
 	x.MatchedTerms = []string{}
-	c, ok := parseConvID(x.Conversation)
+	c, ok := records.ParseConvID(x.Conversation)
 	if !ok {
 		return fmt.Errorf("lossless: recall: item %s: bad conversation id %q", x.ID, x.Conversation)
 	}
@@ -105,10 +109,10 @@ func (e *Engine) explainItem(r store.Reader, x *RecallExplanation, terms []strin
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("lossless: recall: item %s: %w", x.ID, fromStore(err))
+		return fmt.Errorf("lossless: recall: item %s: %w", x.ID, records.FromStore(err))
 	}
 	x.Agent = rec.Agent
-	x.Session = SessionInfo{ID: c.String(), SessionIDs: rec.SessionIDs, Key: rec.Key}.Name()
+	x.Session = port.SessionName(c, rec)
 	var text string
 	if x.Kind == index.KindSummary {
 		s, err := r.Summary(c, x.SummaryID)
@@ -116,11 +120,11 @@ func (e *Engine) explainItem(r store.Reader, x *RecallExplanation, terms []strin
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("lossless: recall: item %s: %w", x.ID, fromStore(err))
+			return fmt.Errorf("lossless: recall: item %s: %w", x.ID, records.FromStore(err))
 		}
 		text = s.Text
 	} else {
-		_, raw, err := getMsgText(r, c, x.Seq)
+		raw, err := port.MessageText(r, c, x.Seq)
 		if gone(err) {
 			return nil
 		}
@@ -141,7 +145,7 @@ func (e *Engine) explainItem(r store.Reader, x *RecallExplanation, terms []strin
 			at = i
 		}
 	}
-	x.Snippet = snippet(text, at)
+	x.Snippet = port.Snippet(text, at)
 	return nil
 }
 
