@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/lossless-engine/contextengine/lossless/ingest"
-	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
@@ -60,7 +59,3 @@ var ErrCorrupt = store.ErrCorrupt
 // its own; the engine's stays in front of it while the store offers tests
 // no way to replace its free-space lookup (Config.hooks.freeSpace).
 var ErrDiskFull = store.ErrDiskFull
-
-// errBadRecord wraps ErrCorrupt: a stored record that does not decode
-// (fromStore maps store.ErrCorrupt to it).
-var errBadRecord = records.ErrBadRecord

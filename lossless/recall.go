@@ -232,9 +232,6 @@ func (e *Engine) indexSummary(c convID, agent string, s dag.Summary) {
 // v (recall.MinScore).
 func recallMinScore(v float64) float64 { return recall.MinScore(v) }
 
-// configuredMinScore is Config.Recall.MinScore.
-func configuredMinScore(c *Config) float64 { return c.Recall.MinScore }
-
 // Recall returns the items Assemble's recall injects for p.Prompt, best
 // first, at most k (Config.Recall.K when k <= 0): searched across the
 // agent's other conversations and the part of this one outside the
