@@ -2,7 +2,6 @@ package lossless
 
 import (
 	"context"
-	"iter"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -104,38 +103,6 @@ func (e *Engine) Epoch(ctx context.Context, sessionID, sessionKey string) (strin
 	return assemble.SessionEpoch(ctx, assemblePort{e}, sessionID, sessionKey)
 }
 
-// window is what budgetWalk read (assemble.Window), rev its messages
-// newest first.
-type window struct {
-	rev []core.Message
-	w   assemble.Window
-}
-
-// chronological returns the window oldest first, without leading tool
-// results, and its tokens (assemble.Window.Chronological).
-func (w window) chronological() ([]core.Message, int) { return w.w.Chronological() }
-
-// budgetWalk reads context items newest first within avail tokens
-// (assemble.Walk). Used by the fork prefix of a subagent.
-func budgetWalk(ctx context.Context, items iter.Seq2[store.Item, error], avail int, what string,
-	visit func(i int, item dag.Item, flags byte) (core.Message, error),
-	shrink func(item dag.Item, room int) (core.Message, int, bool, error)) (window, error) {
-	w, err := assemble.Walk(ctx, items, avail, what, visit, shrink)
-	return window{rev: w.Rev, w: w}, err
-}
-
-// itemMessage returns the message standing for message seq of c in the
-// context, from cache when it is there (assemble.ItemMessage).
-func (e *Engine) itemMessage(r store.Reader, c convID, seq uint64, flags byte, cache map[uint64]core.Message) (core.Message, error) {
-	return assemble.ItemMessage(r, c, seq, flags, cache)
-}
-
-// summaryMessage returns summary id of c rendered, from cache when it is
-// there (assemble.SummaryMessage).
-func (e *Engine) summaryMessage(r store.Reader, c convID, id string, cache map[string]core.Message) (core.Message, error) {
-	return assemble.SummaryMessage(r, c, id, cache)
-}
-
 // budgetTable is each session's host budgets (assemble.BudgetTable), with
 // the names compaction and commit use.
 type budgetTable struct{ t *assemble.BudgetTable }
@@ -235,8 +202,3 @@ func (p assemblePort) Recall(ctx context.Context, call *assembleCall) (core.Asse
 
 // SweepOnce is sweepOnce (subagent.go).
 func (p assemblePort) SweepOnce(ctx context.Context) { p.e.sweepOnce(ctx) }
-
-// ForkPrefix is forkPrefix (subagent.go).
-func (p assemblePort) ForkPrefix(ctx context.Context, call *assembleCall, budget int, res *core.AssembleResult) error {
-	return p.e.forkPrefix(ctx, call, budget, res)
-}

@@ -34,6 +34,8 @@
 //
 // The package never imports package lossless: it declares what it needs of
 // the engine as Port (the store, the token counter, the conversation's
-// cached window, recall, the fork prefix), which lossless implements over
-// its *Engine (assemblePort in lossless/port_assemble.go).
+// cached window, recall, the subagent records and fork caches the fork
+// prefix of fork.go reads through lossless/subagent's Port), which
+// lossless implements over its *Engine (assemblePort in
+// lossless/port_assemble.go).
 package assemble

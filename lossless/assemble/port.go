@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -53,9 +54,9 @@ type Port interface {
 	Recall(ctx context.Context, call *Call) (res core.AssembleResult, ok bool, err error)
 	// SweepOnce sweeps expired subagent preparations once per engine.
 	SweepOnce(ctx context.Context)
-	// ForkPrefix prepends a forked subagent's parent context to res,
-	// within budget.
-	ForkPrefix(ctx context.Context, call *Call, budget int, res *core.AssembleResult) error
+	// Subagents is the engine as the subagent lifecycle's port (a forked
+	// child's record, its activation and fork cache: the fork prefix).
+	Subagents() subagent.Port
 }
 
 // Cached is a conversation's cached window: the messages and summaries the

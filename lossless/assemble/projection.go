@@ -94,7 +94,7 @@ func After(ctx context.Context, port Port, call *Call, res *core.AssembleResult)
 	defer done()
 	p := call.Params
 	budget := port.Budget(p.TokenBudget, p.RuntimeContext)
-	if err := port.ForkPrefix(ctx, call, budget, res); err != nil {
+	if err := forkPrefix(ctx, port, call, budget, res); err != nil {
 		return err
 	}
 	if hostCounts(p.RuntimeSettings) {

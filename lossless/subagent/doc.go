@@ -6,11 +6,15 @@
 // children to their parent, and the cache of a fork's parsed parent
 // messages.
 //
-// It never imports package lossless: the stateful parts take a Port, which
-// lossless implements over its *Engine (subagentPort in
-// lossless/subagent.go), and the engine keeps the calls' doors
-// (PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents, Assemble's fork
-// prefix) and their locks.
+// It holds the logic of the engine's subagent calls (calls.go: Spawn,
+// OnEnded, SweepExpired, Info, Linked, and for the rest of the engine
+// Started, Children and Holder); package lossless keeps thin wrappers
+// (PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents, Subagent,
+// LinkedChildren). It never imports package lossless: the calls take a
+// Port, which lossless implements over its *Engine (subagentPort in
+// lossless/port_subagent.go, which also holds the engine's subagent lock).
+// Assemble's fork prefix (lossless/assemble) reaches the records and fork
+// caches through the same Port.
 //
 // A preparation is a subagent record keyed by the child (its agent and
 // session key) and, for a fork, a snapshot of the parent's active context

@@ -13,7 +13,7 @@ import (
 
 // Port is what the subagent lifecycle needs from the engine (package
 // lossless implements it over its *Engine). The caller of Remove, Snapshot
-// and Sweep holds the engine's subagent lock.
+// and Sweep holds the engine's subagent lock; the calls (calls.go) take it.
 type Port interface {
 	// View runs fn in a read transaction of the engine's store.
 	View(ctx context.Context, fn func(store.Reader) error) error
@@ -24,6 +24,25 @@ type Port interface {
 	Batch(ctx context.Context) (store.Batch, error)
 	// Forks is the engine's fork caches.
 	Forks() *Forks
+	// Enter marks the start of an engine call (it fails after the
+	// engine's Close); done ends it.
+	Enter() (done func(), err error)
+	// Lock takes the engine's subagent lock (and the store's, on a shared
+	// store); unlock releases both.
+	Lock(ctx context.Context) (unlock func(), err error)
+	// SweepOnce sweeps expired preparations once per engine (SweepExpired).
+	SweepOnce(ctx context.Context)
+	// Agent is the agent of a call with sessionKey.
+	Agent(sessionKey string) string
+	// Lookup resolves a session to its conversation; an unknown session
+	// is an error wrapping core.ErrUnknownSession.
+	Lookup(ctx context.Context, agent, sessionID, sessionKey string) (store.ConvID, error)
+	// Import imports the transcript file at path as the session's
+	// conversation (a missing file is an error wrapping os.ErrNotExist).
+	Import(ctx context.Context, agent, sessionID, sessionKey, path string) error
+	// BadParams is the engine's sentinel for refused call parameters
+	// (lossless.ErrBadParams), wrapped by the calls' errors.
+	BadParams() error
 }
 
 // Snapshot copies the parent's context item records (references) to the

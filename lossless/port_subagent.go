@@ -1,0 +1,112 @@
+package lossless
+
+import (
+	"context"
+
+	"github.com/lossless-engine/contextengine/lossless/subagent"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// subagentPort is the engine as lossless/subagent's Port.
+type subagentPort struct{ e *Engine }
+
+var _ subagent.Port = subagentPort{}
+
+// View runs fn in a read transaction of the engine's store.
+func (p subagentPort) View(ctx context.Context, fn func(store.Reader) error) error {
+	return p.e.st.View(ctx, fn)
+}
+
+// Update is updateMapped.
+func (p subagentPort) Update(ctx context.Context, fn func(store.Tx) error) error {
+	return p.e.updateMapped(ctx, fn)
+}
+
+// Batch is batchMapped.
+func (p subagentPort) Batch(ctx context.Context) (store.Batch, error) { return p.e.batchMapped(ctx) }
+
+// Forks is the engine's fork caches.
+func (p subagentPort) Forks() *subagent.Forks { return &p.e.subagents.forks }
+
+// Enter is the engine's enter.
+func (p subagentPort) Enter() (func(), error) { return p.e.enter() }
+
+// Lock is lockSubagents.
+func (p subagentPort) Lock(ctx context.Context) (func(), error) { return p.e.lockSubagents(ctx) }
+
+// SweepOnce is sweepOnce.
+func (p subagentPort) SweepOnce(ctx context.Context) { p.e.sweepOnce(ctx) }
+
+// Agent is agentFor with no explicit agent.
+func (p subagentPort) Agent(sessionKey string) string { return p.e.agentFor("", sessionKey) }
+
+// Lookup is lookup.
+func (p subagentPort) Lookup(ctx context.Context, agent, sessionID, sessionKey string) (convID, error) {
+	return p.e.lookup(ctx, agent, sessionID, sessionKey)
+}
+
+// Import is importFile, its result dropped.
+func (p subagentPort) Import(ctx context.Context, agent, sessionID, sessionKey, path string) error {
+	_, err := p.e.importFile(ctx, agent, sessionID, sessionKey, path)
+	return err
+}
+
+// BadParams is ErrBadParams.
+func (p subagentPort) BadParams() error { return ErrBadParams }
+
+// Subagents is the engine as lossless/subagent's Port (assemble.Port:
+// the fork prefix).
+func (p assemblePort) Subagents() subagent.Port { return subagentPort{p.e} }
+
+// lockSubagents serialises subagent record changes: the engine's lock and,
+// on a shared store, the store's. The returned func releases both.
+func (e *Engine) lockSubagents(ctx context.Context) (func(), error) {
+	mu := &e.subagents.mu
+	mu.Lock()
+	release, err := e.storeLock(ctx, subagentsLockName)
+	if err != nil {
+		mu.Unlock()
+		return nil, err
+	}
+	return func() {
+		release()
+		mu.Unlock()
+	}, nil
+}
+
+// sweepOnce sweeps expired preparations once per engine (engine.go's
+// Open, Assemble and the subagent calls).
+func (e *Engine) sweepOnce(ctx context.Context) {
+	e.subagents.swept.Do(func() { _, _ = e.SweepSubagents(ctx) })
+}
+
+// The names other files of the package use (tools, read.go, tests).
+
+// subID is store.SubID.
+type subID = store.SubID
+
+// subIDOf is subagent.ID.
+var subIDOf = subagent.ID
+
+// maxForkCaches bounds the fork caches kept (subagent.MaxForkCaches).
+const maxForkCaches = subagent.MaxForkCaches
+
+// forkCache returns sub's fork cache (subagent.Forks.Get).
+func (e *Engine) forkCache(sub subID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
+
+// linkedChildren returns the conversations of the ended children linked to
+// conversation parent (subagent.Children).
+func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {
+	return subagent.Children(ctx, subagentPort{e}, parent)
+}
+
+// convHolding returns the conversation that holds summary id (or the
+// large-content reference "lcm-large:<key>") for a tool call made in conv
+// (subagent.Holder): conv itself, else a forked child's parent, else an
+// ended child linked to conv. conv when none does.
+func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string) *Conversation {
+	if c, ok := subagent.Holder(ctx, subagentPort{e}, conv.id, id); ok {
+		return &Conversation{e: e, id: c, Agent: conv.Agent}
+	}
+	return conv
+}
