@@ -99,7 +99,6 @@ func largeReference(m core.Message, tokens int) []byte {
 
 var (
 	validateMessage = ingest.Validate
-	checkName       = ingest.CheckName
 	checkSession    = ingest.CheckSession
 	writeMessage    = ingest.WriteMessage
 	convByName      = ingest.ConvByName

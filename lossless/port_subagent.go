@@ -12,67 +12,46 @@ type subagentPort struct{ e *Engine }
 
 var _ subagent.Port = subagentPort{}
 
-// View runs fn in a read transaction of the engine's store.
 func (p subagentPort) View(ctx context.Context, fn func(store.Reader) error) error {
 	return p.e.st.View(ctx, fn)
 }
 
-// Update is updateMapped.
 func (p subagentPort) Update(ctx context.Context, fn func(store.Tx) error) error {
 	return p.e.updateMapped(ctx, fn)
 }
 
-// Batch is batchMapped.
 func (p subagentPort) Batch(ctx context.Context) (store.Batch, error) { return p.e.batchMapped(ctx) }
 
-// Forks is the engine's fork caches.
 func (p subagentPort) Forks() *subagent.Forks { return &p.e.subagents.forks }
 
-// Enter is the engine's enter.
 func (p subagentPort) Enter() (func(), error) { return p.e.enter() }
 
-// Lock is lockSubagents.
-func (p subagentPort) Lock(ctx context.Context) (func(), error) { return p.e.lockSubagents(ctx) }
+// Lock serialises subagent record changes: the engine's lock and, on a
+// shared store, the store's.
+func (p subagentPort) Lock(ctx context.Context) (func(), error) {
+	return subagent.Lock(ctx, &p.e.subagents.mu, func(ctx context.Context) (func(), error) {
+		return p.e.storeLock(ctx, subagentsLockName)
+	})
+}
 
-// SweepOnce is sweepOnce.
 func (p subagentPort) SweepOnce(ctx context.Context) { p.e.sweepOnce(ctx) }
 
-// Agent is agentFor with no explicit agent.
 func (p subagentPort) Agent(sessionKey string) string { return p.e.agentFor("", sessionKey) }
 
-// Lookup is lookup.
 func (p subagentPort) Lookup(ctx context.Context, agent, sessionID, sessionKey string) (convID, error) {
 	return p.e.lookup(ctx, agent, sessionID, sessionKey)
 }
 
-// Import is importFile, its result dropped.
 func (p subagentPort) Import(ctx context.Context, agent, sessionID, sessionKey, path string) error {
 	_, err := p.e.importFile(ctx, agent, sessionID, sessionKey, path)
 	return err
 }
 
-// BadParams is ErrBadParams.
 func (p subagentPort) BadParams() error { return ErrBadParams }
 
 // Subagents is the engine as lossless/subagent's Port (assemble.Port:
 // the fork prefix).
-func (p assemblePort) Subagents() subagent.Port { return subagentPort{p.e} }
-
-// lockSubagents serialises subagent record changes: the engine's lock and,
-// on a shared store, the store's. The returned func releases both.
-func (e *Engine) lockSubagents(ctx context.Context) (func(), error) {
-	mu := &e.subagents.mu
-	mu.Lock()
-	release, err := e.storeLock(ctx, subagentsLockName)
-	if err != nil {
-		mu.Unlock()
-		return nil, err
-	}
-	return func() {
-		release()
-		mu.Unlock()
-	}, nil
-}
+func (p assemblePort) Subagents() subagent.Port { return subagentPort(p) }
 
 // sweepOnce sweeps expired preparations once per engine (engine.go's
 // Open, Assemble and the subagent calls).
@@ -82,9 +61,6 @@ func (e *Engine) sweepOnce(ctx context.Context) {
 
 // The names other files of the package use (tools, read.go, tests).
 
-// subID is store.SubID.
-type subID = store.SubID
-
 // subIDOf is subagent.ID.
 var subIDOf = subagent.ID
 
@@ -92,7 +68,7 @@ var subIDOf = subagent.ID
 const maxForkCaches = subagent.MaxForkCaches
 
 // forkCache returns sub's fork cache (subagent.Forks.Get).
-func (e *Engine) forkCache(sub subID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
+func (e *Engine) forkCache(sub store.SubID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
 
 // linkedChildren returns the conversations of the ended children linked to
 // conversation parent (subagent.Children).

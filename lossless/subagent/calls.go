@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -283,4 +284,20 @@ func Holder(ctx context.Context, p Port, conv store.ConvID, id string) (holder s
 		}
 	}
 	return store.ConvID{}, false
+}
+
+// Lock locks mu, the engine's lock of subagent record changes, then the
+// store's (storeLock: on a shared store, the lock other processes take).
+// The returned func releases both.
+func Lock(ctx context.Context, mu *sync.Mutex, storeLock func(context.Context) (func(), error)) (func(), error) {
+	mu.Lock()
+	release, err := storeLock(ctx)
+	if err != nil {
+		mu.Unlock()
+		return nil, err
+	}
+	return func() {
+		release()
+		mu.Unlock()
+	}, nil
 }
