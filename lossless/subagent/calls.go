@@ -273,8 +273,8 @@ func Holder(ctx context.Context, p Port, conv store.ConvID, id string) (holder s
 	if ok {
 		return holder, ok
 	}
-	// Even when conv holds it, a linked child holding it too wins (as
-	// it always has).
+	// The linked children are looked at even when conv holds it: a child
+	// holding the same id wins.
 	kids, _ := Children(ctx, p, conv) // a read error: the owner is conv itself, which the caller reads next
 	for _, c := range kids {
 		found := false
