@@ -4,20 +4,27 @@
 // summaries with sparse positions, and an Assemble whose cost is
 // proportional to the token budget, not to the history.
 //
-// It is the engine's orchestration: the write path (Ingest, IngestBatch,
-// AfterTurn, CommitTurn), the doors of transcript import, rotation and
-// recall, Assemble, compaction, subagents, retention, the agent tools,
-// and the explorer's read-only queries. It keeps no storage format of its
-// own: records and their encodings belong to package store and its
-// backends, summaries and their invariants to package dag, the recall
-// index to package index and its implementations, token counting to
-// package tokens, the transcripts' import, reconciliation, host reader
-// and rotated files to package lossless/transcript, and recall in
-// Assemble (ranking, the budget split, the rendered block) and the recall
-// index's lifecycle to package lossless/recall, and the subagent records,
-// fork snapshots, their removal and sweep and the fork caches to package
-// lossless/subagent (each through its Port, which the engine implements). docs/ARCHITECTURE.md draws the data flow
-// through them.
+// It is the engine itself: *Engine with its doors (core.Engine's methods,
+// every optional interface of the contract, and the API for tools, the CLI
+// and the benchmark), the state it owns (store, recall index, compaction
+// state, subagents, retention, token counter, the per-conversation cache),
+// the *Conversation handle over the store, the locks, and one adapter per
+// part, the engine as that part's Port. The parts are packages of their
+// own, each along the data flow: lossless/config (the Config), lossless/ingest
+// (the write path), lossless/transcript (import, reconciliation, the host
+// reader, rotation's file), lossless/assemble (Assemble: the call resolved
+// once, the window, its rendering), lossless/recall (recall in Assemble and
+// the recall index's lifecycle), lossless/orchestrate (when to compact,
+// rotate and Maintain), lossless/subagent (the subagent lifecycle and fork
+// snapshots), lossless/tools (the agent tools), lossless/retention,
+// lossless/inspect (sessions, messages, stats and the store check) and
+// lossless/explain (the explorer's explanations); lossless/explore answers
+// the explorer's read-only queries through the exported read API. It keeps
+// no storage format of its own: records and their encodings belong to
+// package store and its backends, summaries and their invariants to
+// package dag, the recall index to package index and its implementations,
+// token counting to package tokens. docs/ARCHITECTURE.md draws the data
+// flow through them.
 //
 // # Using it
 //

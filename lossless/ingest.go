@@ -51,7 +51,7 @@ func (e *Engine) IngestBatch(ctx context.Context, p core.IngestBatchParams) (cor
 func (e *Engine) AfterTurn(ctx context.Context, p core.AfterTurnParams) error {
 	_, err := e.ingestCall(ctx, p.SessionID, p.SessionKey, p.NewMessages(), p.IsHeartbeat)
 	if err == nil {
-		e.afterTurnCompact(p) // proactive compaction in the background (compact.go)
+		e.afterTurnCompact(p) // proactive compaction in the background (lossless/orchestrate)
 	}
 	return err
 }

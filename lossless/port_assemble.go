@@ -48,7 +48,7 @@ const (
 // oldest items slide out of the window each turn; the engine's compaction
 // (at contextThreshold) replaces them by summaries before that happens.
 //
-// The budget is the one the call really has (budget.go): OpenClaw's
+// The budget is the one the call really has (lossless/assemble's budget.go): OpenClaw's
 // per-model-call budgets, net only of the turn's pending messages, lose
 // the host's system prompt and reserve, learned from the turn's first
 // assemble. Under OpenClaw the result also fits the host's own chars/4

@@ -122,5 +122,5 @@ func (p explainPort) SessionName(c store.ConvID, rec store.Conversation) string 
 	return SessionInfo{ID: c.String(), SessionIDs: rec.SessionIDs, Key: rec.Key}.Name()
 }
 
-// Snippet is the snippet grep shows (tools.go).
+// Snippet is the snippet grep shows (lossless/tools).
 func (p explainPort) Snippet(text string, at int) string { return snippet(text, at) }

@@ -157,7 +157,7 @@ func (toolsPort) PlainText(m core.Message) string { return MessagePlainText(m) }
 func (toolsPort) IsLargeRef(id string) bool { return strings.HasPrefix(id, LargeRefPrefix) }
 
 // The tools' wrappers for the other files of lossless (read.go's
-// GrepMatcher, explore_recall.go's snippets).
+// GrepMatcher, lossless/explain's snippets).
 
 const (
 	defaultGrepLimit = tools.DefaultGrepLimit

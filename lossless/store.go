@@ -120,7 +120,7 @@ func (e *Engine) storeUpdate(ctx context.Context, fn func(store.Tx) error) error
 
 // convState is the in-memory state of one conversation: its lock (held by
 // every write to it) and its record. It lives in a cache bounded in bytes
-// and may be evicted when idle (asmcache.go): lock it only through
+// and may be evicted when idle (asmcache.go, lossless/assemble's Cache): lock it only through
 // lockLive, lockShared, lockConv or lockWindow.
 type convState struct {
 	mu  sync.Mutex

@@ -41,7 +41,7 @@ var metaKey = []byte{pMeta, 'f', 'o', 'r', 'm', 'a', 't'}
 
 // convScoped are the prefixes whose keys, followed by a conversation id,
 // belong to that conversation (DeleteConversationData); those of
-// lossless/store_retention.go.
+// lossless/retention.
 var convScoped = [...]byte{pMsg, pHash, pItem, pLarge, pSummary, pEntry, pOrder, pTurn}
 
 func putU64(b []byte, v uint64) { binary.BigEndian.PutUint64(b, v) }

@@ -422,7 +422,7 @@ func (w *writer) DeleteSubagentLink(parent store.ConvID, s store.SubID) error {
 // DeleteConversationData deletes every key under the conversation-scoped
 // prefixes followed by c (messages, key index, items, large references,
 // summaries, entry maps with their reconcile records and host entries,
-// order records, turns): lossless/store_retention.go's convScoped. In an
+// order records, turns): lossless/retention's conversation-scoped deletion. In an
 // Update a large conversation exceeds the transaction limit
 // (store.ErrTooBig); retention deletes with a batch, which deletes the keys
 // committed when it is called.
