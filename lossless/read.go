@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -39,7 +40,7 @@ func (c *Conversation) StoreID() store.ConvID { return c.id }
 // record cr (as Sessions gives it), reading the times of its first and
 // last messages from r.
 func DescribeConversation(r store.Reader, cr store.ConvRecord) (SessionInfo, error) {
-	return sessionInfo(r, cr.ID, cr.Conversation)
+	return inspect.Describe(r, cr.ID, cr.Conversation)
 }
 
 // ReadMessageText returns the header of stored message seq of conversation
@@ -49,32 +50,6 @@ func DescribeConversation(r store.Reader, cr store.ConvRecord) (SessionInfo, err
 // error wrapping core.ErrNotFound.
 func ReadMessageText(r store.Reader, c store.ConvID, seq uint64) (store.Message, []byte, error) {
 	return getMsgText(r, c, seq)
-}
-
-// sessionInfo describes conversation c of record rec, with the times of
-// its first and last messages.
-func sessionInfo(r store.Reader, c convID, rec convRecord) (SessionInfo, error) {
-	first, last, err := messageTimes(r, c, rec)
-	if err != nil {
-		return SessionInfo{}, err
-	}
-	return SessionInfo{Agent: rec.Agent, ID: c.String(),
-		SessionIDs: rec.SessionIDs, Key: rec.Key, Messages: rec.Messages, Summaries: rec.Summaries,
-		Bytes: rec.Bytes, Tokens: rec.Tokens, Created: rec.Created, Updated: rec.Updated,
-		FirstMessage: first, LastMessage: last, Retiring: rec.Retiring}, nil
-}
-
-// Name returns the name a person (and `lossless export --session`) knows
-// the conversation by: its newest session id, else its sessionKey, else
-// its id.
-func (s SessionInfo) Name() string {
-	if n := len(s.SessionIDs); n > 0 {
-		return s.SessionIDs[n-1]
-	}
-	if s.Key != "" {
-		return s.Key
-	}
-	return s.ID
 }
 
 // The lcm_grep tool's bounds on GrepParams.Limit: the default and the most.

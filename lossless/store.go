@@ -2,7 +2,6 @@ package lossless
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,12 +38,7 @@ type metaRecord = store.Meta
 type convRecord = store.Conversation
 
 // newConvID derives a conversation id from its agent and first name.
-func newConvID(agent, name string) convID {
-	h := sha256.Sum256([]byte(agent + "\x00" + name))
-	var c convID
-	copy(c[:], h[:8])
-	return c
-}
+func newConvID(agent, name string) convID { return records.NewConvID(agent, name) }
 
 // checkFormat writes the format record of a new store, refuses a newer
 // format or another engine's store, and migrates an older format.
@@ -163,20 +157,16 @@ func (s *convState) unlock() {
 	s.mu.Unlock()
 }
 
-// Names of the store's cross-process locks (store.Locker): a
-// conversation's (held with its convState.mu), the compaction of a
-// conversation's, the session names of an agent's (conversation creation,
-// rotation and retention, held with metaMu), an imported file's (held with
-// its importLock), the subagent records' (held with subagents.mu) and the
-// format record's (checkFormat).
-func convLockName(c convID) string      { return "conv:" + c.String() }
-func compactLockName(c convID) string   { return "compact:" + c.String() }
-func namesLockName(agent string) string { return "names:" + agent }
-func importLockName(key string) string  { return "import:" + key }
+// Names of the store's cross-process locks (store.Locker), records'
+// (records.ConvLockName and the rest).
+func convLockName(c convID) string      { return records.ConvLockName(c) }
+func compactLockName(c convID) string   { return records.CompactLockName(c) }
+func namesLockName(agent string) string { return records.NamesLockName(agent) }
+func importLockName(key string) string  { return records.ImportLockName(key) }
 
 const (
-	subagentsLockName = "subagents"
-	metaLockName      = "meta"
+	subagentsLockName = records.SubagentsLockName
+	metaLockName      = records.MetaLockName
 )
 
 // lockShared returns c's state with its write lock (mu) held and, when the

@@ -1,10 +1,7 @@
 package lossless
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/json"
-
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -14,56 +11,11 @@ import (
 // the same bytes, hence the same key, and is stored once.
 type msgHash = store.Hash
 
-func hashRaw(raw []byte) msgHash {
-	var buf bytes.Buffer
-	src := raw
-	if json.Compact(&buf, raw) == nil {
-		src = buf.Bytes()
-	}
-	s := sha256.Sum256(src)
-	var h msgHash
-	copy(h[:], s[:16])
-	return h
-}
+func hashRaw(raw []byte) msgHash { return records.HashRaw(raw) }
 
-// hashMessageRaw is hashRaw for the raw bytes of a parsed message (valid
-// JSON): when they hold no whitespace outside strings, json.Compact would
-// return them unchanged, so they are hashed as they are without it.
-func hashMessageRaw(raw []byte) msgHash {
-	if !compactJSON(raw) {
-		return hashRaw(raw)
-	}
-	s := sha256.Sum256(raw)
-	var h msgHash
-	copy(h[:], s[:16])
-	return h
-}
-
-// compactJSON reports whether valid JSON b has no whitespace outside its
-// strings (so that json.Compact leaves it unchanged).
-func compactJSON(b []byte) bool {
-	in, esc := false, false
-	for _, c := range b {
-		if in {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				in = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			in = true
-		case ' ', '\t', '\n', '\r':
-			return false
-		}
-	}
-	return true
-}
+// hashMessageRaw is hashRaw for the raw bytes of a parsed message
+// (records.HashMessageRaw).
+func hashMessageRaw(raw []byte) msgHash { return records.HashMessageRaw(raw) }
 
 // Record flags.
 const (

@@ -2,7 +2,9 @@
 // lossless/transcript, lossless/recall and lossless/subagent) need to read
 // the engine's store records the same way: the mapping of the store's
 // errors to the engine's sentinels, the order positions of messages a
-// reconciliation moved and conversation ids in hex.
+// reconciliation moved, conversation ids in hex, the reads of messages and
+// context items with their errors, a message's key (its hash) and plain
+// text, and the names of the store's cross-process locks.
 package records
 
 import (

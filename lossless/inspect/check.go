@@ -1,4 +1,4 @@
-package lossless
+package inspect
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -51,20 +52,20 @@ var checkNotRead = []string{
 // subagents and fork snapshots) are each read and checked as well, and
 // CheckResult.NotRead says what was not read. It changes nothing: no
 // index rebuild, no retention pass.
-func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
+func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
 	res := CheckResult{Deep: deep, Problems: []CheckProblem{}}
 	if !deep {
 		res.NotRead = checkNotRead
 	} else {
 		res.NotRead = checkNotRead[1:]
 	}
-	infos, err := e.Sessions(ctx, "")
+	infos, err := Sessions(ctx, p, "")
 	if err != nil {
 		return res, err
 	}
 	// The store-wide records (names, checkpoints, subagents and their
 	// fork snapshots): small, each read and checked.
-	if err := e.st.View(ctx, func(r store.Reader) error { return checkGlobal(r, &res) }); err != nil {
+	if err := p.View(ctx, func(r store.Reader) error { return checkGlobal(r, &res) }); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return res, err
 		}
@@ -82,21 +83,20 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 		report := func(err error) {
 			res.Problems = append(res.Problems, CheckProblem{Agent: in.Agent, Conversation: in.ID, SessionID: sid, Problem: err.Error()})
 		}
-		c, ok := parseConvID(in.ID)
+		c, ok := records.ParseConvID(in.ID)
 		if !ok {
-			report(fmt.Errorf("conversation id %q does not parse: %w", in.ID, ErrCorrupt))
+			report(fmt.Errorf("conversation id %q does not parse: %w", in.ID, store.ErrCorrupt))
 			continue
 		}
 		if in.Retiring {
 			// Not corruption: a deletion to finish (ErrRetiring).
-			report(retiringErr(c, sid))
+			report(p.Retiring(c, sid))
 			continue
 		}
-		conv := &Conversation{e: e, id: c, Agent: in.Agent}
 		var seqs []uint64 // in transcript order (lossless/transcript's reconcile.go)
-		err := e.st.View(ctx, func(r store.Reader) error {
+		err := p.View(ctx, func(r store.Reader) error {
 			var err error
-			seqs, err = orderedSeqs(r, c, in.Messages)
+			seqs, err = records.OrderedSeqs(r, c, in.Messages)
 			return err
 		})
 		if err != nil {
@@ -106,7 +106,7 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 			report(err)
 			continue
 		}
-		if err := dag.Check(ctx, conv, seqs); err != nil {
+		if err := dag.Check(ctx, p.DAG(c, in.Agent), seqs); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return res, err
 			}
@@ -114,7 +114,7 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 		}
 		// Every summary (those no item refers to as well), order record,
 		// host entry and subagent link: small records, each read.
-		if err := e.st.View(ctx, func(r store.Reader) error { return checkConvRecords(r, c, &res) }); err != nil {
+		if err := p.View(ctx, func(r store.Reader) error { return checkConvRecords(r, c, &res) }); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return res, err
 			}
@@ -122,7 +122,7 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 		}
 		if deep && sid != "" {
 			n := int64(0)
-			err := e.Messages(ctx, in.Agent, sid, func(uint64, core.Message) error { n++; return nil })
+			err := Messages(ctx, p, in.Agent, sid, func(uint64, core.Message) error { n++; return nil })
 			res.Messages += n
 			if err != nil {
 				if errors.Is(err, context.Canceled) {
@@ -153,7 +153,7 @@ func drain[T any](seq iter.Seq2[T, error], n *int64) error {
 // records, host entries and subagent links (the records that are not one
 // per message), so that a record that does not decode or fails its
 // checksum is found without reading the messages.
-func checkConvRecords(r store.Reader, c convID, res *CheckResult) error {
+func checkConvRecords(r store.Reader, c store.ConvID, res *CheckResult) error {
 	for _, seq := range []func() error{
 		func() error { return drain(r.Summaries(c), &res.Records) },
 		func() error { return drain(r.Items(c, 0, ^uint64(0), false), &res.Records) },

@@ -1,0 +1,216 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/memstore"
+)
+
+var errRetiring = errors.New("fake: retiring")
+
+// fakePort is inspect.Port over a memstore, resolving a session id by the
+// names records as the engine does.
+type fakePort struct {
+	st      *memstore.Store
+	entered int
+}
+
+func (p *fakePort) Enter() (func(), error) { p.entered++; return func() {}, nil }
+func (p *fakePort) View(ctx context.Context, fn func(store.Reader) error) error {
+	return p.st.View(ctx, fn)
+}
+func (p *fakePort) Resolve(ctx context.Context, agent, sessionID string) (store.ConvID, error) {
+	var c store.ConvID
+	err := p.st.View(ctx, func(r store.Reader) error {
+		var err error
+		c, err = records.LookupName(r, agent, sessionID, "")
+		return err
+	})
+	return c, err
+}
+func (p *fakePort) DAG(c store.ConvID, _ string) dag.Store { return fakeDAG{p.st, c} }
+func (p *fakePort) Retiring(c store.ConvID, sid string) error {
+	return fmt.Errorf("conversation %s (session %s): %w", c, sid, errRetiring)
+}
+func (p *fakePort) Size() (int64, error) { return p.st.Size() }
+func (p *fakePort) IndexDir() string     { return "" }
+func (p *fakePort) Format() int          { return 7 }
+
+// fakeDAG reads a conversation's items, messages and summaries.
+type fakeDAG struct {
+	st *memstore.Store
+	c  store.ConvID
+}
+
+func (d fakeDAG) Items(ctx context.Context) (out []dag.Item, err error) {
+	err = d.st.View(ctx, func(r store.Reader) error { out, err = records.ReadItems(ctx, r, d.c); return err })
+	return out, err
+}
+func (d fakeDAG) MessageText(ctx context.Context, seq uint64) (s string, err error) {
+	err = d.st.View(ctx, func(r store.Reader) error { s, err = records.ReadPlainText(r, d.c, seq); return err })
+	return s, err
+}
+func (d fakeDAG) Summary(ctx context.Context, id string) (s dag.Summary, err error) {
+	err = d.st.View(ctx, func(r store.Reader) error { s, err = records.GetSummary(r, d.c, id); return err })
+	return s, err
+}
+func (fakeDAG) Replace(context.Context, []dag.Item, dag.Summary, dag.Item) error {
+	return errors.New("fake: read-only")
+}
+
+// putConv stores conversation sid of agent with n messages (timestamps
+// 1000*seq), leaving out the message numbered skip (0: none).
+func putConv(t *testing.T, st *memstore.Store, agent, sid string, n int, skip uint64) store.ConvID {
+	t.Helper()
+	c := records.NewConvID(agent, sid)
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		rec := store.Conversation{Agent: agent, SessionIDs: []string{sid}, NextSeq: uint64(n) + 1, Messages: int64(n), Created: int64(len(sid))}
+		if err := tx.PutConversation(c, rec); err != nil {
+			return err
+		}
+		if err := tx.PutName(store.Name{Agent: agent, Kind: store.NameSessionID, Value: sid}, c); err != nil {
+			return err
+		}
+		for seq := uint64(1); seq <= uint64(n); seq++ {
+			if seq == skip {
+				continue
+			}
+			raw := []byte(fmt.Sprintf(`{"role":"user","content":"m%d","timestamp":%d}`, seq, 1000*seq))
+			m := store.Message{Seq: seq, Timestamp: int64(1000 * seq), Role: "user", Hash: records.HashRaw(raw), Raw: raw}
+			if err := tx.PutMessage(c, m); err != nil {
+				return err
+			}
+			it := dag.Item{Pos: seq * records.PosStep, Ref: dag.MessageRef(seq), Depth: -1, Timestamp: int64(1000 * seq)}
+			if err := tx.PutItem(c, store.Item{Item: it}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSessionsMessagesStatsOverAPort(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	p := &fakePort{st: st}
+	putConv(t, st, "b", "s-long", 3, 0)
+	putConv(t, st, "a", "s1", 2, 0)
+
+	infos, err := inspect.Sessions(ctx, p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 2 || infos[0].Agent != "a" || infos[1].Agent != "b" {
+		t.Fatalf("Sessions = %+v, want a's then b's", infos)
+	}
+	if in := infos[1]; in.Messages != 3 || in.FirstMessage != 1000 || in.LastMessage != 3000 || in.Name() != "s-long" {
+		t.Errorf("b's session = %+v", in)
+	}
+	if only, err := inspect.Sessions(ctx, p, "a"); err != nil || len(only) != 1 {
+		t.Errorf("Sessions(a) = %+v, %v", only, err)
+	}
+
+	var seqs []uint64
+	err = inspect.Messages(ctx, p, "b", "s-long", func(seq uint64, m core.Message) error {
+		seqs = append(seqs, seq)
+		if want := fmt.Sprintf("m%d", seq); m.Text() != want {
+			t.Errorf("message %d text %q, want %q", seq, m.Text(), want)
+		}
+		return nil
+	})
+	if err != nil || fmt.Sprint(seqs) != "[1 2 3]" {
+		t.Errorf("Messages = %v, %v", seqs, err)
+	}
+	if err := inspect.Messages(ctx, p, "b", "nope", func(uint64, core.Message) error { return nil }); !errors.Is(err, core.ErrUnknownSession) {
+		t.Errorf("Messages of an unknown session: %v", err)
+	}
+
+	s, err := inspect.ReadStats(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Format != 7 || s.Agents["a"].Messages != 2 || s.Agents["b"].Conversations != 1 || s.IndexBytes != 0 {
+		t.Errorf("Stats = %+v", s)
+	}
+}
+
+func TestMessagesGapIsCorrupt(t *testing.T) {
+	st := memstore.New()
+	putConv(t, st, "a", "gap", 4, 2)
+	err := inspect.Messages(context.Background(), &fakePort{st: st}, "a", "gap", func(uint64, core.Message) error { return nil })
+	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "messages 2-2 are missing") {
+		t.Errorf("Messages over a gap: %v, want messages 2-2 missing (store.ErrCorrupt)", err)
+	}
+}
+
+func TestCheckReportsWhatItFinds(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	p := &fakePort{st: st}
+	putConv(t, st, "a", "ok", 3, 0)
+	putConv(t, st, "a", "gap", 4, 3)
+
+	res, err := inspect.Check(ctx, p, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conversations != 2 || res.Deep || len(res.NotRead) != 3 || res.Messages != 7 {
+		t.Errorf("Check = %+v", res)
+	}
+	// The gap's item is missing too, so the DAG check finds it.
+	if len(res.Problems) != 1 || res.Problems[0].SessionID != "gap" {
+		t.Errorf("Check problems = %+v, want one, of session gap", res.Problems)
+	}
+
+	deep, err := inspect.Check(ctx, p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deep.Deep || len(deep.NotRead) != 2 || deep.Messages != 3+2 {
+		t.Errorf("deep Check = %+v", deep)
+	}
+	if len(deep.Problems) != 2 || !strings.Contains(deep.Problems[1].Problem, "messages 3-3 are missing") {
+		t.Errorf("deep Check problems = %+v, want the DAG's and the missing message 3", deep.Problems)
+	}
+}
+
+func TestCheckRetiringIsReported(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	c := putConv(t, st, "a", "old", 1, 0)
+	err := st.Update(ctx, func(tx store.Tx) error {
+		rec, err := tx.Conversation(c)
+		if err != nil {
+			return err
+		}
+		rec.Retiring = true
+		return tx.PutConversation(c, rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakePort{st: st}
+	res, err := inspect.Check(ctx, p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Problem, errRetiring.Error()) {
+		t.Errorf("Check problems = %+v, want the retiring conversation", res.Problems)
+	}
+	if err := inspect.Messages(ctx, p, "a", "old", func(uint64, core.Message) error { return nil }); !errors.Is(err, errRetiring) {
+		t.Errorf("Messages of a retiring conversation: %v", err)
+	}
+}
