@@ -12,12 +12,9 @@ import (
 // longer matches puts the conversation's context in the file's order. What
 // stays here is what the rest of the engine shares with it.
 
-// The order helpers and the store error mapping live in
-// lossless/internal/records, shared with lossless/transcript.
-var (
-	orderedSeqs = records.OrderedSeqs
-	fromStore   = records.FromStore
-)
+// The store error mapping lives in lossless/internal/records, shared with
+// the engine's parts.
+var fromStore = records.FromStore
 
 // updateMapped is storeUpdate (store.go: e.st.Update behind the
 // free-space guard), its error mapped by fromStore.
