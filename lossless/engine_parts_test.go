@@ -3,13 +3,13 @@ package lossless
 import (
 	"context"
 	"fmt"
-	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
 )
 
 // recaller returns the engine's recall state (Engine.recall), for the tests

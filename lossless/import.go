@@ -94,10 +94,6 @@ func WithImportProgress(ctx context.Context, fn func(offset int64)) context.Cont
 // importOpts sizes the import pipeline (transcript.Options).
 type importOpts = transcript.Options
 
-// importLineMargin is what an import line may hold beyond
-// Config.MaxMessageBytes (the entry around the message, JSON escaping).
-const importLineMargin = transcript.LineMargin
-
 // defaultImportOpts returns the pipeline's default sizes (importFileOpts
 // sets the engine's MaxMessageBytes).
 func defaultImportOpts() importOpts { return transcript.DefaultOptions() }

@@ -82,18 +82,6 @@ func newEngineConfig(cfg Config) engineConfig {
 	return ec
 }
 
-// hooksOf returns the tests' seams that an engine opened with c runs
-// with (set them before Open; tests only).
-func hooksOf(c *Config) *testHooks {
-	slot := confhooks.Slot(c)
-	h, ok := (*slot).(*testHooks)
-	if !ok || h == nil {
-		h = &testHooks{}
-		*slot = h
-	}
-	return h
-}
-
 // summarizerConfig is Config.SummarizerConfig.
 func (c engineConfig) summarizerConfig() (summarize.Config, error) { return c.SummarizerConfig() }
 

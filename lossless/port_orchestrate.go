@@ -54,12 +54,6 @@ type BackgroundResult = orchestrate.BackgroundResult
 // RotateResult names the successor session.
 type RotateResult = orchestrate.RotateResult
 
-// maxBackgroundResults bounds the background results kept.
-const maxBackgroundResults = orchestrate.MaxBackgroundResults
-
-// itemTokens is the tokens of all items.
-var itemTokens = orchestrate.ItemTokens
-
 var _ core.Maintainer = (*Engine)(nil)
 
 // compactionState is the compaction state of one Engine: the runs'
@@ -315,15 +309,6 @@ func (e *Engine) startCompaction(conv *Conversation, budget int) {
 	orchestrate.Start[*Conversation](orchestratePort{e}, conv, budget)
 }
 
-// hostSummarizer reports whether compactions summarize with the host's
-// model (orchestrate.HostSummarizer).
-func (e *Engine) hostSummarizer() bool {
-	return orchestrate.HostSummarizer[*Conversation](orchestratePort{e})
-}
-
-// waitBackground waits until no background compaction runs (tests).
-func (e *Engine) waitBackground() { e.compaction.runs.WaitIdle() }
-
 // WaitCompactions waits until no background compaction runs (those that
 // AfterTurn and CommitTurn start), or until ctx is done. A benchmark that
 // replays a conversation turn by turn calls it after each turn, so that
@@ -331,11 +316,6 @@ func (e *Engine) waitBackground() { e.compaction.runs.WaitIdle() }
 // than the compaction, whatever the machine's load: the replay is then
 // deterministic. Call it when no turn is in flight.
 func (e *Engine) WaitCompactions(ctx context.Context) error { return e.compaction.runs.Wait(ctx) }
-
-// lastBackground returns the last background result of conv (tests).
-func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
-	return e.compaction.runs.Last(conv.id)
-}
 
 // Maintain shrinks the host's transcript without loss. When the host offers
 // runtimeContext.rewriteTranscriptEntries, every tool result in the

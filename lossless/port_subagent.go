@@ -61,15 +61,6 @@ func (e *Engine) sweepOnce(ctx context.Context) {
 
 // The names other files of the package use (tools, read.go, tests).
 
-// subIDOf is subagent.ID.
-var subIDOf = subagent.ID
-
-// maxForkCaches bounds the fork caches kept (subagent.MaxForkCaches).
-const maxForkCaches = subagent.MaxForkCaches
-
-// forkCache returns sub's fork cache (subagent.Forks.Get).
-func (e *Engine) forkCache(sub store.SubID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
-
 // linkedChildren returns the conversations of the ended children linked to
 // conversation parent (subagent.Children).
 func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {

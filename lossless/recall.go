@@ -23,7 +23,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -98,10 +97,6 @@ func (e *Engine) indexOptions() recall.IndexOptions {
 
 func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index") }
 
-// storeGeneration counts what the index holds when up to date: messages
-// plus summaries over all conversations (recall.StoreGeneration).
-func (e *Engine) storeGeneration() (uint64, error) { return recall.StoreGeneration(e.st) }
-
 // RecallStatus reports the recall index: whether it is rebuilding, how
 // many docs the rebuild indexed so far, and how many added docs are not yet
 // searchable (recall.Status).
@@ -166,9 +161,9 @@ func (e *Engine) closeRecall() error {
 	return nil
 }
 
-// Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
-func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }
-func summaryDocID(c convID, id string) string  { return recall.SummaryDocID(c, id) }
+// summaryDocID is a summary's doc id, "<conv>/<summary id>" (messages':
+// "<conv>:<seq>", recall.MessageDocID).
+func summaryDocID(c convID, id string) string { return recall.SummaryDocID(c, id) }
 
 // parsedMessageDoc is the recall doc of a message just stored, already
 // parsed (ingest; recall.MessageDoc).
@@ -227,10 +222,6 @@ func (e *Engine) indexSummary(c convID, agent string, s dag.Summary) {
 		e.recall.AddSummary(c, agent, s)
 	}
 }
-
-// recallMinScore is the relevance gate's threshold for a configured value
-// v (recall.MinScore).
-func recallMinScore(v float64) float64 { return recall.MinScore(v) }
 
 // Recall returns the items Assemble's recall injects for p.Prompt, best
 // first, at most k (Config.Recall.K when k <= 0): searched across the
@@ -339,10 +330,6 @@ func (e *Engine) inContext(c convID) (uint64, map[string]bool) {
 	return from, ex
 }
 
-// renderedSummaryID returns the id of a summary as RenderSummary shows it
-// (recall.SummaryID).
-func renderedSummaryID(m core.Message) (string, bool) { return recall.SummaryID(m) }
-
 // IsRecallMessage reports whether m is a recall message that Assemble
 // made (recall.IsMessage): a user message whose text starts with the
 // recall block's fixed head (after a host's "[...]" time stamp, if any)
@@ -368,6 +355,3 @@ func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams)
 	}
 	return res, *d, err
 }
-
-// parseConvID is records.ParseConvID.
-var parseConvID = records.ParseConvID

@@ -23,11 +23,6 @@ const FormatVersion = 3
 // DefaultMaxMessageBytes is the default of Config.MaxMessageBytes.
 const DefaultMaxMessageBytes = 32 << 20
 
-// posStep is the gap between consecutive appended positions: positions are
-// sparse so that a range can be replaced by one summary at its first
-// position without renumbering anything.
-const posStep = records.PosStep
-
 // convID identifies a conversation (store.ConvID).
 type convID = store.ConvID
 

@@ -1,0 +1,83 @@
+package lossless
+
+import (
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/confhooks"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/recall"
+	"github.com/lossless-engine/contextengine/lossless/subagent"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
+	"github.com/lossless-engine/contextengine/store"
+)
+
+// Test-only names of the engine's internals: wrappers and constants the
+// white-box tests of this package use, kept out of the production files.
+
+// hooksOf returns the tests' seams that an engine opened with c runs
+// with (set them before Open; tests only).
+func hooksOf(c *Config) *testHooks {
+	slot := confhooks.Slot(c)
+	h, ok := (*slot).(*testHooks)
+	if !ok || h == nil {
+		h = &testHooks{}
+		*slot = h
+	}
+	return h
+}
+
+// forkCache returns sub's fork cache (subagent.Forks.Get).
+func (e *Engine) forkCache(sub store.SubID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }
+
+// subIDOf is subagent.ID.
+var subIDOf = subagent.ID
+
+// maxForkCaches bounds the fork caches kept (subagent.MaxForkCaches).
+const maxForkCaches = subagent.MaxForkCaches
+
+// posStep is the gap between consecutive appended positions: positions are
+// sparse so that a range can be replaced by one summary at its first
+// position without renumbering anything.
+const posStep = records.PosStep
+
+// storeGeneration counts what the index holds when up to date: messages
+// plus summaries over all conversations (recall.StoreGeneration).
+func (e *Engine) storeGeneration() (uint64, error) { return recall.StoreGeneration(e.st) }
+
+// Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
+func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }
+
+// recallMinScore is the relevance gate's threshold for a configured value
+// v (recall.MinScore).
+func recallMinScore(v float64) float64 { return recall.MinScore(v) }
+
+// renderedSummaryID returns the id of a summary as RenderSummary shows it
+// (recall.SummaryID).
+func renderedSummaryID(m core.Message) (string, bool) { return recall.SummaryID(m) }
+
+// parseConvID is records.ParseConvID.
+var parseConvID = records.ParseConvID
+
+// hostSummarizer reports whether compactions summarize with the host's
+// model (orchestrate.HostSummarizer).
+func (e *Engine) hostSummarizer() bool {
+	return orchestrate.HostSummarizer[*Conversation](orchestratePort{e})
+}
+
+// waitBackground waits until no background compaction runs (tests).
+func (e *Engine) waitBackground() { e.compaction.runs.WaitIdle() }
+
+// lastBackground returns the last background result of conv (tests).
+func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
+	return e.compaction.runs.Last(conv.id)
+}
+
+// maxBackgroundResults bounds the background results kept.
+const maxBackgroundResults = orchestrate.MaxBackgroundResults
+
+// itemTokens is the tokens of all items.
+var itemTokens = orchestrate.ItemTokens
+
+// importLineMargin is what an import line may hold beyond
+// Config.MaxMessageBytes (the entry around the message, JSON escaping).
+const importLineMargin = transcript.LineMargin
