@@ -53,16 +53,7 @@ func (p ingestPort) NewConvID(agent, name string) convID   { return newConvID(ag
 
 // LockNames holds metaMu and the store's names lock of agent.
 func (p ingestPort) LockNames(ctx context.Context, agent string) (func(), error) {
-	p.e.metaMu.Lock()
-	release, err := p.e.storeLock(ctx, namesLockName(agent))
-	if err != nil {
-		p.e.metaMu.Unlock()
-		return nil, err
-	}
-	return func() {
-		release()
-		p.e.metaMu.Unlock()
-	}, nil
+	return p.e.lockNames(ctx, agent)
 }
 
 func (p ingestPort) AddSessionID(ctx context.Context, c convID, sessionID, sessionKey string) error {

@@ -107,16 +107,7 @@ func (p retentionPort) Lock(ctx context.Context, c store.ConvID) (retention.Held
 // LockNames takes metaMu, then the agent's names lock in a shared store
 // (resolve's order: metaMu comes before a conversation's lock).
 func (p retentionPort) LockNames(ctx context.Context, agent string) (func(), error) {
-	p.e.metaMu.Lock()
-	release, err := p.e.storeLock(ctx, namesLockName(agent))
-	if err != nil {
-		p.e.metaMu.Unlock()
-		return nil, err
-	}
-	return func() {
-		release()
-		p.e.metaMu.Unlock()
-	}, nil
+	return p.e.lockNames(ctx, agent)
 }
 
 func (p retentionPort) Unindex(ctx context.Context, c store.ConvID) error {

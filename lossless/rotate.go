@@ -41,9 +41,7 @@ func (e *Engine) mapSession(ctx context.Context, conv *Conversation, agent, newI
 		return err
 	}
 	defer done()
-	e.metaMu.Lock()
-	defer e.metaMu.Unlock()
-	release, err := e.storeLock(ctx, namesLockName(agent)) // the names of agent, as resolve
+	release, err := e.lockNames(ctx, agent) // the names of agent, as resolve
 	if err != nil {
 		return err
 	}

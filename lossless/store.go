@@ -277,3 +277,19 @@ func newCountCache() *countCache {
 func (c *countCache) get(h msgHash) (int, bool) { return c.c.Get(h) }
 
 func (c *countCache) put(h msgHash, n int) { c.c.Add(h, n) }
+
+// lockNames takes metaMu, then the agent's names lock in a shared store
+// (resolve's order: metaMu comes before a conversation's lock); the
+// returned function releases both.
+func (e *Engine) lockNames(ctx context.Context, agent string) (func(), error) {
+	e.metaMu.Lock()
+	release, err := e.storeLock(ctx, namesLockName(agent))
+	if err != nil {
+		e.metaMu.Unlock()
+		return nil, err
+	}
+	return func() {
+		release()
+		e.metaMu.Unlock()
+	}, nil
+}
