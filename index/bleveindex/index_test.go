@@ -731,3 +731,35 @@ func TestFailedBatchKeepsIndexStale(t *testing.T) {
 		t.Fatal("an index missing a failed batch's docs opened as complete")
 	}
 }
+
+// TestTiesInIDOrder: hits of equal score come in the order of their ids,
+// whatever segments they sit in. Twelve docs of the same text are added
+// newest first, in three batches (three segments, their internal order the
+// reverse of their ids'); a search for five returns the smallest ids of
+// the best-scored tie, in order. Without the id tie-break the order was the
+// segments', which a background merge changes, so the same history could
+// recall different turns from one run to the next (TestWindowLoCoMoSlice's
+// "run 2 differs" on a loaded machine).
+func TestTiesInIDOrder(t *testing.T) {
+	ix, _ := openTest(t, Options{})
+	for b := 0; b < 3; b++ {
+		for i := 0; i < 4; i++ {
+			ix.Add(msg("a", "s", uint64(12-4*b-i), "the same tied words"))
+		}
+		mustSearch(t, ix, index.Query{Agent: "a", Text: "tied", K: 1}) // waits for the batch: one segment each
+	}
+	var tied []string
+	all := mustSearch(t, ix, index.Query{Agent: "a", Text: "tied", K: 12})
+	for _, h := range all {
+		if h.Score == all[0].Score {
+			tied = append(tied, h.ID)
+		}
+	}
+	if len(tied) < 6 {
+		t.Fatalf("%d docs tie at the best score, want at least 6: %v", len(tied), ids(all))
+	}
+	slices.Sort(tied)
+	if got := ids(mustSearch(t, ix, index.Query{Agent: "a", Text: "tied", K: 5})); !slices.Equal(got, tied[:5]) {
+		t.Errorf("tied hits %v, want the five smallest ids of the tie in order %v", got, tied[:5])
+	}
+}

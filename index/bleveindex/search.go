@@ -262,9 +262,12 @@ func (ix *Index) search(ctx context.Context, q *index.Query, terms []string, siz
 func (ix *Index) run(ctx context.Context, bq query.Query, size int) ([]index.Hit, error) {
 	req := bleve.NewSearchRequestOptions(bq, size, 0, false)
 	req.Fields = storedFields(ix.opts.StoreText)
-	// Score order only: a tie-break on _id would load the external id of
-	// every candidate.
-	req.SortBy([]string{"-_score"})
+	// Score order, ties by id, as store/pgstore's recall orders them: by
+	// score alone, equal scores came in the segments' order, which a
+	// background merge changes (TestTiesInIDOrder). The tie-break costs
+	// little: BenchmarkRecallQuery/docs=10000/gate=0.65 0.822 → 0.836
+	// CPU-ms per query, 3,452 → 3,610 allocations.
+	req.SortBy([]string{"-_score", "_id"})
 
 	ix.bmu.RLock()
 	defer ix.bmu.RUnlock()
