@@ -16,7 +16,6 @@ package badger
 
 import (
 	"context"
-	"errors"
 
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless"
@@ -27,9 +26,6 @@ import (
 func init() {
 	lossless.RegisterStore(lossless.DirStore, Open)
 }
-
-// ErrNoDir: Open was given no store directory.
-var ErrNoDir = errors.New("badger: no store directory (Config.StoreDir)")
 
 // Open opens the Badger store in cfg.StoreDir (a lossless.StoreOpener)
 // with cfg's Badger options (Config.BadgerOptions). It has no recall index

@@ -2,16 +2,11 @@ package orchestrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/summarize"
 )
-
-// ErrCompacting is Run's error when another process of a shared store
-// compacts the conversation and the caller would not wait.
-var ErrCompacting = errors.New("lossless: compact: another process is compacting this conversation")
 
 // Outcome is one compaction of a conversation.
 type Outcome struct {

@@ -9,13 +9,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// errConvChanged reports a conversation written to after retention decided
-// to delete it.
-var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
-
-// errConvGone reports a conversation a concurrent pass deleted first.
-var errConvGone = errors.New("lossless: conversation already deleted")
-
 // Delete removes every key of conversation c, then its mappings,
 // checkpoints and record (last, so that an interrupted deletion is found
 // again by the next pass).

@@ -2,16 +2,11 @@ package tools
 
 import (
 	"context"
-	"errors"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
 )
-
-// ErrBadArgs is wrapped by the errors of tool handlers given arguments
-// they cannot use (lossless.ErrBadToolArgs is this error).
-var ErrBadArgs = errors.New("lossless: bad tool arguments")
 
 // The tools' names as offered to the model (lossless.ToolGrep,
 // ToolDescribe and ToolExpand).

@@ -20,10 +20,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// ErrNotSessionFile is wrapped by the error of an import of a path that is
-// not a regular file (a directory, a device such as /dev/zero, a pipe).
-var ErrNotSessionFile = errors.New("lossless: not a session file")
-
 // Result reports one import of a session file.
 type Result struct {
 	// SessionID is the conversation's session id: the id in the file's

@@ -22,10 +22,6 @@ import (
 // two neighbours (a summary, a reconciled message) without renumbering.
 const PosStep = 1 << 16
 
-// ErrBadRecord wraps store.ErrCorrupt (lossless.ErrCorrupt): a stored
-// record that does not decode (FromStore maps store.ErrCorrupt to it).
-var ErrBadRecord = fmt.Errorf("lossless: corrupt record: %w", store.ErrCorrupt)
-
 // FromStore maps the store's sentinels to the engine's: a missing record
 // wraps core.ErrNotFound as well; the store's error stays in the chain. A
 // corrupt record (store.ErrCorrupt) and a full disk (store.ErrDiskFull) are
