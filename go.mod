@@ -77,3 +77,5 @@ require (
 )
 
 replace github.com/dgraph-io/ristretto/v2 => ./third_party/ristretto
+
+replace github.com/dgraph-io/badger/v4 => ./third_party/badger

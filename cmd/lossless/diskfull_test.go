@@ -24,60 +24,15 @@ import (
 // LOSSLESS_TEST_DISKFULL_POINTS=N fills the disk at N moments of the
 // import instead of the default 4.
 
-// tmpfsMount mounts a tmpfs of sizeMiB on a temporary directory.
-func tmpfsMount(t *testing.T, sizeMiB int) string {
-	t.Helper()
-	mnt := t.TempDir()
-	tmpfsMountAt(t, mnt, sizeMiB)
-	return mnt
-}
+// tmpfsMount mounts a tmpfs of sizeMiB on a temporary directory
+// (testutil.Tmpfs: root only).
+func tmpfsMount(t *testing.T, sizeMiB int) string { return testutil.Tmpfs(t, sizeMiB) }
 
-// tmpfsMountAt mounts a tmpfs of sizeMiB on the directory mnt, unmounted
-// when the test ends.
-func tmpfsMountAt(t *testing.T, mnt string, sizeMiB int) {
-	t.Helper()
-	required := os.Getenv("LOSSLESS_TEST_TMPFS_REQUIRED") == "1"
-	fail := t.Skipf
-	if required {
-		fail = t.Fatalf
-	}
-	if os.Geteuid() != 0 {
-		fail("needs root to mount a small tmpfs (CI runs as root; LOSSLESS_TEST_TMPFS_REQUIRED=1 makes this a failure)")
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", sizeMiB), "tmpfs", mnt).CombinedOutput(); err != nil {
-		fail("cannot mount a tmpfs on %s: %v %s", mnt, err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", mnt).Run() })
-}
+// tmpfsMountAt mounts a tmpfs of sizeMiB on the directory mnt.
+func tmpfsMountAt(t *testing.T, mnt string, sizeMiB int) { testutil.TmpfsAt(t, mnt, sizeMiB) }
 
-// fillDisk writes a file under dir until the filesystem is full.
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		if errors.Is(err, syscall.ENOSPC) {
-			return
-		}
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := bytes.Repeat([]byte{'x'}, 1<<20)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("fill %s: %v", path, err)
-			}
-			break
-		}
-	}
-	// The last bytes: a smaller write fills what a whole chunk did not.
-	small := chunk[:4096]
-	for {
-		if _, err := f.Write(small); err != nil {
-			break
-		}
-	}
-}
+// fillDisk writes a file until the filesystem is full (testutil.FillDisk).
+func fillDisk(t *testing.T, path string) { testutil.FillDisk(t, path) }
 
 // fillDiskLeaving fills the filesystem under path, then gives back leave
 // bytes (tmpfs frees a truncated file's pages), so exactly that much is

@@ -24,6 +24,12 @@ type MmapFile struct {
 var NewFile = errors.New("Create a new file")
 
 func OpenMmapFileUsing(fd *os.File, sz int, writable bool) (*MmapFile, error) {
+	return openMmapFileUsing(fd, sz, writable, true)
+}
+
+// openMmapFileUsing is OpenMmapFileUsing; a new file's blocks are allocated
+// only when prealloc is set (lossless patch).
+func openMmapFileUsing(fd *os.File, sz int, writable, prealloc bool) (*MmapFile, error) {
 	filename := fd.Name()
 	fi, err := fd.Stat()
 	if err != nil {
@@ -39,10 +45,13 @@ func OpenMmapFileUsing(fd *os.File, sz int, writable bool) (*MmapFile, error) {
 		}
 		// lossless patch: allocate the file's blocks now, so that a write
 		// into the mapping never meets a full disk (a SIGBUS that kills the
-		// process); a full disk is this error instead.
-		if err := Preallocate(fd, 0, int64(sz)); err != nil {
-			_ = fd.Truncate(0)
-			return nil, fmt.Errorf("z: allocate %d bytes for %s: %w", sz, filename, err)
+		// process); a full disk is this error instead. Without prealloc
+		// the caller allocates as it writes (OpenMmapFileSparse).
+		if prealloc {
+			if err := Preallocate(fd, 0, int64(sz)); err != nil {
+				_ = fd.Truncate(0)
+				return nil, fmt.Errorf("z: allocate %d bytes for %s: %w", sz, filename, err)
+			}
 		}
 		fileSize = int64(sz)
 		rerr = NewFile
@@ -71,6 +80,19 @@ func OpenMmapFileUsing(fd *os.File, sz int, writable bool) (*MmapFile, error) {
 // the file to maxSz and returned it. In case the file is created, z.NewFile is
 // returned.
 func OpenMmapFile(filename string, flag int, maxSz int) (*MmapFile, error) {
+	return openMmapFile(filename, flag, maxSz, true)
+}
+
+// OpenMmapFileSparse is OpenMmapFile without allocating a new file's blocks
+// (lossless patch): the caller must allocate each range (Preallocate)
+// before it writes into it through the mapping, or a full disk is a SIGBUS.
+// Badger's memtable and value logs use it, allocating as they append
+// (third_party/badger's logFile.reserve).
+func OpenMmapFileSparse(filename string, flag int, maxSz int) (*MmapFile, error) {
+	return openMmapFile(filename, flag, maxSz, false)
+}
+
+func openMmapFile(filename string, flag int, maxSz int, prealloc bool) (*MmapFile, error) {
 	// fmt.Printf("opening file %s with flag: %v\n", filename, flag)
 	_, statErr := os.Lstat(filename)
 	fd, err := os.OpenFile(filename, flag, 0666)
@@ -81,7 +103,7 @@ func OpenMmapFile(filename string, flag int, maxSz int) (*MmapFile, error) {
 	if flag == os.O_RDONLY {
 		writable = false
 	}
-	mf, err := OpenMmapFileUsing(fd, maxSz, writable)
+	mf, err := openMmapFileUsing(fd, maxSz, writable, prealloc)
 	if err != nil && err != NewFile {
 		// lossless patch: do not leave the descriptor open, nor an empty
 		// file this call created (a later attempt with O_EXCL must
