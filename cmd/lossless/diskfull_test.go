@@ -166,11 +166,12 @@ func diskFullPoints(t *testing.T) int {
 }
 
 // TestDiskFullDuringImport imports two pi-mono transcripts into a store on
-// a 512 MiB tmpfs (an open store holds 144 MiB of preallocated logs and
-// writes need 160 MiB free beside them). It fills the tmpfs before the
-// import starts, leaving 0, 100, 150 and 200 MiB free (the store cannot
-// open; it opens and its first write is refused), and at several moments
-// of a running import (its close then meets ENOSPC creating a table): the
+// a 512 MiB tmpfs (writes need 160 MiB free, the room the store keeps for
+// its next logs). It fills the tmpfs before the import starts, leaving 0,
+// 100, 150 and 200 MiB free (the store cannot open; it opens and its first
+// write is refused; it writes until the guard refuses), and at several
+// moments of a running import (a write then meets ENOSPC allocating the
+// next step of Badger's logs, or the close creating a table): the
 // import ends by itself, within a bound, with exit 1 and "disk full" (or
 // exit 0 when what it wrote was already durable), never with a runtime
 // dump, and an import onto a full disk always stops; after the filler is

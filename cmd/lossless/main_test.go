@@ -831,8 +831,8 @@ func TestCompactSessionFile(t *testing.T) {
 	}
 }
 
-// TestDiskFull fills a small tmpfs (512 MiB: an open store preallocates
-// 144 MiB of logs and keeps 160 MiB free) holding the store: a write then fails
+// TestDiskFull fills a small tmpfs (512 MiB: an open store keeps 160 MiB
+// free for its next logs) holding the store: a write then fails
 // with a clear error (exit 1, no runtime dump), commands that only read go
 // on working, and once space is freed writes succeed and nothing is lost.
 // It needs root to mount the tmpfs (CI runs as root); elsewhere it skips.

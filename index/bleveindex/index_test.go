@@ -758,6 +758,12 @@ func TestTiesInIDOrder(t *testing.T) {
 	if len(tied) < 6 {
 		t.Fatalf("%d docs tie at the best score, want at least 6: %v", len(tied), ids(all))
 	}
+	// All of them (no tie at the cut: the ties put in order after Bleve's
+	// score-only sort), then five of them (the tie straddles the cut:
+	// which docs are kept is Bleve's id tie-break's).
+	if !slices.IsSorted(tied) {
+		t.Errorf("tied hits of a search for all of them %v, want them in id order", tied)
+	}
 	slices.Sort(tied)
 	if got := ids(mustSearch(t, ix, index.Query{Agent: "a", Text: "tied", K: 5})); !slices.Equal(got, tied[:5]) {
 		t.Errorf("tied hits %v, want the five smallest ids of the tie in order %v", got, tied[:5])

@@ -1,9 +1,10 @@
 // Package diskusage measures the bytes files take on disk: the blocks the
 // filesystem allocated to them, as du(1) counts them, not their apparent
 // sizes. A file Badger maps for writing is sized ahead (its value log at
-// twice valueLogFileSize) but only what is allocated takes space; once the
-// logs are preallocated (third_party/ristretto), the allocation is what
-// the filesystem no longer has free. The store's figures in `lossless
+// twice valueLogFileSize) but only what is allocated takes space: the
+// patched Badger (third_party/badger) allocates its logs as it writes them,
+// at most a 256 KiB step ahead, so the allocation is what the filesystem no
+// longer has free. The store's figures in `lossless
 // stats`, `lossless doctor` and the memory explorer's health page all come
 // from here, so they agree with each other and with du.
 package diskusage

@@ -21,10 +21,12 @@ import (
 // into a mapped page of a full filesystem is a SIGBUS that kills the
 // process, not an error. So the store looks before it writes: a write
 // needs at least the space Badger may map for the next memtables and value
-// log files (lossless/space.go's guard, moved here). Those files are
-// allocated whole when Badger creates them (the ristretto patch in
-// third_party/ristretto), so a write into their mappings never meets a
-// full disk; the reserve keeps the room Badger needs for the next ones.
+// log files (lossless/space.go's guard, moved here). Badger allocates
+// those files' blocks before it writes into them, in 256 KiB steps (the
+// patch in third_party/badger; tables and the rest allocated whole when
+// created, the patch in third_party/ristretto), so a write into their
+// mappings never meets a full disk: it is an error first. The reserve
+// keeps the room Badger needs for the next steps and files.
 //
 // When the disk fills anyway (another process took the space between two
 // looks), Badger's allocation fails with ENOSPC: the write that met it

@@ -24,7 +24,19 @@ type discardStats struct {
 	*z.MmapFile
 	opt           Options
 	nextEmptySlot int
+
+	// lossless patch: the file is mapped whole (1 MiB at first) but its
+	// blocks are allocated discardStep at a time as slots are used;
+	// allocated is how much, from offset 0, this process allocated (an
+	// existing file may be sparse: made by upstream Badger or by this
+	// patch, it is allocated again from 0 before a slot is added, which
+	// costs nothing where its blocks exist).
+	allocated int
 }
+
+// discardStep is the step in which a new DISCARD file's blocks are
+// allocated (lossless patch): 4,096 slots, one per value log file.
+const discardStep = 64 << 10
 
 const discardFname string = "DISCARD"
 
@@ -32,12 +44,19 @@ func InitDiscardStats(opt Options) (*discardStats, error) {
 	fname := filepath.Join(opt.ValueDir, discardFname)
 
 	// 1MB file can store 65.536 discard entries. Each entry is 16 bytes.
-	mf, err := z.OpenMmapFile(fname, os.O_CREATE|os.O_RDWR, 1<<20)
+	// lossless patch: a new file is not allocated whole (see allocated).
+	mf, err := z.OpenMmapFileSparse(fname, os.O_CREATE|os.O_RDWR, 1<<20)
 	lf := &discardStats{
 		MmapFile: mf,
 		opt:      opt,
 	}
 	if err == z.NewFile {
+		if aerr := z.Preallocate(mf.Fd, 0, discardStep); aerr != nil {
+			_ = mf.Close(-1)
+			_ = os.Remove(fname)
+			return nil, y.Wrapf(aerr, "while allocating file: %s\n", discardFname)
+		}
+		lf.allocated = discardStep
 		// We don't need to zero out the entire 1MB.
 		lf.zeroOut()
 
@@ -116,6 +135,19 @@ func (lf *discardStats) Update(fidu uint32, discard int64) int64 {
 	if discard <= 0 {
 		// No need to add a new entry.
 		return 0
+	}
+
+	// lossless patch: the new slot and the zeroed one after it are
+	// allocated first; on a full disk the entry is not added (the stats
+	// only guide value log GC) rather than written into a page without
+	// blocks (a SIGBUS).
+	if end := (lf.nextEmptySlot + 2) * 16; end > lf.allocated && lf.allocated < len(lf.Data) {
+		next := min((end+discardStep-1)/discardStep*discardStep, len(lf.Data))
+		if err := z.Preallocate(lf.Fd, int64(lf.allocated), int64(next-lf.allocated)); err != nil {
+			lf.opt.Errorf("discard stats of value log %d not kept: %v", fid, err)
+			return 0
+		}
+		lf.allocated = next
 	}
 
 	// Could not find the fid. Add the entry.

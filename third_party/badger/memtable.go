@@ -274,8 +274,8 @@ type logFile struct {
 
 // allocStep is the step in which reserve allocates a log file's blocks
 // (lossless patch): at most this much of an open log file is allocated and
-// not yet written.
-const allocStep = 1 << 20
+// not yet written. A step is one fallocate call.
+const allocStep = 256 << 10
 
 // reserve allocates the blocks of the log file up to end (lossless patch),
 // in steps of allocStep and never past the mapping, before a write into
