@@ -166,5 +166,10 @@
 // a read-only store store.ErrReadOnly; any call after Close store.ErrClosed.
 // Update and NewBatch refuse to write on a filesystem with less free space
 // than Badger may map next (store.ErrDiskFull): Badger writes through
-// memory maps, and a full disk there is a SIGBUS, not an error.
+// memory maps, and a full disk there is a SIGBUS, not an error. The
+// patched Badger and ristretto under third_party allocate a mapped file's
+// blocks before a write reaches them (the memtable and value logs 256 KiB
+// at a time as they are written, tables whole), so when the disk fills
+// between two looks, the write that meets it fails with
+// store.ErrDiskFull, whole (space.go).
 package badgerstore
