@@ -149,7 +149,7 @@ func TestLogsAllocatedAsWritten(t *testing.T) {
 	})
 }
 
-// TestDiskFullingWhileOpen fills the filesystem (a small tmpfs: root only)
+// TestDiskFillingWhileOpen fills the filesystem (a small tmpfs: root only)
 // while a store is open and its space guard's look says there is room, as
 // when another process takes the space between two looks: a write then
 // meets the full disk in Badger's allocation of its logs' next step
@@ -158,15 +158,15 @@ func TestLogsAllocatedAsWritten(t *testing.T) {
 // of its records, every acknowledged one reads back byte for byte, and
 // after space is freed the store reopens with all of them and takes
 // writes again.
-func TestDiskFullingWhileOpen(t *testing.T) {
+func TestDiskFillingWhileOpen(t *testing.T) {
 	// Large bodies go to the value log, small ones (below the store's
 	// 1 KiB value threshold once compressed) to the memtable log only;
 	// an Update of 64 of them straddles the log's allocation steps.
-	t.Run("value log", func(t *testing.T) { diskFullingWhileOpen(t, 8, 16<<10) })
-	t.Run("memtable log", func(t *testing.T) { diskFullingWhileOpen(t, 64, 600) })
+	t.Run("value log", func(t *testing.T) { diskFillingWhileOpen(t, 8, 16<<10) })
+	t.Run("memtable log", func(t *testing.T) { diskFillingWhileOpen(t, 64, 600) })
 }
 
-func diskFullingWhileOpen(t *testing.T, perTxn, size int) {
+func diskFillingWhileOpen(t *testing.T, perTxn, size int) {
 	ctx := context.Background()
 	mnt := testutil.Tmpfs(t, 48)
 	dir := filepath.Join(mnt, "store")

@@ -835,10 +835,10 @@ func (db *DB) writeToLSM(b *request) error {
 	// it in the memtable, a part of a transaction visible to readers.
 	if wal := db.mt.wal; wal != nil {
 		need := int64(maxHeaderSize)
-		for i, entry := range b.Entries {
+		for _, entry := range b.Entries {
 			vlen := len(entry.Value)
 			if !entry.skipVlogAndSetThreshold(db.valueThreshold()) {
-				vlen = len(b.Ptrs[i].Encode())
+				vlen = int(vptrSize) // the value pointer written in its place
 			}
 			need += int64(maxHeaderSize + len(entry.Key) + vlen + crc32.Size)
 		}
