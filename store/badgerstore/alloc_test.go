@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
+	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -32,7 +32,7 @@ func logBlocks(t *testing.T, dir string) int64 {
 		if err != nil {
 			return err
 		}
-		n += info.Sys().(*syscall.Stat_t).Blocks * 512
+		n += diskusage.File(info)
 		return nil
 	})
 	must(t, err)
