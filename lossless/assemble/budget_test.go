@@ -66,9 +66,12 @@ func transportCap(window, maxTokens int, parts ...int) int {
 }
 
 // defaultTools is availableTools of a default OpenClaw 2026.9.6 agent with
-// the plugin (tool search on: tool_search and tool_call among them).
-var defaultTools = []string{"read", "write", "edit", "exec", "process", "tool_search", "tool_call", "web_fetch", "memory_search",
-	"sessions_list", "sessions_history", "sessions_send", "image", "browser", "cron", "lcm_grep", "lcm_describe", "lcm_expand"}
+// the plugin (tool search on: tool_search and tool_call among them), as
+// e2e/openclaw/tools.test.mjs recorded it: 59 names, of which the request
+// carries 15 schemas (3,003 chars/4 tokens) and the catalog the rest.
+var defaultTools = strings.Fields(`ls read edit write apply_patch exec process openclaw sessions_yield lcm_grep lcm_describe lcm_expand tool_search tool_describe tool_call dashboard nodes mobile_ui automations sessions
+	theme terminal portal message tts github_identity_status transcripts gateway plugins agents_list get_goal create_goal update_goal skill_workshop progress_card ask_user secrets sessions_list sessions_history sessions_search
+	conversations_list conversations_send conversations_turn sessions_send sessions_spawn agents_wait subagents session_status web_search web_fetch browser canvas file_fetch dir_list dir_fetch file_write node_inference talk_voice tool_search_code`)
 
 // TestRequestKeepsOutputCap replays the request the issue logged (window
 // 24,000; system 7,626, tools 3,003 and context 8,883 chars/4 tokens:

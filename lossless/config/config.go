@@ -192,7 +192,7 @@ type HostRequestConfig struct {
 	OutputTokens int `json:"outputTokens,omitempty"`
 	// ToolTokens is the size of the tool schemas OpenClaw sends with each
 	// request, in chars/4 tokens (the JSON of their names, descriptions
-	// and parameters). Default: 240 per tool sent directly (13 when
+	// and parameters). Default: 210 per tool sent directly (15 when
 	// OpenClaw's tool search holds the others in its catalog).
 	ToolTokens int `json:"toolTokens,omitempty"`
 }
