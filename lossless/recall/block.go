@@ -438,7 +438,7 @@ func sessionName[C any](port Port[C], c store.ConvID, ref int, got []store.Got) 
 // A host that counts a window differently from the engine (OpenClaw's
 // chars/4) shrinks the block this way rather than leave it out whole.
 func Shrink(tc core.TokenCounter, m core.Message, budget int) (core.Message, bool) {
-	if !m.ContentIsString() || !IsMessage(m) {
+	if !IsMessage(m) {
 		return core.Message{}, false
 	}
 	text := m.Text()
