@@ -688,3 +688,50 @@ func contextItems(t *testing.T, e *Engine, session string) []dag.Item {
 	}
 	return items
 }
+
+// TestModelMaxTokensFromHost: the model's output cap the plugin passes
+// (runtimeContext.modelMaxTokens, from OpenClaw's config) is what every
+// request keeps free: a larger cap leaves the context less, and each
+// context leaves its cap whole as OpenClaw's transport counts the request
+// (1.25 × chars/4 of system prompt, context and pending messages; no tools
+// in this call).
+func TestModelMaxTokensFromHost(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	prompt := "What was in the third note?"
+	p4 := (core.Chars4{}).CountText(prompt)
+	system := int(math.Ceil(float64(recWindow-recReserve-recFirst)/1.2)) - 24 - p4
+	sizes := map[int]int{}
+	for _, outCap := range []int{1024, 5000} {
+		session := fmt.Sprint("cap-", outCap)
+		for n := 0; n < 12; n++ {
+			commitNote(t, e, session, n, 6000)
+		}
+		e.waitBackground()
+		rc := &core.RuntimeContext{Values: map[string]json.RawMessage{"modelMaxTokens": json.RawMessage(fmt.Sprint(outCap))}}
+		reserve := recReserve
+		first, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:main:" + session, TokenBudget: recFirst,
+			Prompt: prompt, RuntimeSettings: openclawLimits(recFirst, &reserve), RuntimeContext: rc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perCall, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:main:" + session, TokenBudget: recWindow - p4,
+			Prompt: prompt, Messages: first.Messages, RuntimeSettings: openclawLimits(recWindow, nil), RuntimeContext: rc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		context4 := core.EstimateChars4(perCall.Messages)
+		est := int(math.Ceil(1.25 * float64(system+context4+p4)))
+		if left := recWindow - est - 1; left < outCap {
+			t.Errorf("cap %d: context of %d tokens leaves the answer %d", outCap, context4, left)
+		}
+		if len(perCall.Messages) == 0 {
+			t.Errorf("cap %d: no context at all", outCap)
+		}
+		sizes[outCap] = context4
+	}
+	if sizes[5000] >= sizes[1024] {
+		t.Fatalf("a cap of 5,000 left the context %d tokens, a cap of 1,024 %d: the cap passed is not used", sizes[5000], sizes[1024])
+	}
+}

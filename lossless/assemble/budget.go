@@ -156,9 +156,11 @@ type HostBudgets struct {
 	// that assemble's limits.maxOutputTokens (the compaction reserve).
 	first, prompt, reserve int
 	// firstEff is first held to the request's room (the output cap, the
-	// tools), once the window is known (capped).
-	firstEff int
-	capped   bool
+	// tools), once the window is known (capped); netted says that first
+	// came with its reserve (limits.maxOutputTokens), as OpenClaw nets a
+	// turn's first budget: only then does it tell the system prompt's size.
+	firstEff       int
+	capped, netted bool
 	// window is the host's window figure, last seen (0: unknown).
 	window int
 	// smallest is the smallest budget of the open turn's assembles, for
@@ -226,7 +228,7 @@ func (b *HostBudgets) requestRoom(fixed int) int {
 // window is known (the turn's first assemble of an engine just started
 // learns the window only from the per-call assemble after it).
 func (b *HostBudgets) capFirst() {
-	if b.capped || b.first <= 0 || b.window <= 0 {
+	if b.capped || !b.netted || b.first <= 0 || b.window <= 0 {
 		return
 	}
 	b.capped = true
@@ -289,9 +291,11 @@ func (b *HostBudgets) AssembleBudget(tb int, rs *core.RuntimeSettings, prompt st
 	}
 	switch kind {
 	case BudgetTurnFirst:
-		b.first, b.prompt, b.reserve = tb, core.Chars4{}.CountText(prompt), 0
+		b.first, b.prompt, b.reserve, b.netted = tb, core.Chars4{}.CountText(prompt), 0, false
 		if l := rs.Limits; l.MaxOutputTokens != nil {
-			b.reserve = max(0, *l.MaxOutputTokens)
+			// OpenClaw's turn-first budget: the window less this reserve
+			// and its estimate of the system prompt and the prompt.
+			b.reserve, b.netted = max(0, *l.MaxOutputTokens), true
 		}
 		b.addition, b.tools = h.Addition, toolTokens(b.cfg, h.Available)
 		b.firstEff, b.capped = tb, false
@@ -306,7 +310,7 @@ func (b *HostBudgets) AssembleBudget(tb int, rs *core.RuntimeSettings, prompt st
 			share = int(unknownOverheadShare * float64(window))
 		}
 		budget := tb - share
-		if ok && hostCounts(rs) {
+		if ok && b.netted && hostCounts(rs) {
 			sys := systemTokens(window, b.reserve, b.first, b.prompt)
 			budget = min(budget, b.requestRoom(sys+window-tb))
 			b.capFirst()
