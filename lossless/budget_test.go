@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -60,6 +61,21 @@ const (
 	recCompactCur  = 19857
 	recPendingUser = recWindow - recPerCall
 )
+
+// heldFirst is the turn's first budget as the engine must hold it under
+// OpenClaw 2026.9.6 when no model output cap is passed (the cap is then
+// the turn's compaction reserve, at most 8,192) and no tools: OpenClaw
+// netted first of the reserve and ceil(1.2 × (12 + system + 12 + prompt))
+// in chars/4, and its transport sends the output cap
+// min(cap, window − ceil(1.25 × (system + prompt + context)) − 1), so the
+// context may take (window − cap − 1) / 1.25 − system − prompt, less the
+// engine's 64 tokens of slack.
+func heldFirst(window, reserve, first, prompt int) int {
+	outCap := min(reserve, 8192)
+	sys := int(math.Ceil(float64(window-reserve-first)/1.2)) - 24 - prompt
+	room := int(float64(window-outCap-1)/1.25) - sys - prompt - 64
+	return max(1, min(first, room))
+}
 
 // commitNote commits turn n of session: a user note of noteChars and a
 // short answer.
@@ -138,8 +154,9 @@ func TestBudgetsFollowOpenClaw(t *testing.T) {
 	if !ok || bg.Err != nil {
 		t.Fatalf("no background compaction after the commit: %+v %v", bg, ok)
 	}
-	if want := dagGoal(recFirst); bg.Result.Goal != want {
-		t.Fatalf("background compaction aimed at %d, want %d (0.75 × the turn's first budget %d)", bg.Result.Goal, want, recFirst)
+	held := heldFirst(recWindow, recReserve, recFirst, (core.Chars4{}).CountText(prompt))
+	if want := dagGoal(held); bg.Result.Goal != want || held >= recFirst {
+		t.Fatalf("background compaction aimed at %d, want %d (0.75 × the turn's first budget %d held to the request's room: %d)", bg.Result.Goal, want, recFirst, held)
 	}
 	items, err := conv.Items(ctx)
 	if err != nil {
@@ -373,7 +390,7 @@ func TestRecordedBudgetSequence(t *testing.T) {
 			off := false
 			e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
 			key := "agent:main:long-" + window
-			first, w := 0, 0
+			first, w, reserve := 0, 0, 0
 			var msgs []core.Message
 			for i, c := range calls {
 				where := fmt.Sprintf("call %d (%s, turn %d, budget %d)", i, c.Call, c.Turn, c.TokenBudget)
@@ -383,6 +400,9 @@ func TestRecordedBudgetSequence(t *testing.T) {
 					allowed := c.TokenBudget
 					if kind, win := classifyBudget(c.TokenBudget, rs); kind == budgetTurnFirst {
 						first = c.TokenBudget
+						if c.Limits.MaxOutputTokens != nil {
+							reserve = *c.Limits.MaxOutputTokens
+						}
 					} else if kind == budgetPerCall {
 						w = win
 						allowed = c.TokenBudget - (w - first) // the first budget minus the pending messages
@@ -422,8 +442,8 @@ func TestRecordedBudgetSequence(t *testing.T) {
 						t.Fatal(err)
 					}
 					bg, ok := e.lastBackground(conv)
-					if ok && bg.Result.Goal != 0 && bg.Result.Goal != dagGoal(first) {
-						t.Fatalf("%s: background compaction aimed at %d, want 0.75 × the turn's first budget %d", where, bg.Result.Goal, first)
+					if held := heldFirst(w, reserve, first, 0); ok && bg.Result.Goal != 0 && bg.Result.Goal != dagGoal(held) {
+						t.Fatalf("%s: background compaction aimed at %d, want 0.75 × the turn's first budget %d held to the request's room (%d)", where, bg.Result.Goal, first, held)
 					}
 					// Its summaries are small enough to sit beside the newest
 					// messages in a request: each at most a quarter of the goal.
@@ -667,4 +687,51 @@ func contextItems(t *testing.T, e *Engine, session string) []dag.Item {
 		t.Fatal(err)
 	}
 	return items
+}
+
+// TestModelMaxTokensFromHost: the model's output cap the plugin passes
+// (runtimeContext.modelMaxTokens, from OpenClaw's config) is what every
+// request keeps free: a larger cap leaves the context less, and each
+// context leaves its cap whole as OpenClaw's transport counts the request
+// (1.25 × chars/4 of system prompt, context and pending messages; no tools
+// in this call).
+func TestModelMaxTokensFromHost(t *testing.T) {
+	ctx := context.Background()
+	off := false
+	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	prompt := "What was in the third note?"
+	p4 := (core.Chars4{}).CountText(prompt)
+	system := int(math.Ceil(float64(recWindow-recReserve-recFirst)/1.2)) - 24 - p4
+	sizes := map[int]int{}
+	for _, outCap := range []int{1024, 5000} {
+		session := fmt.Sprint("cap-", outCap)
+		for n := 0; n < 12; n++ {
+			commitNote(t, e, session, n, 6000)
+		}
+		e.waitBackground()
+		rc := &core.RuntimeContext{Values: map[string]json.RawMessage{"modelMaxTokens": json.RawMessage(fmt.Sprint(outCap))}}
+		reserve := recReserve
+		first, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:main:" + session, TokenBudget: recFirst,
+			Prompt: prompt, RuntimeSettings: openclawLimits(recFirst, &reserve), RuntimeContext: rc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		perCall, err := e.Assemble(ctx, core.AssembleParams{SessionID: session, SessionKey: "agent:main:" + session, TokenBudget: recWindow - p4,
+			Prompt: prompt, Messages: first.Messages, RuntimeSettings: openclawLimits(recWindow, nil), RuntimeContext: rc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		context4 := core.EstimateChars4(perCall.Messages)
+		est := int(math.Ceil(1.25 * float64(system+context4+p4)))
+		if left := recWindow - est - 1; left < outCap {
+			t.Errorf("cap %d: context of %d tokens leaves the answer %d", outCap, context4, left)
+		}
+		if len(perCall.Messages) == 0 {
+			t.Errorf("cap %d: no context at all", outCap)
+		}
+		sizes[outCap] = context4
+	}
+	if sizes[5000] >= sizes[1024] {
+		t.Fatalf("a cap of 5,000 left the context %d tokens, a cap of 1,024 %d: the cap passed is not used", sizes[5000], sizes[1024])
+	}
 }

@@ -224,7 +224,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
 	e := &Engine{cfg: newEngineConfig(cfg), st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
-		budgets: newBudgetTable()}
+		budgets: newBudgetTable(cfg.HostRequest)}
 	e.lru = newStateCache(e)
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
 	if err := e.checkFormat(); err != nil {

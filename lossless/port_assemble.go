@@ -6,6 +6,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless/assemble"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -107,7 +108,10 @@ func (e *Engine) Epoch(ctx context.Context, sessionID, sessionKey string) (strin
 // the names compaction and commit use.
 type budgetTable struct{ t *assemble.BudgetTable }
 
-func newBudgetTable() *budgetTable { return &budgetTable{assemble.NewBudgetTable()} }
+// newBudgetTable returns an empty table whose requests are as hr says.
+func newBudgetTable(hr config.HostRequestConfig) *budgetTable {
+	return &budgetTable{assemble.NewBudgetTable(assemble.Request{OutputTokens: hr.OutputTokens, ToolTokens: hr.ToolTokens})}
+}
 
 // of returns the budgets of (agent, sessionID, sessionKey), made if new.
 func (t *budgetTable) of(agent, sessionID, sessionKey string) hostBudgets {

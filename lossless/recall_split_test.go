@@ -301,3 +301,68 @@ func TestQuestionRankedOnce(t *testing.T) {
 		}
 	}
 }
+
+// markerNote is note j of an earlier session i: 3-8 KB of prose tagged
+// with the session's marker and about one of a few subjects.
+func markerNote(i, j int) (marker, text string) {
+	subjects := []string{"the auth gateway", "the billing queue", "the search cluster", "the deploy pipeline"}
+	marker = fmt.Sprintf("MARK-%02d-%04x", i, 0x9d72+i*37)
+	body := prose(3000+((i*7+j*13)%6)*800, int64(i*100+j))
+	return marker, fmt.Sprintf("Notes tagged %s about %s (part %d): %s", marker, subjects[(i+j)%len(subjects)], j, body)
+}
+
+// TestQuestionRecallWithinBound (#36 point 3): in a new session, a question
+// about notes of an earlier session gets a recall block holding the
+// marker, within its documented bound (a question's recall at most 2,560
+// tokens, or the base share when that is larger) counted as the host
+// counts (chars/4) as well as by the engine: never the whole free budget,
+// and never left out by the host-count fit. The issue saw 15 items, 35 KB
+// at a budget of 8,870 (the block took all the room the empty context
+// left, then the fit dropped it whole).
+func TestQuestionRecallWithinBound(t *testing.T) {
+	e := openTest(t, withRecall, func(c *Config) { c.Tokenizer = core.EncodingO200k })
+	ctx := context.Background()
+	for i := 0; i < 6; i++ {
+		sess := fmt.Sprintf("earlier-%d", i)
+		var msgs []core.Message
+		for j := 0; j < 6; j++ {
+			_, text := markerNote(i, j)
+			ts := int64(1_700_000_000_000 + i*1_000_000 + j*10_000)
+			msgs = append(msgs, core.UserText(text, ts), core.AssistantText(fmt.Sprintf("Noted, part %d.", j), ts+1))
+		}
+		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: sess, SessionKey: "agent:main:" + sess, Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.WaitRecallIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const budget = 8870
+	bound := max(int(budget*DefaultRecallShare), 2560)
+	host := "openclaw"
+	reserve := 6000
+	for i := 0; i < 6; i += 2 {
+		marker, _ := markerNote(i, 0)
+		prompt := fmt.Sprintf("What did my notes tagged %s say about the auth gateway?", marker)
+		for _, rs := range []*core.RuntimeSettings{nil, {SchemaVersion: 1, Runtime: &core.RuntimeInfo{Host: &host},
+			Limits: &core.RuntimeLimits{PromptTokenBudget: ptrInt(budget), MaxOutputTokens: &reserve}}} {
+			sess := fmt.Sprintf("new-%d-%v", i, rs != nil)
+			res, err := e.Assemble(ctx, core.AssembleParams{SessionID: sess, SessionKey: "agent:main:" + sess, TokenBudget: budget, Prompt: prompt, RuntimeSettings: rs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rm := recallMessage(res)
+			if !strings.Contains(rm, marker) {
+				t.Fatalf("%s (host %v): no recall block holding the marker; cut %+v", prompt, rs != nil, res.Cut)
+			}
+			m := res.Messages[len(res.Messages)-1]
+			n4, n := core.CountMessage(core.Chars4{}, m), core.CountMessage(e.tc, m)
+			t.Logf("%s (host %v): recall block %d chars, %d tokens (chars/4 %d), bound %d", marker, rs != nil, len(rm), n, n4, bound)
+			if n > bound || (rs != nil && n4 > bound) {
+				t.Errorf("%s (host %v): recall block of %d tokens (chars/4 %d) over its bound %d", marker, rs != nil, n, n4, bound)
+			}
+		}
+	}
+}
+
+func ptrInt(n int) *int { return &n }

@@ -23,7 +23,7 @@ export default {
   description:
     "Keeps every message verbatim in a local store and assembles the model's context from recent messages plus expandable summaries.",
   register(api) {
-    api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger }));
+    api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger, hostConfig: api.config }));
     if (typeof api.registerTool === "function") registerTools(api);
   },
 };

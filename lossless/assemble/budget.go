@@ -2,6 +2,7 @@ package assemble
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -72,30 +73,106 @@ func ClassifyBudget(tb int, rs *core.RuntimeSettings) (BudgetKind, int) {
 // hostCounts reports whether the call comes from OpenClaw, whose budgets
 // are counted with its own chars/4 estimate (core.Chars4): the assembled
 // context must fit that count as well as the engine's.
-func hostCounts(rs *core.RuntimeSettings) bool {
-	return rs != nil && rs.Runtime != nil && rs.Runtime.Host != nil && *rs.Runtime.Host == "openclaw"
-}
+func hostCounts(rs *core.RuntimeSettings) bool { return recall.HostCounts(rs) }
 
 // unknownOverheadShare is the share of the host's window kept for the
 // host's own prompt and reserve on a per-call budget when the engine has
 // not seen the turn's first assemble (a restarted engine process).
 const unknownOverheadShare = 0.5
 
+// What OpenClaw 2026.9.6 holds back, read from its code
+// (OPENCLAW-RUNTIME.md §3b). Its OpenAI-completions transport estimates a
+// request as ceil(chars/4 × 1.25) over the message texts, the tool calls'
+// JSON and the JSON of the tool schemas, and sends the output cap
+// min(model maxTokens, window − estimate − 1): a context filled to its
+// budget in plain chars/4 leaves the answer a token. The other transports
+// (Anthropic messages, OpenAI responses, Google) send the model's
+// maxTokens unclamped, and a provider refuses a request whose prompt and
+// output cap together pass the window (Anthropic, OpenAI) or caps them
+// apart (Google); the provider's tokenizer counts English text at about
+// chars/4, under the completions transport's ×1.25. So the engine holds
+// every request to the strictest: 1.25 × chars/4 of everything + the
+// output cap + 1 within the window.
+const (
+	// transportMargin is @openclaw/ai's
+	// OPENAI_COMPLETIONS_INPUT_TOKEN_SAFETY_MARGIN.
+	transportMargin = 1.25
+	// promptMargin is OpenClaw's SAFETY_MARGIN on its estimate of the
+	// system prompt and the prompt, by which it nets the turn's first
+	// budget (estimateRenderedLlmBoundaryTokenPressure).
+	promptMargin = 1.2
+	// promptOverhead is the two MESSAGE_BOUNDARY_OVERHEAD_TOKENS (12 each:
+	// the system prompt's and the prompt's) in that estimate.
+	promptOverhead = 24
+	// requestSlack is kept free beyond the computed room, in chars/4
+	// tokens: the transport counts a tool call as its whole JSON
+	// ({"id", "type", "function": {"name", "arguments"}}), more than the
+	// host's estimate of the pending messages does, and rounds each part up.
+	requestSlack = 64
+	// fallbackOutputCap bounds the output cap assumed when the host does
+	// not say the model's (Request.OutputTokens unset, no modelMaxTokens
+	// from the plugin): the turn's compaction reserve, at most this.
+	fallbackOutputCap = 8192
+	// toolSchemaTokens is the estimate, in chars/4 tokens, of one tool's
+	// schema in a request (name, description, JSON-schema parameters)
+	// when the host does not say (Request.ToolTokens unset): with
+	// OpenClaw 2026.9.6's default tools and tool search on, the 15 tools
+	// sent directly took 12,013 chars (3,003 tokens, 200 a tool) of 59
+	// available (e2e/openclaw/tools.test.mjs's request log); 5% over.
+	toolSchemaTokens = 210
+	// directToolsWithSearch is the number of tools OpenClaw 2026.9.6
+	// sends directly when its tool search is on (tool_search or tool_call
+	// among availableTools): its core tools (ls, read, edit, write,
+	// apply_patch, exec, process, openclaw, sessions_yield), tool_search,
+	// tool_describe, tool_call and this plugin's direct-only lcm tools;
+	// the rest stay in the catalog.
+	directToolsWithSearch = 15
+)
+
+// Request is what the engine is told, or assumes, of the host's model
+// request beside the context (RequestHints of a call, the engine's
+// configuration).
+type Request struct {
+	// OutputTokens is the model's output cap (OpenClaw's maxTokens of the
+	// model): the request keeps it free. 0: unknown.
+	OutputTokens int
+	// ToolTokens is the size of the tool schemas the host sends with the
+	// request, in chars/4 tokens. 0: unknown (estimated from the call's
+	// availableTools).
+	ToolTokens int
+}
+
 // HostBudgets is what a session's assembles told of the host's budgets.
 // Its own lock: assembles, commits and compactions of the session read and
 // write it concurrently.
 type HostBudgets struct {
 	mu sync.Mutex
+	// cfg is the engine's configured Request (BudgetTable's).
+	cfg Request
 	// open is true from a turn's first assemble to its commit.
 	open bool
 	// first is the budget of the latest turn-first assemble (0: none
-	// seen), prompt the host's estimate of that turn's prompt.
-	first, prompt int
+	// seen), prompt the host's estimate of that turn's prompt, reserve
+	// that assemble's limits.maxOutputTokens (the compaction reserve).
+	first, prompt, reserve int
+	// firstEff is first held to the request's room (the output cap, the
+	// tools), once the window is known (capped); netted says that first
+	// came with its reserve (limits.maxOutputTokens), as OpenClaw nets a
+	// turn's first budget: only then does it tell the system prompt's size.
+	firstEff       int
+	capped, netted bool
 	// window is the host's window figure, last seen (0: unknown).
 	window int
 	// smallest is the smallest budget of the open turn's assembles, for
 	// hosts that say nothing of their limits (0: none).
 	smallest int
+	// addition is the chars/4 size of the system prompt addition the
+	// turn's first assemble returned (the host prepends it to its system
+	// prompt for the whole turn); tools the chars/4 size of the tool
+	// schemas the turn's requests carry (Request.ToolTokens, else
+	// estimated from the first assemble's availableTools); output the
+	// model's output cap, last told (0: unknown).
+	addition, tools, output int
 }
 
 // hostShare returns the tokens the host adds besides the context and the
@@ -113,12 +190,90 @@ func (b *HostBudgets) hostShare() (int, bool) {
 	return share, true
 }
 
+// systemTokens returns the host's system prompt, in chars/4 tokens, as its
+// turn-first budget tb reveals it: OpenClaw nets that budget of
+// ceil(1.2 × (12 + system + 12 + prompt)) and the reserve (window − reserve
+// − tb is that product, when tb is above its floor of 1).
+func systemTokens(window, reserve, tb, prompt int) int {
+	rendered := window - reserve - tb
+	return max(0, int(math.Ceil(float64(rendered)/promptMargin))-promptOverhead-prompt)
+}
+
+// outputCap returns the output cap the request keeps free: the one told
+// (Request.OutputTokens, the plugin's modelMaxTokens), else the turn's
+// compaction reserve at most fallbackOutputCap, else a quarter of the
+// window at most fallbackOutputCap.
+func (b *HostBudgets) outputCap() int {
+	switch {
+	case b.output > 0:
+		return b.output
+	case b.reserve > 0:
+		return min(b.reserve, fallbackOutputCap)
+	}
+	return min(b.window/4, fallbackOutputCap)
+}
+
+// requestRoom returns the chars/4 tokens the context may take in a model
+// request whose other parts (system prompt, tools, the engine's addition,
+// pending messages) take fixed tokens, so that the transport's ×1.25
+// estimate leaves the model its whole output cap: ⌊(window − cap − 1) /
+// 1.25⌋ − fixed − requestSlack. It may be 0 or less: the host's own part
+// alone leaves less than the cap.
+func (b *HostBudgets) requestRoom(fixed int) int {
+	limit := int(float64(b.window-b.outputCap()-1) / transportMargin)
+	return limit - fixed - b.addition - b.tools - requestSlack
+}
+
+// capFirst holds the turn's first budget to the request's room once the
+// window is known (the turn's first assemble of an engine just started
+// learns the window only from the per-call assemble after it).
+func (b *HostBudgets) capFirst() {
+	if b.capped || !b.netted || b.first <= 0 || b.window <= 0 {
+		return
+	}
+	b.capped = true
+	sys := systemTokens(b.window, b.reserve, b.first, b.prompt)
+	b.firstEff = max(1, min(b.first, b.requestRoom(sys+b.prompt)))
+}
+
+// toolTokens estimates the chars/4 size of the tool schemas the host sends
+// with a turn whose first assemble listed available: ToolTokens when the
+// engine is told, else toolSchemaTokens per tool sent directly (all of
+// them, or directToolsWithSearch when the host's tool search holds the rest
+// in its catalog).
+func toolTokens(r Request, available []string) int {
+	if r.ToolTokens > 0 {
+		return r.ToolTokens
+	}
+	n := len(available)
+	for _, t := range available {
+		if t == toolCallControl || t == toolSearchControl || t == toolSearchCodeControl {
+			n = min(n, directToolsWithSearch)
+			break
+		}
+	}
+	return n * toolSchemaTokens
+}
+
+// RequestHints is what an assemble call tells of the host's model request
+// beside its budget: the model's output
+// cap the host passed (runtimeContext.modelMaxTokens; 0: none), the tools
+// available (the turn's first assemble lists them) and the chars/4 size of
+// the system prompt addition this call returns.
+type RequestHints struct {
+	OutputCap int
+	Available []string
+	Addition  int
+}
+
 // AssembleBudget notes an assemble's budget and returns the budget the
 // call really has: tb itself, except on a per-call budget, where it is the
 // host's window minus its pending messages (what tb is) minus the host's
 // share (system prompt and reserve, learned from the turn's first
-// assemble). A result under 1 is 1: a budget that holds nothing.
-func (b *HostBudgets) AssembleBudget(tb int, rs *core.RuntimeSettings, prompt string) int {
+// assemble). Under OpenClaw both kinds are then held to the request's room
+// (requestRoom): the model's output cap stays free as the host's transport
+// counts the request. A result under 1 is 1: a budget that holds nothing.
+func (b *HostBudgets) AssembleBudget(tb int, rs *core.RuntimeSettings, prompt string, h RequestHints) int {
 	kind, window := ClassifyBudget(tb, rs)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -128,17 +283,39 @@ func (b *HostBudgets) AssembleBudget(tb int, rs *core.RuntimeSettings, prompt st
 	if b.smallest <= 0 || tb < b.smallest {
 		b.smallest = tb
 	}
+	switch {
+	case b.cfg.OutputTokens > 0:
+		b.output = b.cfg.OutputTokens
+	case h.OutputCap > 0:
+		b.output = h.OutputCap
+	}
 	switch kind {
 	case BudgetTurnFirst:
-		b.first, b.prompt = tb, core.Chars4{}.CountText(prompt)
-		return tb
+		b.first, b.prompt, b.reserve, b.netted = tb, core.Chars4{}.CountText(prompt), 0, false
+		if l := rs.Limits; l.MaxOutputTokens != nil {
+			// OpenClaw's turn-first budget: the window less this reserve
+			// and its estimate of the system prompt and the prompt.
+			b.reserve, b.netted = max(0, *l.MaxOutputTokens), true
+		}
+		b.addition, b.tools = h.Addition, toolTokens(b.cfg, h.Available)
+		b.firstEff, b.capped = tb, false
+		if hostCounts(rs) {
+			b.capFirst()
+		}
+		return b.firstEff
 	case BudgetPerCall:
 		b.window = window
 		share, ok := b.hostShare()
 		if !ok {
 			share = int(unknownOverheadShare * float64(window))
 		}
-		return max(1, tb-share)
+		budget := tb - share
+		if ok && b.netted && hostCounts(rs) {
+			sys := systemTokens(window, b.reserve, b.first, b.prompt)
+			budget = min(budget, b.requestRoom(sys+window-tb))
+			b.capFirst()
+		}
+		return max(1, budget)
 	}
 	return tb
 }
@@ -157,14 +334,15 @@ func (b *HostBudgets) NoteWindow(w int) {
 
 // TurnBudget closes the turn (the next assemble starts a new one) and
 // returns the budget its compaction decision measures against: the turn's
-// first budget (OpenClaw), else the smallest budget of its assembles, else
+// first budget (OpenClaw; held to the request's room, as its assemble
+// was), else the smallest budget of its assembles, else
 // 0 (unknown: the caller falls back to the runtime context's).
 func (b *HostBudgets) TurnBudget() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.open = false
 	if b.first > 0 {
-		return b.first
+		return b.firstEff
 	}
 	return b.smallest
 }
@@ -180,7 +358,9 @@ func (b *HostBudgets) CompactBudget(tb int) (int, bool) {
 	if !ok || tb < b.window {
 		return tb, false
 	}
-	return max(1, tb-share), true
+	// tb − share is the turn's first budget and its prompt; held to the
+	// request's room as that budget is.
+	return max(1, min(tb-share, b.firstEff+b.prompt)), true
 }
 
 // maxBudgetSessions bounds the sessions whose budgets the engine keeps (a
@@ -194,13 +374,15 @@ const maxBudgetSessions = 4096
 // state.
 type BudgetTable struct {
 	mu    sync.Mutex
+	req   Request
 	cache *lru.Cache[string, *HostBudgets]
 }
 
-// NewBudgetTable returns an empty table, bounded to maxBudgetSessions.
-func NewBudgetTable() *BudgetTable {
+// NewBudgetTable returns an empty table, bounded to maxBudgetSessions,
+// whose sessions' requests are as req configures them (Config.HostRequest).
+func NewBudgetTable(req Request) *BudgetTable {
 	c, _ := lru.New[string, *HostBudgets](maxBudgetSessions) // errors only on a size < 1
-	return &BudgetTable{cache: c}
+	return &BudgetTable{req: req, cache: c}
 }
 
 // Of returns the budgets of (agent, sessionID, sessionKey), made if new.
@@ -213,7 +395,7 @@ func (t *BudgetTable) Of(agent, sessionID, sessionKey string) *HostBudgets {
 	defer t.mu.Unlock()
 	b, ok := t.cache.Get(k)
 	if !ok {
-		b = &HostBudgets{}
+		b = &HostBudgets{cfg: t.req}
 		t.cache.Add(k, b)
 	}
 	return b
@@ -223,8 +405,10 @@ func (t *BudgetTable) Of(agent, sessionID, sessionKey string) *HostBudgets {
 // leading summaries, until the host's own estimate (core.Chars4, as
 // OpenClaw counts) of the messages and the system prompt addition fits
 // budget, then any tool results left leading (their calls are gone); the
-// summaries go too only when they alone do not fit. It records what it
-// removed in res.Cut.
+// summaries go too only when they alone do not fit. A recall block ending
+// res is never removed whole for the older messages' sake: it goes last,
+// and then only shrunk (recall.Shrink: its last items first) to what the
+// budget leaves. It records what it removed in res.Cut.
 func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 	counts := make([]int, len(res.Messages))
 	total := core.Chars4{}.CountText(res.SystemPromptAddition)
@@ -235,10 +419,14 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 	if total <= budget {
 		return
 	}
+	end := len(res.Messages) // the messages that may go: [lead, end)
+	if end > 0 && recall.IsMessage(res.Messages[end-1]) {
+		end--
+	}
 	// The leading summaries stand for everything older: the messages after
 	// them go first, unless the summaries alone are over half the budget.
 	lead, ltok := 0, 0
-	for lead < len(res.Messages) {
+	for lead < end {
 		if _, ok := recall.SummaryID(res.Messages[lead]); !ok {
 			break
 		}
@@ -249,11 +437,11 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 		lead = 0
 	}
 	i := lead
-	for i < len(res.Messages) && total > budget {
+	for i < end && total > budget {
 		total -= counts[i]
 		i++
 	}
-	for i < len(res.Messages) && res.Messages[i].Role() == core.RoleToolResult {
+	for i < end && res.Messages[i].Role() == core.RoleToolResult {
 		total -= counts[i]
 		i++
 	}
@@ -261,6 +449,23 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 		for lead > 0 && total > budget {
 			lead--
 			total -= counts[lead]
+		}
+	}
+	shrunk := ""
+	if total > budget && end < len(res.Messages) {
+		// The recall block alone (with what is left) is over: shrunk to
+		// the room left, or removed when not even a cut item fits.
+		m := res.Messages[end]
+		room := budget - (total - counts[end])
+		before := core.CountMessage(tc, m)
+		if small, ok := recall.Shrink(core.Chars4{}, m, room); ok {
+			res.Messages[end] = small
+			res.EstimatedTokens -= min(res.EstimatedTokens, before-core.CountMessage(tc, small))
+			shrunk = fmt.Sprintf("; the recall block was cut to %d of its %d tokens", core.CountMessage(core.Chars4{}, small), counts[end])
+		} else {
+			res.EstimatedTokens -= min(res.EstimatedTokens, before)
+			res.Messages = res.Messages[:end]
+			shrunk = "; the recall block did not fit and was left out"
 		}
 	}
 	res.EstimatedTokens -= min(res.EstimatedTokens, core.CountMessages(tc, res.Messages[lead:i]))
@@ -271,5 +476,5 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 		res.Cut = &core.AssembleCut{Budget: budget}
 	}
 	res.Cut.HostTrimmed = i
-	res.Cut.Reason = fmt.Sprintf("the host's own estimate of the window was over the budget of %d tokens: the %d oldest messages were left out (they stay stored)", budget, i)
+	res.Cut.Reason = fmt.Sprintf("the host's own estimate of the window was over the budget of %d tokens: the %d oldest messages were left out (they stay stored)%s", budget, i, shrunk)
 }

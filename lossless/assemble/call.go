@@ -11,6 +11,11 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
+// ModelMaxTokensKey is the runtimeContext key under which a host (the
+// OpenClaw plugin, from the model's entry in OpenClaw's config) passes the
+// model's output cap (its maxTokens) with an assemble.
+const ModelMaxTokensKey = "modelMaxTokens"
+
 // Call is one Assemble call resolved at its door (Resolve).
 type Call struct {
 	// Params are the call's parameters, TokenBudget set to the budget it
@@ -41,7 +46,10 @@ type Call struct {
 func Resolve(ctx context.Context, port Port, p core.AssembleParams) (*Call, error) {
 	tb := port.Budget(p.TokenBudget, p.RuntimeContext)
 	agent := port.Agent(p.SessionKey)
-	p.TokenBudget = port.Budgets().Of(agent, p.SessionID, p.SessionKey).AssembleBudget(tb, p.RuntimeSettings, p.Prompt)
+	outCap, _ := p.RuntimeContext.Int(ModelMaxTokensKey)
+	hints := RequestHints{OutputCap: outCap, Available: p.AvailableTools,
+		Addition: core.Chars4{}.CountText(SystemPromptAddition(p.AvailableTools))}
+	p.TokenBudget = port.Budgets().Of(agent, p.SessionID, p.SessionKey).AssembleBudget(tb, p.RuntimeSettings, p.Prompt, hints)
 	call := &Call{Params: p, Agent: agent, Mode: ProjectionMode(p.RuntimeSettings, p.RuntimeContext, port.DefaultProjection())}
 	// A shared store's cached resolution is checked by the window's read
 	// (readWindow reads the record there).

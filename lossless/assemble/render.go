@@ -66,6 +66,7 @@ func fmtTime(ms int64) string {
 // one.
 const (
 	toolCallControl       = "tool_call"
+	toolSearchControl     = "tool_search"
 	toolSearchCodeControl = "tool_search_code"
 )
 

@@ -124,6 +124,12 @@ type Config struct {
 	Retention RetentionConfig `json:"retention,omitempty"`
 	// Badger overrides the store's Badger sizes.
 	Badger BadgerConfig `json:"badger,omitempty"`
+	// HostRequest says what a host's model request carries beside the
+	// context that the engine cannot see. Under OpenClaw every assembled
+	// context leaves the model its output cap, counted the way OpenClaw's
+	// transport counts the request (README, "Every request stays inside
+	// the model's window"). Zero fields are learned or estimated.
+	HostRequest HostRequestConfig `json:"hostRequest,omitempty"`
 	// Bridge is the OpenClaw plugin's own section (how it runs the engine
 	// process: command, args, env, restarts). It shares the plugin's
 	// config object, so it is accepted here and ignored by the engine.
@@ -175,6 +181,20 @@ type RetentionConfig struct {
 	// IntervalMinutes (default 60). -1 turns the automatic pass off (call
 	// lossless.Engine.Retain, or run `lossless retain`).
 	IntervalMinutes int `json:"intervalMinutes,omitempty"`
+}
+
+// HostRequestConfig is Config.HostRequest.
+type HostRequestConfig struct {
+	// OutputTokens is the model's output cap (its maxTokens), which every
+	// request keeps free. Default: the one the OpenClaw plugin finds for
+	// the call's model in OpenClaw's config (models.providers.<p>.models),
+	// else the turn's compaction reserve, at most 8,192.
+	OutputTokens int `json:"outputTokens,omitempty"`
+	// ToolTokens is the size of the tool schemas OpenClaw sends with each
+	// request, in chars/4 tokens (the JSON of their names, descriptions
+	// and parameters). Default: 210 per tool sent directly (15 when
+	// OpenClaw's tool search holds the others in its catalog).
+	ToolTokens int `json:"toolTokens,omitempty"`
 }
 
 // DefaultRetentionIntervalMinutes is the default of

@@ -115,6 +115,9 @@ func (c Config) Validate() error {
 	if c.Recall.QuestionShare > 0.9 {
 		return fmt.Errorf("lossless: config: recall.questionShare %v is above 0.9 (the context keeps at least a tenth of the budget)", c.Recall.QuestionShare)
 	}
+	if h := c.HostRequest; h.OutputTokens < 0 || h.ToolTokens < 0 {
+		return fmt.Errorf("lossless: config: hostRequest.outputTokens %d and hostRequest.toolTokens %d must be 0 (learned) or positive", h.OutputTokens, h.ToolTokens)
+	}
 	if r := c.Retention; r.MaxAgeDays < 0 || r.MaxBytesPerAgent < 0 || r.IntervalMinutes < -1 {
 		return fmt.Errorf("lossless: config: retention %+v: maxAgeDays and maxBytesPerAgent must be 0 (no limit) or positive, intervalMinutes -1 (off), 0 (default) or positive", r)
 	}

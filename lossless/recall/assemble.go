@@ -12,6 +12,35 @@ import (
 	"github.com/lossless-engine/contextengine/index"
 )
 
+// HostCounts reports whether the call comes from OpenClaw, whose budgets
+// are counted with its own chars/4 estimate (core.Chars4): what the engine
+// assembles must fit that count as well as its own.
+func HostCounts(rs *core.RuntimeSettings) bool {
+	return rs != nil && rs.Runtime != nil && rs.Runtime.Host != nil && *rs.Runtime.Host == core.HostOpenClaw
+}
+
+// MaxCounter counts a text as the larger of its counter's count and the
+// host's chars/4 estimate (core.Chars4).
+type MaxCounter struct{ TC core.TokenCounter }
+
+// Name names the counter: its own counter's name, "+chars4".
+func (m MaxCounter) Name() string { return m.TC.Name() + "+" + core.CounterChars4 }
+
+// CountText returns max(TC's count, chars/4) of s.
+func (m MaxCounter) CountText(s string) int {
+	return max(m.TC.CountText(s), core.Chars4{}.CountText(s))
+}
+
+// hostCounted is a Port whose counter is MaxCounter (a call whose host
+// counts chars/4).
+type hostCounted[C any] struct {
+	Port[C]
+	tc core.TokenCounter
+}
+
+// Counter is the MaxCounter.
+func (h hostCounted[C]) Counter() core.TokenCounter { return h.tc }
+
 // SummaryID returns the id of a summary as the engine's RenderSummary
 // shows it (an <lcm_summary id="..."> user message).
 func SummaryID(m core.Message) (string, bool) {
@@ -150,6 +179,12 @@ func Assemble[C any](ctx context.Context, port Port[C], call *Call[C]) (core.Ass
 	case strings.TrimSpace(p.Prompt) == "":
 		rep.set(Off, "no prompt")
 		return core.AssembleResult{}, false, nil
+	}
+	if HostCounts(p.RuntimeSettings) {
+		// The block is sized as the host counts it too (chars/4 where that
+		// is more than the engine's count): a block over its room by the
+		// host's count would be cut again after it was built.
+		port = hostCounted[C]{port, MaxCounter{port.Counter()}}
 	}
 	budget := port.Budget(p)
 	share := cfg.Share

@@ -430,3 +430,59 @@ func sessionName[C any](port Port[C], c store.ConvID, ref int, got []store.Got) 
 	port.CacheSessionName(c, name)
 	return name
 }
+
+// Shrink returns the recall message m (one Render made) cut to at most
+// budget tokens as tc counts the whole message: its last <item> elements
+// go first, and the one left last is cut short. ok is false when not even
+// the block's head and a cut item fit budget (or m is not a recall block).
+// A host that counts a window differently from the engine (OpenClaw's
+// chars/4) shrinks the block this way rather than leave it out whole.
+func Shrink(tc core.TokenCounter, m core.Message, budget int) (core.Message, bool) {
+	if !IsMessage(m) {
+		return core.Message{}, false
+	}
+	text := m.Text()
+	body, ok := strings.CutSuffix(strings.TrimRight(text, " \t\r\n"), recallClose)
+	if !ok {
+		return core.Message{}, false
+	}
+	mk := func(b string) core.Message { return core.UserText(b+recallClose, m.Timestamp()) }
+	if core.CountMessage(tc, m) <= budget {
+		return m, true
+	}
+	const sep = "</item>\n<item"
+	for {
+		i := strings.LastIndex(body, sep)
+		if i < 0 {
+			break
+		}
+		body = body[:i+len("</item>\n")]
+		if out := mk(body); core.CountMessage(tc, out) <= budget {
+			return out, true
+		}
+	}
+	// One item left: its text cut to what the budget leaves.
+	start := strings.Index(body, "<item")
+	if start < 0 {
+		return core.Message{}, false
+	}
+	open := strings.Index(body[start:], ">\n")
+	if open < 0 {
+		return core.Message{}, false
+	}
+	prefix := body[:start+open+2]
+	item := strings.TrimSuffix(body[start+open+2:], "</item>\n")
+	room := budget - core.CountMessage(tc, mk(prefix+"\n</item>\n"))
+	if room < 16 {
+		return core.Message{}, false
+	}
+	out := mk(prefix + core.Truncate(tc, item, room) + "\n</item>\n")
+	for core.CountMessage(tc, out) > budget && room > 16 {
+		room -= max(1, room/8)
+		out = mk(prefix + core.Truncate(tc, item, room) + "\n</item>\n")
+	}
+	if core.CountMessage(tc, out) > budget {
+		return core.Message{}, false
+	}
+	return out, true
+}

@@ -220,7 +220,9 @@ func splitForQuestion[C any](ctx context.Context, port Port[C], call *Call[C], i
 		return res, reserve, more, err
 	}
 	if need <= slack {
-		return res, slack, more, nil // the context leaves room enough
+		// The context leaves room enough: the block keeps to its bound
+		// (want), not to all the room the context leaves.
+		return res, max(reserve, min(slack, want)), more, nil
 	}
 	// The context assembled again in what the block leaves; a window that
 	// lost every summary of a context that held some is not taken (its

@@ -13,6 +13,7 @@ import { BridgeClient, toLlmCompleteParams } from "./client.js";
 import { ENGINE_INFO, ENGINE_METHODS, engineInfo } from "./info.js";
 import { loadTranscriptReader, readParams, transcriptTarget } from "./transcript.js";
 import { toWire } from "./wire.js";
+import { withModelMaxTokens } from "./model.js";
 
 export { toWire };
 
@@ -139,8 +140,10 @@ async function callOptions(method, params, logger) {
  * @param {object} opts
  * @param {object} [opts.pluginConfig] plugins.entries.lossless.config.
  * @param {object} [opts.logger] api.logger.
+ * @param {object} [opts.hostConfig] OpenClaw's config (api.config): the
+ *   model's maxTokens is read from it (lib/model.js), nothing else.
  */
-export function createLosslessEngine({ pluginConfig, logger } = {}) {
+export function createLosslessEngine({ pluginConfig, logger, hostConfig } = {}) {
   const client = sharedClient(pluginConfig, logger);
 
   const start = async () => {
@@ -158,7 +161,7 @@ export function createLosslessEngine({ pluginConfig, logger } = {}) {
   const engine = {
     info: engineInfo(),
     ingest: (p) => call("ingest", p),
-    assemble: (p) => call("assemble", p),
+    assemble: (p) => call("assemble", withModelMaxTokens(hostConfig, p)),
     compact: (p) => call("compact", p),
     bootstrap: (p) => call("bootstrap", p),
     maintain: (p) => call("maintain", p),

@@ -98,6 +98,9 @@ export const RUNTIME_CONTEXT_FIELDS = Object.freeze([
   "threadBootstrap",
   // The typed session identity, as on the top level.
   "sessionTarget",
+  // The model's output cap, which the plugin adds to assemble from
+  // OpenClaw's config (lib/model.js).
+  "modelMaxTokens",
 ]);
 
 const SESSION_TARGET_FIELDS = ["agentId", "sessionId", "sessionKey", "storePath", "threadId"];
