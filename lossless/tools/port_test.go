@@ -47,6 +47,12 @@ func (p *fakePort) Conversation(_ context.Context, _, sessionID, _ string) (*fak
 	}
 	return nil, core.ErrUnknownSession
 }
+func (p *fakePort) ConversationByID(_ context.Context, c store.ConvID) (*fakeConv, string, error) {
+	if i := int(c[7]) - 1; c == (store.ConvID{7: c[7]}) && i >= 0 && i < len(p.sessions) {
+		return &fakeConv{id: c}, "a", nil
+	}
+	return nil, "", core.ErrNotFound
+}
 func (p *fakePort) Holding(_ context.Context, c *fakeConv, _ string) *fakeConv { return c }
 func (p *fakePort) LinkedChildren(context.Context, store.ConvID) ([]store.ConvID, error) {
 	return nil, nil
