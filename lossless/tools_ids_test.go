@@ -20,8 +20,8 @@ import (
 // idFixture stores, for agent main: session s1, 60 turns (turn 10 about a
 // zebra, the last about a quokka), compacted with a fresh tail of 6, so
 // the zebra is summarised and the quokka is not; session s2, 40 turns
-// (turn 5 about a zebra too), compacted. Agent other's session o1 has a
-// zebra of its own.
+// (turn 5 about a zebra too), compacted. Agent other's session o1, 40
+// turns, compacted, has a zebra of its own (its first turn).
 func idFixture(t *testing.T, e *Engine) {
 	t.Helper()
 	e.SetSummarizer(markSummarizer{})
@@ -47,12 +47,13 @@ func idFixture(t *testing.T, e *Engine) {
 		10: "we saw a zebra near the build server", 59: "a quokka smiled at the deploy"})})
 	ingest(core.IngestBatchParams{SessionID: "s2", Messages: turns(40, 1_710_000_000_000, map[int]string{
 		5: "a second zebra, in the staging logs"})})
-	ingest(core.IngestBatchParams{SessionID: "o1", SessionKey: "agent:other:main", Messages: []core.Message{
-		core.UserText("the other agent's zebra", 1_720_000_000_000)}})
-	for _, s := range []string{"s1", "s2"} {
-		res, err := e.Compact(ctx, core.CompactParams{SessionID: s, TokenBudget: 3000, Force: true})
+	ingest(core.IngestBatchParams{SessionID: "o1", SessionKey: "agent:other:main", Messages: turns(40, 1_720_000_000_000, map[int]string{
+		0: "the other agent's zebra"})})
+	for _, p := range []core.CompactParams{{SessionID: "s1"}, {SessionID: "s2"}, {SessionID: "o1", SessionKey: "agent:other:main"}} {
+		p.TokenBudget, p.Force = 3000, true
+		res, err := e.Compact(ctx, p)
 		if err != nil || !res.Compacted {
-			t.Fatalf("fixture compaction of %s: %+v %v", s, res, err)
+			t.Fatalf("fixture compaction of %s: %+v %v", p.SessionID, res, err)
 		}
 	}
 }
@@ -280,6 +281,16 @@ func testMessageHitsOpen(t *testing.T, e *Engine) {
 			if out, err := call(tool, map[string]any{"id": id}); !errors.Is(err, dag.ErrNotFound) {
 				t.Errorf("%s %s: want not found, got %.200s %v", tool, id, out, err)
 			}
+		}
+	}
+	// Nor is another agent's summary.
+	items, err := o1.Items(ctx)
+	if err != nil || !items[0].IsSummary() {
+		t.Fatalf("o1 is not compacted: %v", err)
+	}
+	for _, tool := range []string{ToolExpand, ToolDescribe} {
+		if out, err := call(tool, map[string]any{"id": items[0].Ref.ID}); !errors.Is(err, dag.ErrNotFound) {
+			t.Errorf("%s of agent other's summary %s from s1: want not found, got %.200s %v", tool, items[0].Ref.ID, out, err)
 		}
 	}
 	if _, err := e.DescribeSummary(ctx, "", "s1", "", zebra.ID); !errors.Is(err, ErrBadToolArgs) {

@@ -96,23 +96,22 @@ func holds[C Conversation](ctx context.Context, pt Port[C], c store.ConvID, id s
 }
 
 // agentHolding returns the conversation of agent that holds summary id;
-// found is false when none does.
+// found is false when none does. It reads the conversation records and
+// one summary key of each of agent's.
 func agentHolding[C Conversation](ctx context.Context, pt Port[C], agent, id string) (conv C, found bool, err error) {
-	ids, err := pt.AgentConversations(ctx, agent)
-	if err != nil {
-		return conv, false, err
-	}
 	var holder store.ConvID
 	err = pt.View(ctx, func(r store.Reader) error {
-		for _, s := range ids {
-			c, ok := store.ParseConvID(s)
-			if !ok {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: summary %q: %w", id, records.FromStore(err))
+			}
+			if cr.Agent != agent {
 				continue
 			}
-			_, err := r.Summary(c, id)
+			_, err := r.Summary(cr.ID, id)
 			switch {
 			case err == nil, errors.Is(err, store.ErrCorrupt):
-				holder, found = c, true
+				holder, found = cr.ID, true
 				return nil
 			case !errors.Is(err, store.ErrNotFound):
 				return fmt.Errorf("lossless: summary %q: %w", id, err)
