@@ -37,8 +37,9 @@
 // core.BatchIngester, core.AfterTurner, core.TurnCommitter,
 // core.SubagentSpawner, core.SubagentEndListener and io.Closer; plus Import,
 // Sessions, Messages, Stats, Conversation, Grep, DescribeSummary,
-// ExpandSummary, Tools (lcm_grep, lcm_describe, lcm_expand), Recall, Rotate
-// and Retain for tools, the CLI and the benchmark.
+// DescribeMessage, ExpandSummary, Tools (lcm_grep, lcm_describe,
+// lcm_expand), Recall, Rotate and Retain for tools, the CLI and the
+// benchmark.
 //
 // # Storage
 //

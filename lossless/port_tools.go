@@ -3,10 +3,12 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -70,15 +72,45 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 	return tools.Grep(ctx, toolsPort{e}, p)
 }
 
-// DescribeSummary returns summary id of the session's conversation: its
-// content, sources and lineage (dag.Describe).
+// DescribeSummary returns summary id of the session's conversation (or of
+// the agent's conversation holding it): its content, sources and lineage
+// (dag.Describe). A message id is refused: DescribeMessage describes it.
 func (e *Engine) DescribeSummary(ctx context.Context, agentID, sessionID, sessionKey, id string) (dag.Description, error) {
 	return tools.Describe(ctx, toolsPort{e}, agentID, sessionID, sessionKey, id)
 }
 
+// MessageDescription is a stored message and where it sits in its
+// conversation's history (tools.MessageDescription).
+type MessageDescription = tools.MessageDescription
+
+// MessageID returns the id the tools give message seq of conversation c
+// ("<conv>:<seq>", tools.MessageID): DescribeMessage and ExpandSummary take
+// it, Grep's message hits carry it.
+func MessageID(c store.ConvID, seq uint64) string { return tools.MessageID(c, seq) }
+
+// ParseMessageID returns the conversation and sequence number a message id
+// names; ok is false when id is not one (tools.ParseMessageID).
+func ParseMessageID(id string) (c store.ConvID, seq uint64, ok bool) {
+	return tools.ParseMessageID(id)
+}
+
+// DescribeMessage returns message id ("<conv>:<seq>", as Grep's message
+// hits carry it) of a conversation the session's agent may read: its text
+// (cut at tools.DescribeTextBytes), and whether it is in the active context
+// or which leaf summary covers it, with that summary's ancestors.
+func (e *Engine) DescribeMessage(ctx context.Context, agentID, sessionID, sessionKey, id string) (MessageDescription, error) {
+	return tools.DescribeMessage(ctx, toolsPort{e}, agentID, sessionID, sessionKey, id)
+}
+
+// DefaultMessageExpandTokens is ExpandParams.MaxTokens's default around a
+// message id.
+const DefaultMessageExpandTokens = tools.DefaultMessageExpandTokens
+
 // ExpandSummary returns the raw messages summary p.ID covers, in order,
 // byte for byte as ingested, one page of at most p.MaxTokens tokens at a
-// time. A large-content reference returns its one message.
+// time. A large-content reference returns its one message; a message id
+// ("<conv>:<seq>") the message with its neighbours, then, from the page's
+// NextCursor, the messages after them.
 func (e *Engine) ExpandSummary(ctx context.Context, p ExpandParams) (ExpandPage, error) {
 	return tools.Expand(ctx, toolsPort{e}, p)
 }
@@ -112,6 +144,22 @@ var _ tools.Port[*Conversation] = toolsPort{}
 
 func (p toolsPort) Conversation(ctx context.Context, agentID, sessionID, sessionKey string) (*Conversation, error) {
 	return p.e.ConversationFor(ctx, agentID, sessionID, sessionKey)
+}
+
+func (p toolsPort) ConversationByID(ctx context.Context, c store.ConvID) (*Conversation, string, error) {
+	var agent string
+	err := p.e.st.View(ctx, func(r store.Reader) error {
+		rec, err := r.Conversation(c)
+		if err != nil {
+			return fmt.Errorf("lossless: conversation %s: %w", c, records.FromStore(err))
+		}
+		agent = rec.Agent
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return &Conversation{e: p.e, id: c, Agent: agent}, agent, nil
 }
 
 func (p toolsPort) Holding(ctx context.Context, c *Conversation, id string) *Conversation {

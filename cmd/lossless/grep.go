@@ -164,7 +164,12 @@ func cmdGrep() *command {
 			w := bufio.NewWriter(c.io.out)
 			defer w.Flush()
 			for _, h := range hits {
-				what := fmt.Sprintf("message %d (%s)", h.Seq, h.Role)
+				// A message's id and its leaf: what describe and expand
+				// take.
+				what := fmt.Sprintf("message %s (%s)", h.ID, h.Role)
+				if h.CoveredBy != "" {
+					what = fmt.Sprintf("message %s (%s, in %s)", h.ID, h.Role, h.CoveredBy)
+				}
 				if h.Kind == "summary" {
 					what = "summary " + h.SummaryID
 				}

@@ -751,7 +751,7 @@ func TestDescribeExpandPiMono(t *testing.T) {
 	}
 	runCLI(t, "", nil, "describe", "--store", store, "sum_nope").want(t, 1, "not found")
 	runCLI(t, "", nil, "expand", "--store", store, ids[0], "--cursor", "bogus").want(t, 2, "cursor")
-	runCLI(t, "", nil, "expand", "--store", store).want(t, 2, "exactly one summary id")
+	runCLI(t, "", nil, "expand", "--store", store).want(t, 2, "exactly one summary or message id")
 }
 
 func TestGrep(t *testing.T) {

@@ -17,13 +17,21 @@ import (
 // locate returns the agent and a session id of the conversation holding
 // summary (or large-content reference) id: --session's when given, else the
 // first conversation (of --agent when given, else of any agent) that has
-// it. It fails with an error wrapping core.ErrNotFound.
+// it. A message id ("<conv>:<seq>", as grep prints it) names its
+// conversation. It fails with an error wrapping core.ErrNotFound.
 func locate(ctx context.Context, e *lossless.Engine, c *cmdEnv, session, id string) (agent, sessionID string, err error) {
+	msgConv, seq, isMsg := lossless.ParseMessageID(id)
 	has := func(conv *lossless.Conversation) (bool, error) {
 		var err error
-		if strings.HasPrefix(id, lossless.LargeRefPrefix) {
+		switch {
+		case isMsg:
+			if conv.ID() != msgConv.String() {
+				return false, nil
+			}
+			_, err = conv.MessageMeta(ctx, seq)
+		case strings.HasPrefix(id, lossless.LargeRefPrefix):
 			_, _, err = conv.MessageByKey(ctx, id)
-		} else {
+		default:
 			_, err = conv.Summary(ctx, id)
 		}
 		if errors.Is(err, dag.ErrNotFound) || errors.Is(err, core.ErrNotFound) {
@@ -58,7 +66,7 @@ func locate(ctx context.Context, e *lossless.Engine, c *cmdEnv, session, id stri
 		return "", "", err
 	}
 	for _, in := range infos {
-		if len(in.SessionIDs) == 0 {
+		if len(in.SessionIDs) == 0 || (isMsg && in.ID != msgConv.String()) {
 			continue
 		}
 		sid := in.SessionIDs[len(in.SessionIDs)-1]
@@ -74,20 +82,20 @@ func locate(ctx context.Context, e *lossless.Engine, c *cmdEnv, session, id stri
 			return in.Agent, sid, nil
 		}
 	}
-	return "", "", fmt.Errorf("%q: %w (summary ids appear in `lossless assemble` and `lossless grep` output)", id, core.ErrNotFound)
+	return "", "", fmt.Errorf("%q: %w (summary and message ids appear in `lossless assemble` and `lossless grep` output)", id, core.ErrNotFound)
 }
 
 func cmdDescribe() *command {
 	var session string
 	return &command{
-		name: "describe", args: "SUMMARY_ID",
-		summary: "Show a summary: its text, kind, depth, time range, what it covers and where it sits in the active context.",
+		name: "describe", args: "SUMMARY_ID|MESSAGE_ID",
+		summary: "Show a summary (its text, kind, depth, time range, what it covers and where it sits in the active context) or a message by its id <conv>:<seq>, as grep prints it (its text, and the summary covering it or its place in the active context).",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.StringVar(&session, "session", "", "the session the summary belongs to (default: search every conversation)")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
 			if len(args) != 1 {
-				return usagef("describe needs exactly one summary id")
+				return usagef("describe needs exactly one summary or message id")
 			}
 			e, err := openReader(ctx, c)
 			if err != nil {
@@ -97,6 +105,9 @@ func cmdDescribe() *command {
 			agent, sid, err := locate(ctx, e, c, session, args[0])
 			if err != nil {
 				return err
+			}
+			if _, _, ok := lossless.ParseMessageID(args[0]); ok {
+				return printMessageDescription(ctx, c, e, agent, sid, args[0])
 			}
 			d, err := e.DescribeSummary(ctx, agent, sid, "", args[0])
 			if err != nil {
@@ -131,6 +142,35 @@ func cmdDescribe() *command {
 	}
 }
 
+// printMessageDescription prints message id of agent's session sid: its text
+// and where it sits (lossless.Engine.DescribeMessage).
+func printMessageDescription(ctx context.Context, c *cmdEnv, e *lossless.Engine, agent, sid, id string) error {
+	d, err := e.DescribeMessage(ctx, agent, sid, "", id)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printJSON(c.io.out, map[string]any{"agent": agent, "sessionId": sid, "message": d})
+	}
+	w := bufio.NewWriter(c.io.out)
+	defer w.Flush()
+	fmt.Fprintf(w, "message   %s (%s, %s, %d tokens)\n", d.ID, orDash(d.Role), fmtMillis(d.Timestamp), d.Tokens)
+	fmt.Fprintf(w, "session   %s (agent %s)\n", sid, agent)
+	switch {
+	case d.Active:
+		fmt.Fprintf(w, "position  in the active context at %d\n", d.Pos)
+	case d.CoveredBy != "" && len(d.Ancestors) > 0:
+		fmt.Fprintf(w, "position  in summary %s, under %s\n", d.CoveredBy, strings.Join(d.Ancestors, " > "))
+	case d.CoveredBy != "":
+		fmt.Fprintf(w, "position  in summary %s\n", d.CoveredBy)
+	}
+	if d.Truncated {
+		fmt.Fprintf(w, "text      cut (lossless expand %s: the whole message)\n", d.ID)
+	}
+	fmt.Fprintf(w, "\n%s\n", strings.TrimRight(d.Text, "\n"))
+	return nil
+}
+
 // seqRange formats the numbers a..b ("7" when they are equal).
 func seqRange(a, b uint64) string {
 	if a == b {
@@ -143,16 +183,16 @@ func cmdExpand() *command {
 	var session, cursor string
 	var maxTokens int
 	return &command{
-		name: "expand", args: "SUMMARY_ID",
-		summary: "Print the raw messages a summary (or a large-content reference) covers, in order, one message object per line, exactly the bytes ingested; paged by --max-tokens.",
+		name: "expand", args: "SUMMARY_ID|MESSAGE_ID",
+		summary: "Print the raw messages a summary (or a large-content reference) covers, or a message (by its id <conv>:<seq>, as grep prints it) and those around it, in order, one message object per line, exactly the bytes ingested; paged by --max-tokens.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.StringVar(&session, "session", "", "the session the summary belongs to (default: search every conversation)")
-			fs.IntVar(&maxTokens, "max-tokens", 0, "the most tokens of messages to print (0: all); the rest is paged with --cursor")
+			fs.IntVar(&maxTokens, "max-tokens", 0, fmt.Sprintf("the most tokens of messages to print (0: all of a summary's, %d around a message); the rest is paged with --cursor", lossless.DefaultMessageExpandTokens))
 			fs.StringVar(&cursor, "cursor", "", "continue an expansion where the previous page stopped")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
 			if len(args) != 1 {
-				return usagef("expand needs exactly one summary id")
+				return usagef("expand needs exactly one summary or message id")
 			}
 			if maxTokens < 0 {
 				return usagef("--max-tokens must not be negative")
@@ -167,8 +207,8 @@ func cmdExpand() *command {
 				return err
 			}
 			max := maxTokens
-			if max == 0 {
-				max = math.MaxInt32 // everything in one page
+			if _, _, isMsg := lossless.ParseMessageID(args[0]); max == 0 && !isMsg {
+				max = math.MaxInt32 // everything in one page (around a message: the engine's default)
 			}
 			page, err := e.ExpandSummary(ctx, lossless.ExpandParams{AgentID: agent, SessionID: sid, ID: args[0], MaxTokens: max, Cursor: cursor})
 			if errors.Is(err, dag.ErrBadCursor) {

@@ -3,23 +3,270 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Describe returns summary id of the session's conversation (or of the
-// conversation holding it: Port.Holding): its content, sources and
-// lineage (dag.Describe).
+// conversation holding it: locate): its content, sources and lineage
+// (dag.Describe). A message id is refused (DescribeMessage describes it).
 func Describe[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, id string) (dag.Description, error) {
-	conv, err := pt.Conversation(ctx, agentID, sessionID, sessionKey)
+	if _, _, ok := ParseMessageID(id); ok {
+		return dag.Description{}, fmt.Errorf("%w: %q is a message id, not a summary id", ErrBadArgs, id)
+	}
+	conv, err := locate(ctx, pt, agentID, sessionID, sessionKey, id)
 	if err != nil {
 		return dag.Description{}, err
 	}
-	conv = pt.Holding(ctx, conv, id) // fork parent, ended subagents
 	return dag.Describe(ctx, conv, id)
+}
+
+// locate returns the conversation that holds id for a call made in the
+// session (agentID, sessionID, sessionKey):
+//   - a message id ("<conv>:<seq>", MessageID): the conversation it names,
+//     when the call may read it (one of the call's agent's, or an ended
+//     subagent's linked to the session's);
+//   - a summary id or a large-content reference: the session's
+//     conversation or the one Port.Holding finds (a forked child's parent,
+//     an ended subagent's); a summary id none of those holds is looked for
+//     in the agent's other conversations (where grep's scope "agent" finds
+//     it).
+//
+// When no conversation holds a summary id, the session's is returned: the
+// caller's read of it fails naming the id.
+func locate[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, id string) (C, error) {
+	var zero C
+	agent := pt.AgentFor(agentID, sessionKey)
+	if c, _, ok := ParseMessageID(id); ok {
+		return named(ctx, pt, agentID, sessionID, sessionKey, agent, c, id)
+	}
+	conv, convErr := pt.Conversation(ctx, agentID, sessionID, sessionKey)
+	switch {
+	case convErr != nil && !errors.Is(convErr, core.ErrUnknownSession):
+		return zero, convErr
+	case convErr == nil:
+		conv = pt.Holding(ctx, conv, id) // fork parent, ended subagents
+		if pt.IsLargeRef(id) {
+			return conv, nil
+		}
+		held, err := holds(ctx, pt, conv.StoreID(), id)
+		if err != nil || held {
+			return conv, err
+		}
+	case pt.IsLargeRef(id):
+		return zero, convErr
+	}
+	other, found, err := agentHolding(ctx, pt, agent, id)
+	if err != nil {
+		return zero, err
+	}
+	if found {
+		return other, nil
+	}
+	if convErr != nil {
+		return zero, convErr
+	}
+	return conv, nil
+}
+
+// holds reports whether conversation c holds summary id (a record that
+// does not decode included: the reads then report it).
+func holds[C Conversation](ctx context.Context, pt Port[C], c store.ConvID, id string) (bool, error) {
+	found := false
+	err := pt.View(ctx, func(r store.Reader) error {
+		_, err := r.Summary(c, id)
+		switch {
+		case err == nil, errors.Is(err, store.ErrCorrupt):
+			found = true
+		case !errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("lossless: summary %q: %w", id, err)
+		}
+		return nil
+	})
+	return found, err
+}
+
+// agentHolding returns the conversation of agent that holds summary id;
+// found is false when none does. It reads the conversation records and
+// one summary key of each of agent's.
+func agentHolding[C Conversation](ctx context.Context, pt Port[C], agent, id string) (conv C, found bool, err error) {
+	var holder store.ConvID
+	err = pt.View(ctx, func(r store.Reader) error {
+		for cr, err := range r.Conversations() {
+			if err != nil {
+				return fmt.Errorf("lossless: summary %q: %w", id, records.FromStore(err))
+			}
+			if cr.Agent != agent {
+				continue
+			}
+			_, err := r.Summary(cr.ID, id)
+			switch {
+			case err == nil, errors.Is(err, store.ErrCorrupt):
+				holder, found = cr.ID, true
+				return nil
+			case !errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("lossless: summary %q: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil || !found {
+		return conv, false, err
+	}
+	conv, _, err = pt.ConversationByID(ctx, holder)
+	return conv, err == nil, err
+}
+
+// named returns conversation c, named by message id id, when a call of
+// agent in the session may read it: the session's own, one of agent's, or
+// an ended subagent's linked to the session's. Any other is reported as
+// not found (dag.ErrNotFound), as a conversation that is not stored.
+func named[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, agent string, c store.ConvID, id string) (C, error) {
+	var zero C
+	own, ownErr := pt.Conversation(ctx, agentID, sessionID, sessionKey)
+	switch {
+	case ownErr == nil && own.StoreID() == c:
+		return own, nil
+	case ownErr != nil && !errors.Is(ownErr, core.ErrUnknownSession):
+		return zero, ownErr
+	}
+	notFound := fmt.Errorf("lossless: message %s: no conversation %s in this agent's history: %w", id, c, dag.ErrNotFound)
+	conv, owner, err := pt.ConversationByID(ctx, c)
+	if errors.Is(err, core.ErrNotFound) {
+		return zero, notFound
+	}
+	if err != nil {
+		return zero, err
+	}
+	if owner == agent {
+		return conv, nil
+	}
+	if ownErr == nil {
+		kids, err := pt.LinkedChildren(ctx, own.StoreID())
+		if err != nil {
+			return zero, err
+		}
+		if slices.Contains(kids, c) {
+			return conv, nil
+		}
+	}
+	return zero, notFound
+}
+
+// DescribeTextBytes is the most bytes of a message's text DescribeMessage
+// gives (lcm_expand gives the whole message).
+const DescribeTextBytes = 4000
+
+// MessageDescription is a stored message and where it sits in its
+// conversation's history: lcm_describe's answer for a message id.
+type MessageDescription struct {
+	// ID is the message's id ("<conv>:<seq>", MessageID).
+	ID           string `json:"id"`
+	Conversation string `json:"conversation"`
+	Seq          uint64 `json:"seq"`
+	Role         string `json:"role,omitempty"`
+	Timestamp    int64  `json:"timestamp"`
+	Tokens       int    `json:"tokens"`
+	// Active is true when the message itself is a context item (not
+	// summarised yet, as in the fresh tail), at Pos.
+	Active bool   `json:"active"`
+	Pos    uint64 `json:"pos,omitempty"`
+	// CoveredBy is the leaf summary covering the message (the smallest,
+	// should several), "" when none does.
+	CoveredBy string `json:"coveredBy,omitempty"`
+	// Ancestors are the summaries above CoveredBy, from the context item
+	// down to its parent (dag.Description's); empty when CoveredBy is
+	// itself a context item.
+	Ancestors []string `json:"ancestors,omitempty"`
+	// Text is the message as grep matches it (Port.PlainText; stored large
+	// content as its reference), cut at DescribeTextBytes ("…" at the
+	// cut, Truncated set).
+	Text      string `json:"text"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// DescribeMessage returns message id ("<conv>:<seq>", MessageID) and where
+// it sits: in the active context, or under the leaf summary that covers it
+// and that summary's ancestors.
+func DescribeMessage[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, id string) (MessageDescription, error) {
+	c, seq, ok := ParseMessageID(id)
+	if !ok {
+		return MessageDescription{}, fmt.Errorf("%w: %q is not a message id (want <conversation>:<seq>, as lcm_grep gives)", ErrBadArgs, id)
+	}
+	conv, err := locate(ctx, pt, agentID, sessionID, sessionKey, id)
+	if err != nil {
+		return MessageDescription{}, err
+	}
+	done, err := pt.Enter()
+	if err != nil {
+		return MessageDescription{}, err
+	}
+	defer done()
+	d := MessageDescription{ID: id, Conversation: c.String(), Seq: seq}
+	coverSize := 0
+	err = pt.View(ctx, func(r store.Reader) error {
+		rec, raw, err := records.GetMsgText(r, c, seq)
+		if err != nil {
+			return err
+		}
+		m, err := core.ParseMessage(raw)
+		if err != nil {
+			return fmt.Errorf("lossless: stored message %s: %w", id, err)
+		}
+		d.Role, d.Timestamp, d.Tokens = rec.Role, rec.Timestamp, rec.Tokens
+		d.Text = pt.PlainText(m)
+		if len(d.Text) > DescribeTextBytes {
+			cut := DescribeTextBytes
+			for cut > 0 && !utf8.RuneStart(d.Text[cut]) {
+				cut--
+			}
+			d.Text, d.Truncated = d.Text[:cut]+"…", true
+		}
+		for s, err := range r.Summaries(c) {
+			if err != nil {
+				return fmt.Errorf("lossless: describe %s: %w", id, records.FromStore(err))
+			}
+			if s.Depth != 0 || (d.CoveredBy != "" && len(s.Sources) >= coverSize) {
+				continue
+			}
+			if slices.Contains(s.Sources, dag.MessageRef(seq)) {
+				d.CoveredBy, coverSize = s.ID, len(s.Sources)
+			}
+		}
+		if d.CoveredBy != "" {
+			return nil
+		}
+		for it, err := range r.Items(c, 0, math.MaxUint64, false) {
+			if err != nil {
+				return fmt.Errorf("lossless: describe %s: %w", id, records.FromStore(err))
+			}
+			if it.Ref == dag.MessageRef(seq) {
+				d.Active, d.Pos = true, it.Pos
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return MessageDescription{}, err
+	}
+	if d.CoveredBy != "" {
+		sd, err := dag.Describe(ctx, conv, d.CoveredBy)
+		if err != nil {
+			return MessageDescription{}, err
+		}
+		d.Ancestors = sd.Ancestors
+	}
+	return d, nil
 }
 
 // ExpandParams are the arguments of Expand.
@@ -27,9 +274,11 @@ type ExpandParams struct {
 	AgentID    string `json:"agentId,omitempty"`
 	SessionID  string `json:"sessionId,omitempty"`
 	SessionKey string `json:"sessionKey,omitempty"`
-	// ID is a summary id, or a large-content reference ("lcm-large:<key>").
+	// ID is a summary id, a message id ("<conv>:<seq>", MessageID) or a
+	// large-content reference ("lcm-large:<key>").
 	ID string `json:"id"`
-	// MaxTokens caps one page (default 8000; a page holds at least one
+	// MaxTokens caps one page (default 8000, DefaultExpandTokens; around a
+	// message 2000, DefaultMessageExpandTokens; a page holds at least one
 	// message).
 	MaxTokens int `json:"maxTokens,omitempty"`
 	// Cursor continues a previous page ("" for the first).
@@ -43,7 +292,10 @@ type ExpandedMessage struct {
 	Message core.Message `json:"message"`
 }
 
-// ExpandPage is one page of Expand.
+// ExpandPage is one page of Expand. Offset is the index of Messages[0]
+// among all the summary's messages, and Total their number; for a message
+// id, among all the conversation's messages (Offset is then the first
+// message's seq - 1).
 type ExpandPage struct {
 	ID         string            `json:"id"`
 	Messages   []ExpandedMessage `json:"messages"`
@@ -53,18 +305,26 @@ type ExpandPage struct {
 	NextCursor string            `json:"nextCursor,omitempty"`
 }
 
-// DefaultExpandTokens is ExpandParams.MaxTokens's default.
-const DefaultExpandTokens = 8000
+// ExpandParams.MaxTokens's defaults: for a summary and around a message.
+const (
+	DefaultExpandTokens        = 8000
+	DefaultMessageExpandTokens = 2000
+)
 
 // Expand returns the raw messages summary p.ID covers, in order, byte for
 // byte as ingested, one page of at most p.MaxTokens tokens at a time. A
-// large-content reference returns its one message.
+// large-content reference returns its one message. A message id returns
+// the message with its neighbours in the conversation (one before, one
+// after, in turn, while they fit), then, from its nextCursor, the
+// messages after them.
 func Expand[C Conversation](ctx context.Context, pt Port[C], p ExpandParams) (ExpandPage, error) {
-	conv, err := pt.Conversation(ctx, p.AgentID, p.SessionID, p.SessionKey)
+	conv, err := locate(ctx, pt, p.AgentID, p.SessionID, p.SessionKey, p.ID)
 	if err != nil {
 		return ExpandPage{}, err
 	}
-	conv = pt.Holding(ctx, conv, p.ID) // fork parent, ended subagents
+	if _, seq, ok := ParseMessageID(p.ID); ok {
+		return expandMessage(ctx, pt, conv.StoreID(), p, seq)
+	}
 	if pt.IsLargeRef(p.ID) {
 		seq, m, err := conv.MessageByKey(ctx, p.ID)
 		if err != nil {
@@ -91,6 +351,99 @@ func Expand[C Conversation](ctx context.Context, pt Port[C], p ExpandParams) (Ex
 			return ExpandPage{}, err
 		}
 		out.Messages = append(out.Messages, ExpandedMessage{Seq: seq, Message: m})
+	}
+	return out, nil
+}
+
+// expandMessage is Expand of message seq of conversation c (p.ID its id):
+// without a cursor, the message and its neighbours within p.MaxTokens;
+// from a cursor, the messages from its offset on.
+func expandMessage[C Conversation](ctx context.Context, pt Port[C], c store.ConvID, p ExpandParams, seq uint64) (ExpandPage, error) {
+	max := p.MaxTokens
+	if max <= 0 {
+		max = DefaultMessageExpandTokens
+	}
+	done, err := pt.Enter()
+	if err != nil {
+		return ExpandPage{}, err
+	}
+	defer done()
+	out := ExpandPage{ID: p.ID}
+	err = pt.View(ctx, func(r store.Reader) error {
+		rec, err := r.Conversation(c)
+		if err != nil {
+			return fmt.Errorf("lossless: expand %s: %w", p.ID, records.FromStore(err))
+		}
+		last := rec.NextSeq - 1 // sequence numbers run from 1 without a gap
+		if seq > last {
+			return fmt.Errorf("lossless: message %s: %w", p.ID, dag.ErrNotFound)
+		}
+		tokens := func(s uint64) (int, error) {
+			h, err := records.GetMsgHeader(r, c, s)
+			return h.Tokens, err
+		}
+		lo, hi := seq, seq
+		if p.Cursor != "" {
+			off, err := dag.ParseCursor(p.Cursor, p.ID)
+			if err != nil {
+				return err
+			}
+			if uint64(off) >= last {
+				return fmt.Errorf("%w: offset %d: the conversation has %d messages", dag.ErrBadCursor, off, last)
+			}
+			lo, hi = uint64(off)+1, uint64(off)+1
+		}
+		used, err := tokens(lo)
+		if err != nil {
+			return err
+		}
+		// grow adds message s to the page when it fits.
+		grow := func(s uint64) (bool, error) {
+			n, err := tokens(s)
+			if err != nil || used+n > max {
+				return false, err
+			}
+			used += n
+			return true, nil
+		}
+		before, after := p.Cursor == "" && lo > 1, hi < last
+		for before || after {
+			if before {
+				ok, err := grow(lo - 1)
+				if err != nil {
+					return err
+				}
+				if ok {
+					lo--
+				}
+				before = ok && lo > 1
+			}
+			if after {
+				ok, err := grow(hi + 1)
+				if err != nil {
+					return err
+				}
+				if ok {
+					hi++
+				}
+				after = ok && hi < last
+			}
+		}
+		for s := lo; s <= hi; s++ {
+			m, err := records.ReadMessage(r, c, s)
+			if err != nil {
+				return err
+			}
+			out.Messages = append(out.Messages, ExpandedMessage{Seq: s, Message: m})
+		}
+		out.Tokens, out.Offset, out.Total = used, int(lo-1), int(last)
+		if hi < last {
+			out.NextCursor = dag.FormatCursor(p.ID, int(hi))
+		}
+		return nil
+	})
+	if err != nil {
+		return ExpandPage{}, err
 	}
 	return out, nil
 }

@@ -50,14 +50,24 @@ type GrepParams struct {
 
 // GrepHit is one match.
 type GrepHit struct {
-	Kind         string  `json:"kind"` // "message" or "summary"
-	Conversation string  `json:"conversation"`
-	Seq          uint64  `json:"seq,omitempty"`
-	SummaryID    string  `json:"summaryId,omitempty"`
-	Role         string  `json:"role,omitempty"`
-	Timestamp    int64   `json:"timestamp"`
-	Score        float64 `json:"score"`
-	Snippet      string  `json:"snippet"`
+	Kind string `json:"kind"` // "message" or "summary"
+	// ID is a message hit's id, "<conv>:<seq>" (MessageID): lcm_describe
+	// and lcm_expand take it.
+	ID           string `json:"id,omitempty"`
+	Conversation string `json:"conversation"`
+	Seq          uint64 `json:"seq,omitempty"`
+	// SummaryID is a summary hit's summary.
+	SummaryID string `json:"summaryId,omitempty"`
+	// CoveredBy is, for a message hit, the leaf summary that covers the
+	// message (the smallest, should several), "" when none does (a
+	// message not summarised yet, as in the fresh tail): lcm_expand of it
+	// returns the message among the others it covers. Grep sets it;
+	// Matcher.MessageHit does not.
+	CoveredBy string  `json:"coveredBy,omitempty"`
+	Role      string  `json:"role,omitempty"`
+	Timestamp int64   `json:"timestamp"`
+	Score     float64 `json:"score"`
+	Snippet   string  `json:"snippet"`
 }
 
 // The bounds on GrepParams.Limit: the default and the most.
@@ -166,7 +176,7 @@ func (m *Matcher) MessageHit(c store.ConvID, rec store.Message) (GrepHit, bool) 
 	if score <= 0 {
 		return GrepHit{}, false
 	}
-	return GrepHit{Kind: "message", Conversation: c.String(), Seq: rec.Seq, Role: rec.Role,
+	return GrepHit{Kind: "message", ID: MessageID(c, rec.Seq), Conversation: c.String(), Seq: rec.Seq, Role: rec.Role,
 		Timestamp: rec.Timestamp, Score: score, Snippet: Snippet(text, at)}, true
 }
 
@@ -281,6 +291,7 @@ func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]Grep
 	var hits []GrepHit
 	for _, c := range convs {
 		err := pt.View(ctx, func(r store.Reader) error {
+			first := len(hits) // c's message hits start here
 			if p.Kind == "" || p.Kind == "message" {
 				conv, err := r.Conversation(c)
 				if err != nil {
@@ -322,20 +333,40 @@ func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]Grep
 					return fmt.Errorf("lossless: grep: %w", pt.Missing(c, want, conv.NextSeq-1))
 				}
 			}
-			if p.Kind == "" || p.Kind == "summary" {
-				for s, err := range r.Summaries(c) {
-					if err != nil {
-						// A summary that does not decode (ErrCorrupt,
-						// naming it) fails the search: never fewer hits
-						// as if they were all.
-						return fmt.Errorf("lossless: grep: %w", records.FromStore(err))
+			// The summaries are read for their hits, and for the leaf
+			// covering each message hit (CoveredBy).
+			summaries := p.Kind == "" || p.Kind == "summary"
+			if !summaries && len(hits) == first {
+				return nil
+			}
+			hitOf := make(map[uint64]int, len(hits)-first) // seq -> its hit
+			for i := first; i < len(hits); i++ {
+				hitOf[hits[i].Seq] = i
+			}
+			coverSize := map[int]int{} // hit -> its cover's sources
+			for s, err := range r.Summaries(c) {
+				if err != nil {
+					// A summary that does not decode (ErrCorrupt, naming
+					// it) fails the search: never fewer hits as if they
+					// were all, nor a hit without its cover.
+					return fmt.Errorf("lossless: grep: %w", records.FromStore(err))
+				}
+				if s.Depth == 0 && len(hitOf) > 0 {
+					for _, src := range s.Sources {
+						i, ok := hitOf[src.Seq]
+						if !ok || src.Kind != dag.RefMessage {
+							continue
+						}
+						if n, seen := coverSize[i]; !seen || len(s.Sources) < n {
+							hits[i].CoveredBy, coverSize[i] = s.ID, len(s.Sources)
+						}
 					}
-					if !inTime(s.Latest) {
-						continue
-					}
-					if h, ok := m.SummaryHit(c, s); ok {
-						hits = append(hits, h)
-					}
+				}
+				if !summaries || !inTime(s.Latest) {
+					continue
+				}
+				if h, ok := m.SummaryHit(c, s); ok {
+					hits = append(hits, h)
 				}
 			}
 			return nil

@@ -35,6 +35,9 @@ type Port[C Conversation] interface {
 	// Conversation resolves the conversation of a session (an error
 	// wrapping core.ErrUnknownSession when none is stored).
 	Conversation(ctx context.Context, agentID, sessionID, sessionKey string) (C, error)
+	// ConversationByID returns the handle of stored conversation c and
+	// its agent (an error wrapping core.ErrNotFound when none is stored).
+	ConversationByID(ctx context.Context, c store.ConvID) (C, string, error)
 	// Holding returns the conversation that holds summary id (or the
 	// large-content reference id) for a call made in c: c itself, a
 	// forked child's parent or an ended child linked to c; c when none.

@@ -47,6 +47,12 @@ func (p *fakePort) Conversation(_ context.Context, _, sessionID, _ string) (*fak
 	}
 	return nil, core.ErrUnknownSession
 }
+func (p *fakePort) ConversationByID(_ context.Context, c store.ConvID) (*fakeConv, string, error) {
+	if i := int(c[7]) - 1; c == (store.ConvID{7: c[7]}) && i >= 0 && i < len(p.sessions) {
+		return &fakeConv{id: c}, "a", nil
+	}
+	return nil, "", core.ErrNotFound
+}
 func (p *fakePort) Holding(_ context.Context, c *fakeConv, _ string) *fakeConv { return c }
 func (p *fakePort) LinkedChildren(context.Context, store.ConvID) ([]store.ConvID, error) {
 	return nil, nil
@@ -140,7 +146,7 @@ func TestCallOverPort(t *testing.T) {
 	ctx := context.Background()
 	p := newFakePort(t, map[string][]string{"s1": {"the <b>zebra</b> & co"}}, "s1")
 	res, err := Call(ctx, p, core.ToolCallParams{Name: NameGrep, AgentID: "a", SessionID: "s1", Arguments: json.RawMessage(`{"query":"zebra"}`)})
-	if err != nil || !strings.Contains(res.Text, `"seq":1`) || !strings.Contains(res.Text, "<b>zebra</b> & co") {
+	if err != nil || !strings.Contains(res.Text, `"id":"0000000000000001:1"`) || !strings.Contains(res.Text, "<b>zebra</b> & co") {
 		t.Fatalf("lcm_grep: %q %v", res.Text, err)
 	}
 	if _, err := Call(ctx, p, core.ToolCallParams{Name: "lcm_nope", SessionID: "s1"}); !errors.Is(err, ErrBadArgs) {
@@ -151,5 +157,54 @@ func TestCallOverPort(t *testing.T) {
 	}
 	if defs := Defs(Tools[*fakeConv](nil)); len(defs) != 3 || defs[0].Name != NameGrep || defs[2].Name != NameExpand {
 		t.Errorf("defs: %+v", defs)
+	}
+}
+
+// TestGrepCoveredBy: a message hit's CoveredBy is the smallest leaf
+// covering it (a condensed summary never: its sources are summaries), ""
+// for a message no leaf covers; a summary hit has none.
+func TestGrepCoveredBy(t *testing.T) {
+	ctx := context.Background()
+	p := newFakePort(t, map[string][]string{"s1": {"zebra one", "zebra two", "zebra three", "zebra four"}}, "s1")
+	c := store.ConvID{7: 1}
+	err := p.st.Update(ctx, func(tx store.Tx) error {
+		for _, s := range []dag.Summary{
+			// In id order (the scan's): the smallest between two larger.
+			{ID: "sum_a", Kind: dag.KindLeaf, Sources: []dag.Ref{dag.MessageRef(1), dag.MessageRef(2), dag.MessageRef(3)}, Text: "three turns"},
+			{ID: "sum_b", Kind: dag.KindLeaf, Sources: []dag.Ref{dag.MessageRef(2)}, Text: "one turn"},
+			{ID: "sum_c", Kind: dag.KindLeaf, Sources: []dag.Ref{dag.MessageRef(2), dag.MessageRef(3)}, Text: "two turns"},
+			{ID: "sum_up", Kind: dag.KindCondensed, Depth: 1, Sources: []dag.Ref{dag.SummaryRef("sum_a"), dag.SummaryRef("sum_b")}, Text: "a zebra summary"},
+		} {
+			if err := tx.PutSummary(c, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := Grep(ctx, p, GrepParams{SessionID: "s1", Query: "zebra", Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"0000000000000001:1": "sum_a", "0000000000000001:2": "sum_b", "0000000000000001:3": "sum_c", "0000000000000001:4": ""}
+	got := map[string]string{}
+	for _, h := range hits {
+		if h.Kind == "summary" {
+			if h.SummaryID != "sum_up" || h.CoveredBy != "" || h.ID != "" {
+				t.Errorf("summary hit: %+v", h)
+			}
+			continue
+		}
+		got[h.ID] = h.CoveredBy
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("covers %v, want %v", got, want)
+	}
+	// Message hits alone still name their leaves.
+	hits, err = Grep(ctx, p, GrepParams{SessionID: "s1", Query: "zebra two", Kind: "message"})
+	if err != nil || len(hits) != 1 || hits[0].CoveredBy != "sum_b" {
+		t.Fatalf("kind message: %+v %v", hits, err)
 	}
 }

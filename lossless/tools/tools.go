@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -115,7 +116,7 @@ func Tools[C Conversation](pt Port[C]) []Tool {
 	return []Tool{
 		{
 			Name:        NameGrep,
-			Description: "Search the full stored history of this conversation (or of every conversation of this agent) — raw messages and summaries — by words or a regular expression, with optional time bounds. Returns matches with ids to pass to lcm_describe / lcm_expand.",
+			Description: "Search the full stored history of this conversation (or of every conversation of this agent) — raw messages and summaries — by words or a regular expression, with optional time bounds. Returns matches with ids to pass to lcm_describe / lcm_expand: a message hit's id (\"<conversation>:<seq>\") and coveredBy (the summary that holds it, once summarised); a summary hit's summaryId.",
 			Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Words that must all occur, or a regular expression when regex is true."},"regex":{"type":"boolean"},"scope":{"type":"string","enum":["conversation","agent"]},"since":{"type":"integer","description":"Unix ms lower bound."},"until":{"type":"integer","description":"Unix ms upper bound."},"sort":{"type":"string","enum":["relevance","recency"]},"limit":{"type":"integer","minimum":1,"maximum":200},"kind":{"type":"string","enum":["message","summary"]},` + sessionProps + `},"required":["query"],"additionalProperties":false}`),
 			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
 				p, err := DecodeGrepArgs(args)
@@ -129,16 +130,17 @@ func Tools[C Conversation](pt Port[C]) []Tool {
 				if err != nil {
 					return "", err
 				}
-				if hits == nil {
-					hits = []GrepHit{}
+				out := make([]modelHit, len(hits))
+				for i, h := range hits {
+					out[i] = toModelHit(h)
 				}
-				return marshalForModel(map[string]any{"hits": hits})
+				return marshalForModel(map[string]any{"hits": out})
 			},
 		},
 		{
 			Name:        NameDescribe,
-			Description: "Show a summary of the conversation's history: its text, kind, depth, time range, the summaries or messages it covers, and the summaries above it.",
-			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id, as shown in an <lcm_summary> block."},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
+			Description: "Show a summary of the conversation's history (its text, kind, depth, time range, the summaries or messages it covers, the summaries above it), or a message by its id \"<conversation>:<seq>\" (its text, and the summary covering it or its place in the current context).",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id (as shown in an <lcm_summary> block, or lcm_grep's summaryId or coveredBy), or message id \"<conversation>:<seq>\" (lcm_grep's id)."},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
 			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
 				var a describeArgs
 				if err := decodeArgs(args, &a); err != nil {
@@ -150,6 +152,13 @@ func Tools[C Conversation](pt Port[C]) []Tool {
 				if err := sessionFrom(ctx, pt.AgentOfKey, &a.AgentID, &a.SessionID, &a.SessionKey); err != nil {
 					return "", err
 				}
+				if _, _, ok := ParseMessageID(a.ID); ok {
+					d, err := DescribeMessage(ctx, pt, a.AgentID, a.SessionID, a.SessionKey, a.ID)
+					if err != nil {
+						return "", err
+					}
+					return marshalForModel(d)
+				}
 				d, err := Describe(ctx, pt, a.AgentID, a.SessionID, a.SessionKey, a.ID)
 				if err != nil {
 					return "", err
@@ -159,8 +168,8 @@ func Tools[C Conversation](pt Port[C]) []Tool {
 		},
 		{
 			Name:        NameExpand,
-			Description: "Return the original messages behind a summary (or a stored large content id), verbatim, in order, paged by tokens: pass nextCursor back as cursor for the next page.",
-			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id or lcm-large:<key>."},"maxTokens":{"type":"integer","minimum":1},"cursor":{"type":"string"},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
+			Description: "Return the original messages behind a summary (or a stored large content id), verbatim, in order; or a message (by its id \"<conversation>:<seq>\") with the messages around it. Paged by tokens: pass nextCursor back as cursor for the next page.",
+			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id, message id \"<conversation>:<seq>\", or lcm-large:<key>."},"maxTokens":{"type":"integer","minimum":1,"description":"Most tokens a page holds (default 8000; 2000 around a message)."},"cursor":{"type":"string"},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
 			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
 				p, err := DecodeExpandArgs(args)
 				if err != nil {
@@ -177,6 +186,30 @@ func Tools[C Conversation](pt Port[C]) []Tool {
 			},
 		},
 	}
+}
+
+// modelHit is a GrepHit as lcm_grep gives it to the model: a message
+// hit's id stands for its conversation and seq, and the score is rounded
+// (the hits are already in order).
+type modelHit struct {
+	Kind         string  `json:"kind"`
+	ID           string  `json:"id,omitempty"`
+	Conversation string  `json:"conversation,omitempty"`
+	SummaryID    string  `json:"summaryId,omitempty"`
+	CoveredBy    string  `json:"coveredBy,omitempty"`
+	Role         string  `json:"role,omitempty"`
+	Timestamp    int64   `json:"timestamp"`
+	Score        float64 `json:"score"`
+	Snippet      string  `json:"snippet"`
+}
+
+func toModelHit(h GrepHit) modelHit {
+	m := modelHit{Kind: h.Kind, ID: h.ID, SummaryID: h.SummaryID, CoveredBy: h.CoveredBy, Role: h.Role,
+		Timestamp: h.Timestamp, Score: math.Round(h.Score*100) / 100, Snippet: h.Snippet}
+	if m.ID == "" {
+		m.Conversation = h.Conversation
+	}
+	return m
 }
 
 // marshalForModel encodes a tool result for the model without HTML escaping,
