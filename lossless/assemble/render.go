@@ -96,7 +96,7 @@ func SystemPromptAddition(available []string) string {
 	}
 	if has[ToolExpand] {
 		names = append(names, ToolExpand)
-		parts = append(parts, ToolExpand+" returns the original messages behind a summary or a stored large content id")
+		parts = append(parts, ToolExpand+" returns the original messages behind a summary, a message id from a grep hit or a recall citation (<session>:<seq>), or a stored large content id")
 	}
 	if len(parts) == 0 {
 		return ""
