@@ -276,8 +276,14 @@ func (e *Engine) Config() Config { return e.cfg.Config }
 // TokenCounter returns the counter the engine counts tokens with.
 func (e *Engine) TokenCounter() core.TokenCounter { return e.tc }
 
-// Info describes the engine: id "lossless", ownsCompaction true.
-func (e *Engine) Info() core.Info {
+// Info describes the engine: id "lossless", ownsCompaction true. It is
+// EngineInfo: the same for every engine, whatever its store and config.
+func (e *Engine) Info() core.Info { return EngineInfo() }
+
+// EngineInfo is what every Engine's Info returns, known without opening a
+// store (doctor checks the host requirements with it when it cannot open
+// the store).
+func EngineInfo() core.Info {
 	info := core.Info{
 		ID: EngineID, Name: EngineName, Version: Version, OwnsCompaction: true,
 		TurnMaintenanceMode: core.MaintenanceForeground,

@@ -40,8 +40,23 @@ type doctorReport struct {
 	// Summarizer is the summarizer the plugin's engine uses (absent when
 	// the config is refused).
 	Summarizer *summarizerReport `json:"summarizer,omitempty"`
-	Problems   []string          `json:"problems"`
-	Warnings   []string          `json:"warnings"`
+	// NotChecked is what doctor could not check, and why (the store in
+	// use by a running engine).
+	NotChecked []string `json:"notChecked,omitempty"`
+	Problems   []string `json:"problems"`
+	Warnings   []string `json:"warnings"`
+}
+
+// storeHolder is the process that holds a Badger store for writing: a
+// running engine (`lossless serve` under OpenClaw's gateway, an import, ...).
+type storeHolder struct {
+	// PID is the pid its LOCK file names (0: the file names none).
+	PID int `json:"pid,omitempty"`
+	// Running: a process with that pid is visible from here (not when the
+	// holder runs in another pid namespace, a container).
+	Running bool `json:"running"`
+	// Command is its command line when this system shows it.
+	Command string `json:"command,omitempty"`
 }
 
 // explorerReport is what doctor knows of the memory explorer of the store.
@@ -79,6 +94,16 @@ type storeReport struct {
 	// Check is what the store's check read and found (lossless.Check):
 	// the summary DAG of every conversation, and with --deep every record.
 	Check *lossless.CheckResult `json:"check,omitempty"`
+	// HeldBy is the process holding the store for writing: doctor then
+	// does not open it (Badger admits no other process beside it) and
+	// reports only what it sees from outside (DiskBytes).
+	HeldBy *storeHolder `json:"heldBy,omitempty"`
+	// StaleLockPID is the pid of a LOCK file left behind by a process that
+	// stopped without closing the store (no process holds it now).
+	StaleLockPID int `json:"staleLockPid,omitempty"`
+	// NeedsRepair: the last process left the store without closing it,
+	// and it cannot be read before Badger replays its log (which writes).
+	NeedsRepair bool `json:"needsRepair,omitempty"`
 }
 
 // recallReport is the recall index as doctor sees it: the config's switch
@@ -251,6 +276,18 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	} else {
 		warn("store %s does not exist yet (it is created on first use)", rep.Store.Dir)
 	}
+	// A Badger store in use: the process writing it (the gateway's engine)
+	// holds its directory lock, and no other process can open it, not even
+	// read-only. Doctor then does not try (a failed open would look like a
+	// quarantine) and says what it could not check.
+	var lock storeLock
+	if rep.Store.Exists && !lossless.IsStoreURL(rep.Store.Dir) {
+		l, err := probeStoreLock(rep.Store.Dir)
+		if err != nil {
+			warn("%v", err)
+		}
+		lock = l
+	}
 
 	// 4. Resolve the slot as the host would, with the engine registered as
 	// the plugin registers it; failures become quarantine records. The store
@@ -269,17 +306,36 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		return e, err
 	}
 	_ = reg.Register(lossless.EngineID, factory, pluginOwner)
+	// heldNow probes the lock again after a failed open: an engine may have
+	// taken the store since the first probe.
+	heldNow := func() bool {
+		if !lock.Held && rep.Store.Exists && !lossless.IsStoreURL(storeDir) {
+			if l, err := probeStoreLock(storeDir); err == nil && l.Held {
+				lock = l
+			}
+		}
+		return lock.Held
+	}
 	var eng *lossless.Engine
-	if slot == lossless.EngineID && rep.Resolution.EngineID == lossless.EngineID && rep.Store.Exists && cfgErr == nil {
+	if !lock.Held && slot == lossless.EngineID && rep.Resolution.EngineID == lossless.EngineID && rep.Store.Exists && cfgErr == nil {
 		g, err := reg.Open(ctx, cfg)
-		if err != nil {
-			problem("resolve: %v", err)
-		} else {
+		if err == nil {
 			defer g.Close()
+		}
+		switch {
+		case (err != nil || len(reg.Quarantines()) > 0) && heldNow():
+			rep.Engine = rep.Resolution.EngineID
+		case err != nil:
+			problem("resolve: %v", err)
+		case repair:
+			// The engine's own open (for writing) replays the log first:
+			// it is not refused, whatever doctor's read-only open met.
+			rep.Engine = rep.Resolution.EngineID
+		default:
 			rep.Engine = g.Info().ID
 			eng, _ = g.Engine().(*lossless.Engine)
 		}
-		if !repair {
+		if !repair && !lock.Held {
 			rep.Quarantines = append(rep.Quarantines, reg.Quarantines()...)
 		}
 		for _, q := range rep.Quarantines {
@@ -288,7 +344,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	} else {
 		rep.Engine = rep.Resolution.EngineID
 	}
-	if eng == nil && rep.Store.Exists && !repair {
+	if eng == nil && rep.Store.Exists && !repair && !lock.Held {
 		// Open the store directly for its checks (with the default config
 		// when the configured one is invalid).
 		raw := engCfg
@@ -296,7 +352,9 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			raw = nil
 		}
 		e, err := openReadOnly(ctx, raw, storeDir)
-		if err != nil {
+		if err != nil && heldNow() {
+			// Taken meanwhile: reported below as in use.
+		} else if err != nil {
 			rep.Store.Error = err.Error()
 			if errors.Is(err, errNeedsRepair) {
 				repair = true
@@ -311,16 +369,36 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			eng = e
 		}
 	}
+	if lock.Held || repair {
+		// Not opened: its size is still seen from outside.
+		if n, err := storeFilesBytes(storeDir); err != nil {
+			warn("%v", err)
+		} else {
+			rep.Store.DiskBytes = n
+		}
+	}
+	switch {
+	case lock.Held:
+		rep.Store.HeldBy = &storeHolder{PID: lock.PID, Running: lock.Running, Command: lock.Command}
+		if slot == lossless.EngineID && rep.Resolution.EngineID == lossless.EngineID && cfgErr == nil {
+			rep.NotChecked = append(rep.NotChecked, "whether the engine opens the store (a failure would be a quarantine): the process holding the store has it open")
+		}
+		rep.NotChecked = append(rep.NotChecked,
+			"the store's format, conversations and messages, and its invariants (the summary DAG, the records): no other process can open a Badger store while one writes it; stop that process (the gateway) and run doctor again to check them")
+	case lock.PID != 0:
+		rep.Store.StaleLockPID = lock.PID
+		warn("store %s: its LOCK file names pid %d, which does not hold the store: that process stopped without closing it (the next process to open the store for writing replaces the file)", rep.Store.Dir, lock.PID)
+	}
 	if repair {
+		rep.Store.NeedsRepair = true
 		warn("store %s was left open by a process that stopped: Badger replays its log the next time the engine opens it for writing (OpenClaw, `lossless serve`, `import`); doctor reads only, so it checked nothing in the store", rep.Store.Dir)
 	}
 
 	// 5. Host requirements of the engine, on each known host.
-	var engInfo core.Info
+	// Every lossless engine describes itself the same, store or not.
+	engInfo := lossless.EngineInfo()
 	if eng != nil {
 		engInfo = eng.Info()
-	} else {
-		engInfo = core.Info{ID: lossless.EngineID, Name: lossless.EngineName}
 	}
 	for _, h := range []contextengine.Host{contextengine.EmbeddedRuntime, contextengine.CodexAppServer, contextengine.GenericCLI} {
 		for _, op := range []string{core.OpAgentRun, core.OpManualCompact, core.OpSubagentSpawn} {
@@ -423,7 +501,11 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	}
 	fmt.Fprintf(w, "slot       plugins.slots.contextEngine = %s\n", slot)
 	fmt.Fprintf(w, "engine     %s (%s): %s\n", r.Engine, res.Reason, res.Detail)
-	if len(r.Quarantines) == 0 {
+	switch {
+	case len(r.Quarantines) > 0:
+	case r.Store.HeldBy != nil:
+		fmt.Fprintln(w, "quarantine not tried: the store is in use by a running engine (see store)")
+	default:
 		fmt.Fprintln(w, "quarantine none")
 	}
 	for _, q := range r.Quarantines {
@@ -438,6 +520,11 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	switch {
 	case !s.Exists:
 		fmt.Fprintln(w, ": not created yet")
+	case s.HeldBy != nil:
+		fmt.Fprintf(w, ": in use by %s, a running engine; not opened (Badger admits no other process beside it), %s on disk (allocated, as du counts)\n",
+			s.HeldBy.describe(), humanBytes(s.DiskBytes))
+	case s.NeedsRepair:
+		fmt.Fprintf(w, ": not opened (left open by a process that stopped: see the warning), %s on disk (allocated, as du counts)\n", humanBytes(s.DiskBytes))
 	case s.Error != "":
 		fmt.Fprintf(w, ": error: %s\n", s.Error)
 	default:
@@ -475,6 +562,9 @@ func printDoctor(w io.Writer, r *doctorReport) {
 			fmt.Fprintf(w, "explorer   %s (from %s; not listening now: the engine process that served it has stopped)\n", e.URL, e.File)
 		}
 	}
+	for _, x := range r.NotChecked {
+		fmt.Fprintf(w, "not checked %s\n", x)
+	}
 	for _, x := range r.Warnings {
 		fmt.Fprintf(w, "warning    %s\n", x)
 	}
@@ -486,4 +576,18 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	} else {
 		fmt.Fprintf(w, "%d problem(s) found\n", len(r.Problems))
 	}
+}
+
+// describe names the holder for doctor's store line: its pid and command
+// line, or why the pid says little.
+func (h *storeHolder) describe() string {
+	switch {
+	case h.PID == 0:
+		return "a process its LOCK file does not name"
+	case !h.Running:
+		return fmt.Sprintf("pid %d (per its LOCK file; no such process is visible here: another pid namespace or container?)", h.PID)
+	case h.Command != "":
+		return fmt.Sprintf("pid %d (%s)", h.PID, h.Command)
+	}
+	return fmt.Sprintf("pid %d", h.PID)
 }

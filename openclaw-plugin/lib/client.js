@@ -14,6 +14,22 @@ export const PROTOCOL_VERSION = 1;
 
 const STDERR_TAIL = 4096;
 
+// The signals that stop a process on purpose: a child that dies of one was
+// stopped, not crashed.
+const STOP_SIGNALS = new Set(["SIGTERM", "SIGINT", "SIGHUP"]);
+
+/**
+ * Tells whether an engine process that exited this way was stopped rather
+ * than crashed: `lossless serve` exits 0 only when told to stop (a signal,
+ * which it handles as a graceful shutdown, or its stdin closing); a process
+ * without such a handler dies of the signal. The usual sender is the
+ * host's own shutdown: OpenClaw's gateway is stopped by a SIGTERM to its
+ * process group, which reaches the engine process too.
+ */
+export function stoppedOnPurpose(code, signal) {
+  return code === 0 || STOP_SIGNALS.has(signal);
+}
+
 // The line `lossless serve --ui ADDR` prints with the explorer's URL.
 const EXPLORER_LINE = /memory explorer \(lossless ui\) at (http:\/\/\S+)/;
 
@@ -48,7 +64,10 @@ function abortError(signal) {
  * start()). When the process dies, the calls in flight reject with a
  * BridgeCrashError, the crash is logged, and the process is restarted at
  * once (at most `maxRestarts` times a minute; past that, by the next
- * request): a crash while idle costs the next call nothing.
+ * request): a crash while idle costs the next call nothing. A process
+ * stopped on purpose (stoppedOnPurpose: the gateway's shutdown signals its
+ * whole process group) is not restarted at once: that would start an
+ * engine in a host that is stopping; the next request, if any, starts it.
  */
 export class BridgeClient {
   constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, startTimeoutMs = 60_000, logger } = {}) {
@@ -188,6 +207,10 @@ export class BridgeClient {
     this.pending.clear();
     for (const p of inFlight) p.reject(err);
     if (this.closed || !wasUp) return;
+    if (!error && stoppedOnPurpose(code, signal)) {
+      this.logger?.info?.(`lossless: engine process stopped (code ${code}, signal ${signal}); not restarted now: the next call starts it`);
+      return;
+    }
     // A crash while idle is logged, not held against the next call: that
     // call is served by the restarted process.
     this.lastCrash = err;
