@@ -292,7 +292,7 @@ func TestGuardOverProviders(t *testing.T) {
 		requests  map[string]int
 		minGaps   []time.Duration // the SDK waited at least this long before each retry
 		maxGap    time.Duration   // and no longer than this
-		calls     int // calls of the model the Guard makes (0: 1)
+		calls     int             // calls of the model the Guard makes (0: 1)
 		fallback  map[string]bool
 		modelText string
 	}{
