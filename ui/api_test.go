@@ -439,8 +439,8 @@ type healthAnswer struct {
 	Messages         int64
 	Summaries        int64
 	RefusedSummaries int64
-	Recall        lossless.RecallStatus
-	Doctor        struct {
+	Recall           lossless.RecallStatus
+	Doctor           struct {
 		State  string
 		Error  string
 		Check  *lossless.CheckResult
