@@ -24,6 +24,42 @@ type SummarizeRequest struct {
 	Focus string
 	// Kind is SummaryLeaf, SummaryCondensed or SummaryCompaction.
 	Kind string
+	// Refused, when set, says why the summarizer's previous answer to this
+	// request was refused (empty, a canned reply, not shorter than the
+	// input, the input's identifiers lost): a model is asked again with a
+	// stricter prompt that says so. A Guard sets it for its one retry.
+	Refused string
+}
+
+// SummarizeReport is what a summarizer tells its caller about one answer
+// besides its text: a Guard (package summarize) fills it when it refused
+// the model's summaries and its fallback wrote the answer. The caller
+// passes one per call in the call's context (WithSummarizeReport); the
+// compactor stores the summary as such (dag.MethodRefused).
+type SummarizeReport struct {
+	// Refused says why the model's last answer was refused; empty when
+	// the model's summary was taken.
+	Refused string
+	// By names the summarizer that wrote the answer when it is not the
+	// one called (the fallback's Name).
+	By string
+}
+
+type summarizeReportKey struct{}
+
+// WithSummarizeReport returns ctx carrying r, for the summarizer called
+// with it to fill.
+func WithSummarizeReport(ctx context.Context, r *SummarizeReport) context.Context {
+	if r == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, summarizeReportKey{}, r)
+}
+
+// SummarizeReportFrom returns the report ctx carries, or nil.
+func SummarizeReportFrom(ctx context.Context) *SummarizeReport {
+	r, _ := ctx.Value(summarizeReportKey{}).(*SummarizeReport)
+	return r
 }
 
 // Summarizer turns text into a shorter summary. Implementations return an

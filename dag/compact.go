@@ -173,10 +173,13 @@ type Result struct {
 	// Reason explains a run that did nothing or ended above the goal.
 	Reason string
 	// Calls counts summarizer calls; Aggressive and Truncated count the
-	// summaries that needed the second step or deterministic truncation.
+	// summaries that needed the second step or deterministic truncation,
+	// Refused those the summarizer's fallback wrote because the model's
+	// summary was refused (MethodRefused).
 	Calls      int
 	Aggressive int
 	Truncated  int
+	Refused    int
 	// Conflicts counts replacements refused with ErrConflict (re-planned).
 	Conflicts int
 }
@@ -229,6 +232,7 @@ type jobResult struct {
 	calls      int
 	aggressive bool
 	truncated  bool
+	refused    bool
 }
 
 func sumTokens(items []Item) int {
@@ -618,6 +622,9 @@ func (c *Compactor) runJobs(ctx context.Context, st Store, jobs []job, focus str
 		if r.truncated {
 			res.Truncated++
 		}
+		if r.refused {
+			res.Refused++
+		}
 		res.NewSummaryIDs = append(res.NewSummaryIDs, jobs[i].id)
 	}
 	return firstErr
@@ -722,7 +729,8 @@ func (c *Compactor) produce(ctx context.Context, base Summary, input string, j j
 				req.Focus = focus
 			}
 			callCtx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-			out, err := c.sum.Summarize(callCtx, req)
+			var rep core.SummarizeReport
+			out, err := c.sum.Summarize(core.WithSummarizeReport(callCtx, &rep), req)
 			cancel()
 			r.calls++
 			if ctxErr := ctx.Err(); ctxErr != nil {
@@ -739,8 +747,14 @@ func (c *Compactor) produce(ctx context.Context, base Summary, input string, j j
 			if aggressive {
 				method = MethodAggressive
 			}
+			if rep.Refused != "" {
+				method = MethodRefused
+			}
 			if s, ok := try(text, method); ok {
-				r.aggressive = aggressive
+				r.aggressive = aggressive && method == MethodAggressive
+				if method == MethodRefused {
+					r.refused, s.Refused = true, rep.Refused
+				}
 				return s, nil
 			}
 		}

@@ -68,9 +68,12 @@ type Summary struct {
 	// CreatedAt is when the summary was made (Unix ms).
 	CreatedAt int64 `json:"createdAt"`
 	// Method records how the text was made: MethodNormal, MethodAggressive,
-	// MethodTruncate (deterministic), or MethodImported (a transcript
-	// compaction).
+	// MethodTruncate (deterministic), MethodRefused (the model's summary
+	// was refused) or MethodImported (a transcript compaction).
 	Method string `json:"method,omitempty"`
+	// Refused says why the model's summary was refused (MethodRefused):
+	// what the summary check found wrong with its last answer.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Summary methods (Summary.Method).
@@ -83,6 +86,11 @@ const (
 	// MethodTruncate: the input cut to the target, deterministic (the
 	// summarizer failed or stayed too long): the last fallback.
 	MethodTruncate = "truncate"
+	// MethodRefused: the model's answer was no summary (empty, a canned
+	// reply, not shorter than its sources, their identifiers lost), again
+	// at the stricter retry, and the summarizer's fallback (the extractive
+	// summarizer) wrote the text: a fallback. Summary.Refused says why.
+	MethodRefused = "refused"
 	// MethodImported: a compaction entry of an imported transcript.
 	MethodImported = "imported"
 )

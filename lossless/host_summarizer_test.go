@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
@@ -129,7 +132,7 @@ func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
 		return &core.RuntimeContext{Values: map[string]json.RawMessage{"transcriptStorage": json.RawMessage(`{"kind":"sqlite"}`)},
 			LLMComplete: func(_ context.Context, req core.LLMRequest) (core.LLMResponse, error) {
 				calls.Add(1)
-				return core.LLMResponse{Text: "HOST-SUMMARY: files were read.", Usage: &core.LLMUsage{InputTokens: 1000, OutputTokens: 10}}, nil
+				return core.LLMResponse{Text: modelSummary(req, "HOST-SUMMARY"), Usage: &core.LLMUsage{InputTokens: 1000, OutputTokens: 10}}, nil
 			}}
 	}
 	compact := func(e *Engine, rc *core.RuntimeContext) CompactDetails {
@@ -181,6 +184,124 @@ func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
 		d := compact(e, rcWith())
 		if calls.Load() != 0 || d.SummarizerFallbacks == 0 || !strings.Contains(d.SummarizerFallbackReason, "maxTokensPerHour 1 ") {
 			t.Fatalf("tiny cap: %d host calls, details %+v", calls.Load(), d)
+		}
+	})
+}
+
+// TestHostModelCannedRepliesRefused: under OpenClaw, a host model that
+// answers every summary request with a canned reply ("Noted. …") is asked
+// once more per summary with a stricter prompt that says what was wrong;
+// then the extractive summary is stored, with method "refused" and the
+// reason, the conversation record counts it (Stats, and so doctor), and
+// the compaction's details say so. A model whose stricter answer is a
+// summary gets it stored as its own, and nothing is counted.
+func TestHostModelCannedRepliesRefused(t *testing.T) {
+	ctx := context.Background()
+	type request struct{ system, user string }
+	run := func(t *testing.T, answer func(n int, req core.LLMRequest) string) (*Engine, CompactDetails, []request) {
+		t.Helper()
+		e := openTest(t, func(c *Config) {
+			c.Host = core.HostOpenClaw
+			c.FreshTailMessages = 4
+			c.LeafChunkTokens = 400
+			c.Summarizer = json.RawMessage(`{"maxCallsPerHour":1000,"maxTokensPerHour":100000000}`)
+		})
+		hostSession(t, e, 0, 40)
+		var mu sync.Mutex
+		var reqs []request
+		rc := &core.RuntimeContext{Values: map[string]json.RawMessage{"transcriptStorage": json.RawMessage(`{"kind":"sqlite"}`)},
+			LLMComplete: func(_ context.Context, req core.LLMRequest) (core.LLMResponse, error) {
+				mu.Lock()
+				reqs = append(reqs, request{req.System, req.Messages[0].Text()})
+				n := 0
+				for _, r := range reqs {
+					if r.user == req.Messages[0].Text() {
+						n++
+					}
+				}
+				mu.Unlock()
+				return core.LLMResponse{Text: answer(n, req)}, nil
+			}}
+		res, err := e.Compact(ctx, core.CompactParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
+			SessionFile: hostKey, TokenBudget: 800, Force: true, RuntimeContext: rc})
+		if err != nil || !res.OK || !res.Compacted {
+			t.Fatalf("compact: %+v %v", res, err)
+		}
+		return e, compactDetails(t, res), reqs
+	}
+	stored := func(t *testing.T, e *Engine) (sums []dag.Summary, refused int64) {
+		t.Helper()
+		err := e.View(ctx, func(r store.Reader) error {
+			for cr, err := range r.Conversations() {
+				if err != nil {
+					return err
+				}
+				refused += cr.RefusedSummaries
+				for s, err := range r.Summaries(cr.ID) {
+					if err != nil {
+						return err
+					}
+					sums = append(sums, s)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sums, refused
+	}
+
+	t.Run("canned", func(t *testing.T) {
+		e, d, reqs := run(t, func(n int, _ core.LLMRequest) string {
+			return "Noted. That should not change the schedule much."
+		})
+		sums, refused := stored(t, e)
+		if len(sums) == 0 || d.SummarizerRefused != len(sums) || refused != int64(len(sums)) || d.SummarizerFallbacks != len(sums) {
+			t.Fatalf("%d summaries, %d counted on the record; details %+v", len(sums), refused, d)
+		}
+		for _, s := range sums {
+			if s.Method != dag.MethodRefused || !strings.Contains(s.Refused, "too short to summarize") ||
+				strings.Contains(s.Text, "Noted") || !strings.Contains(s.Text, "file-") {
+				t.Fatalf("summary %s: method %q, refused %q, text %q; want the extractive summary, refused", s.ID, s.Method, s.Refused, s.Text)
+			}
+		}
+		// Two requests per summary, the second with the stricter prompt.
+		if len(reqs) != 2*len(sums) {
+			t.Fatalf("%d requests for %d summaries, want two each", len(reqs), len(sums))
+		}
+		byUser := map[string][]string{}
+		for _, r := range reqs {
+			byUser[r.user] = append(byUser[r.user], r.system)
+		}
+		for _, systems := range byUser {
+			if len(systems) != 2 || strings.Contains(systems[0], "refused") || systems[0] == systems[1] ||
+				!strings.Contains(systems[1], "Your previous answer to this request was refused: the answer (") ||
+				!strings.Contains(systems[1], `"Noted. That should not change the schedule much.") is too short`) {
+				t.Fatalf("the requests of one summary: %q", systems)
+			}
+		}
+		st, err := e.Stats(ctx)
+		if err != nil || st.Agents["main"].RefusedSummaries != int64(len(sums)) {
+			t.Fatalf("stats %+v %v, want %d refused summaries", st, err, len(sums))
+		}
+	})
+
+	t.Run("stricter-retry-answers", func(t *testing.T) {
+		e, d, reqs := run(t, func(n int, req core.LLMRequest) string {
+			if n == 1 {
+				return "Sure! Let me know if you need anything else."
+			}
+			return modelSummary(req, "HOST-SUMMARY")
+		})
+		sums, refused := stored(t, e)
+		if len(sums) == 0 || refused != 0 || d.SummarizerRefused != 0 || d.SummarizerFallbacks != 0 || len(reqs) != 2*len(sums) {
+			t.Fatalf("%d summaries, %d refused, %d requests; details %+v", len(sums), refused, len(reqs), d)
+		}
+		for _, s := range sums {
+			if s.Method != dag.MethodNormal || s.Refused != "" || !strings.HasPrefix(s.Text, "HOST-SUMMARY") {
+				t.Fatalf("summary %s: method %q, refused %q, text %q", s.ID, s.Method, s.Refused, s.Text)
+			}
 		}
 	})
 }

@@ -423,7 +423,7 @@ func TestCompactWithHostSummarizer(t *testing.T) {
 			if req.System == "" || len(req.Messages) != 1 {
 				return core.LLMResponse{}, fmt.Errorf("unexpected request %+v", req)
 			}
-			return core.LLMResponse{Text: "HOST-SUMMARY: files were read."}, nil
+			return core.LLMResponse{Text: modelSummary(req, "HOST-SUMMARY")}, nil
 		}}
 	res, err := e.Compact(ctx, core.CompactParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
 		SessionFile: hostKey, TokenBudget: 800, Force: true, RuntimeContext: rc})

@@ -28,7 +28,7 @@ func TestMaintainCompact(t *testing.T) {
 	withModel := &core.RuntimeContext{Values: map[string]json.RawMessage{"transcriptStorage": json.RawMessage(`{"kind":"sqlite"}`)},
 		LLMComplete: func(_ context.Context, req core.LLMRequest) (core.LLMResponse, error) {
 			calls.Add(1)
-			return core.LLMResponse{Text: "HOST-SUMMARY of the turns."}, nil
+			return core.LLMResponse{Text: modelSummary(req, "HOST-SUMMARY")}, nil
 		}}
 	withoutModel := &core.RuntimeContext{Values: withModel.Values}
 	commit := func(i int) {

@@ -165,6 +165,10 @@ type Conversation struct {
 	Messages  int64  `json:"messages"`
 	Bytes     int64  `json:"bytes"`
 	Summaries int64  `json:"summaries"`
+	// RefusedSummaries counts the summaries of Summaries that the
+	// summarizer's fallback wrote because the model's summary was refused
+	// (dag.MethodRefused).
+	RefusedSummaries int64 `json:"refusedSummaries,omitempty"`
 	// Tokens is the total token count of the stored messages.
 	Tokens int64 `json:"tokens"`
 	// Retiring is set, before anything is deleted, on a conversation a

@@ -21,8 +21,12 @@
 //     SDKs do the retries (MaxRetries, Retry-After respected, exponential
 //     backoff) and time out each request; the host retries by itself.
 //   - Guard, around every model: one call per request (no retries of its
-//     own) bounded in time, reasoning stripped (StripReasoning), empty or
-//     not-shorter answers rejected, a process-wide SpendGuard charged for
+//     own) bounded in time, reasoning stripped (StripReasoning), the answer
+//     checked (CheckSummary: empty, a canned reply, not shorter than the
+//     input, the input's identifiers lost) and, when refused, asked for
+//     once more with a stricter prompt saying why, then answered by the
+//     fallback (core.SummarizeReport tells the caller, which stores it as
+//     dag.MethodRefused), a process-wide SpendGuard charged for
 //     every request the SDK sends, a process-wide SpendCap of requests and
 //     tokens per hour (the tokens the provider or host reports through
 //     ReportUsage, else counted) and a circuit Breaker counting failed

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,9 +48,9 @@ type GuardOptions struct {
 
 // GuardStats counts what a Guard did.
 type GuardStats struct {
-	Calls     int // calls of the inner summarizer (one per request that reached it)
+	Calls     int // calls of the inner summarizer (one per request that reached it, two when its answer was refused)
 	Retries   int // retries the inner model's SDK made within those calls
-	Failures  int // failed calls (errors after the SDK's retries, timeouts, empty or not-shorter output)
+	Failures  int // failed calls (errors after the SDK's retries, timeouts, an answer refused at the stricter retry)
 	Fallbacks int // requests answered by the fallback
 	Skipped   int // requests that never reached the model (breaker open, spend limit)
 	// Capped counts the requests of Skipped that a spend limit refused
@@ -58,14 +59,25 @@ type GuardStats struct {
 	// Tokens counts the tokens of the calls (prompt and answer: the
 	// provider's or host's count when reported, else the Counter's).
 	Tokens int
+	// Refused counts the model's answers the summary check refused
+	// (CheckSummary: empty, a canned reply, not shorter than the input,
+	// the input's identifiers lost), the stricter retries' included.
+	Refused int
+	// RefusedFallbacks counts the requests the fallback answered because
+	// the stricter retry's answer was refused too (or could not be made).
+	RefusedFallbacks int
 }
 
 // Guard wraps a model summarizer with a timeout on each call, reasoning
-// stripped from the output, rejection of empty or not-shorter output, a
-// spend guard and a circuit breaker. It makes one call of the inner
-// summarizer per request and never retries it: a Model's SDK retries by
-// itself (with Retry-After respected), and a call that still fails counts
-// as one failure toward the breaker. The spend guard is charged one unit
+// stripped from the output, the summary check (CheckSummary: an empty
+// answer, a canned reply, one not shorter than the input or without the
+// input's identifiers is refused), a spend guard and a circuit breaker. It
+// makes one call of the inner summarizer per request, and a second one,
+// with a stricter prompt saying what was wrong, only when the first
+// answer was refused; it never retries a failed call: a Model's SDK
+// retries by itself (with Retry-After respected), and a call that still
+// fails counts as one failure toward the breaker (a refused answer counts
+// once, at the stricter retry). The spend guard is charged one unit
 // before the call and one more before each of the SDK's retries (the
 // Model's clients report them through the request's context); a retry the
 // spend guard refuses ends the call. A summarizer that is not a Model is
@@ -128,13 +140,39 @@ func (g *Guard) count(f func(*GuardStats)) {
 	g.mu.Unlock()
 }
 
-// Summarize tries the inner summarizer and falls back on failure. A
-// cancelled ctx is returned as an error, never hidden by the fallback.
+// Summarize tries the inner summarizer and falls back on failure. Its
+// answer is checked (CheckSummary); a refused answer is asked for once
+// more with a stricter prompt that says what was wrong
+// (core.SummarizeRequest.Refused), and when that one is refused too the
+// fallback answers, and the core.SummarizeReport of ctx, if any, says so.
+// A cancelled ctx is returned as an error, never hidden by the fallback.
 func (g *Guard) Summarize(ctx context.Context, req core.SummarizeRequest) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", fmt.Errorf("summarize: guard: %w", err)
 	}
-	out, err := g.tryModel(ctx, req)
+	out, err := g.tryModel(ctx, req, req.Refused != "")
+	// why is the reason of the last refusal: set when the model's answer
+	// was refused and the fallback is to answer.
+	why := ""
+	var refusal *RefusedError
+	if errors.As(err, &refusal) {
+		g.count(func(s *GuardStats) { s.Refused++ })
+		why = refusal.Reason
+		if req.Refused == "" && ctx.Err() == nil {
+			strict := req
+			strict.Refused = refusal.Reason
+			out, err = g.tryModel(ctx, strict, true)
+			switch {
+			case err == nil:
+				why = ""
+			case errors.As(err, &refusal):
+				g.count(func(s *GuardStats) { s.Refused++ })
+				why = refusal.Reason
+			default:
+				why += "; the stricter retry failed: " + err.Error()
+			}
+		}
+	}
 	if err == nil {
 		tallyOf(ctx).model()
 		return out, nil
@@ -145,18 +183,32 @@ func (g *Guard) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 	if g.fallback == nil {
 		return "", err
 	}
-	g.count(func(s *GuardStats) { s.Fallbacks++ })
-	tallyOf(ctx).fallback(err)
+	g.count(func(s *GuardStats) {
+		s.Fallbacks++
+		if why != "" {
+			s.RefusedFallbacks++
+		}
+	})
+	tallyOf(ctx).fallback(err, why != "")
 	out, ferr := g.fallback.Summarize(ctx, req)
 	if ferr != nil {
 		return "", fmt.Errorf("summarize: guard: fallback %s after %v: %w", g.fallback.Name(), err, ferr)
 	}
+	if why != "" {
+		slog.Warn("summarize: the model's answer was no summary, also at the stricter retry: the fallback wrote it",
+			"model", g.inner.Name(), "fallback", g.fallback.Name(), "reason", why)
+		if rep := core.SummarizeReportFrom(ctx); rep != nil {
+			rep.Refused, rep.By = why, g.fallback.Name()
+		}
+	}
 	return out, nil
 }
 
-// tryModel makes the one call of the inner summarizer; its error wraps
-// core.ErrSummarizerFailed.
-func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string, error) {
+// tryModel makes one call of the inner summarizer and checks its answer;
+// its error wraps core.ErrSummarizerFailed, and is a *RefusedError when
+// the answer was refused. A refused answer counts toward the breaker only
+// when final (the stricter retry's, not the first one's).
+func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest, final bool) (string, error) {
 	if m, ok := g.inner.(*Model); ok && m.hostOnly && HostLLMFrom(ctx) == nil {
 		// The host offers no model in this call: nothing is charged,
 		// nothing counts toward the breaker; the fallback answers.
@@ -237,18 +289,17 @@ func (g *Guard) tryModel(ctx context.Context, req core.SummarizeRequest) (string
 	g.count(func(s *GuardStats) { s.Tokens += spent })
 	if err == nil {
 		out = StripReasoning(out)
-		if out == "" {
-			err = errors.New("summarize: guard: empty or reasoning-only answer")
-		} else {
-			inTokens := g.opts.Counter.CountText(req.Text) + g.opts.Counter.CountText(req.PreviousSummary)
-			if n := g.opts.Counter.CountText(out); n >= inTokens {
-				err = fmt.Errorf("summarize: guard: answer of %d tokens is not shorter than the input (%d)", n, inTokens)
-			}
-		}
+		err = CheckSummary(g.opts.Counter, req, out)
 	}
 	if err == nil {
 		g.opts.Breaker.Success()
 		return out, nil
+	}
+	if !final && errors.Is(err, ErrSummaryRefused) && ctx.Err() == nil {
+		// The model answered, but not with a summary: the stricter retry
+		// decides what counts toward the breaker.
+		g.opts.Breaker.Release()
+		return "", fmt.Errorf("summarize: guard: %w: %w", core.ErrSummarizerFailed, err)
 	}
 	if errors.Is(err, ErrNoHostLLM) || ctx.Err() != nil {
 		// Not the model failing: this call has no host model, or the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func (s *scripted) count() int { s.mu.Lock(); defer s.mu.Unlock(); return s.call
 var errBoom = errors.New("boom")
 
 func failing() *scripted { return &scripted{outs: []string{""}, errs: []error{errBoom}} }
-func working() *scripted { return &scripted{outs: []string{"Goal: migrate"}, errs: []error{nil}} }
+func working() *scripted { return &scripted{outs: []string{goodSummary}, errs: []error{nil}} }
 
 var guardReq = core.SummarizeRequest{Text: sampleConversation, TargetTokens: 100, Kind: core.SummaryLeaf}
 
@@ -84,17 +85,17 @@ func TestSpendGuardSharedByGuards(t *testing.T) {
 	ga := guardOver(t, a, GuardOptions{Spend: spend})
 	gb := guardOver(t, b, GuardOptions{Spend: spend})
 	for i := 0; i < 2; i++ {
-		if out, _ := ga.Summarize(context.Background(), guardReq); out != "Goal: migrate" {
+		if out, _ := ga.Summarize(context.Background(), guardReq); out != goodSummary {
 			t.Fatalf("a: %q", out)
 		}
 	}
-	if out, _ := gb.Summarize(context.Background(), guardReq); out != "Goal: migrate" {
+	if out, _ := gb.Summarize(context.Background(), guardReq); out != goodSummary {
 		t.Fatalf("b: %q", out)
 	}
 	// the shared budget is spent: both fall back without calling their model
 	for _, g := range []*Guard{ga, gb} {
 		out, err := g.Summarize(context.Background(), guardReq)
-		if err != nil || out == "Goal: migrate" || out == "" {
+		if err != nil || out == goodSummary || out == "" {
 			t.Fatalf("over budget: %q %v", out, err)
 		}
 	}
@@ -148,9 +149,9 @@ func TestBreakerOpenHalfOpenClose(t *testing.T) {
 	br.Release()
 	// a successful trial closes it
 	inner.mu.Lock()
-	inner.outs, inner.errs = []string{"Goal: migrate"}, []error{nil}
+	inner.outs, inner.errs = []string{goodSummary}, []error{nil}
 	inner.mu.Unlock()
-	if out, _ := g.Summarize(ctx, guardReq); out != "Goal: migrate" {
+	if out, _ := g.Summarize(ctx, guardReq); out != goodSummary {
 		t.Fatalf("trial answer %q", out)
 	}
 	if br.State() != BreakerClosed {
@@ -165,9 +166,9 @@ func TestGuardFallbackAndErrors(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	// reasoning stripped from a plain summarizer's answer
-	thinker := &scripted{outs: []string{"<think>x</think> Goal: ok"}, errs: []error{nil}}
+	thinker := &scripted{outs: []string{"<think>x</think> " + goodSummary}, errs: []error{nil}}
 	g2 := guardOver(t, thinker, GuardOptions{})
-	if out, _ := g2.Summarize(context.Background(), guardReq); out != "Goal: ok" {
+	if out, _ := g2.Summarize(context.Background(), guardReq); out != goodSummary {
 		t.Fatalf("out %q", out)
 	}
 	// a cancelled context is returned, not hidden by the fallback
@@ -243,9 +244,9 @@ func TestGuardOverHost(t *testing.T) {
 	var calls atomic.Int32
 	ok := WithHostLLM(context.Background(), func(ctx context.Context, system, user string, maxTokens int) (string, error) {
 		calls.Add(1)
-		return "Goal: migrate", nil
+		return goodSummary, nil
 	})
-	if out, err := g.Summarize(ok, guardReq); err != nil || out != "Goal: migrate" || calls.Load() != 1 {
+	if out, err := g.Summarize(ok, guardReq); err != nil || out != goodSummary || calls.Load() != 1 {
 		t.Fatalf("host: %q %v %d calls", out, err, calls.Load())
 	}
 	// a failing host model is called once (no retries: the host has its
@@ -332,4 +333,40 @@ func allowN(s *SpendGuard, n int) bool {
 		}
 	}
 	return true
+}
+
+// TestGuardOverHostRefusesCannedReplies: the host's model (OpenClaw's
+// llm.complete) answering canned replies gets the stricter prompt once,
+// then the extractive summarizer answers; a model whose stricter answer is
+// a summary is taken.
+func TestGuardOverHostRefusesCannedReplies(t *testing.T) {
+	var systems []string
+	answers := []string{"Noted.", ""}
+	host := func(ctx context.Context, system, user string, maxTokens int) (string, error) {
+		systems = append(systems, system)
+		return answers[min(len(systems), len(answers))-1], nil
+	}
+	g := guardOver(t, NewHost(0, 0), GuardOptions{})
+	want, _ := NewExtractive(counter(t)).Summarize(context.Background(), guardReq)
+	var rep core.SummarizeReport
+	out, err := g.Summarize(core.WithSummarizeReport(WithHostLLM(context.Background(), host), &rep), guardReq)
+	if err != nil || out != want || len(systems) != 2 {
+		t.Fatalf("out %q err %v after %d calls; want the extractive summary after 2", out, err, len(systems))
+	}
+	if systems[0] == systems[1] || !strings.Contains(systems[1], `was refused: the answer (`) || !strings.Contains(systems[1], `"Noted.") is too short`) {
+		t.Fatalf("the second prompt does not say what was wrong:\n%s", systems[1])
+	}
+	if !strings.Contains(rep.Refused, "empty") || rep.By != KindExtractive {
+		t.Fatalf("report %+v", rep)
+	}
+	// The stricter retry's summary is the model's answer.
+	systems, answers = nil, []string{"Sure!", goodSummary}
+	rep = core.SummarizeReport{}
+	out, err = g.Summarize(core.WithSummarizeReport(WithHostLLM(context.Background(), host), &rep), guardReq)
+	if err != nil || out != goodSummary || len(systems) != 2 || rep.Refused != "" {
+		t.Fatalf("out %q err %v after %d calls, report %+v", out, err, len(systems), rep)
+	}
+	if st := g.Stats(); st.Calls != 4 || st.Refused != 3 || st.RefusedFallbacks != 1 || st.Fallbacks != 1 {
+		t.Fatalf("stats %+v", st)
+	}
 }

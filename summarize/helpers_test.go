@@ -69,3 +69,11 @@ func counter(t testing.TB) core.TokenCounter {
 	}
 	return tc
 }
+
+// goodSummary is what a model that does its job answers for
+// sampleConversation: the goal, what was done and what is next, with the
+// conversation's identifiers (CheckSummary takes it).
+const goodSummary = `Goal: migrate the session store in /srv/app/store/session.go to Badger; keep /var/lib/app/sessions until the import is verified.
+Done: importer in store/import_badger.go (WriteBatch, 3x faster); tests pass. Session id format 3f2b9c1e-8d4a-4e6b-9f1a-2c3d4e5f6a7b unchanged.
+Blocked: migration on staging db.internal:5432 failed: permission denied for table sessions.
+Next: ask ops for the grant, rerun the import with commit 9f8e7d6c; document the rollback at https://wiki.example.com/runbooks/session-store.`

@@ -168,7 +168,9 @@ func (m *Model) Summarize(ctx context.Context, req core.SummarizeRequest) (strin
 	}
 	out = StripReasoning(out)
 	if out == "" {
-		return "", fmt.Errorf("summarize: %s: empty answer (after removing reasoning): %w", m.name, core.ErrSummarizerFailed)
+		// A refusal (CheckSummary's first rule): a Guard asks once more.
+		return "", fmt.Errorf("summarize: %s: %w: %w", m.name, core.ErrSummarizerFailed,
+			&RefusedError{Reason: "the answer is empty (after removing reasoning)"})
 	}
 	return out, nil
 }

@@ -292,12 +292,13 @@ func TestGuardOverProviders(t *testing.T) {
 		requests  map[string]int
 		minGaps   []time.Duration // the SDK waited at least this long before each retry
 		maxGap    time.Duration   // and no longer than this
+		calls     int             // calls of the model the Guard makes (0: 1)
 		fallback  map[string]bool
 		modelText string
 	}{
 		{name: "429 with Retry-After 1 is retried after about 1s",
-			script:   []reply{{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{}`}, {content: "Summary A"}},
-			requests: both(2), minGaps: []time.Duration{900 * time.Millisecond}, maxGap: 3 * time.Second, modelText: "Summary A"},
+			script:   []reply{{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{}`}, {content: goodSummary}},
+			requests: both(2), minGaps: []time.Duration{900 * time.Millisecond}, maxGap: 3 * time.Second, modelText: goodSummary},
 		{name: "MaxRetries -1 sends one request", script: []reply{always500}, retries: -1,
 			requests: both(1), fallback: bothTrue()},
 		{name: "500 is retried MaxRetries times with backoff then falls back", script: []reply{always500}, retries: 2,
@@ -312,12 +313,16 @@ func TestGuardOverProviders(t *testing.T) {
 			requests: both(1), fallback: bothTrue()},
 		// The SDKs differ here: Anthropic's retries an attempt that timed
 		// out, OpenAI's returns its deadline error.
-		{name: "an attempt that timed out", script: []reply{{hang: true}, {content: "Summary C"}}, retries: 1, timeout: 150 * time.Millisecond,
-			requests: map[string]int{KindOpenAI: 1, KindAnthropic: 2}, fallback: map[string]bool{KindOpenAI: true}, modelText: "Summary C"},
-		{name: "thinking only falls back without a retry", script: []reply{{content: "<think>hmm</think>"}},
-			requests: both(1), fallback: bothTrue()},
-		{name: "answer longer than the input falls back", script: []reply{{content: tooLong}},
-			requests: both(1), fallback: bothTrue()},
+		{name: "an attempt that timed out", script: []reply{{hang: true}, {content: goodSummary}}, retries: 1, timeout: 150 * time.Millisecond,
+			requests: map[string]int{KindOpenAI: 1, KindAnthropic: 2}, fallback: map[string]bool{KindOpenAI: true}, modelText: goodSummary},
+		// An answer that is no summary is asked for once more, with the
+		// stricter prompt (one more call, not an SDK retry).
+		{name: "thinking only is refused, asked again, then falls back", script: []reply{{content: "<think>hmm</think>"}},
+			requests: both(2), calls: 2, fallback: bothTrue()},
+		{name: "answer longer than the input is refused, asked again, then falls back", script: []reply{{content: tooLong}},
+			requests: both(2), calls: 2, fallback: bothTrue()},
+		{name: "a canned reply is refused, and the stricter retry's summary taken", script: []reply{{content: "Noted. That should not change the schedule much."}, {content: goodSummary}},
+			requests: both(2), calls: 2, modelText: goodSummary},
 	}
 	for _, kind := range []string{KindOpenAI, KindAnthropic} {
 		for _, c := range cases {
@@ -347,8 +352,8 @@ func TestGuardOverProviders(t *testing.T) {
 					}
 				}
 				st := g.Stats()
-				if st.Calls != 1 || st.Retries != n-1 {
-					t.Errorf("one call with %d retries expected: %+v", n-1, st)
+				if calls := max(c.calls, 1); st.Calls != calls || st.Retries != n-calls {
+					t.Errorf("%d call(s) with %d retries expected: %+v", calls, n-calls, st)
 				}
 				if c.fallback[kind] {
 					if out != want || st.Fallbacks != 1 || st.Failures != 1 {
@@ -498,4 +503,63 @@ func anthropicKey(h http.Header) string {
 		return k
 	}
 	return strings.TrimPrefix(h.Get("Authorization"), "Bearer ")
+}
+
+// systemPromptOf returns the system prompt of a request body fp received.
+func systemPromptOf(kind string, body map[string]any) string {
+	if kind == KindAnthropic {
+		return body["system"].([]any)[0].(map[string]any)["text"].(string)
+	}
+	return body["messages"].([]any)[0].(map[string]any)["content"].(string)
+}
+
+// TestGuardRefusesCannedReplies: a model that answers summary requests
+// with canned replies (the real wire formats, through the SDKs) is asked
+// once more with a stricter prompt that says what was wrong, then the
+// extractive summarizer answers; the Guard counts it, the compaction's
+// Tally and the call's SummarizeReport say so.
+func TestGuardRefusesCannedReplies(t *testing.T) {
+	ext := NewExtractive(counter(t))
+	want, _ := ext.Summarize(context.Background(), modelReq)
+	for _, kind := range []string{KindOpenAI, KindAnthropic} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			fp := newFakeProvider(t, kind, reply{content: "Noted. That should not change the schedule much."},
+				reply{content: "OK, got it."})
+			g := guardOver(t, fp.model(t, kind), GuardOptions{})
+			tally := &Tally{}
+			var rep core.SummarizeReport
+			ctx := core.WithSummarizeReport(WithTally(context.Background(), tally), &rep)
+			out, err := g.Summarize(ctx, modelReq)
+			if err != nil || out != want {
+				t.Fatalf("out %q err %v, want the extractive summary", out, err)
+			}
+			if n := fp.calls.Load(); n != 2 {
+				t.Fatalf("%d requests, want the first and one stricter retry", n)
+			}
+			first, second := systemPromptOf(kind, fp.bodies[0]), systemPromptOf(kind, fp.bodies[1])
+			if strings.Contains(first, "refused") {
+				t.Errorf("the first prompt speaks of a refusal:\n%s", first)
+			}
+			for _, w := range []string{"Your previous answer to this request was refused", "too short to summarize",
+				"Noted. That should not change the schedule much.", "never a reply to the conversation"} {
+				if !strings.Contains(second, w) {
+					t.Errorf("the stricter prompt lacks %q:\n%s", w, second)
+				}
+			}
+			st := g.Stats()
+			if st.Calls != 2 || st.Refused != 2 || st.RefusedFallbacks != 1 || st.Fallbacks != 1 || st.Failures != 1 {
+				t.Errorf("stats %+v", st)
+			}
+			if c := tally.Counts(); c.Fallback != 1 || c.Refused != 1 || c.Model != 0 || !strings.Contains(c.Reason, "summary refused") {
+				t.Errorf("tally %+v", c)
+			}
+			if rep.By != KindExtractive || !strings.Contains(rep.Refused, `"OK, got it."`) {
+				t.Errorf("report %+v, want the second answer's refusal and the extractive summarizer", rep)
+			}
+			if g.Breaker().State() != BreakerClosed {
+				t.Errorf("breaker %s after one refused request", g.Breaker().State())
+			}
+		})
+	}
 }

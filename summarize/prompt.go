@@ -33,7 +33,9 @@ const sectionsCompact = `
 Use short labelled lines, only those that apply: "Goal:", "Constraints:", "Done:", "In progress:", "Blocked:", "Decisions:", "Next:", "Context:".`
 
 // SystemPrompt returns the system prompt for req: the untrusted-data rule,
-// identifier keeping, the sections for req.Kind, and the aggressive variant.
+// identifier keeping, the sections for req.Kind, the aggressive variant,
+// and, when the previous answer was refused (req.Refused), the stricter
+// variant that says why.
 func SystemPrompt(req core.SummarizeRequest) string {
 	var b strings.Builder
 	b.WriteString(systemBase)
@@ -44,6 +46,11 @@ func SystemPrompt(req core.SummarizeRequest) string {
 	}
 	if req.Aggressive {
 		b.WriteString("\n\nA previous summary was too long. Be much more concise: keep only what the agent needs to continue, one short line per item, but still copy identifiers exactly.")
+	}
+	if req.Refused != "" {
+		b.WriteString("\n\nYour previous answer to this request was refused: ")
+		b.WriteString(strings.TrimSuffix(req.Refused, "."))
+		b.WriteString(".\nAnswer again, strictly: write the summary itself, never a reply to the conversation (no acknowledgement such as \"Noted\" or \"OK\", no apology, no question). Fill the sections from the transcript, and copy its identifiers (ids, markers, file paths, hashes, numbers) exactly as they appear.")
 	}
 	if req.TargetTokens > 0 {
 		fmt.Fprintf(&b, "\n\nThe summary must be at most %d tokens (about %d words).", req.TargetTokens, req.TargetTokens*3/4)

@@ -223,6 +223,10 @@ type TallyCounts struct {
 	Model int
 	// Fallback counts the requests the fallback answered.
 	Fallback int
+	// Refused counts the requests of Fallback answered by the fallback
+	// because the model's summaries were refused (CheckSummary), at the
+	// first attempt and at the stricter retry.
+	Refused int
 	// Reason is why the last fallback answered (the model's error, the
 	// breaker, the spend cap).
 	Reason string
@@ -259,12 +263,15 @@ func (t *Tally) model() {
 	t.mu.Unlock()
 }
 
-func (t *Tally) fallback(err error) {
+func (t *Tally) fallback(err error, refused bool) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	t.c.Fallback++
+	if refused {
+		t.c.Refused++
+	}
 	t.c.Reason = err.Error()
 	t.mu.Unlock()
 }

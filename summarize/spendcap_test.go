@@ -13,7 +13,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 )
 
-// fakeHost is a HostLLM answering "Goal: migrate" and reporting usage
+// fakeHost is a HostLLM answering goodSummary and reporting usage
 // in/out when in > 0; it counts its calls.
 type fakeHost struct {
 	calls   atomic.Int32
@@ -25,7 +25,7 @@ func (f *fakeHost) llm(ctx context.Context, system, user string, maxTokens int) 
 	if f.in > 0 {
 		ReportUsage(ctx, f.in, f.out)
 	}
-	return "Goal: migrate", nil
+	return goodSummary, nil
 }
 
 // capGuard returns a Guard over the host kind with cap, its clock set to clk.
@@ -56,7 +56,7 @@ func TestSpendCapTokens(t *testing.T) {
 	want, _ := NewExtractive(counter(t)).Summarize(context.Background(), guardReq)
 
 	for i := 0; i < 2; i++ {
-		if out, err := g.Summarize(ctx, guardReq); err != nil || out != "Goal: migrate" {
+		if out, err := g.Summarize(ctx, guardReq); err != nil || out != goodSummary {
 			t.Fatalf("call %d: %q %v", i, out, err)
 		}
 		clk.advance(10 * time.Minute)
@@ -85,7 +85,7 @@ func TestSpendCapTokens(t *testing.T) {
 	}
 	// The first call leaves the hour: room for one more.
 	clk.advance(2 * time.Minute)
-	if out, err := g.Summarize(ctx, guardReq); err != nil || out != "Goal: migrate" || host.calls.Load() != 3 {
+	if out, err := g.Summarize(ctx, guardReq); err != nil || out != goodSummary || host.calls.Load() != 3 {
 		t.Fatalf("after the hour: %q %v, %d host calls", out, err, host.calls.Load())
 	}
 	if u := cap.Usage(); u.Calls != 2 || u.Tokens != 640 || u.Refused != 2 {
@@ -104,7 +104,7 @@ func TestSpendCapCountsWithoutUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := counter(t)
-	want := tc.CountText(SystemPrompt(guardReq)) + tc.CountText(UserPrompt(guardReq)) + tc.CountText("Goal: migrate")
+	want := tc.CountText(SystemPrompt(guardReq)) + tc.CountText(UserPrompt(guardReq)) + tc.CountText(goodSummary)
 	if u := cap.Usage(); u.Calls != 1 || u.Tokens != want {
 		t.Fatalf("usage %+v, want 1 call of %d tokens", u, want)
 	}
@@ -125,7 +125,7 @@ func TestSpendCapCalls(t *testing.T) {
 	}
 	for i := 0; i < 4; i++ {
 		out, err := g.Summarize(ctx, guardReq)
-		if err != nil || (i < 2) != (out == "Goal: migrate") {
+		if err != nil || (i < 2) != (out == goodSummary) {
 			t.Fatalf("request %d: %q %v", i, out, err)
 		}
 	}
@@ -133,7 +133,7 @@ func TestSpendCapCalls(t *testing.T) {
 		t.Fatalf("%d host calls, stats %+v", host.calls.Load(), g.Stats())
 	}
 	clk.advance(time.Hour)
-	if out, _ := g.Summarize(ctx, guardReq); out != "Goal: migrate" || host.calls.Load() != 3 {
+	if out, _ := g.Summarize(ctx, guardReq); out != goodSummary || host.calls.Load() != 3 {
 		t.Fatalf("after the hour: %q, %d host calls", out, host.calls.Load())
 	}
 }

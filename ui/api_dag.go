@@ -13,11 +13,13 @@ import (
 // summaryItem is a summary as the DAG view lists it (Text only in
 // /api/summary).
 type summaryItem struct {
-	Kind             string `json:"kind"`
-	ID               string `json:"id"`
-	SummaryKind      string `json:"summaryKind"`
-	Depth            int    `json:"depth"`
-	Method           string `json:"method,omitempty"`
+	Kind        string `json:"kind"`
+	ID          string `json:"id"`
+	SummaryKind string `json:"summaryKind"`
+	Depth       int    `json:"depth"`
+	Method      string `json:"method,omitempty"`
+	// Refused says why the model's answer was refused (method "refused").
+	Refused          string `json:"refused,omitempty"`
 	Tokens           int    `json:"tokens"`
 	Earliest         int64  `json:"earliest"`
 	Latest           int64  `json:"latest"`
@@ -29,8 +31,8 @@ type summaryItem struct {
 }
 
 func summaryOf(s dag.Summary) summaryItem {
-	return summaryItem{Kind: explore.ChildSummary, ID: s.ID, SummaryKind: s.Kind, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens,
-		Earliest: s.Earliest, Latest: s.Latest, CreatedAt: s.CreatedAt, SourceCount: len(s.Sources),
+	return summaryItem{Kind: explore.ChildSummary, ID: s.ID, SummaryKind: s.Kind, Depth: s.Depth, Method: s.Method, Refused: s.Refused,
+		Tokens: s.Tokens, Earliest: s.Earliest, Latest: s.Latest, CreatedAt: s.CreatedAt, SourceCount: len(s.Sources),
 		DescendantCount: s.DescendantCount, DescendantTokens: s.DescendantTokens}
 }
 

@@ -143,8 +143,11 @@ type healthAnswer struct {
 	Conversations int64                 `json:"conversations"`
 	Messages      int64                 `json:"messages"`
 	Summaries     int64                 `json:"summaries"`
-	Bytes         int64                 `json:"bytes"`
-	Tokens        int64                 `json:"tokens"`
+	// RefusedSummaries counts the summaries the extractive summarizer
+	// wrote because the model's answer was refused (method "refused").
+	RefusedSummaries int64 `json:"refusedSummaries"`
+	Bytes            int64 `json:"bytes"`
+	Tokens           int64 `json:"tokens"`
 	// Doctor is the last run of the whole-store checks: the doctor's
 	// findings (Check) and the summaries made by a fallback (Census).
 	Doctor healthRun `json:"doctor"`
@@ -163,6 +166,7 @@ func (s *Server) healthView(ctx context.Context, e *lossless.Engine, r *http.Req
 		out.Conversations += a.Conversations
 		out.Messages += a.Messages
 		out.Summaries += a.Summaries
+		out.RefusedSummaries += a.RefusedSummaries
 		out.Bytes += a.Bytes
 		out.Tokens += a.Tokens
 	}

@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -178,6 +179,8 @@ type summaryItem struct {
 	ID               string `json:"id"`
 	SummaryKind      string `json:"summaryKind"`
 	Depth            int    `json:"depth"`
+	Method           string `json:"method"`
+	Refused          string `json:"refused"`
 	Tokens           int    `json:"tokens"`
 	Earliest         int64  `json:"earliest"`
 	Latest           int64  `json:"latest"`
@@ -430,12 +433,14 @@ func TestRecallAPI(t *testing.T) {
 }
 
 type healthAnswer struct {
-	Backend       string
-	Store         string
-	Conversations int64
-	Messages      int64
-	Recall        lossless.RecallStatus
-	Doctor        struct {
+	Backend          string
+	Store            string
+	Conversations    int64
+	Messages         int64
+	Summaries        int64
+	RefusedSummaries int64
+	Recall           lossless.RecallStatus
+	Doctor           struct {
 		State  string
 		Error  string
 		Check  *lossless.CheckResult
@@ -479,5 +484,62 @@ func TestOverviewAndHealthAPI(t *testing.T) {
 	}
 	if c := h.Doctor.Census; c == nil || c.Summaries == 0 || c.Fallback != 0 {
 		t.Fatalf("census %+v", h.Doctor.Census)
+	}
+}
+
+// TestHealthShowsRefusedSummaries: summaries the extractive summarizer
+// wrote because the host's model answered with canned replies are counted
+// in /api/health (and /api/overview's agents), listed among the fallbacks
+// with the reason, and marked in the DAG view.
+func TestHealthShowsRefusedSummaries(t *testing.T) {
+	cfg := lossless.DefaultConfig()
+	cfg.StoreDir = t.TempDir()
+	cfg.Tokenizer = core.CounterChars4
+	cfg.FreshTailMessages = 6
+	cfg.Summarizer = []byte(`{"kind":"host","maxCallsPerHour":-1,"maxTokensPerHour":-1}`)
+	ctx := context.Background()
+	e, err := lossless.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	var msgs []core.Message
+	for i := 0; i < 60; i++ {
+		msgs = append(msgs, core.UserText(fmt.Sprintf("turn %d: deploy build MARK-%02d-9d72 %s", i, i, strings.Repeat("and check the logs ", 10)), int64(1_700_000_000_000+i)))
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s1", Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	canned := &core.RuntimeContext{LLMComplete: func(context.Context, core.LLMRequest) (core.LLMResponse, error) {
+		return core.LLMResponse{Text: "Noted. That should not change the schedule much."}, nil
+	}}
+	res, err := e.Compact(ctx, core.CompactParams{SessionID: "s1", TokenBudget: 1200, Force: true, RuntimeContext: canned})
+	if err != nil || !res.Compacted {
+		t.Fatalf("compact: %+v %v", res, err)
+	}
+	f := serve(t, e)
+	var h healthAnswer
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		f.getJSON(t, "/api/health", nil, &h)
+		if h.Doctor.State != "running" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := h.Doctor.Census
+	if h.Summaries == 0 || h.RefusedSummaries != h.Summaries || c == nil || c.ByMethod["refused"] != int(h.Summaries) ||
+		c.Fallback != int(h.Summaries) || len(c.Fallbacks) == 0 {
+		t.Fatalf("health %+v census %+v", h, c)
+	}
+	for _, fb := range c.Fallbacks {
+		if fb.Method != "refused" || !strings.Contains(fb.Refused, "too short to summarize") {
+			t.Fatalf("fallback %+v", fb)
+		}
+	}
+	var roots listOf[summaryItem]
+	f.getJSON(t, "/api/summaries", q("agent", "main", "session", "s1"), &roots)
+	if len(roots.Items) == 0 || roots.Items[0].Method != "refused" || !strings.Contains(roots.Items[0].Refused, "Noted.") {
+		t.Fatalf("DAG roots %+v", roots)
 	}
 }

@@ -210,11 +210,19 @@ func cmdStats() *command {
 			}
 			tw := tabwriter.NewWriter(c.io.out, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "AGENT\tCONVERSATIONS\tMESSAGES\tSUMMARIES\tTOKENS\tBYTES")
+			refused := int64(0)
 			for _, a := range sortedKeys(st.Agents) {
 				s := st.Agents[a]
 				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", a, s.Conversations, s.Messages, s.Summaries, s.Tokens, humanBytes(s.Bytes))
+				refused += s.RefusedSummaries
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if refused > 0 {
+				fmt.Fprintf(c.io.out, "%s\n", refusedLine(refused))
+			}
+			return nil
 		},
 	}
 }

@@ -87,7 +87,12 @@ type storeReport struct {
 	DiskBytes     int64  `json:"diskBytes,omitempty"`
 	Conversations int64  `json:"conversations,omitempty"`
 	Messages      int64  `json:"messages,omitempty"`
-	Error         string `json:"error,omitempty"`
+	Summaries     int64  `json:"summaries,omitempty"`
+	// RefusedSummaries counts the stored summaries the extractive
+	// summarizer wrote because the model's answer was refused (method
+	// "refused": lossless.AgentStats.RefusedSummaries).
+	RefusedSummaries int64  `json:"refusedSummaries"`
+	Error            string `json:"error,omitempty"`
 	// Recall is what doctor can tell of the recall index without opening
 	// it (opening it may rebuild it, which writes).
 	Recall *recallReport `json:"recall,omitempty"`
@@ -424,6 +429,11 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			for _, a := range st.Agents {
 				rep.Store.Conversations += a.Conversations
 				rep.Store.Messages += a.Messages
+				rep.Store.Summaries += a.Summaries
+				rep.Store.RefusedSummaries += a.RefusedSummaries
+			}
+			if n := rep.Store.RefusedSummaries; n > 0 {
+				warn("%s: the summarizer's model answered summary requests with something else (see the explorer's Health view, `lossless ui`, for which and why)", refusedLine(n))
 			}
 		}
 		// The store's invariants, read only (every record with --deep).
@@ -462,6 +472,16 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		}
 	}
 	return rep
+}
+
+// refusedLine says that n stored summaries were written by the extractive
+// summarizer because the model's answer was refused.
+func refusedLine(n int64) string {
+	what := "summaries were"
+	if n == 1 {
+		what = "summary was"
+	}
+	return fmt.Sprintf("%d %s written by the extractive summarizer because the model's answer was no summary, also at the stricter retry (empty, a canned reply, not shorter than its sources, or without their identifiers; method \"refused\")", n, what)
 }
 
 // dirBytes is the blocks allocated to the files under dir, as du counts
@@ -530,6 +550,8 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	default:
 		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk (allocated, as du counts), %d conversations, %d messages\n",
 			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
+		fmt.Fprintf(w, "summaries  %d stored, %d refused (the model's answer was no summary: the extractive summarizer wrote it)\n",
+			s.Summaries, s.RefusedSummaries)
 	}
 	if c := s.Check; c != nil {
 		what := "summary DAG and the records other than messages"

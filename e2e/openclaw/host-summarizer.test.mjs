@@ -32,6 +32,19 @@ const marker = (i) => `HOSTSUM-TURN-${String(i).padStart(2, "0")}`;
 const SUMMARY_TAG = "HOST-MODEL-SUMMARY";
 
 const isCompletion = (body) => !(body?.tools?.length > 0);
+
+/**
+ * A summarization request answered as a model that summarizes does: the
+ * notes' markers kept (the engine refuses a summary without the sources'
+ * identifiers, or a canned one-liner, and writes the extractive one).
+ */
+const modelSummary = (body, n) => {
+  const marks = [...new Set(JSON.stringify(body.messages ?? []).match(/HOSTSUM-(?:TURN-\d\d|LAST)/g) ?? [])];
+  return (
+    `${SUMMARY_TAG}-${n}: the user wrote long notes for the record, labelled ${marks.join(", ") || "(none)"}, ` +
+    "about ledgers, turbines, freight and the schedule of the mill. Nothing was decided and nothing is pending."
+  );
+};
 const SIZES = { freshTailMessages: 4, leafChunkTokens: 4000, leafTargetTokens: 400 };
 
 /** The summarization requests the model server saw (the engine's prompt over the session's turns). */
@@ -42,7 +55,7 @@ const summarizerRequests = (requests) =>
 async function runSession(name, engineExtra, S) {
   const env = new OpenClawEnv({ name });
   const fake = await startFakeModel({ logFile: path.join(env.root, "model-requests.jsonl"), contextLimitTokens: CONTEXT_WINDOW });
-  fake.setRules([{ when: isCompletion, response: (body, n) => ({ text: `${SUMMARY_TAG}-${n}: notes about ledgers, turbines and freight.` }) }]);
+  fake.setRules([{ when: isCompletion, response: (body, n) => ({ text: modelSummary(body, n) }) }]);
   env.writeConfig(env.baseConfig({ fake, contextWindow: CONTEXT_WINDOW, gatewayPort: await freePort() }));
   S.install = await env.install();
   if (S.install.code !== 0) throw new Error(`plugin install failed (${S.install.code}):\n${S.install.stdout}\n${S.install.stderr}`);

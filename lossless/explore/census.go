@@ -13,8 +13,9 @@ import (
 
 // FallbackMethods are the dag.Summary methods a summarizer's fallback
 // makes: the deterministic cut of a summary too long after the aggressive
-// retry, and the aggressive retry itself.
-var FallbackMethods = []string{dag.MethodTruncate, dag.MethodAggressive}
+// retry, the aggressive retry itself, and the extractive summary written
+// because the model's answer was refused.
+var FallbackMethods = []string{dag.MethodTruncate, dag.MethodAggressive, dag.MethodRefused}
 
 // FallbackSummary is a summary made by a fallback (FallbackMethods).
 type FallbackSummary struct {
@@ -27,6 +28,8 @@ type FallbackSummary struct {
 	Method    string `json:"method"`
 	Tokens    int    `json:"tokens"`
 	CreatedAt int64  `json:"createdAt"`
+	// Refused says why the model's answer was refused (method "refused").
+	Refused string `json:"refused,omitempty"`
 }
 
 // SummaryCensus counts the stored summaries.
@@ -73,7 +76,7 @@ func (x *Explorer) SummaryCensus(ctx context.Context, max int) (SummaryCensus, e
 				if len(out.Fallbacks) < max {
 					out.Fallbacks = append(out.Fallbacks, FallbackSummary{Agent: cr.Agent, Conversation: cr.ID.String(),
 						Session: lossless.SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
-						ID:      s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt})
+						ID:      s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt, Refused: s.Refused})
 				}
 			}
 		}

@@ -13,6 +13,10 @@ type AgentStats struct {
 	Conversations int64 `json:"conversations"`
 	Messages      int64 `json:"messages"`
 	Summaries     int64 `json:"summaries"`
+	// RefusedSummaries counts the summaries of Summaries the extractive
+	// fallback wrote because the model's summary was refused
+	// (dag.MethodRefused).
+	RefusedSummaries int64 `json:"refusedSummaries"`
 	// Bytes is the raw JSON bytes of the stored messages.
 	Bytes  int64 `json:"bytes"`
 	Tokens int64 `json:"tokens"`
@@ -53,6 +57,7 @@ func ReadStats(ctx context.Context, p Port) (Stats, error) {
 			a.Conversations++
 			a.Messages += cr.Messages
 			a.Summaries += cr.Summaries
+			a.RefusedSummaries += cr.RefusedSummaries
 			a.Bytes += cr.Bytes
 			a.Tokens += cr.Tokens
 			st.Agents[cr.Agent] = a

@@ -39,11 +39,16 @@ type CompactDetails struct {
 	// open, or the model failed.
 	SummarizerFallbacks      int    `json:"summarizerFallbacks,omitempty"`
 	SummarizerFallbackReason string `json:"summarizerFallbackReason,omitempty"`
-	Aggressive               int    `json:"aggressive"`
-	Truncated                int    `json:"truncated"`
-	TailTooLarge             bool   `json:"tailTooLarge,omitempty"`
-	Rotated                  bool   `json:"rotated,omitempty"`
-	PreviousSessionFile      string `json:"previousSessionFile,omitempty"`
+	// SummarizerRefused counts the summaries of this compaction that the
+	// fallback wrote because the model's answer was refused, again at the
+	// stricter retry (empty, a canned reply, not shorter than its sources,
+	// their identifiers lost): stored with method "refused".
+	SummarizerRefused   int    `json:"summarizerRefused,omitempty"`
+	Aggressive          int    `json:"aggressive"`
+	Truncated           int    `json:"truncated"`
+	TailTooLarge        bool   `json:"tailTooLarge,omitempty"`
+	Rotated             bool   `json:"rotated,omitempty"`
+	PreviousSessionFile string `json:"previousSessionFile,omitempty"`
 }
 
 // maxResultSummaryChars caps CompactOutcome.Summary (OpenClaw's cap).
@@ -146,7 +151,8 @@ func Compact[C dag.Store](ctx context.Context, e Port[C], p core.CompactParams) 
 	d := CompactDetails{Engine: e.Config().Engine, NewSummaryIDs: r.NewSummaryIDs, ContextTokensBefore: r.TokensBefore,
 		ContextTokensAfter: r.TokensAfter, Goal: r.Goal, TailTokens: r.TailTokens, Rounds: r.Rounds,
 		Summarizer: out.Summarizer, SummarizerCalls: r.Calls, Aggressive: r.Aggressive, Truncated: r.Truncated,
-		TailTooLarge: r.TailTooLarge, SummarizerFallbacks: out.Tally.Fallback, SummarizerFallbackReason: out.Tally.Reason}
+		TailTooLarge: r.TailTooLarge, SummarizerFallbacks: out.Tally.Fallback, SummarizerFallbackReason: out.Tally.Reason,
+		SummarizerRefused: r.Refused}
 	if d.NewSummaryIDs == nil {
 		d.NewSummaryIDs = []string{}
 	}

@@ -275,7 +275,7 @@ func (s *sim) strs(n int) []string {
 func (s *sim) conversation() store.Conversation {
 	return store.Conversation{Agent: pick(s.rng, mAgents), Key: s.str(10), SessionIDs: s.strs(3), Created: s.i64(), Updated: s.i64(),
 		NextSeq: s.u64(), NextPos: s.u64(), Messages: s.i64(), Bytes: s.i64(), Summaries: s.i64(), Tokens: s.i64(),
-		Retiring: s.rng.IntN(2) == 0}
+		Retiring: s.rng.IntN(2) == 0, RefusedSummaries: s.i64()}
 }
 
 func (s *sim) message(seq uint64) store.Message {
@@ -323,7 +323,10 @@ func (s *sim) item(pos uint64) store.Item {
 func (s *sim) summary(id string) dag.Summary {
 	sum := dag.Summary{ID: id, Kind: pick(s.rng, []string{dag.KindLeaf, dag.KindCondensed}), Depth: s.rng.IntN(4), Text: s.str(60),
 		Tokens: s.rng.IntN(1000), Earliest: s.i64(), Latest: s.i64(), DescendantCount: s.rng.IntN(100),
-		DescendantTokens: s.rng.IntN(10000), CreatedAt: s.i64(), Method: pick(s.rng, []string{"normal", "aggressive", ""})}
+		DescendantTokens: s.rng.IntN(10000), CreatedAt: s.i64(), Method: pick(s.rng, []string{"normal", "aggressive", "refused", ""})}
+	if sum.Method == dag.MethodRefused {
+		sum.Refused = s.str(40)
+	}
 	for range s.rng.IntN(5) {
 		if s.rng.IntN(2) == 0 {
 			sum.Sources = append(sum.Sources, dag.MessageRef(s.u64()))

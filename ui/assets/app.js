@@ -89,7 +89,8 @@
   }
   const badge = (text, cls, attrs) => h("span", Object.assign({ class: "badge " + (cls || "") }, attrs || {}), text);
   const depthBadge = (d) => badge("d" + d, "depth d" + Math.min(d, 4), { title: "depth " + d + (d === 0 ? " (leaf: raw messages)" : " (condenses depth " + (d - 1) + ")") });
-  const FALLBACK = { truncate: "cut to size: the summarizer failed or stayed too long", aggressive: "aggressive retry: the first summary was too long" };
+  const FALLBACK = { truncate: "cut to size: the summarizer failed or stayed too long", aggressive: "aggressive retry: the first summary was too long",
+    refused: "extractive: the model's answer was no summary (empty, a canned reply, too long, identifiers lost), also at the stricter retry" };
 
   // shortName shows a long session name by its start (the whole in title).
   const shortName = (s, attrs) => h("span", Object.assign({ class: "mono", title: s }, attrs || {}), s.length > 18 ? s.slice(0, 13) + "…" : s);
@@ -311,7 +312,7 @@
     const btn = h("button", { type: "button", "data-test": "expand", "aria-expanded": "false" }, "expand");
     const node = h("div", { class: "node", "data-test": "summary-node", "data-id": s.id },
       h("div", { class: "node-head" }, btn, depthBadge(s.depth), h("span", { class: "mono" }, s.id),
-        s.method && FALLBACK[s.method] ? badge(s.method, "warn", { title: FALLBACK[s.method] }) : (s.method ? badge(s.method, "muted-badge") : null),
+        s.method && FALLBACK[s.method] ? badge(s.method, "warn", { title: s.refused ? "refused: " + s.refused : FALLBACK[s.method] }) : (s.method ? badge(s.method, "muted-badge") : null),
         h("span", { class: "muted" }, span(s.earliest, s.latest)),
         h("span", {}, `${num(s.sourceCount)} ${s.depth === 0 ? "messages" : "summaries"} · ${num(s.descendantCount)} messages, ${num(s.descendantTokens)} tokens → ${num(s.tokens)}`)),
       body);
@@ -507,7 +508,8 @@
     const cards = h("section", { class: "cards" },
       h("div", { class: "card" }, h("div", { class: "card-title" }, "Store"), dl([["backend", x.backend], ["where", h("span", { class: "mono" }, x.store)],
         ["format", String(x.format)], ["allocated on disk (du)", bytes(x.diskBytes)], ["conversations", num(x.conversations)], ["messages", num(x.messages)],
-        ["raw JSON", bytes(x.bytes)], ["tokens stored", num(x.tokens)], ["summaries", num(x.summaries)]])),
+        ["raw JSON", bytes(x.bytes)], ["tokens stored", num(x.tokens)], ["summaries", num(x.summaries)],
+        ["model summaries refused", x.refusedSummaries ? h("span", { "data-test": "health-refused" }, badge(num(x.refusedSummaries), "warn", { title: FALLBACK.refused })) : h("span", { "data-test": "health-refused" }, "0")]])),
       h("div", { class: "card" }, h("div", { class: "card-title" }, "Recall index"), dl([
         ["state", !rc.enabled ? badge("off", "muted-badge") : rc.error ? badge("error", "bad") : rc.rebuilding ? badge("rebuilding", "warn") : badge("ready", "ok")],
         ["size", x.backend === "postgres" ? "in the database" : bytes(x.indexBytes)], ["not yet searchable", num(rc.lag)],
@@ -527,10 +529,10 @@
         probs.length ? h("ul", { class: "problems" }, probs.map((p) => h("li", {}, h("span", { class: "mono" }, `${p.agent} / ${p.sessionId || p.conversation}`), ": ", p.problem))) : null,
         h("h2", {}, "Summaries made by a fallback ", c.fallback ? badge(num(c.fallback), "warn") : badge("none", "ok")),
         h("p", { class: "muted" }, `${num(c.summaries)} summaries: ` + Object.entries(c.byMethod).map(([m, n]) => `${num(n)} ${m || "(no method)"}`).join(", ") +
-          ". A fallback summary was cut to size (truncate) or made by an aggressive retry: the summarizer failed or wrote too much."),
+          ". A fallback summary was cut to size (truncate), made by an aggressive retry (the summarizer failed or wrote too much), or written by the extractive summarizer because the model's answer was no summary (refused: hover for why)."),
         fb.length ? h("div", { class: "table-wrap" }, h("table", {}, h("thead", {}, h("tr", {}, ["Session", "Summary", "Depth", "Method", "Tokens", "Made"].map((t) => h("th", {}, t)))),
           h("tbody", {}, fb.map((f) => h("tr", {}, h("td", {}, h("a", { class: "mono", href: "#/dag/" + encodePath(f.agent, f.session) }, f.agent + " / " + f.session)),
-            h("td", { class: "mono" }, f.id), h("td", {}, depthBadge(f.depth)), h("td", {}, badge(f.method, "warn", { title: FALLBACK[f.method] })),
+            h("td", { class: "mono" }, f.id), h("td", {}, depthBadge(f.depth)), h("td", {}, badge(f.method, "warn", { title: f.refused ? "refused: " + f.refused : FALLBACK[f.method] })),
             h("td", { class: "num" }, num(f.tokens)), h("td", {}, timeEl(f.createdAt))))))) : null,
         c.fallback > fb.length ? h("p", { class: "muted" }, `(the first ${fb.length} listed)`) : null);
     }

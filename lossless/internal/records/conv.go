@@ -90,7 +90,8 @@ func ReadMessageMeta(r store.Reader, c store.ConvID, seq uint64) (dag.MessageMet
 // exactly old and contiguous (CheckRange: else dag.ErrConflict) and that
 // no summary s.ID exists, even one that does not decode (else
 // dag.ErrConflict), then stores s, deletes old[1:], writes item (at
-// old[0]'s position) over old[0] and writes rec with one summary more.
+// old[0]'s position) over old[0] and writes rec with one summary more
+// (and one refused summary more for a dag.MethodRefused one).
 func Replace(tx store.Tx, c store.ConvID, old []dag.Item, s dag.Summary, item dag.Item, rec *store.Conversation) error {
 	if err := CheckRange(tx, c, old); err != nil {
 		return err
@@ -114,6 +115,9 @@ func Replace(tx store.Tx, c store.ConvID, old []dag.Item, s dag.Summary, item da
 		return fmt.Errorf("lossless: write item: %w", err)
 	}
 	rec.Summaries++
+	if s.Method == dag.MethodRefused {
+		rec.RefusedSummaries++
+	}
 	if err := tx.PutConversation(c, *rec); err != nil {
 		return fmt.Errorf("lossless: write: %w", err)
 	}
