@@ -146,6 +146,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	st, rec, err := open(ctx, cfg)
 	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			return nil, fmt.Errorf("lossless: open store %s: %w; run `lossless doctor --store %s` to see what it holds", cfg.StoreDir, err, cfg.StoreDir)
+		}
 		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
 	}
 	if rec != nil {

@@ -46,6 +46,17 @@ var ErrRetiring = errors.New("lossless: conversation is being deleted by retenti
 // that a record the store cannot decode is ErrCorrupt as well.
 var ErrCorrupt = store.ErrCorrupt
 
+// ErrNoFormat is wrapped by the error of an open for writing of a store
+// whose format record is missing or does not decode while the store holds
+// other records (store.Reader.HasData): the store is damaged, not new.
+// Writing a new format record would make it look empty and healthy (its
+// records read as those of an older format, or not at all), so the engine
+// refuses it and names `lossless doctor`, which reads the store and says
+// what it finds. Only a store holding no record at all (a new directory or
+// database, or one whose first open stopped before its first transaction)
+// is made a new store. Nothing is written.
+var ErrNoFormat = errors.New("lossless: the store's format record is missing or unreadable")
+
 // ErrDiskFull is wrapped by the error of a write refused because the
 // store's filesystem has less free space than the engine keeps in reserve.
 // Nothing is written; what is stored stays readable, and writes succeed

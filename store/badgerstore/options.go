@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
@@ -154,6 +157,9 @@ func badgerOptions(o Options, g *spaceGuard) badger.Options {
 
 // openBadger opens the database of o (defaults filled).
 func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
+	if err := checkManifest(o.Dir); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(badgerOptions(o, g))
 	if err != nil && !o.ReadOnly && strings.Contains(err.Error(), "Create a new file") {
 		// A process killed as Badger created a memtable file leaves it
@@ -169,4 +175,38 @@ func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", o.Dir, err)
 	}
 	return db, nil
+}
+
+// checkManifest refuses a directory that holds Badger's data files (tables,
+// value logs, memtable logs) but no MANIFEST, the file that lists its
+// tables: Badger would open it as a new, empty database and delete the
+// tables it does not list. Badger creates the MANIFEST before any data
+// file, so a store whose first open was interrupted never looks like this:
+// the MANIFEST was lost or moved, and the data is still there.
+func checkManifest(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, badger.ManifestFilename)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // there is one (or Badger reports why it cannot read it)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	}
+	var data []string
+	for _, e := range ents {
+		switch filepath.Ext(e.Name()) {
+		case ".sst", ".vlog", ".mem":
+			data = append(data, e.Name())
+		}
+	}
+	if len(data) == 0 {
+		return nil
+	}
+	if len(data) > 3 {
+		data = append(data[:3], "…")
+	}
+	return fmt.Errorf("badgerstore: open %s: it holds Badger data files (%s) but no %s, which lists them: %w (refused: Badger would start an empty store and delete the tables; nothing was changed)",
+		dir, strings.Join(data, ", "), badger.ManifestFilename, store.ErrCorrupt)
 }
