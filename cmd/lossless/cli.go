@@ -99,7 +99,10 @@ Commands:
 Every command takes --store DIR-or-URL (default %s;
 a postgres:// or postgresql:// URL selects a PostgreSQL store),
 --json for machine-readable output and --help. lossless --version prints the version.
-Exit codes: 0 ok, 1 runtime error, 2 usage error.
+Exit codes: 0 ok, 1 runtime error (doctor: a problem found), 2 usage error,
+3 partial (import skipped malformed lines; it printed each).
+Commands that only read (sessions, stats, export, grep, describe, expand,
+doctor) open the store read-only and answer on a full disk, with a note.
 `, defaultStoreHelp())
 }
 

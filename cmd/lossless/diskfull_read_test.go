@@ -104,3 +104,29 @@ func TestReadsOnFullDiskUnclosedStore(t *testing.T) {
 		t.Fatalf("sess-live after space was freed:\n%s\nwant\n%s", r.stdout, want)
 	}
 }
+
+// TestRefusedImportLeavesNoDirectory: an import refused because the
+// filesystem is smaller than a write needs leaves no directory behind
+// (issue #37: it left an empty one, which sessions called "no store here"
+// and doctor "no manifest found"), so every command then says the store
+// does not exist; and on an empty directory doctor says "no store here",
+// as sessions does.
+func TestRefusedImportLeavesNoDirectory(t *testing.T) {
+	mnt := tmpfsMount(t, 100)
+	store := filepath.Join(mnt, "a", "store")
+	file := filepath.Join(t.TempDir(), "s.jsonl")
+	writeSession(t, file, "sess-small", 5)
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 1, "disk full")
+	for _, d := range []string{store, filepath.Dir(store)} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Fatalf("the refused import left %s (%v)", d, err)
+		}
+	}
+	runCLI(t, "", nil, "sessions", "--store", store).want(t, 1, "does not exist")
+	empty := filepath.Join(mnt, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, "", nil, "sessions", "--store", empty).want(t, 1, "no store here")
+	runCLI(t, "", nil, "doctor", "--store", empty).want(t, 1, "no store here")
+}

@@ -157,7 +157,7 @@ func badgerOptions(o Options, g *spaceGuard) badger.Options {
 
 // openBadger opens the database of o (defaults filled).
 func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
-	if err := checkManifest(o.Dir); err != nil {
+	if err := checkManifest(o.Dir, o.ReadOnly); err != nil {
 		return nil, err
 	}
 	db, err := badger.Open(badgerOptions(o, g))
@@ -166,6 +166,12 @@ func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
 		// empty, and the first open fails on it (and truncates it); the
 		// second succeeds (Badger issue #2207).
 		db, err = badger.Open(badgerOptions(o, g))
+	}
+	if err != nil && errors.Is(err, badger.ErrEncryptionKeyMismatch) {
+		// The store is not encrypted (badgerOptions sets no key): Badger
+		// reports a KEYREGISTRY whose sanity text it cannot read so.
+		return nil, fmt.Errorf("badgerstore: open %s: its KEYREGISTRY file is damaged (%w, but the store is not encrypted): %w (the file holds no key of an unencrypted store: moved away, Badger writes a new one at the next open for writing)",
+			o.Dir, err, store.ErrCorrupt)
 	}
 	if err != nil && noSpace(err) {
 		// Badger could not allocate its value log or memtable log.
@@ -182,14 +188,17 @@ func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
 // tables: Badger would open it as a new, empty database and delete the
 // tables it does not list. Badger creates the MANIFEST before any data
 // file, so a store whose first open was interrupted never looks like this:
-// the MANIFEST was lost or moved, and the data is still there.
-func checkManifest(dir string) error {
+// the MANIFEST was lost or moved, and the data is still there. Read-only,
+// a directory without a MANIFEST nor data files holds no store: an error
+// wrapping store.ErrNotFound says so (Badger's would be "no manifest
+// found, required for read-only db").
+func checkManifest(dir string, readOnly bool) error {
 	if _, err := os.Stat(filepath.Join(dir, badger.ManifestFilename)); err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return nil // there is one (or Badger reports why it cannot read it)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) && !readOnly {
 			return nil
 		}
 		return fmt.Errorf("badgerstore: open %s: %w", dir, err)
@@ -202,6 +211,9 @@ func checkManifest(dir string) error {
 		}
 	}
 	if len(data) == 0 {
+		if readOnly {
+			return fmt.Errorf("badgerstore: open %s read-only: no store here (no %s): %w", dir, badger.ManifestFilename, store.ErrNotFound)
+		}
 		return nil
 	}
 	if len(data) > 3 {
