@@ -34,6 +34,12 @@ var ErrNotSessionFile = transcript.ErrNotSessionFile
 // It is lossless/ingest's, whose writes run again on it.
 var ErrConcurrentWrite = ingest.ErrConcurrentWrite
 
+// ErrKeyReused is wrapped by the error of a CommitTurn whose advancement key
+// is already recorded for a turn that lacks one of its messages: answering
+// "duplicate" would drop them, so the commit is refused and nothing of it
+// stored. It is lossless/ingest's.
+var ErrKeyReused = ingest.ErrKeyReused
+
 // ErrRetiring is wrapped by the error of a read of, or a write to, a
 // conversation that an interrupted retention pass left partly deleted; the
 // next pass (lossless retain, or the engine's periodic one) finishes
