@@ -141,6 +141,10 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			// left behind would be "no store here" to the commands that
 			// read.
 			err = fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
+			if size, serr := sizeBytes(cfg.StoreDir); serr == nil && size < probe.spaceReserve() {
+				// Freeing space cannot help there.
+				err = fmt.Errorf("%w; its filesystem holds only %d MiB in all: put the store on a larger one", err, size>>20)
+			}
 			for i := len(created) - 1; i >= 0; i-- {
 				if rerr := os.Remove(created[i]); rerr != nil {
 					return nil, fmt.Errorf("%w; the directory made for it stays: %w", err, rerr)

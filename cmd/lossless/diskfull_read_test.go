@@ -116,7 +116,7 @@ func TestRefusedImportLeavesNoDirectory(t *testing.T) {
 	store := filepath.Join(mnt, "a", "store")
 	file := filepath.Join(t.TempDir(), "s.jsonl")
 	writeSession(t, file, "sess-small", 5)
-	runCLI(t, "", nil, "import", "--store", store, file).want(t, 1, "disk full")
+	runCLI(t, "", nil, "import", "--store", store, file).want(t, 1, "disk full", "its filesystem holds only 100 MiB in all")
 	for _, d := range []string{store, filepath.Dir(store)} {
 		if _, err := os.Stat(d); !os.IsNotExist(err) {
 			t.Fatalf("the refused import left %s (%v)", d, err)
