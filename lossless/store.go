@@ -58,8 +58,7 @@ func (e *Engine) checkFormat() error {
 					return fmt.Errorf("lossless: store %s: read format: %w; looking for other records: %w", e.where, err, herr)
 				}
 				if has {
-					return fmt.Errorf("%w (%w): store %s holds data; run `lossless doctor --store %s` to see what it holds",
-						ErrNoFormat, err, e.where, e.where)
+					return e.noFormat(err)
 				}
 				return fmt.Errorf("lossless: store %s: read format: %w", e.where, err)
 			}
@@ -115,13 +114,13 @@ func (e *Engine) checkFormat() error {
 	})
 }
 
-// noFormat is the error of an open for writing of a store whose format
-// record could not be read (err) while the store holds data, or holds a
-// format record that does not decode.
+// noFormat is the error of an open of a store whose format record could
+// not be read (err) while the store holds data, or that holds a format
+// record that does not decode (ErrNoFormat).
 func (e *Engine) noFormat(err error) error {
-	doctor := "lossless doctor --store " + e.where
-	return fmt.Errorf("%w (%w): store %s holds data; refusing to open it for writing, which would make it look new and empty: nothing was written; run `%s` to see what it holds",
-		ErrNoFormat, err, e.where, doctor)
+	return fmt.Errorf("%w (%w): store %s holds data, so it is not new; it is not opened (a new format record would make it look empty), and nothing was written. "+
+		"`lossless doctor --store %s` reports it; the format record restored (from a backup, or as the README says under \"Only an empty store becomes a new store\"), everything in it reads again",
+		ErrNoFormat, err, e.where, e.where)
 }
 
 // storeUpdate is e.st.Update behind the engine's free-space guard, as update
