@@ -3,10 +3,9 @@ package bridge
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/lossless-engine/contextengine/internal/jsonstr"
 )
 
 // nameDepth is how deep in a request's params checkNames looks for names:
@@ -43,7 +42,7 @@ func checkNames(params json.RawMessage, depth int) error {
 			if !isNameKey(k) {
 				continue
 			}
-			if i, why := rawStringAltered(v); i >= 0 {
+			if i, why := jsonstr.Altered(v); i >= 0 {
 				return fmt.Errorf("%s is not valid UTF-8 (%s at byte %d of its JSON string): refused, as decoding would replace it with U+FFFD", k, why, i)
 			}
 		case '{':
@@ -55,42 +54,4 @@ func checkNames(params json.RawMessage, depth int) error {
 		}
 	}
 	return nil
-}
-
-// rawStringAltered returns the offset in raw (a JSON string, quotes
-// included) of what decoding it would replace with U+FFFD, and what it is;
-// -1 when nothing.
-func rawStringAltered(raw []byte) (int, string) {
-	for i := 1; i < len(raw)-1; {
-		c := raw[i]
-		switch {
-		case c == '\\' && i+1 < len(raw) && raw[i+1] == 'u' && i+6 <= len(raw):
-			r, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
-			if err != nil {
-				return -1, "" // not valid JSON: decoding reports it
-			}
-			if utf16.IsSurrogate(rune(r)) {
-				// A high surrogate followed by a low one is one rune.
-				if r < 0xdc00 && i+12 <= len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-					if lo, err := strconv.ParseUint(string(raw[i+8:i+12]), 16, 16); err == nil && lo >= 0xdc00 && lo <= 0xdfff {
-						i += 12
-						continue
-					}
-				}
-				return i, "an unpaired surrogate escape"
-			}
-			i += 6
-		case c == '\\':
-			i += 2
-		case c < utf8.RuneSelf:
-			i++
-		default:
-			r, n := utf8.DecodeRune(raw[i:])
-			if r == utf8.RuneError && n <= 1 {
-				return i, "an invalid byte"
-			}
-			i += n
-		}
-	}
-	return -1, ""
 }
