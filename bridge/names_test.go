@@ -26,6 +26,7 @@ func TestInvalidUTF8NamesRefused(t *testing.T) {
 		{MethodIngestBatch, `{"sessionId":"s","messages":[` + msg + `],"sessionTarget":{"agentId":"a` + "\xfe" + `"}}`, "sessionTarget.agentId"},
 		{MethodAssemble, `{"sessionId":"ok","sessionKey":"\ud83d"}`, "sessionKey"},
 		{MethodPrepareSubagentSpawn, `{"parentSessionKey":"p","childSessionKey":"c` + "\x80" + `"}`, "childSessionKey"},
+		{MethodInitialize, `{"config":{"agentId":"a\udfff"}}`, "config.agentId"},
 	}
 	for i, tc := range bad {
 		id := 900 + i
