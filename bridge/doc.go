@@ -66,4 +66,13 @@
 // initialize -32002; a cancelled request -32800; an engine error -32000 with
 // the error's text as message and, for the core sentinels, data.kind (for
 // example "unknown_session"); a panic in the engine -32603.
+//
+// A line nested deeper than encoding/json's 10000 levels gets -32700 saying
+// so (under the request's id when it comes before its params). A session
+// id, session key or agent id (sessionId, sessionKey, agentId and the keys
+// ending in SessionId, SessionKey, AgentId, in params and in their objects
+// down to three levels, a "message" aside) that is not valid UTF-8 — an
+// invalid byte or an unpaired surrogate escape such as \ud800, which
+// encoding/json would silently replace with U+FFFD — gets -32602 naming the
+// key, with data.kind "invalid_session_id", before the engine is called.
 package bridge

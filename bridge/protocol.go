@@ -170,6 +170,10 @@ func (m *Message) IsResponse() bool { return !m.hasMethod }
 func DecodeMessage(line []byte) (Message, *Error) {
 	line = bytes.TrimSpace(line)
 	if !json.Valid(line) {
+		if nestedDeeper(line, maxJSONDepth) {
+			// encoding/json's limit: the line may well be valid JSON.
+			return Message{}, &Error{Code: CodeParseError, Message: fmt.Sprintf("parse error: the line nests arrays and objects deeper than %d levels, the JSON decoder's limit", maxJSONDepth)}
+		}
 		return Message{}, &Error{Code: CodeParseError, Message: "parse error: line is not valid JSON"}
 	}
 	if len(line) == 0 || line[0] != '{' {

@@ -666,13 +666,21 @@ func notImplemented(method string) error {
 	return &Error{Code: CodeMethodNotFound, Message: "method not found: the engine does not implement " + method}
 }
 
-// decode unmarshals params (absent params decode as {}).
+// decode unmarshals params (absent params decode as {}). A session id,
+// session key or agent id that is not valid UTF-8 is refused before
+// (checkNames): decoding would replace it.
 func decode(m Message, v any) error {
 	if m.Params == nil {
 		return nil
 	}
 	if firstByte(m.Params) != '{' {
 		return invalidParams(m.Method, errors.New("params must be an object"))
+	}
+	// A name decoding would alter is refused first (names.go).
+	if err := checkNames(m.Params, nameDepth); err != nil {
+		e := &Error{Code: CodeInvalidParams, Message: fmt.Sprintf("invalid params for %s: %v", m.Method, err)}
+		e.Data, _ = json.Marshal(map[string]string{"kind": errorKind(core.ErrInvalidSessionID)})
+		return e
 	}
 	if err := json.Unmarshal(m.Params, v); err != nil {
 		return invalidParams(m.Method, err)

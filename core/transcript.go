@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lossless-engine/contextengine/internal/jsonstr"
 )
 
 // Transcript entry types (CONTRACT §3).
@@ -288,6 +290,23 @@ func parseLine(body []byte) (Entry, *Header, error) {
 		h := new(Header)
 		if err := json.Unmarshal(trimmed, h); err != nil {
 			return Entry{}, nil, fmt.Errorf("invalid session header: %v", err)
+		}
+		// The session ids are names the engine keys on: one that decoding
+		// changed (an unpaired surrogate escape) would be stored as another.
+		var names struct {
+			ID            json.RawMessage `json:"id"`
+			ParentSession json.RawMessage `json:"parentSession"`
+		}
+		if err := json.Unmarshal(trimmed, &names); err != nil {
+			return Entry{}, nil, fmt.Errorf("invalid session header: %v", err)
+		}
+		for _, f := range [...]struct {
+			key string
+			raw json.RawMessage
+		}{{"id", names.ID}, {"parentSession", names.ParentSession}} {
+			if i, why := jsonstr.Altered(f.raw); len(f.raw) > 0 && f.raw[0] == '"' && i >= 0 {
+				return Entry{}, nil, fmt.Errorf("session header: %q is not valid UTF-8 (%s at byte %d of its JSON string; decoding would replace it with U+FFFD)", f.key, why, i)
+			}
 		}
 		h.Raw = own
 		return Entry{}, h, nil

@@ -241,6 +241,32 @@ func TestTranscriptMalformedLines(t *testing.T) {
 	}
 }
 
+// TestTranscriptHeaderNameAltered: a session header whose id (or
+// parentSession) decoding would change (an unpaired surrogate escape) is a
+// malformed line naming the key, not a header with the id "s\uFFFD x"
+// (issue #37); a surrogate pair is a valid id, kept as sent.
+func TestTranscriptHeaderNameAltered(t *testing.T) {
+	for _, line := range []string{
+		`{"type":"session","version":4,"id":"s\ud800x","timestamp":"t"}`,
+		`{"type":"session","version":4,"id":"s","parentSession":"\udc00","timestamp":"t"}`,
+	} {
+		tr := parseString(t, line+"\n"+`{"type":"message","id":"1","parentId":null,"message":{"role":"user","content":"ok"}}`+"\n")
+		if tr.Header != nil {
+			t.Fatalf("%s: read as a header with id %q", line, tr.Header.ID)
+		}
+		if len(tr.Malformed) != 1 || tr.Malformed[0].Line != 1 || !strings.Contains(tr.Malformed[0].Error(), "not valid UTF-8") {
+			t.Fatalf("%s: malformed %v", line, tr.Malformed)
+		}
+		if len(tr.Entries) != 1 {
+			t.Fatalf("%s: %d entries", line, len(tr.Entries))
+		}
+	}
+	tr := parseString(t, `{"type":"session","version":4,"id":"s\ud83d\ude42","timestamp":"t"}`+"\n")
+	if tr.Header == nil || tr.Header.ID != "s\U0001F642" || len(tr.Malformed) != 0 {
+		t.Fatalf("a surrogate pair: %+v %v", tr.Header, tr.Malformed)
+	}
+}
+
 func TestTranscriptEdgeFiles(t *testing.T) {
 	if tr := parseString(t, ""); tr.Header != nil || len(tr.Entries) != 0 || tr.Size != 0 {
 		t.Fatal("empty file")

@@ -28,7 +28,10 @@ var _ core.TurnCommitter = (*Engine)(nil)
 // advancement key are written in one store transaction, so a crash leaves
 // either the whole turn with its key or nothing. A commit whose
 // advancement key is already recorded for the conversation stores nothing
-// and returns status "duplicate" — also after a restart. Messages already
+// and returns status "duplicate" — also after a restart — when its messages
+// are those of the recorded turn (or some of them); one that brings a
+// message the recorded turn lacks is refused (ErrKeyReused), nothing
+// stored, rather than answered "duplicate" with the message dropped. Messages already
 // stored by ingest are not stored twice (they are identified by their
 // bytes, as everywhere in the engine).
 //

@@ -84,14 +84,27 @@ func TestCommitTurnIdempotent(t *testing.T) {
 	if err != nil || !ok || len(seqs) != 4 {
 		t.Fatalf("TurnCommitted: %v %v %v", ok, seqs, err)
 	}
-	// A retry under the same key with different messages is still a
-	// duplicate and stores nothing.
+	// A retry under the same key with some of the turn's messages is a
+	// duplicate too.
+	sub := p
+	sub.Messages = p.Messages[1:3]
+	if res, err := e.CommitTurn(ctx, sub); err != nil || res.Status != core.CommitDuplicate {
+		t.Fatalf("same key, some of the turn's messages: %+v %v", res, err)
+	}
+	// The same key with other messages is refused, naming the key, and
+	// stores nothing (issue #37: it answered "duplicate", and the host
+	// dropped the messages that differ).
 	q := commitParams("s1", "adv-1", 2)
-	if res, err := e.CommitTurn(ctx, q); err != nil || res.Status != core.CommitDuplicate {
-		t.Fatalf("same key, other messages: %+v %v", res, err)
+	mixed := p
+	mixed.Messages = append(append([]core.Message(nil), p.Messages...), q.Messages[3])
+	for _, c := range []core.CommitTurnParams{q, mixed} {
+		res, err := e.CommitTurn(ctx, c)
+		if !errors.Is(err, ErrKeyReused) || !strings.Contains(err.Error(), `"adv-1"`) {
+			t.Fatalf("same key, other messages: %+v %v, want ErrKeyReused", res, err)
+		}
 	}
 	if n := len(countStored(t, e, "s1")); n != 4 {
-		t.Fatalf("a duplicate stored messages: %d", n)
+		t.Fatalf("a refused commit stored messages: %d", n)
 	}
 	// A new key commits; messages already stored by Ingest are not stored
 	// twice.

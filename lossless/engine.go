@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -127,14 +129,28 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return openURL(ctx, cfg) // register_store.go (lossless/postgres)
 	}
 	if !cfg.ReadOnly {
-		if err := os.MkdirAll(cfg.StoreDir, 0o755); err != nil {
+		created, err := mkdirAll(cfg.StoreDir)
+		if err != nil {
 			return nil, fmt.Errorf("lossless: open: %w", err)
 		}
 		// Badger maps a new memtable as it opens for writing: on a full
 		// disk that is a SIGBUS, so look first (space.go).
 		probe := &Engine{cfg: newEngineConfig(cfg)}
 		if err := probe.checkSpace(); err != nil {
-			return nil, fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
+			// The directories made for the store go again: an empty one
+			// left behind would be "no store here" to the commands that
+			// read.
+			err = fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
+			if size, serr := sizeBytes(cfg.StoreDir); serr == nil && size < probe.spaceReserve() {
+				// Freeing space cannot help there.
+				err = fmt.Errorf("%w; its filesystem holds only %d MiB in all: put the store on a larger one", err, size>>20)
+			}
+			for i := len(created) - 1; i >= 0; i-- {
+				if rerr := os.Remove(created[i]); rerr != nil {
+					return nil, fmt.Errorf("%w; the directory made for it stays: %w", err, rerr)
+				}
+			}
+			return nil, err
 		}
 	}
 	// The store in the directory: through the opener registered as
@@ -146,6 +162,9 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	st, rec, err := open(ctx, cfg)
 	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			return nil, fmt.Errorf("lossless: open store %s: %w; run `lossless doctor --store %s` to see what it holds", cfg.StoreDir, err, cfg.StoreDir)
+		}
 		return nil, fmt.Errorf("lossless: open store %s: %w", cfg.StoreDir, err)
 	}
 	if rec != nil {
@@ -167,6 +186,25 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		recall = (*Engine).openRecallOrLog // Bleve, in <StoreDir>/index (recall.go)
 	}
 	return openEngine(ctx, cfg, st, cfg.StoreDir, recall)
+}
+
+// mkdirAll is os.MkdirAll(dir, 0o755) that returns the directories it
+// made, outermost first.
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append([]string{d}, missing...)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return missing, nil
 }
 
 // OpenStore opens an engine on st, a store the caller opened (package

@@ -34,6 +34,12 @@ var ErrNotSessionFile = transcript.ErrNotSessionFile
 // It is lossless/ingest's, whose writes run again on it.
 var ErrConcurrentWrite = ingest.ErrConcurrentWrite
 
+// ErrKeyReused is wrapped by the error of a CommitTurn whose advancement key
+// is already recorded for a turn that lacks one of its messages: answering
+// "duplicate" would drop them, so the commit is refused and nothing of it
+// stored. It is lossless/ingest's.
+var ErrKeyReused = ingest.ErrKeyReused
+
 // ErrRetiring is wrapped by the error of a read of, or a write to, a
 // conversation that an interrupted retention pass left partly deleted; the
 // next pass (lossless retain, or the engine's periodic one) finishes
@@ -45,6 +51,17 @@ var ErrRetiring = errors.New("lossless: conversation is being deleted by retenti
 // never returned as if it were all. It is the store's store.ErrCorrupt, so
 // that a record the store cannot decode is ErrCorrupt as well.
 var ErrCorrupt = store.ErrCorrupt
+
+// ErrNoFormat is wrapped by the error of an open for writing of a store
+// whose format record is missing or does not decode while the store holds
+// other records (store.Reader.HasData): the store is damaged, not new.
+// Writing a new format record would make it look empty and healthy (its
+// records read as those of an older format, or not at all), so the engine
+// refuses it and names `lossless doctor`, which reads the store and says
+// what it finds. Only a store holding no record at all (a new directory or
+// database, or one whose first open stopped before its first transaction)
+// is made a new store. Nothing is written.
+var ErrNoFormat = errors.New("lossless: the store's format record is missing or unreadable")
 
 // ErrDiskFull is wrapped by the error of a write refused because the
 // store's filesystem has less free space than the engine keeps in reserve.

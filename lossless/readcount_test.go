@@ -152,6 +152,7 @@ type countingReader struct {
 func (c *countingReader) read() { c.n.reads.Add(1) }
 
 func (c *countingReader) Meta() (store.Meta, error) { c.read(); return c.r.Meta() }
+func (c *countingReader) HasData() (bool, error)    { c.read(); return c.r.HasData() }
 func (c *countingReader) Conversation(id store.ConvID) (store.Conversation, error) {
 	c.read()
 	return c.r.Conversation(id)

@@ -21,6 +21,14 @@ func (e *Engine) spaceReserve() uint64 {
 	return uint64(2*b.MemTableSize+2*b.ValueLogFileSize) + 16<<20
 }
 
+// CheckSpace returns an error wrapping ErrDiskFull when the store's
+// filesystem has too little free space for a write (what an open for
+// writing or a write would be refused with), nil otherwise, and always for
+// a store without a directory (one opened with OpenStore guards itself). A
+// read-only engine answers it too: cmd/lossless's read commands say so
+// beside their answer.
+func (e *Engine) CheckSpace() error { return e.checkSpace() }
+
 // checkSpace returns an error wrapping ErrDiskFull when the store's
 // filesystem has less than spaceReserve free (looked up at most once a
 // second; a filesystem whose free space cannot be read is not refused).

@@ -13,3 +13,12 @@ func freeBytes(dir string) (uint64, error) {
 	}
 	return uint64(st.Bavail) * uint64(st.Bsize), nil
 }
+
+// sizeBytes returns the size of the filesystem holding dir.
+func sizeBytes(dir string) (uint64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return uint64(st.Blocks) * uint64(st.Bsize), nil
+}

@@ -53,6 +53,13 @@ func (e *Engine) checkFormat() error {
 		return e.st.View(ctx, func(r store.Reader) error {
 			m, err := r.Meta()
 			if err != nil {
+				has, herr := r.HasData()
+				if herr != nil {
+					return fmt.Errorf("lossless: store %s: read format: %w; looking for other records: %w", e.where, err, herr)
+				}
+				if has {
+					return e.noFormat(err)
+				}
 				return fmt.Errorf("lossless: store %s: read format: %w", e.where, err)
 			}
 			return check(m)
@@ -67,11 +74,20 @@ func (e *Engine) checkFormat() error {
 	defer release()
 	return e.st.Update(ctx, func(tx store.Tx) error {
 		m, err := tx.Meta()
-		if errors.Is(err, store.ErrNotFound) {
-			return tx.PutMeta(metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer, Since: FormatVersion})
-		}
 		if err != nil {
-			return fmt.Errorf("lossless: read format: %w", err)
+			// Only a store holding nothing is new: one that holds records
+			// lost its format record (or the record is damaged), and a new
+			// one would hide them (ErrNoFormat).
+			has, herr := tx.HasData()
+			if herr != nil {
+				return fmt.Errorf("lossless: store %s: read format: %w; looking for other records: %w", e.where, err, herr)
+			}
+			if has || !errors.Is(err, store.ErrNotFound) {
+				// (A format record that does not decode in a store holding
+				// nothing else is refused too: someone wrote it.)
+				return e.noFormat(err)
+			}
+			return tx.PutMeta(metaRecord{Format: FormatVersion, Engine: EngineID, Tokenizer: e.cfg.Tokenizer, Since: FormatVersion})
 		}
 		if err := check(m); err != nil {
 			return err
@@ -96,6 +112,15 @@ func (e *Engine) checkFormat() error {
 		}
 		return nil
 	})
+}
+
+// noFormat is the error of an open of a store whose format record could
+// not be read (err) while the store holds data, or that holds a format
+// record that does not decode (ErrNoFormat).
+func (e *Engine) noFormat(err error) error {
+	return fmt.Errorf("%w (%w): store %s holds data, so it is not new; it is not opened (a new format record would make it look empty), and nothing was written. "+
+		"`lossless doctor --store %s` reports it; the format record restored (from a backup, or as the README says under \"Only an empty store becomes a new store\"), everything in it reads again",
+		ErrNoFormat, err, e.where, e.where)
 }
 
 // storeUpdate is e.st.Update behind the engine's free-space guard, as update

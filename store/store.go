@@ -296,6 +296,13 @@ type Pair struct {
 type Reader interface {
 	// Meta returns the format record.
 	Meta() (Meta, error)
+	// HasData reports whether the store holds any record besides its
+	// format record. The engine writes the format record in the first
+	// transaction of a new store, before anything else: a store without
+	// one that holds data is damaged, not new, and the engine refuses to
+	// open it for writing (a new format record would make it look empty
+	// and healthy).
+	HasData() (bool, error)
 
 	// Conversation returns conversation c's record.
 	Conversation(c ConvID) (Conversation, error)

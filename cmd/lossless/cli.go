@@ -99,7 +99,10 @@ Commands:
 Every command takes --store DIR-or-URL (default %s;
 a postgres:// or postgresql:// URL selects a PostgreSQL store),
 --json for machine-readable output and --help. lossless --version prints the version.
-Exit codes: 0 ok, 1 runtime error, 2 usage error.
+Exit codes: 0 ok, 1 runtime error (doctor: a problem found), 2 usage error,
+3 partial (import skipped malformed lines; it printed each).
+Commands that only read (sessions, stats, export, grep, describe, expand,
+doctor) open the store read-only and answer on a full disk, with a note.
 `, defaultStoreHelp())
 }
 
@@ -302,18 +305,28 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 }
 
 // openReader opens the store for a command that only reads: read-only,
-// so that it changes nothing and works on a full disk. A store the last
-// process left without closing cannot be opened read-only (Badger must
-// replay it); it is then opened as usual, which recovers it.
+// so that it changes nothing and works on a full disk (a store the last
+// process left without closing included: the patched Badger reads its
+// memtable log without repairing it). Should Badger still ask for a
+// repair, the store is opened as usual, which makes it; on a full disk
+// that open fails and the read-only open's error is returned with its
+// own. When the disk is too full for writes, a note on stderr says so:
+// the command answers, and the next write will be refused.
 func openReader(ctx context.Context, c *cmdEnv) (*lossless.Engine, error) {
 	e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) { cfg.ReadOnly = true })
 	if err != nil && strings.Contains(err.Error(), "Log truncate required") {
-		// Badger must repair the log the last process left (it died
-		// mid-write) before anything can read it: only then is the store
-		// opened for writing.
-		return openEngine(ctx, c, false, nil)
+		we, werr := openEngine(ctx, c, false, nil)
+		if werr != nil {
+			return nil, fmt.Errorf("%w; opening it for writing to repair it: %w", err, werr)
+		}
+		e = we
+	} else if err != nil {
+		return nil, err
 	}
-	return e, err
+	if serr := e.CheckSpace(); serr != nil {
+		fmt.Fprintf(c.io.err, "lossless: note: %v; this command only reads: it answers from the store as it is\n", serr)
+	}
+	return e, nil
 }
 
 // findSession resolves the agent of sessionID: --agent when given,

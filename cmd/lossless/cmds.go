@@ -20,7 +20,7 @@ import (
 func cmdImport() *command {
 	return &command{
 		name: "import", args: "FILE...",
-		summary: "Import OpenClaw session JSONL files into the store (incremental: only new lines are read again).",
+		summary: "Import OpenClaw session JSONL files into the store (incremental: only new lines are read again). Exits 3 when it skipped malformed lines (it prints each; everything else is stored).",
 		run: func(ctx context.Context, c *cmdEnv, files []string) error {
 			if len(files) == 0 {
 				return usagef("import needs at least one session file")

@@ -548,8 +548,12 @@ func printDoctor(w io.Writer, r *doctorReport) {
 	case s.Error != "":
 		fmt.Fprintf(w, ": error: %s\n", s.Error)
 	default:
-		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk (allocated, as du counts), %d conversations, %d messages\n",
-			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), s.Conversations, s.Messages)
+		measure := "allocated, as du counts"
+		if lossless.IsStoreURL(s.Dir) {
+			measure = "its tables and indexes, as PostgreSQL counts them"
+		}
+		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk (%s), %d conversations, %d messages\n",
+			s.Format, s.BuildFormat, humanBytes(s.DiskBytes), measure, s.Conversations, s.Messages)
 		fmt.Fprintf(w, "summaries  %d stored, %d refused (the model's answer was no summary: the extractive summarizer wrote it)\n",
 			s.Summaries, s.RefusedSummaries)
 	}

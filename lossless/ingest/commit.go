@@ -128,7 +128,13 @@ func CommitTurn(ctx context.Context, pt Port, agent, sessionID, sessionKey strin
 func commitTurnTx(tx store.Tx, c store.ConvID, rec *store.Conversation, p core.CommitTurnParams, ps []Pending, fresh *[]*Pending, dup *bool) error {
 	// A turn record that is there but does not decode still records the
 	// key (the key's presence is what counts).
-	if _, err := tx.Turn(c, p.AdvancementKey); err == nil || errors.Is(err, store.ErrCorrupt) {
+	if prev, err := tx.Turn(c, p.AdvancementKey); err == nil || errors.Is(err, store.ErrCorrupt) {
+		// A duplicate only when it brings no message the recorded turn
+		// lacks (one whose record does not decode: no message that is not
+		// stored); otherwise answering "duplicate" would drop them.
+		if err := sameTurn(tx, c, p.AdvancementKey, prev, err == nil, ps); err != nil {
+			return err
+		}
 		*dup = true
 		return nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -175,6 +181,41 @@ func commitTurnTx(tx store.Tx, c store.ConvID, rec *store.Conversation, p core.C
 		}
 	}
 	return nil
+}
+
+// sameTurn checks that the messages ps of a commit under key, already
+// recorded for turn prev (whose Seqs are known when decoded), are all
+// stored, and, when known, among prev's: an error wrapping ErrKeyReused
+// names the first that is not.
+func sameTurn(tx store.Tx, c store.ConvID, key string, prev store.Turn, decoded bool, ps []Pending) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	hs := make([]store.Hash, len(ps))
+	for i := range ps {
+		hs[i] = ps[i].Hash
+	}
+	seqs, found, err := SeqsByHash(tx, c, hs)
+	if err != nil {
+		return fmt.Errorf("lossless: commit turn: read keys: %w", err)
+	}
+	inPrev := make(map[uint64]bool, len(prev.Seqs))
+	for _, s := range prev.Seqs {
+		inPrev[s] = true
+	}
+	differ, first := 0, -1
+	for i := range ps {
+		if !found[i] || (decoded && !inPrev[seqs[i]]) {
+			if differ++; first < 0 {
+				first = i
+			}
+		}
+	}
+	if differ == 0 {
+		return nil
+	}
+	return fmt.Errorf("lossless: commit turn: advancement key %q was committed with other messages: %d of this commit's %d messages are not in that turn (the first: message %d); nothing stored (a retry sends the same turn, a new turn takes a new key): %w",
+		key, differ, len(ps), first, ErrKeyReused)
 }
 
 // commitErr explains a turn too large for one transaction.

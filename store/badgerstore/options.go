@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
@@ -154,12 +157,21 @@ func badgerOptions(o Options, g *spaceGuard) badger.Options {
 
 // openBadger opens the database of o (defaults filled).
 func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
+	if err := checkManifest(o.Dir, o.ReadOnly); err != nil {
+		return nil, err
+	}
 	db, err := badger.Open(badgerOptions(o, g))
 	if err != nil && !o.ReadOnly && strings.Contains(err.Error(), "Create a new file") {
 		// A process killed as Badger created a memtable file leaves it
 		// empty, and the first open fails on it (and truncates it); the
 		// second succeeds (Badger issue #2207).
 		db, err = badger.Open(badgerOptions(o, g))
+	}
+	if err != nil && errors.Is(err, badger.ErrEncryptionKeyMismatch) {
+		// The store is not encrypted (badgerOptions sets no key): Badger
+		// reports a KEYREGISTRY whose sanity text it cannot read so.
+		return nil, fmt.Errorf("badgerstore: open %s: its KEYREGISTRY file is damaged (%w, but the store is not encrypted): %w (the file holds no key of an unencrypted store: moved away, Badger writes a new one at the next open for writing)",
+			o.Dir, err, store.ErrCorrupt)
 	}
 	if err != nil && noSpace(err) {
 		// Badger could not allocate its value log or memtable log.
@@ -169,4 +181,44 @@ func openBadger(o Options, g *spaceGuard) (*badger.DB, error) {
 		return nil, fmt.Errorf("badgerstore: open %s: %w", o.Dir, err)
 	}
 	return db, nil
+}
+
+// checkManifest refuses a directory that holds Badger's data files (tables,
+// value logs, memtable logs) but no MANIFEST, the file that lists its
+// tables: Badger would open it as a new, empty database and delete the
+// tables it does not list. Badger creates the MANIFEST before any data
+// file, so a store whose first open was interrupted never looks like this:
+// the MANIFEST was lost or moved, and the data is still there. Read-only,
+// a directory without a MANIFEST nor data files holds no store: an error
+// wrapping store.ErrNotFound says so (Badger's would be "no manifest
+// found, required for read-only db").
+func checkManifest(dir string, readOnly bool) error {
+	if _, err := os.Stat(filepath.Join(dir, badger.ManifestFilename)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return nil // there is one (or Badger reports why it cannot read it)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && !readOnly {
+			return nil
+		}
+		return fmt.Errorf("badgerstore: open %s: %w", dir, err)
+	}
+	var data []string
+	for _, e := range ents {
+		switch filepath.Ext(e.Name()) {
+		case ".sst", ".vlog", ".mem":
+			data = append(data, e.Name())
+		}
+	}
+	if len(data) == 0 {
+		if readOnly {
+			return fmt.Errorf("badgerstore: open %s read-only: no store here (no %s): %w", dir, badger.ManifestFilename, store.ErrNotFound)
+		}
+		return nil
+	}
+	if len(data) > 3 {
+		data = append(data[:3], "…")
+	}
+	return fmt.Errorf("badgerstore: open %s: it holds Badger data files (%s) but no %s, which lists them: %w (refused: Badger would start an empty store and delete the tables; nothing was changed)",
+		dir, strings.Join(data, ", "), badger.ManifestFilename, store.ErrCorrupt)
 }

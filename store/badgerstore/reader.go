@@ -178,6 +178,23 @@ func (r *reader) Meta() (store.Meta, error) {
 	return m, err
 }
 
+// HasData reports whether the store holds a key besides the format
+// record's (store.Reader.HasData). It reads keys only, up to the first
+// other one.
+func (r *reader) HasData() (bool, error) {
+	if r.done {
+		return false, errEnded
+	}
+	it := r.txn.NewIterator(badger.IteratorOptions{})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		if !bytes.Equal(it.Item().Key(), metaKey) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Conversation returns conversation c's record.
 func (r *reader) Conversation(c store.ConvID) (store.Conversation, error) {
 	var rec store.Conversation

@@ -647,3 +647,16 @@ func (w writer) DeleteConversationData(c store.ConvID) error {
 
 // Get implements store.Reader: point reads, one per ref (store.GetEach).
 func (r *reader) Get(refs []store.Ref) ([]store.Got, error) { return store.GetEach(r, refs) }
+
+// HasData implements store.Reader: any key but the format record's.
+func (r *reader) HasData() (bool, error) {
+	if r.finished {
+		return false, errFinished
+	}
+	meta := k(pMeta).String()
+	var other func(n *node) bool
+	other = func(n *node) bool {
+		return n != nil && (n.key != meta || other(n.left) || other(n.right))
+	}
+	return other(r.root), nil
+}

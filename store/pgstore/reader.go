@@ -177,6 +177,37 @@ func (r *reader) Meta() (store.Meta, error) {
 	return m, err
 }
 
+// hasDataSQL asks whether any table of the store's records but the format
+// record's (lossless_meta) holds a row; the recall tables, derived from
+// the records, are left out.
+const hasDataSQL = "SELECT " +
+	"EXISTS (SELECT 1 FROM lossless_conversations) OR " +
+	"EXISTS (SELECT 1 FROM lossless_names) OR " +
+	"EXISTS (SELECT 1 FROM lossless_messages) OR " +
+	"EXISTS (SELECT 1 FROM lossless_hashes) OR " +
+	"EXISTS (SELECT 1 FROM lossless_large) OR " +
+	"EXISTS (SELECT 1 FROM lossless_items) OR " +
+	"EXISTS (SELECT 1 FROM lossless_summaries) OR " +
+	"EXISTS (SELECT 1 FROM lossless_entries) OR " +
+	"EXISTS (SELECT 1 FROM lossless_entry_ids) OR " +
+	"EXISTS (SELECT 1 FROM lossless_reconcile) OR " +
+	"EXISTS (SELECT 1 FROM lossless_host_entries) OR " +
+	"EXISTS (SELECT 1 FROM lossless_orders) OR " +
+	"EXISTS (SELECT 1 FROM lossless_file_checkpoints) OR " +
+	"EXISTS (SELECT 1 FROM lossless_host_checkpoints) OR " +
+	"EXISTS (SELECT 1 FROM lossless_turns) OR " +
+	"EXISTS (SELECT 1 FROM lossless_subagents) OR " +
+	"EXISTS (SELECT 1 FROM lossless_subagent_children) OR " +
+	"EXISTS (SELECT 1 FROM lossless_fork_items) OR " +
+	"EXISTS (SELECT 1 FROM lossless_subagent_links)"
+
+// HasData implements store.Reader.
+func (r *reader) HasData() (bool, error) {
+	var has bool
+	err := r.row("records", "", hasDataSQL, nil, &has)
+	return has, err
+}
+
 // Conversation implements store.Reader.
 func (r *reader) Conversation(c store.ConvID) (store.Conversation, error) {
 	var v store.Conversation

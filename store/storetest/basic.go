@@ -328,16 +328,33 @@ func testRoundTrip(t *testing.T, open OpenFunc) {
 			}
 			none := func(int) (any, bool) { return nil, false }
 			v1 := func(key int) (any, bool) { return f.want(key, 1), true }
-			view(t, s, func(r store.Reader) error { return checkAll(r, "empty", none) })
+			// HasData: any record but the format record (which every
+			// family's store but Meta's holds first, as the engine's does).
+			hasData := func(r store.Reader, when string, want bool) error {
+				got, err := r.HasData()
+				if err != nil || got != want {
+					return fmt.Errorf("%s: %s: HasData() = %v, %v, want %v", when, f.name, got, err, want)
+				}
+				return nil
+			}
+			if f.name != "Meta" {
+				update(t, s, func(tx store.Tx) error { return tx.PutMeta(store.Meta{Format: 1, Engine: "e"}) })
+			}
+			view(t, s, func(r store.Reader) error {
+				return errors.Join(checkAll(r, "empty", none), hasData(r, "empty", false))
+			})
 			update(t, s, func(tx store.Tx) error {
 				for key := range f.keys {
 					if err := f.put(tx, key, 1); err != nil {
 						return err
 					}
 				}
-				return checkAll(tx, "in the writing transaction", v1)
+				return errors.Join(checkAll(tx, "in the writing transaction", v1),
+					hasData(tx, "in the writing transaction", f.name != "Meta"))
 			})
-			view(t, s, func(r store.Reader) error { return checkAll(r, "written", v1) })
+			view(t, s, func(r store.Reader) error {
+				return errors.Join(checkAll(r, "written", v1), hasData(r, "written", f.name != "Meta"))
+			})
 			v2 := func(key int) (any, bool) {
 				if key == 0 {
 					return f.want(key, 2), true

@@ -206,8 +206,15 @@ func (mt *memTable) UpdateSkipList() error {
 	if err != nil {
 		return y.Wrapf(err, "while iterating wal: %s", mt.wal.Fd.Name())
 	}
-	if endOff < mt.wal.size.Load() && mt.opt.ReadOnly {
-		return y.Wrapf(ErrTruncateNeeded, "end offset: %d < size: %d", endOff, mt.wal.size.Load())
+	if mt.opt.ReadOnly {
+		// lossless patch: a read-only open reads the log up to its last
+		// whole entry, the entries a writable open keeps when it truncates
+		// the log there (the rest is the zeroed room after the last write,
+		// or a write the process did not finish), and changes nothing.
+		// Upstream refused it (ErrTruncateNeeded): a store the last process
+		// did not close could then be read only after an open for writing,
+		// which needs room on the disk for the next logs.
+		return nil
 	}
 	return mt.wal.Truncate(int64(endOff))
 }
