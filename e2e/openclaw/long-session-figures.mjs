@@ -79,12 +79,12 @@ function table(dir) {
   }
   const runs = files.map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"))).sort((a, b) => a.window - b.window || (a.engine === "lossless" ? -1 : 1));
   const lines = [
-    "| window | engine | turns failed | overflow answers | replies cut (agent calls) | cut on calls with room for the reply (such calls) | calls with cap ≤ 16 | smallest cap | largest prompt (o200k; chars/4) | summarization calls cut | when (load) |",
+    "| window | engine | turns failed (with no room beside OpenClaw's own part) | overflow answers | replies cut (agent calls) | cut on calls with room for the reply (such calls) | calls with cap ≤ 16 | smallest cap | largest prompt (o200k; chars/4) | summarization calls cut | when (load) |",
     "|---|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of runs) {
     lines.push(
-      `| ${r.window} | ${r.engine} | ${r.failedTurns.length} of ${r.turns} | ${r.overflows} | ${r.repliesCut} (${r.agentCalls}) | ${r.repliesCutWithRoom} (${r.callsWithRoom}) | ${r.capsAtMost16} | ${r.smallestCap ?? "—"} | ${r.largest}; ${r.largestChars4} | ${r.sideCut} of ${r.sideCalls} | ${r.at?.slice(0, 16)} (${r.load}) |`,
+      `| ${r.window} | ${r.engine} | ${r.failedTurns.length} of ${r.turns} (${r.failedWithNoRoom?.length ?? "?"}) | ${r.overflows} | ${r.repliesCut} (${r.agentCalls}) | ${r.repliesCutWithRoom} (${r.callsWithRoom}) | ${r.capsAtMost16} | ${r.smallestCap ?? "—"} | ${r.largest}; ${r.largestChars4} | ${r.sideCut} of ${r.sideCalls} | ${r.at?.slice(0, 16)} (${r.load}) |`,
     );
   }
   process.stdout.write(lines.join("\n") + "\n");
