@@ -235,7 +235,7 @@ export function longSessionSuite({ window, tag, extra, timeoutMs = 25 * 60_000 }
 
     test("the fake model reckons OpenClaw's estimate as the transport does: every agent call's cap is min(maxTokens, window − estimate − 1)", () => {
       const agent = S.caps.filter((r) => r.agent);
-      assert.ok(agent.length >= S.turns.length, `${agent.length} agent calls for ${S.turns.length} turns`);
+      assert.ok(agent.length > 0, `no agent call answered (of ${S.requests.length} requests, ${S.turns.length} turns)`);
       none(
         agent.filter((r) => r.cap !== r.expectedCap).map((r) => `request #${r.seq}: cap ${r.cap}, expected ${r.expectedCap} from the estimate ${r.transport}`),
         "agent calls whose max_completion_tokens the fake's estimate does not explain",
