@@ -20,7 +20,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { contentText, summaryIds, SUMMARY_OPEN } from "./harness.mjs";
-import { requestTurn, promptIndex } from "./long-session.mjs";
+import { requestTurn, promptIndex, compareStored } from "./long-session.mjs";
 import { longSessionSuite, none } from "./long-session-suite.mjs";
 
 /** The assemble calls of turn k, in brief: what to look at when a request lost its summaries. */
