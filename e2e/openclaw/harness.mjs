@@ -10,7 +10,9 @@
 //
 // Prerequisites (see README.md): Node >= 24.16 running the tests, OpenClaw
 // 2026.9.6 ($OPENCLAW_ENTRY = its openclaw.mjs, else `openclaw` on PATH),
-// Go (to build `lossless` when $LOSSLESS_BIN is unset). When one is missing
+// the fake model's o200k_base tokenizer ($LOSSLESS_TOKENIZER_DIR, the
+// gpt-tokenizer package .ci/openclaw-setup.sh installs), Go (to build
+// `lossless` when $LOSSLESS_BIN is unset). When one is missing
 // the tests skip, unless $LOSSLESS_E2E_REQUIRED=1 (CI), where they fail.
 
 import { spawn, spawnSync } from "node:child_process";
@@ -20,6 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { randomBytes } from "node:crypto";
+import { tokenizerProblem } from "./fake-model.mjs";
 
 export const E2E_DIR = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(E2E_DIR, "../..");
@@ -70,6 +73,8 @@ export function prerequisites() {
   }
   if (!openclaw) return { ok: false, reason: "OpenClaw not found: set OPENCLAW_ENTRY (run .ci/openclaw-setup.sh) or put openclaw on PATH" };
   if (!process.env.LOSSLESS_BIN && !which("go")) return { ok: false, reason: "neither LOSSLESS_BIN nor go is available" };
+  // The fake model counts tokens with o200k_base (gpt-tokenizer, installed by .ci/openclaw-setup.sh).
+  if (tokenizerProblem) return { ok: false, reason: `the fake model's tokenizer: ${tokenizerProblem}` };
   return { ok: true, openclaw };
 }
 

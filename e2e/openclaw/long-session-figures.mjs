@@ -4,6 +4,15 @@
 // `legacy` on the same turns, printed as a markdown table.
 //
 //   node e2e/openclaw/long-session-figures.mjs [--turns N (42)] [--context-window TOKENS (24000)] [--json FILE] [--only lossless|legacy]
+//   node e2e/openclaw/long-session-figures.mjs --table DIR
+//
+// --table DIR runs nothing: it prints, as a markdown table, the figures the
+// long-session tests wrote into DIR ($LOSSLESS_E2E_FIGURES_DIR: one
+// long-session-<window>-<engine>.json per run; see long-session-suite.mjs):
+// per window and engine, turns failed, overflow answers, replies cut at the
+// output cap (all; on calls where OpenClaw's own part left room for the
+// reply), calls with a cap of 16 tokens or less, the smallest cap, the
+// largest prompt (o200k_base).
 //
 // Both phases share one isolated OpenClaw installation (the plugin
 // installed by the README's command, default plugin config, OpenClaw's
@@ -61,6 +70,33 @@ function parseArgs(argv) {
   return o;
 }
 
+/** --table DIR: the tests' figures as the README's table. */
+function table(dir) {
+  const files = fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => /^long-session-\d+-(lossless|legacy)\.json$/.test(f)) : [];
+  if (files.length === 0) {
+    process.stderr.write(`long-session-figures: no long-session-<window>-<engine>.json in ${dir} (run the tests with LOSSLESS_E2E_FIGURES_DIR=${dir})\n`);
+    process.exit(1);
+  }
+  const runs = files.map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8"))).sort((a, b) => a.window - b.window || (a.engine === "lossless" ? -1 : 1));
+  const lines = [
+    "| window | engine | turns failed (with no room beside OpenClaw's own part) | overflow answers | replies cut (agent calls) | cut on calls with room for the reply (such calls) | calls with cap ≤ 16 | smallest cap | largest prompt (o200k; chars/4) | summarization calls cut | when (load) |",
+    "|---|---|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const r of runs) {
+    lines.push(
+      `| ${r.window} | ${r.engine} | ${r.failedTurns.length} of ${r.turns} (${r.failedWithNoRoom?.length ?? "?"}) | ${r.overflows} | ${r.repliesCut} (${r.agentCalls}) | ${r.repliesCutWithRoom} (${r.callsWithRoom}) | ${r.capsAtMost16} | ${r.smallestCap ?? "—"} | ${r.largest}; ${r.largestChars4} | ${r.sideCut} of ${r.sideCalls} | ${r.at?.slice(0, 16)} (${r.load}) |`,
+    );
+  }
+  process.stdout.write(lines.join("\n") + "\n");
+}
+{
+  const i = process.argv.indexOf("--table");
+  if (i >= 0) {
+    table(process.argv[i + 1] ?? ".");
+    process.exit(0);
+  }
+}
+
 let opts;
 try {
   opts = parseArgs(process.argv.slice(2));
@@ -73,7 +109,7 @@ const nodeOk = () => {
   const [a, b] = process.versions.node.split(".").map(Number);
   return a > 24 || (a === 24 && b >= 16);
 };
-if (!nodeOk() || !process.env.OPENCLAW_ENTRY) {
+if (!nodeOk() || !process.env.OPENCLAW_ENTRY || !process.env.LOSSLESS_TOKENIZER_DIR) {
   if (process.env.LOSSLESS_FIGURES_REEXEC === "1") {
     process.stderr.write(`long-session-figures: still no Node >= 24.16 / OpenClaw after .ci/openclaw-setup.sh (node ${process.version})\n`);
     process.exit(1);
@@ -91,7 +127,7 @@ if (!nodeOk() || !process.env.OPENCLAW_ENTRY) {
 
 const { OpenClawEnv, prerequisites, freePort, chatRequests, degradationLines, parseJsonl } = await import("./harness.mjs");
 const { startFakeModel } = await import("./fake-model.mjs");
-const { planTurns, scriptModel, runTurns, attributedTraffic, compactionFigures, overflowFigures } = await import("./long-session.mjs");
+const { planTurns, scriptModel, runTurns, attributedTraffic, compactionFigures, overflowFigures, capRows, capFigures, systemPromptAdditions } = await import("./long-session.mjs");
 
 const sorted = (xs) => [...xs].sort((a, b) => a - b);
 function quantile(xs, q) {
@@ -134,6 +170,8 @@ async function phase(env, fake, slot, plan, state) {
     ...overflowFigures(reqs, opts.contextWindow),
     turnWallMs: turns.map((t) => t.turn.ms),
   };
+  const additions = slot === "lossless" ? systemPromptAdditions(attributedTraffic(env, turns).calls) : [];
+  out.caps = capFigures(capRows(reqs, { window: opts.contextWindow, additions }));
   const tr = await env.transcript(sessionKey);
   out.transcriptCompactions = tr.all.filter((e) => e.type === "compaction").length;
   if (slot === "lossless") {
@@ -151,13 +189,13 @@ async function phase(env, fake, slot, plan, state) {
 }
 
 /** A phase that was not run (--only): its column reads "not run". */
-const NOT_RUN = new Proxy({}, { get: (_, k) => (k === "slot" ? "not run" : k === "failed" || k === "degradation" || k === "turnWallMs" || k === "engineMs" ? [] : k === "compaction" ? new Proxy({}, { get: (_, j) => (j === "compactReasons" ? [] : "not run") }) : "not run") });
+const NOT_RUN = new Proxy({}, { get: (_, k) => (k === "slot" ? "not run" : k === "failed" || k === "degradation" || k === "turnWallMs" || k === "engineMs" ? [] : k === "compaction" ? new Proxy({}, { get: (_, j) => (j === "compactReasons" ? [] : "not run") }) : k === "caps" ? new Proxy({}, { get: () => "not run" }) : "not run") });
 
 function report(L, G) {
   const lines = [];
   const out = (s = "") => lines.push(s);
   const c = L.compaction;
-  out(`long session: ${opts.turns} turns in one session (notes of 3-8 KB, short questions, a read of a 6-11 KB file every 5th turn, one lcm_expand of a summary), model contextWindow ${opts.contextWindow}, OpenClaw 2026.9.6 with default tool settings, the fake model answering 400 context_length_exceeded above the window`);
+  out(`long session: ${opts.turns} turns in one session (notes of 3-8 KB, short questions, a read of a 6-11 KB file every 5th turn, one lcm_expand of a summary), model contextWindow ${opts.contextWindow}, OpenClaw 2026.9.6 with default tool settings, the fake model (o200k_base) answering 400 context_length_exceeded when prompt + max_completion_tokens exceed the window and cutting replies at max_completion_tokens`);
   out(`machine: ${process.platform} ${os.cpus().length} cores, Node ${process.version}, load at start ${startLoad}`);
   out();
   out("| | lossless | legacy |");
@@ -166,7 +204,9 @@ function report(L, G) {
   out(`| model requests | ${L.requests} | ${G.requests} |`);
   out(`| overflow answers (400 context_length_exceeded) | ${L.overflows} | ${G.overflows} |`);
   out(`| requests over the window | ${L.overWindow} | ${G.overWindow} |`);
-  out(`| largest request (tokens, chars / 4) | ${L.largest} | ${G.largest} |`);
+  out(`| largest request (o200k_base tokens; chars / 4) | ${L.largest}; ${L.largestChars4} | ${G.largest}; ${G.largestChars4} |`);
+  out(`| replies cut at the output cap (of agent calls) | ${L.caps?.repliesCut} (${L.caps?.agentCalls}) | ${G.caps?.repliesCut} (${G.caps?.agentCalls}) |`);
+  out(`| calls with an output cap of 16 or less | ${L.caps?.capsAtMost16} | ${G.caps?.capsAtMost16} |`);
   out(`| compactions by the engine on its own (summaries made) | ${c.summariesByEngine ?? "?"} | — |`);
   out(`| OpenClaw \`compact\` calls (compacted / nothing to compact / failed) | ${c.compactCalls} (${c.compactCompacted} / ${c.compactNothing} / ${c.compactFailed}), ${c.summariesByCompact} summaries | — |`);
   out(`| OpenClaw's own compactions (transcript entries) | ${L.transcriptCompactions} | ${G.transcriptCompactions} |`);

@@ -18,7 +18,7 @@
 
 import fs from "node:fs";
 import path from "node:path";
-import { approxTokens } from "./fake-model.mjs";
+import { transportMessageChars, transportToolsChars, transportTokens } from "./fake-model.mjs";
 import { chatRequests, contentText, parseJsonl, summaryIds, degradationLines, jsonEqual, RECALL_OPEN } from "./harness.mjs";
 import { filler } from "./text.mjs";
 
@@ -168,7 +168,9 @@ export function scriptModel(fake, { plan, window, workspace, state, expandMaxTok
     }
     return { text: replyText(t.i) };
   };
-  fake.setRules([{ when: (body) => approxTokens(body) <= window, response: respond }]);
+  // Every request: the fake model checks the window before any rule, so an
+  // oversized request still gets the overflow answer.
+  fake.setRules([{ when: () => true, response: respond }]);
 }
 
 // ---- the run ------------------------------------------------------------------
@@ -207,10 +209,14 @@ export function turnFailure(t) {
  * failure, mark (traffic sizes before the turn), firstSeq (the first model
  * request of the turn)}].
  */
-export async function runTurns(env, fake, { plan, sessionKey, state, onTurn, expand = true }) {
+export async function runTurns(env, fake, { plan, sessionKey, state, onTurn, expand = true, restartAfter = 0 }) {
   const out = [];
   const fromSeq = (chatRequests(fake).at(-1)?.seq ?? 0) + 1;
   for (const p of plan) {
+    if (restartAfter > 0 && p.i === restartAfter + 1) {
+      const gw = await env.restartGateway();
+      state.restartedAt = { beforeTurn: p.i, readyMs: gw.readyMs };
+    }
     if (p.kind === "expand") {
       const withSummary = chatRequests(fake).filter((r) => r.seq >= fromSeq && summaryIds(r).length);
       state.expandId = expand && withSummary.length ? summaryIds(withSummary.at(-1))[0] : null;
@@ -399,12 +405,21 @@ export function sessionRequests(fake, turns) {
   return chatRequests(fake).filter((r) => r.seq >= first && (lastTurn == null || r.time <= lastTurn.turn.endedAt + 1000));
 }
 
-/** Overflow answers and the requests over the window among `reqs`. */
+/** Overflow answers and the requests over the window among `reqs` (by the fake model's o200k_base count of the prompt; the chars / 4 estimate beside it). */
 export function overflowFigures(reqs, window) {
   const overflows = reqs.filter((r) => r.response?.kind === "overflow");
-  const over = reqs.filter((r) => r.approxTokens > window);
-  const largest = reqs.reduce((a, r) => (r.approxTokens > (a?.approxTokens ?? -1) ? r : a), null);
-  return { requests: reqs.length, overflows: overflows.length, overWindow: over.length, largest: largest?.approxTokens ?? 0, largestSeq: largest?.seq ?? null, overSeqs: over.map((r) => `#${r.seq} ~${r.approxTokens}`) };
+  const promptOf = (r) => r.tokens?.prompt ?? 0;
+  const over = reqs.filter((r) => promptOf(r) > window);
+  const largest = reqs.reduce((a, r) => (promptOf(r) > (a ? promptOf(a) : -1) ? r : a), null);
+  return {
+    requests: reqs.length,
+    overflows: overflows.length,
+    overWindow: over.length,
+    largest: largest ? promptOf(largest) : 0,
+    largestChars4: largest?.approxTokens ?? 0,
+    largestSeq: largest?.seq ?? null,
+    overSeqs: over.map((r) => `#${r.seq} ${promptOf(r)} tokens (chars/4 ~${r.approxTokens})`),
+  };
 }
 
 /** The turn a request belongs to (index into turns), by its position in the log. */
@@ -441,3 +456,98 @@ export function compareStored(tr, exp, { label = "" } = {}) {
 }
 
 export { degradationLines, parseJsonl };
+
+// ---- the output cap -------------------------------------------------------------
+
+/** OpenClaw's system message(s) at the head of a request: [index, ...]. */
+function headSystemIndexes(msgs) {
+  const out = [];
+  for (let k = 0; k < msgs.length && (msgs[k]?.role === "system" || msgs[k]?.role === "developer"); k++) out.push(k);
+  return out;
+}
+
+/**
+ * What each agent call (a request with tools) of a session got as output
+ * cap, and whose part of the request left it so small. The transport
+ * (OPENCLAW-RUNTIME.md §3b) sends max_completion_tokens = min(model
+ * maxTokens, max(1, window − estimate − 1)), the estimate being
+ * ceil(chars/4 × 1.25) of the whole request. OpenClaw's own part is what it
+ * sends whatever the engine does: the system prompt (less the engine's
+ * systemPromptAddition, found in `additions`), the tool schemas, and the
+ * turn's pending messages (from the turn's prompt on: the prompt, OpenClaw's
+ * context note after it, the tool calls and results of the turn); the
+ * engine's part is the rest (its assembled context before the prompt).
+ * `room` = window − estimate(own part) − 1: the cap the call would have
+ * had with an empty context. A cut reply on a call whose room holds the whole
+ * answer (`wanted` tokens) was cut by the engine's context.
+ *
+ * Returns one row per request: {seq, turn (the plan's i, or null), agent
+ * (has tools), cap, transport, own, room, wanted, completion, finish, cut,
+ * roomForReply, expectedCap}.
+ */
+export function capRows(reqs, { window, maxTokens = 1024, additions = [] }) {
+  const adds = [...new Set(additions.filter((a) => typeof a === "string" && a.length > 0))].sort((a, b) => b.length - a.length);
+  return reqs
+    .filter((r) => r.tokens && r.response?.status === 200)
+    .map((r) => {
+      const b = r.body ?? {};
+      const msgs = b.messages ?? [];
+      const agent = (b.tools?.length ?? 0) > 0;
+      const u = promptIndex(msgs);
+      let ownChars = transportToolsChars(b);
+      for (const k of headSystemIndexes(msgs)) {
+        let c = transportMessageChars(msgs[k]);
+        const text = contentText(msgs[k].content);
+        const add = adds.find((a) => text.includes(a));
+        if (add) c -= add.length;
+        ownChars += c;
+      }
+      if (u >= 0) for (const m of msgs.slice(u)) ownChars += transportMessageChars(m);
+      const own = transportTokens(ownChars);
+      const room = window - own - 1;
+      const t = r.tokens;
+      const hit = u >= 0 ? PROMPT_RE.exec(contentText(msgs[u].content)) : null;
+      return {
+        seq: r.seq,
+        turn: hit ? Number(hit[1]) : null,
+        agent,
+        prompt: u >= 0,
+        cap: t.cap,
+        transport: t.transport,
+        promptTokens: t.prompt,
+        own,
+        room,
+        wanted: t.wanted,
+        completion: t.completion,
+        finish: r.finishReason,
+        cut: r.finishReason === "length",
+        roomForReply: room >= t.wanted,
+        expectedCap: Math.min(maxTokens, Math.max(1, window - t.transport - 1)),
+      };
+    });
+}
+
+/** The figures of capRows: agent calls, replies cut (all; on calls whose own part left room for the reply), calls with cap <= 16, side calls (no tools) cut. */
+export function capFigures(rows) {
+  const agent = rows.filter((r) => r.agent);
+  const side = rows.filter((r) => !r.agent);
+  const cut = agent.filter((r) => r.cut);
+  return {
+    agentCalls: agent.length,
+    repliesCut: cut.length,
+    repliesCutWithRoom: cut.filter((r) => r.roomForReply).length,
+    callsWithRoom: agent.filter((r) => r.roomForReply).length,
+    capsAtMost16: agent.filter((r) => r.cap != null && r.cap <= 16).length,
+    smallestCap: agent.reduce((a, r) => Math.min(a, r.cap ?? Infinity), Infinity),
+    sideCalls: side.length,
+    sideCut: side.filter((r) => r.cut).length,
+    capMismatches: agent.filter((r) => r.cap !== r.expectedCap).length,
+  };
+}
+
+/** A cap row in words, for failure messages. */
+export const capRowText = (r) =>
+  `request #${r.seq} (turn ${r.turn ?? "?"}): cap ${r.cap} (${r.completion} of ${r.wanted} tokens sent, finish ${r.finish}); OpenClaw's estimate ${r.transport} (own part ${r.own}, engine's part ${r.transport - r.own}), room without the engine's context ${r.room}; provider count ${r.promptTokens}`;
+
+/** The engine's systemPromptAddition strings seen in assemble results. */
+export const systemPromptAdditions = (calls) => calls.filter((c) => c.method === "assemble" && typeof c.result?.systemPromptAddition === "string").map((c) => c.result.systemPromptAddition);
