@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/dirs"
 	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -129,7 +127,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return openURL(ctx, cfg) // register_store.go (lossless/postgres)
 	}
 	if !cfg.ReadOnly {
-		created, err := mkdirAll(cfg.StoreDir)
+		created, err := dirs.Make(cfg.StoreDir)
 		if err != nil {
 			return nil, fmt.Errorf("lossless: open: %w", err)
 		}
@@ -145,10 +143,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 				// Freeing space cannot help there.
 				err = fmt.Errorf("%w; its filesystem holds only %d MiB in all: put the store on a larger one", err, size>>20)
 			}
-			for i := len(created) - 1; i >= 0; i-- {
-				if rerr := os.Remove(created[i]); rerr != nil {
-					return nil, fmt.Errorf("%w; the directory made for it stays: %w", err, rerr)
-				}
+			if rerr := dirs.Unmake(created); rerr != nil {
+				return nil, fmt.Errorf("%w; the directory made for it stays: %w", err, rerr)
 			}
 			return nil, err
 		}
@@ -186,25 +182,6 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		recall = (*Engine).openRecallOrLog // Bleve, in <StoreDir>/index (recall.go)
 	}
 	return openEngine(ctx, cfg, st, cfg.StoreDir, recall)
-}
-
-// mkdirAll is os.MkdirAll(dir, 0o755) that returns the directories it
-// made, outermost first.
-func mkdirAll(dir string) ([]string, error) {
-	var missing []string
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
-			break
-		}
-		missing = append([]string{d}, missing...)
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	return missing, nil
 }
 
 // OpenStore opens an engine on st, a store the caller opened (package

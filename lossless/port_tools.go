@@ -3,7 +3,6 @@ package lossless
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -147,15 +146,7 @@ func (p toolsPort) Conversation(ctx context.Context, agentID, sessionID, session
 }
 
 func (p toolsPort) ConversationByID(ctx context.Context, c store.ConvID) (*Conversation, string, error) {
-	var agent string
-	err := p.e.st.View(ctx, func(r store.Reader) error {
-		rec, err := r.Conversation(c)
-		if err != nil {
-			return fmt.Errorf("lossless: conversation %s: %w", c, records.FromStore(err))
-		}
-		agent = rec.Agent
-		return nil
-	})
+	agent, err := records.Agent(ctx, p.e.st, c)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -122,4 +123,18 @@ func Replace(tx store.Tx, c store.ConvID, old []dag.Item, s dag.Summary, item da
 		return fmt.Errorf("lossless: write: %w", err)
 	}
 	return nil
+}
+
+// Agent returns the agent whose conversation c is, from its record.
+func Agent(ctx context.Context, st store.Store, c store.ConvID) (string, error) {
+	var agent string
+	err := st.View(ctx, func(r store.Reader) error {
+		rec, err := r.Conversation(c)
+		if err != nil {
+			return fmt.Errorf("lossless: conversation %s: %w", c, FromStore(err))
+		}
+		agent = rec.Agent
+		return nil
+	})
+	return agent, err
 }
