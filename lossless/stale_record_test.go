@@ -1,0 +1,142 @@
+package lossless
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/memstore"
+)
+
+// TestStaleRecordRefusesWrites: issue 37 point 1. A conversation record
+// older than the messages stored (a damaged Badger table brings back an
+// older version of it) must not be written on: ingest, ingestBatch,
+// commitTurn and import are refused with ErrCorrupt, naming the
+// conversation, the record's next seq and the message found there, and
+// store nothing; on the record put right, the same writes succeed and
+// every message comes back byte for byte. On Badger, memstore and a
+// shared memstore (whose check reads record and message in one Get).
+func TestStaleRecordRefusesWrites(t *testing.T) {
+	open := map[string]func(t *testing.T) *Engine{
+		"badger": func(t *testing.T) *Engine { return openTest(t) },
+		"memstore": func(t *testing.T) *Engine {
+			e, err := OpenStore(context.Background(), testConfig(""), memstore.New(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			return e
+		},
+		"shared": func(t *testing.T) *Engine { return openShared(t, 1)[0] },
+	}
+	for _, name := range []string{"badger", "memstore", "shared"} {
+		t.Run(name, func(t *testing.T) { testStaleRecord(t, open[name](t)) })
+	}
+}
+
+func testStaleRecord(t *testing.T, e *Engine) {
+	ctx := context.Background()
+	src := testutil.PiMono(t)[1]
+	lines := readLines(t, src)
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	// The first part of the transcript, then more of it (not all: the
+	// rest is the refused import's), as the issue's imports.
+	writeLines(t, path, lines[:len(lines)/3], false)
+	r1, err := e.Import(ctx, "", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := r1.SessionID
+	c, err := e.resolve(ctx, e.cfg.AgentID, sid, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := readRecord(t, e, c)
+	part := lines[:len(lines)*2/3]
+	writeLines(t, path, part, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	full := readRecord(t, e, c)
+	want := storedMessages(t, e, "", sid)
+	if old.NextSeq >= full.NextSeq || int64(len(want)) != full.Messages {
+		t.Fatalf("setup: old record %+v, full %+v, %d messages", old, full, len(want))
+	}
+
+	putRecord(t, e, c, old)
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s on a stale record: %v, want ErrCorrupt", what, err)
+			return
+		}
+		for _, s := range []string{c.String(), fmt.Sprintf("next seq %d", old.NextSeq),
+			fmt.Sprintf("message %d (", old.NextSeq), "lossless doctor --deep", "nothing is stored"} {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: error %q does not say %q", what, err, s)
+			}
+		}
+	}
+	fresh := core.UserText("a message after the damage", 1_800_000_000_000)
+	_, err = e.Ingest(ctx, core.IngestParams{SessionID: sid, Message: fresh})
+	refused("ingest", err)
+	_, err = e.IngestBatch(ctx, core.IngestBatchParams{SessionID: sid, Messages: commitTurnMsgs(90)})
+	refused("ingestBatch", err)
+	_, err = e.CommitTurn(ctx, commitParams(sid, "k1", 91))
+	refused("commitTurn", err)
+	writeLines(t, path, lines, false)
+	_, err = e.Import(ctx, "", path)
+	refused("import", err)
+
+	// Nothing was written: with the record put right, every message reads
+	// back as it was, and none of the refused ones is there.
+	putRecord(t, e, c, full)
+	got := storedMessages(t, e, "", sid)
+	if len(got) != len(want) {
+		t.Fatalf("%d messages after the refused writes, %d before", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("message %d changed by a refused write:\n%s\nwas\n%s", i+1, got[i], want[i])
+		}
+	}
+	if rec := readRecord(t, e, c); rec.NextSeq != full.NextSeq || rec.Messages != full.Messages {
+		t.Fatalf("record %+v after the refused writes, was %+v", rec, full)
+	}
+
+	// On a healthy record the same writes work.
+	if res, err := e.Import(ctx, "", path); err != nil || res.Imported == 0 {
+		t.Fatalf("import on a healthy record: %+v, %v", res, err)
+	}
+	if got, want := storedMessages(t, e, "", sid), fileMessages(t, src); len(got) != len(want) {
+		t.Fatalf("%d messages after the import, the file has %d", len(got), len(want))
+	}
+	if res, err := e.Ingest(ctx, core.IngestParams{SessionID: sid, Message: fresh}); err != nil || !res.Ingested {
+		t.Fatalf("ingest on a healthy record: %+v, %v", res, err)
+	}
+	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: sid, Messages: commitTurnMsgs(90)}); err != nil {
+		t.Fatalf("ingestBatch on a healthy record: %v", err)
+	}
+	if res, err := e.CommitTurn(ctx, commitParams(sid, "k1", 91)); err != nil || res.Status != core.CommitCommitted {
+		t.Fatalf("commitTurn on a healthy record: %+v, %v", res, err)
+	}
+}
+
+// putRecord stores rec as conversation c's record and drops the engine's
+// cached copy, as a process started afresh would read it.
+func putRecord(t *testing.T, e *Engine, c convID, rec convRecord) {
+	t.Helper()
+	if err := e.st.Update(context.Background(), func(tx store.Tx) error { return tx.PutConversation(c, rec) }); err != nil {
+		t.Fatal(err)
+	}
+	s := e.lockLive(c)
+	s.loaded = false
+	s.mu.Unlock()
+}
