@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -139,4 +140,99 @@ func putRecord(t *testing.T, e *Engine, c convID, rec convRecord) {
 	s := e.lockLive(c)
 	s.loaded = false
 	s.mu.Unlock()
+}
+
+// TestStaleRecordAfterBitFlip is issue 37 point 1's setup on a real
+// Badger store: the first part of a transcript imported, then all of it,
+// each in its own open (two versions of the conversation record in two
+// tables); one bit flipped inside the newest version's block in the
+// newest table, so that Badger skips the block and reads the older
+// version. One ingest is then refused with ErrCorrupt, and nothing is
+// lost: with the record written afresh, every message of the file reads
+// back byte for byte.
+func TestStaleRecordAfterBitFlip(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := testutil.PiMono(t)[1]
+	lines := readLines(t, src)
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	open := func() *Engine {
+		t.Helper()
+		cfg := testConfig(dir)
+		cfg.Recall.Enabled = new(bool) // the index is not what is tested here
+		e, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	var sid string
+	var c convID
+	var old, full convRecord
+	for i, part := range [][][]byte{lines[:len(lines)/2], lines} {
+		writeLines(t, path, part, false)
+		e := open()
+		res, err := e.Import(ctx, "", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sid = res.SessionID; i == 0 {
+			if c, err = e.resolve(ctx, e.cfg.AgentID, sid, "", false); err != nil {
+				t.Fatal(err)
+			}
+			old = readRecord(t, e, c)
+		} else {
+			full = readRecord(t, e, c)
+		}
+		if err := e.Close(); err != nil { // the memtable into a table
+			t.Fatal(err)
+		}
+	}
+	want := fileMessages(t, src)
+	if old.NextSeq >= full.NextSeq || int64(len(want)) != full.Messages {
+		t.Fatalf("setup: old record %+v, full %+v, %d messages in the file", old, full, len(want))
+	}
+
+	// One bit of the newest record, in the newest table.
+	var newest string
+	ents, _ := os.ReadDir(dir)
+	for _, en := range ents {
+		if n := en.Name(); strings.HasSuffix(n, ".sst") && n > newest { // %06d.sst
+			newest = n
+		}
+	}
+	sst := filepath.Join(dir, newest)
+	b, err := os.ReadFile(sst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	needle := fmt.Appendf(nil, `"nextSeq":%d,`, full.NextSeq)
+	at := bytes.Index(b, needle)
+	if at < 0 {
+		t.Fatalf("the newest record (%s) is not in the newest table %s", needle, newest)
+	}
+	b[at+len(needle)-2] ^= 0x01
+	if err := os.WriteFile(sst, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	e := open()
+	defer e.Close() // damaged on purpose: no invariants
+	if rec := readRecord(t, e, c); rec.NextSeq != old.NextSeq {
+		t.Fatalf("after the flip the record reads next seq %d, want the older version's %d", rec.NextSeq, old.NextSeq)
+	}
+	_, err = e.Ingest(ctx, core.IngestParams{SessionID: sid, Message: core.UserText("a message after the damage", 1_800_000_000_000)})
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("message %d (", old.NextSeq)) {
+		t.Fatalf("ingest onto the older record: %v, want ErrCorrupt naming message %d", err, old.NextSeq)
+	}
+	putRecord(t, e, c, full)
+	got := storedMessages(t, e, "", sid)
+	if len(got) != len(want) {
+		t.Fatalf("%d messages after the refused ingest, the file has %d", len(got), len(want))
+	}
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("message %d changed by the refused ingest:\n%s\nwas\n%s", i+1, got[i], want[i])
+		}
+	}
 }
