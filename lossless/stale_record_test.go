@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
@@ -95,6 +96,22 @@ func testStaleRecord(t *testing.T, e *Engine) {
 	writeLines(t, path, lines, false)
 	_, err = e.Import(ctx, "", path)
 	refused("import", err)
+	// Compaction's summary replace: corruption, not a conflict to plan
+	// again.
+	conv, err := e.Conversation(ctx, "", sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := dag.Summary{ID: "stale", Kind: dag.KindLeaf, Text: "x", Sources: []dag.Ref{items[0].Ref, items[1].Ref}}
+	err = conv.Replace(ctx, items[:2], sum, dag.Item{Tokens: 1})
+	refused("replace", err)
+	if errors.Is(err, dag.ErrConflict) {
+		t.Errorf("replace on a stale record: %v is a conflict", err)
+	}
 
 	// Nothing was written: with the record put right, every message reads
 	// back as it was, and none of the refused ones is there.
@@ -108,8 +125,11 @@ func testStaleRecord(t *testing.T, e *Engine) {
 			t.Fatalf("message %d changed by a refused write:\n%s\nwas\n%s", i+1, got[i], want[i])
 		}
 	}
-	if rec := readRecord(t, e, c); rec.NextSeq != full.NextSeq || rec.Messages != full.Messages {
+	if rec := readRecord(t, e, c); rec.NextSeq != full.NextSeq || rec.Messages != full.Messages || rec.Summaries != full.Summaries {
 		t.Fatalf("record %+v after the refused writes, was %+v", rec, full)
+	}
+	if now, err := conv.Items(ctx); err != nil || len(now) != len(items) || now[0] != items[0] || now[1] != items[1] {
+		t.Fatalf("items after the refused replace: %d, were %d; %v", len(now), len(items), err)
 	}
 
 	// On a healthy record the same writes work.
