@@ -6,6 +6,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -78,6 +79,9 @@ func (e *Engine) addSessionID(ctx context.Context, c convID, sessionID, sessionK
 		rec, err := tx.Conversation(c)
 		if err != nil {
 			return fromStore(err)
+		}
+		if err := records.CheckNext(tx, c, rec); err != nil {
+			return err
 		}
 		for _, id := range rec.SessionIDs {
 			if id == sessionID {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/lru"
+	"github.com/lossless-engine/contextengine/lossless/ingest"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -223,25 +224,11 @@ func (e *Engine) storeLock(ctx context.Context, name string) (func(), error) {
 	return release, nil
 }
 
-// checkBase refuses, on a shared store, a write to conversation c based on
-// record base when the stored record is no longer base (ErrConcurrentWrite):
-// without it the write would reuse sequence numbers and positions another
-// process's late commit took, overwriting its messages. Called first in
-// the Update, it reads within the transaction's snapshot, so a commit that
-// lands later conflicts with the Update's own write of the record instead.
+// checkBase is ingest.CheckBase: within tx, a write to c based on record
+// base is refused when another process wrote c meanwhile (a shared store)
+// or when a message is stored at base's next sequence number.
 func (e *Engine) checkBase(tx store.Tx, c convID, base convRecord) error {
-	if e.locker == nil {
-		return nil
-	}
-	cur, err := tx.Conversation(c)
-	if err != nil {
-		return fromStore(err)
-	}
-	if cur.NextSeq != base.NextSeq || cur.NextPos != base.NextPos || cur.Messages != base.Messages {
-		return fmt.Errorf("lossless: conversation %s: next message %d, position %d in the store, %d and %d when read under its lock: %w (retry the call)",
-			c, cur.NextSeq, cur.NextPos, base.NextSeq, base.NextPos, ErrConcurrentWrite)
-	}
-	return nil
+	return ingest.CheckBase(tx, c, base, e.locker != nil)
 }
 
 // lockConv locks conversation c and loads its record (lockShared: on a

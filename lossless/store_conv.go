@@ -203,9 +203,12 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 	err = c.e.storeUpdate(ctx, func(tx store.Tx) error {
 		// On a shared store, a late commit of another process since the
 		// read under the lock must not be rolled back by this record: the
-		// compactor plans again (dag.ErrConflict).
-		if err := c.e.checkBase(tx, c.id, rec); err != nil {
+		// compactor plans again (dag.ErrConflict); a record older than
+		// the messages stored is corruption, not a conflict.
+		if err := c.e.checkBase(tx, c.id, rec); errors.Is(err, ErrConcurrentWrite) {
 			return fmt.Errorf("lossless: replace: %w: %w", dag.ErrConflict, err)
+		} else if err != nil {
+			return fmt.Errorf("lossless: replace: %w", err)
 		}
 		return records.Replace(tx, c.id, old, s, item, &rec)
 	})
