@@ -17,6 +17,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
 // pluginOwner is the owner the OpenClaw plugin registers "lossless" as.
@@ -376,7 +377,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	}
 	if lock.Held || repair {
 		// Not opened: its size is still seen from outside.
-		if n, err := storeFilesBytes(storeDir); err != nil {
+		if n, err := badgerstore.DirBytes(storeDir); err != nil {
 			warn("%v", err)
 		} else {
 			rep.Store.DiskBytes = n

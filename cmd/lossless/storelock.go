@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/lossless-engine/contextengine/internal/diskusage"
 )
 
 // badgerPIDFile is the file in a Badger store's directory where the process
@@ -62,29 +60,4 @@ func processCommand(pid int) string {
 		return "" // no /proc, or the process is gone: the pid says enough
 	}
 	return strings.TrimSpace(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})))
-}
-
-// storeFilesBytes is the blocks allocated to the files directly in a Badger
-// store's directory, as the store's Size counts them (the recall index, a
-// subdirectory, is not counted).
-func storeFilesBytes(dir string) (int64, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, fmt.Errorf("store size: %w", err)
-	}
-	var n int64
-	for _, ent := range ents {
-		if !ent.Type().IsRegular() {
-			continue
-		}
-		info, err := ent.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // compacted away meanwhile by the process writing it
-		}
-		if err != nil {
-			return 0, fmt.Errorf("store size: %w", err)
-		}
-		n += diskusage.File(info)
-	}
-	return n, nil
 }

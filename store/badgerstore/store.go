@@ -295,7 +295,15 @@ func (s *Store) Size() (int64, error) {
 		return 0, err
 	}
 	defer s.exit()
-	ents, err := os.ReadDir(s.opts.Dir)
+	return DirBytes(s.opts.Dir)
+}
+
+// DirBytes is the blocks allocated to the files directly in a Badger
+// store's directory dir, as Size counts them (a subdirectory, such as the
+// recall index, is not counted): it measures a store another process holds
+// open, from outside.
+func DirBytes(dir string) (int64, error) {
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return 0, fmt.Errorf("badgerstore: size: %w", err)
 	}
