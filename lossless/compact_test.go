@@ -466,3 +466,22 @@ func TestNoBackgroundRunAfterClose(t *testing.T) {
 		t.Fatal("a background compaction ran on a closed engine")
 	}
 }
+
+// TestCompactUnknownSessionTokensAfter: a compact for a session the engine
+// stored nothing of (OpenClaw's preflight or overflow recovery before the
+// session's first commit) says so and still returns a finite tokensAfter,
+// the host's own count (OpenClaw records it).
+func TestCompactUnknownSessionTokensAfter(t *testing.T) {
+	e := openTest(t)
+	res, err := e.Compact(context.Background(), core.CompactParams{SessionID: "never-seen", SessionKey: "agent:main:never-seen",
+		TokenBudget: 24000, CurrentTokenCount: 18500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Compacted || res.Result == nil || res.Result.TokensAfter != 18500 {
+		t.Fatalf("compact of an unknown session: %+v (result %+v), want not compacted, tokensAfter 18500", res, res.Result)
+	}
+	if !strings.Contains(res.Reason, "nothing stored") {
+		t.Fatalf("reason %q does not say nothing is stored", res.Reason)
+	}
+}

@@ -99,7 +99,16 @@ func Compact[C dag.Store](ctx context.Context, e Port[C], p core.CompactParams) 
 		conv, err = e.Conversation(ctx, p.AgentID, p.SessionID, p.SessionKey)
 	}
 	if errors.Is(err, core.ErrUnknownSession) {
-		return core.CompactResult{OK: false, Reason: "nothing stored for this session"}, nil
+		// Nothing to compact: the host's own messages are the context
+		// (assemble passes them through). Its count is handed back as the
+		// finite tokensAfter a host records (OpenClaw's preflight and
+		// overflow recovery).
+		after := max(0, p.CurrentTokenCount)
+		out := &core.CompactOutcome{TokensBefore: after, TokensAfter: after}
+		if host && len(p.SessionTarget) > 0 && p.SessionTarget[0] == '{' {
+			out.SessionTarget = p.SessionTarget
+		}
+		return core.CompactResult{OK: false, Reason: "nothing stored for this session", Result: out}, nil
 	}
 	if err != nil {
 		return core.CompactResult{}, err
