@@ -172,10 +172,10 @@ func putRecord(t *testing.T, e *Engine, c convID, rec convRecord) {
 // back byte for byte.
 func TestStaleRecordAfterBitFlip(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
 	src := testutil.PiMono(t)[1]
 	lines := readLines(t, src)
-	path := filepath.Join(t.TempDir(), "s.jsonl")
+	want := fileMessages(t, src)
+	var dir string
 	open := func() *Engine {
 		t.Helper()
 		cfg := testConfig(dir)
@@ -186,41 +186,75 @@ func TestStaleRecordAfterBitFlip(t *testing.T) {
 		}
 		return e
 	}
+	// setup imports half the file, then all of it, and returns the newest
+	// table holding the newest record, or "" when Badger's compactor has
+	// merged both versions into one table meanwhile (it runs on its own
+	// schedule, so the two-table layout the issue describes is checked,
+	// not assumed).
 	var sid string
 	var c convID
 	var old, full convRecord
-	for i, part := range [][][]byte{lines[:len(lines)/2], lines} {
-		writeLines(t, path, part, false)
-		e := open()
-		res, err := e.Import(ctx, "", path)
+	setup := func() string {
+		dir = t.TempDir()
+		path := filepath.Join(t.TempDir(), "s.jsonl")
+		for i, part := range [][][]byte{lines[:len(lines)/2], lines} {
+			writeLines(t, path, part, false)
+			e := open()
+			res, err := e.Import(ctx, "", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sid = res.SessionID; i == 0 {
+				if c, err = e.resolve(ctx, e.cfg.AgentID, sid, "", false); err != nil {
+					t.Fatal(err)
+				}
+				old = readRecord(t, e, c)
+			} else {
+				full = readRecord(t, e, c)
+			}
+			if err := e.Close(); err != nil { // the memtable into a table
+				t.Fatal(err)
+			}
+		}
+		if old.NextSeq >= full.NextSeq || int64(len(want)) != full.Messages {
+			t.Fatalf("setup: old record %+v, full %+v, %d messages in the file", old, full, len(want))
+		}
+		var newest string
+		ents, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sid = res.SessionID; i == 0 {
-			if c, err = e.resolve(ctx, e.cfg.AgentID, sid, "", false); err != nil {
-				t.Fatal(err)
+		for _, en := range ents {
+			if n := en.Name(); strings.HasSuffix(n, ".sst") && n > newest { // %06d.sst
+				newest = n
 			}
-			old = readRecord(t, e, c)
-		} else {
-			full = readRecord(t, e, c)
 		}
-		if err := e.Close(); err != nil { // the memtable into a table
-			t.Fatal(err)
+		olderElsewhere := false
+		for _, en := range ents {
+			if n := en.Name(); strings.HasSuffix(n, ".sst") && n != newest {
+				b, err := os.ReadFile(filepath.Join(dir, n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				olderElsewhere = olderElsewhere || bytes.Contains(b, fmt.Appendf(nil, `"nextSeq":%d,`, old.NextSeq))
+			}
+		}
+		if !olderElsewhere {
+			return ""
+		}
+		return newest
+	}
+	var newest string
+	for try := 1; newest == "" && try <= 5; try++ {
+		if newest = setup(); newest == "" {
+			t.Logf("setup %d: the compactor merged the two versions of the record; again", try)
 		}
 	}
-	want := fileMessages(t, src)
-	if old.NextSeq >= full.NextSeq || int64(len(want)) != full.Messages {
-		t.Fatalf("setup: old record %+v, full %+v, %d messages in the file", old, full, len(want))
+	if newest == "" {
+		t.Fatal("setup: five times the compactor merged the two versions of the record into one table")
 	}
 
 	// One bit of the newest record, in the newest table.
-	var newest string
-	ents, _ := os.ReadDir(dir)
-	for _, en := range ents {
-		if n := en.Name(); strings.HasSuffix(n, ".sst") && n > newest { // %06d.sst
-			newest = n
-		}
-	}
 	sst := filepath.Join(dir, newest)
 	b, err := os.ReadFile(sst)
 	if err != nil {
