@@ -320,6 +320,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	if err := cfg.Validate(); err != nil {
 		return usage(err)
 	}
+	// The source's commit, taken before the run: the tree may change while
+	// it runs.
+	rev := commit(ctx)
 	rep, err := bench.Run(ctx, cfg)
 	if pb != nil {
 		pb.Clear()
@@ -328,7 +331,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return usage(err)
 	}
 	rep.Meta.Command = strings.TrimSpace("lossless-bench " + strings.Join(args, " "))
-	rep.Meta.Commit = commit(ctx)
+	rep.Meta.Commit = rev
 	code := 0
 	if err != nil {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)

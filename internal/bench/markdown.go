@@ -82,7 +82,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			}
 			extra := " | "
 			if vs {
-				extra = fmt.Sprintf("%.2f× | %.2f×", ratio(x.MsgsPerS, r.RawBadger.MsgsPerS), ratio(x.MsgsPerS, r.RawBleve.MsgsPerS))
+				extra = fmtRatio(ratio(x.MsgsPerS, r.RawBadger.MsgsPerS)) + " | " + fmtRatio(ratio(x.MsgsPerS, r.RawBleve.MsgsPerS))
 			}
 			fmt.Fprintf(&b, "| %s | %s | %.1f | %.1f | %s |\n", name, human(x.MsgsPerS), x.MBPerS, x.NsPerMsg/1e3, extra)
 		}
@@ -253,7 +253,13 @@ func writeRecallMarkdown(b *strings.Builder, r *RecallReport, caption func(suite
 	}
 	b.WriteString("\nWhat recall injects (the items past the relevance gate, at most 8), and how often prompts unrelated to the " +
 		"history (generic prompts, the other conversations' questions) are given a block:\n\n")
-	b.WriteString("| turns ingested | min score | injected recall@8 (held out) | recall@8 before the gate | questions given a block | of those, without an evidence turn | unrelated prompts given a block |\n|---|---|---|---|---|---|---|\n")
+	injected := "injected recall@8"
+	if _, ok := r.SetsNoSpeaker[locomo.SetHeldOut]; ok {
+		injected += " (held out)"
+	} else if _, ok := r.Sets[locomo.SetHeldOut]; ok {
+		injected += " (held out)"
+	}
+	fmt.Fprintf(b, "| turns ingested | min score | %s | recall@8 before the gate | questions given a block | of those, without an evidence turn | unrelated prompts given a block |\n|---|---|---|---|---|---|---|\n", injected)
 	for _, g := range gates {
 		if g.g == nil {
 			continue
@@ -327,6 +333,17 @@ func writeWindowMarkdown(b *strings.Builder, r *WindowReport, caption func(suite
 	if r.EvidenceUnknown > 0 {
 		fmt.Fprintf(b, "\n%d evidence ids name no turn of their conversation (left out).\n", r.EvidenceUnknown)
 	}
+}
+
+// fmtRatio formats a ratio to a baseline with the digits it needs.
+func fmtRatio(r float64) string {
+	switch {
+	case r == 0:
+		return "–"
+	case r < 0.1:
+		return fmt.Sprintf("%.4f×", r)
+	}
+	return fmt.Sprintf("%.2f×", r)
 }
 
 func setLabel(set string, samples []string) string {
