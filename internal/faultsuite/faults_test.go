@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 var (
 	flagFlips = flag.Int("flips", 40, "how many single-byte flips TestFaultInjection runs")
 	flagSeed  = flag.Uint64("seed", 1, "the seed of TestFaultInjection's flips (files, offsets, values)")
+	flagKeep  = flag.String("keep", "", "a directory where TestFaultInjection keeps the undamaged store, the transcripts and each failing flip's damaged store, to look at")
 )
 
 const (
@@ -222,38 +224,21 @@ func TestFaultInjection(t *testing.T) {
 		for _, c := range cmds {
 			r := s.cmd(c.args...)
 			runs[c.name] = r
-			g := golden[c.name]
-			switch {
-			case r.timedOut:
-				outcome[c.name] = "T"
+			switch outcome[c.name] = judgeRead(golden[c.name].stdout, r); outcome[c.name] {
+			case hung:
 				fail("%s hung (killed after %v)", c.name, commandTimeout)
-			case r.panicked():
-				outcome[c.name] = "P"
+			case crashed:
 				fail("%s panicked (exit %d):\n%s", c.name, r.code, head(r.stderr, 1500))
-			case r.code != 0:
-				outcome[c.name] = "E"
-			case r.stdout == g.stdout:
-				outcome[c.name] = "="
-			default:
-				outcome[c.name] = "X"
-				fail("%s exited 0 but printed other output than on the undamaged store: %s\nstderr:\n%s", c.name, firstDiff(g.stdout, r.stdout), head(r.stderr, 600))
+			case differs:
+				fail("%s exited 0 but printed other output than on the undamaged store: %s\nstderr:\n%s", c.name, firstDiff(golden[c.name].stdout, r.stdout), head(r.stderr, 600))
 			}
 		}
 		// doctor's exit 0 is a claim about the store: checked against what
 		// the other commands read.
-		for _, d := range []struct {
-			name   string
-			vouchs []string
-		}{{"doctor --deep", recordReaders}, {"doctor", []string{"stats"}}} {
-			if outcome[d.name] != "=" {
-				continue
-			}
-			for _, c := range d.vouchs {
-				if outcome[c] != "=" {
-					outcome[d.name] = "M"
-					fail("%s exited 0 saying no problems, but %s did not read the store back (exit %d, %s):\n%s", d.name, c, runs[c].code, outcome[c], head(runs[c].stderr, 600))
-					break
-				}
+		for _, d := range []string{"doctor --deep", "doctor"} {
+			if c, ok := judgeDoctor(d, outcome); !ok {
+				outcome[d] = missed
+				fail("%s exited 0 saying no problems, but %s did not read the store back (exit %d, %s):\n%s", d, c, runs[c].code, outcome[c], head(runs[c].stderr, 600))
 			}
 		}
 		for _, c := range cmds {
@@ -267,10 +252,10 @@ func TestFaultInjection(t *testing.T) {
 			}
 			return true
 		}
-		if all("E") {
+		if all(refused) {
 			refusedAll++
 		}
-		if all("=") {
+		if all(same) {
 			identicalAll++
 		}
 
@@ -286,43 +271,114 @@ func TestFaultInjection(t *testing.T) {
 			fail("the write panicked (exit %d):\n%s", w.run.code, head(w.run.stderr, 1500))
 		case w.acked:
 			wcol = "ack"
+			if w.imported != 1 {
+				// More than the one new message: it stored some again
+				// (export then shows them twice, and fails the flip).
+				wcol = fmt.Sprintf("ack%d", w.imported)
+			}
 			acked++
 		case w.run.code == 0:
 			wcol = "exit0"
 		}
 		after := s.cmd("export", "--session", s.session)
-		acol := "E"
-		switch {
-		case after.timedOut:
-			acol = "T"
+		acol := judgeAfter(exportWant, exportMore, w.acked, after)
+		switch acol {
+		case hung:
 			fail("export after the write hung")
-		case after.panicked():
-			acol = "P"
+		case crashed:
 			fail("export after the write panicked:\n%s", head(after.stderr, 1500))
-		case after.code != 0:
-		case after.stdout == exportMore:
-			acol = "=+1"
-		case after.stdout == exportWant && !w.acked:
-			acol = "="
-		default:
-			acol = "LOST"
+		case lost:
 			if w.acked {
-				fail("export after an acknowledged write exited 0 without every original message and the new one byte for byte: %s", firstDiff(exportMore, after.stdout))
+				fail("export after an acknowledged write exited 0 without every original message and the new one byte for byte: %s\nthe write (exit %d) printed:\n%s%s", firstDiff(exportMore, after.stdout), w.run.code, head(w.run.stdout, 600), head(w.run.stderr, 600))
 			} else {
-				fail("export after a refused write exited 0 with other output than the original messages (with or without the new one): %s", firstDiff(exportWant, after.stdout))
+				fail("export after a write not acknowledged exited 0 with other output than the original messages (with or without the new one): %s\nthe write (exit %d) printed:\n%s%s", firstDiff(exportWant, after.stdout), w.run.code, head(w.run.stdout, 600), head(w.run.stderr, 600))
 			}
 		}
 		row += fmt.Sprintf(" | %-6s %s", wcol, acol)
+		if failedFlips[i] && *flagKeep != "" {
+			s.keep(pristine, fmt.Sprintf("flip-%d", i), f.rel, off, mask)
+		}
 		if failedFlips[i] {
 			row += "  FAIL"
 		}
 		table = append(table, row)
 	}
 	legend := "legend: = exit 0, same output; E non-zero exit; X exit 0, other output (FAIL); M doctor exit 0 while a command it vouches for failed (FAIL); P panic, T hang (FAIL); " +
-		"write: ack (exit 0, 1 imported), refuse (non-zero), exit0 (exit 0, nothing imported); after (export): =+1 originals and the new message, = originals only (write not acknowledged), E non-zero, LOST (FAIL)"
+		"write: ack (exit 0, 1 imported), ackN (exit 0, N imported), refuse (non-zero), exit0 (exit 0, nothing imported); after (export): =+1 originals and the new message, = originals only (write not acknowledged), E non-zero, LOST (FAIL)"
 	t.Logf("fault injection, seed %d, %d flips over %d files:\n%s\n%s", *flagSeed, *flagFlips, len(files), strings.Join(table, "\n"), legend)
 	t.Logf("summary: %d flips, %d failing (%d failures), %d read identically by every command, %d refused by every command, %d writes acknowledged; %v (go test -run TestFaultInjection ./internal/faultsuite -flips %d -seed %d)",
 		*flagFlips, len(failedFlips), failed, identicalAll, refusedAll, acked, time.Since(start).Round(time.Second), *flagFlips, *flagSeed)
+}
+
+// The outcomes of a command on a damaged store, as the table shows them.
+const (
+	same    = "="    // exit 0, the undamaged store's output
+	refused = "E"    // a non-zero exit
+	differs = "X"    // exit 0 with other output: a failure
+	missed  = "M"    // doctor's exit 0 while a command it vouches for did not read the store back: a failure
+	crashed = "P"    // a Go panic: a failure
+	hung    = "T"    // killed after commandTimeout: a failure
+	added   = "=+1"  // export after the write: the original messages and the new one
+	lost    = "LOST" // export after the write: exit 0 with anything else (or without the new one after an acknowledged write): a failure
+)
+
+// judgeRead is the outcome of read command r whose output on the undamaged
+// store is golden.
+func judgeRead(golden string, r run) string {
+	switch {
+	case r.timedOut:
+		return hung
+	case r.panicked():
+		return crashed
+	case r.code != 0:
+		return refused
+	case r.stdout == golden:
+		return same
+	}
+	return differs
+}
+
+// vouches names, for each doctor command, the commands whose reads its
+// exit 0 vouches for: doctor --deep reads every record (recordReaders);
+// doctor every record but the messages, which stats alone reads no more
+// than.
+var vouches = map[string][]string{
+	"doctor --deep": recordReaders,
+	"doctor":        {"stats"},
+}
+
+// judgeDoctor checks doctor command d's outcome against the others': ok is
+// false when d exited 0 with its undamaged output while culprit, a command
+// it vouches for, did not read the store back.
+func judgeDoctor(d string, outcome map[string]string) (culprit string, ok bool) {
+	if outcome[d] != same {
+		return "", true
+	}
+	for _, c := range vouches[d] {
+		if outcome[c] != same {
+			return c, false
+		}
+	}
+	return "", true
+}
+
+// judgeAfter is the outcome of export after the write: want is the
+// undamaged store's export, more want with the written message, acked
+// whether the write was acknowledged.
+func judgeAfter(want, more string, acked bool, after run) string {
+	switch {
+	case after.timedOut:
+		return hung
+	case after.panicked():
+		return crashed
+	case after.code != 0:
+		return refused
+	case after.stdout == more:
+		return added
+	case after.stdout == want && !acked:
+		return same
+	}
+	return lost
 }
 
 // abbrev is a command's column header.
@@ -350,9 +406,15 @@ func abbrev(name string) string {
 	return name
 }
 
+// importedRe finds the number of messages import stored in its output.
+var importedRe = regexp.MustCompile(`: (\d+) imported,`)
+
 // wrote is the write's outcome.
 type wrote struct {
-	run   run
+	run run
+	// imported is the number of messages the import says it stored.
+	imported int
+	// acked: the import exited 0 saying it stored messages.
 	acked bool
 }
 
@@ -364,8 +426,35 @@ func (s *suite) write() wrote {
 		s.t.Fatal(err)
 	}
 	r := s.cmd("import", s.file)
-	acked := r.code == 0 && strings.Contains(r.stdout, ": 1 imported,")
-	return wrote{run: r, acked: acked}
+	w := wrote{run: r}
+	if m := importedRe.FindStringSubmatch(r.stdout); m != nil {
+		w.imported, _ = strconv.Atoi(m[1])
+	}
+	w.acked = r.code == 0 && w.imported > 0
+	return w
+}
+
+// keep copies the undamaged store and the transcripts to the -keep
+// directory (once), and the store damaged as flip name damaged it to
+// name/store there.
+func (s *suite) keep(pristine, name, rel string, off int64, mask byte) {
+	s.t.Helper()
+	dir := *flagKeep
+	if _, err := os.Stat(filepath.Join(dir, "pristine")); errors.Is(err, fs.ErrNotExist) {
+		copyDir(s.t, pristine, filepath.Join(dir, "pristine"))
+		for file, b := range map[string][]byte{"session.jsonl": s.orig, "session-plus-one.jsonl": s.extra} {
+			if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+				s.t.Fatal(err)
+			}
+		}
+	}
+	to := filepath.Join(dir, name, "store")
+	if err := os.RemoveAll(to); err != nil {
+		s.t.Fatal(err)
+	}
+	copyDir(s.t, pristine, to)
+	flipByte(s.t, filepath.Join(to, rel), off, mask)
+	s.t.Logf("%s: the damaged store is kept in %s (the transcript the store imported was %s; import it from there again at that path to repeat the write)", name, to, s.file)
 }
 
 // fresh replaces the work store by a copy of the store in dir.
