@@ -181,8 +181,8 @@ func TestFaultInjection(t *testing.T) {
 	}
 	exportMore := exportWant + string(s.newMsg) + "\n"
 	// The write on the undamaged store: acknowledged, and exported after.
-	if w := s.write(); !w.acked {
-		t.Fatalf("the write on the undamaged store was not acknowledged: exit %d\n%s%s", w.run.code, w.run.stdout, w.run.stderr)
+	if w := s.write(); !w.acked || w.imported != 1 {
+		t.Fatalf("the write on the undamaged store was not acknowledged as one message stored: exit %d\n%s%s", w.run.code, w.run.stdout, w.run.stderr)
 	}
 	if e := s.cmd("export", "--session", s.session); e.code != 0 || e.stdout != exportMore {
 		t.Fatalf("export after the write on the undamaged store: exit %d, %d bytes, want %d", e.code, len(e.stdout), len(exportMore))
