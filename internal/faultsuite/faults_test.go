@@ -25,9 +25,10 @@ import (
 )
 
 var (
-	flagFlips = flag.Int("flips", 40, "how many single-byte flips TestFaultInjection runs")
-	flagSeed  = flag.Uint64("seed", 1, "the seed of TestFaultInjection's flips (files, offsets, values)")
-	flagKeep  = flag.String("keep", "", "a directory where TestFaultInjection keeps the undamaged store, the transcripts and each failing flip's damaged store, to look at")
+	flagFlips    = flag.Int("flips", 40, "how many single-byte flips TestFaultInjection runs")
+	flagSeed     = flag.Uint64("seed", 1, "the seed of TestFaultInjection's flips (files, offsets, values)")
+	flagManifest = flag.Bool("manifest", true, "also flip the length, the checksum and the first data byte of each change set of the store's MANIFEST")
+	flagKeep     = flag.String("keep", "", "a directory where TestFaultInjection keeps the undamaged store, the transcripts and each failing flip's damaged store, to look at")
 )
 
 const (
@@ -193,32 +194,37 @@ func TestFaultInjection(t *testing.T) {
 	rng := rand.New(rand.NewPCG(*flagSeed, 0x6c6f73736c657373))
 	order := rng.Perm(len(files))
 	var table []string
-	header := fmt.Sprintf("%-4s %-34s %9s %-7s", "flip", "file", "offset", "byte")
+	header := fmt.Sprintf("%-6s %-34s %9s %-7s", "flip", "file", "offset", "byte")
 	for _, c := range cmds {
 		header += fmt.Sprintf(" %s", abbrev(c.name))
 	}
 	header += " | write  after"
 	table = append(table, header)
 	var failed, refusedAll, identicalAll, acked int
-	failedFlips := map[int]bool{}
+	var flips []flip
 	for i := 0; i < *flagFlips; i++ {
 		f := files[order[i%len(files)]]
 		if i%len(files) == len(files)-1 {
 			order = rng.Perm(len(files))
 		}
 		off := rng.Int64N(f.size)
-		mask := byte(1 + rng.IntN(255))
-
+		flips = append(flips, flip{id: strconv.Itoa(i), rel: f.rel, off: off, mask: byte(1 + rng.IntN(255))})
+	}
+	if *flagManifest {
+		flips = append(flips, manifestFlips(t, pristine)...)
+	}
+	failedFlips := map[string]bool{}
+	for _, fl := range flips {
 		s.fresh(pristine)
-		old := flipByte(t, filepath.Join(s.store, f.rel), off, mask)
-		where := fmt.Sprintf("flip %d: %s offset %d (0x%02x -> 0x%02x)", i, f.rel, off, old, old^mask)
+		old := flipByte(t, filepath.Join(s.store, fl.rel), fl.off, fl.mask)
+		where := fmt.Sprintf("flip %s: %s offset %d (0x%02x -> 0x%02x)", fl.id, fl.rel, fl.off, old, old^fl.mask)
 		fail := func(format string, args ...any) {
 			failed++
-			failedFlips[i] = true
+			failedFlips[fl.id] = true
 			t.Errorf("%s: %s", where, fmt.Sprintf(format, args...))
 		}
 
-		row := fmt.Sprintf("%-4d %-34s %9d %02x->%02x", i, f.rel, off, old, old^mask)
+		row := fmt.Sprintf("%-6s %-34s %9d %02x->%02x", fl.id, fl.rel, fl.off, old, old^fl.mask)
 		outcome := map[string]string{}
 		runs := map[string]run{}
 		for _, c := range cmds {
@@ -295,19 +301,20 @@ func TestFaultInjection(t *testing.T) {
 			}
 		}
 		row += fmt.Sprintf(" | %-6s %s", wcol, acol)
-		if failedFlips[i] && *flagKeep != "" {
-			s.keep(pristine, fmt.Sprintf("flip-%d", i), f.rel, off, mask)
+		if failedFlips[fl.id] && *flagKeep != "" {
+			s.keep(pristine, "flip-"+fl.id, fl.rel, fl.off, fl.mask)
 		}
-		if failedFlips[i] {
+		if failedFlips[fl.id] {
 			row += "  FAIL"
 		}
 		table = append(table, row)
 	}
 	legend := "legend: = exit 0, same output; E non-zero exit; X exit 0, other output (FAIL); M doctor exit 0 while a command it vouches for failed (FAIL); P panic, T hang (FAIL); " +
 		"write: ack (exit 0, 1 imported), ackN (exit 0, N imported), refuse (non-zero), exit0 (exit 0, nothing imported); after (export): =+1 originals and the new message, = originals only (write not acknowledged), E non-zero, LOST (FAIL)"
-	t.Logf("fault injection, seed %d, %d flips over %d files:\n%s\n%s", *flagSeed, *flagFlips, len(files), strings.Join(table, "\n"), legend)
+	t.Logf("fault injection, seed %d, %d random flips over %d files and %d flips of the MANIFEST's change sets (m<set>.len, .crc, .data):\n%s\n%s",
+		*flagSeed, *flagFlips, len(files), len(flips)-*flagFlips, strings.Join(table, "\n"), legend)
 	t.Logf("summary: %d flips, %d failing (%d failures), %d read identically by every command, %d refused by every command, %d writes acknowledged; %v (go test -run TestFaultInjection ./internal/faultsuite -flips %d -seed %d)",
-		*flagFlips, len(failedFlips), failed, identicalAll, refusedAll, acked, time.Since(start).Round(time.Second), *flagFlips, *flagSeed)
+		len(flips), len(failedFlips), failed, identicalAll, refusedAll, acked, time.Since(start).Round(time.Second), *flagFlips, *flagSeed)
 }
 
 // The outcomes of a command on a damaged store, as the table shows them.
@@ -526,6 +533,45 @@ func appendMessage(t *testing.T, transcript []byte) (grown, msg []byte) {
 	msg = []byte(`{"role":"user","content":"fault injection: a message written after the flip","timestamp":1767700000000}`)
 	entry := fmt.Sprintf(`{"type":"message","id":"fa017000","parentId":%q,"timestamp":"2026-01-06T12:00:00.000Z","message":%s}`+"\n", last.ID, msg)
 	return append(slices.Clone(transcript), entry...), msg
+}
+
+// flip is one byte flipped: id names it in the table ("17": the 18th
+// random flip; "m2.len": a flip of the MANIFEST's third change set's
+// length), rel is the file in the store, mask what the byte is XORed with.
+type flip struct {
+	id   string
+	rel  string
+	off  int64
+	mask byte
+}
+
+// manifestFlips are flips of every change set of the Badger MANIFEST in
+// store dir: the low byte of its length, a byte of its checksum and its
+// first data byte. (Badger replays the MANIFEST as a header, "Bdgr" and a
+// version, then change sets of a 4-byte big-endian length, a 4-byte CRC and
+// the change set's bytes; a change set that does not check is where its
+// replay stops.)
+func manifestFlips(t *testing.T, dir string) []flip {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "MANIFEST"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 8 || string(b[:4]) != "Bdgr" {
+		t.Fatalf("the store's MANIFEST does not start with Badger's header: % x", b[:min(len(b), 8)])
+	}
+	var out []flip
+	for pos, set := 8, 0; pos+8 <= len(b); set++ {
+		n := int(b[pos])<<24 | int(b[pos+1])<<16 | int(b[pos+2])<<8 | int(b[pos+3])
+		out = append(out,
+			flip{id: fmt.Sprintf("m%d.len", set), rel: "MANIFEST", off: int64(pos + 3), mask: 0x21},
+			flip{id: fmt.Sprintf("m%d.crc", set), rel: "MANIFEST", off: int64(pos + 4), mask: 0x01})
+		if n > 0 && pos+8 < len(b) {
+			out = append(out, flip{id: fmt.Sprintf("m%d.data", set), rel: "MANIFEST", off: int64(pos + 8), mask: 0x01})
+		}
+		pos += 8 + n
+	}
+	return out
 }
 
 // storeFile is a file of the store: its path in the store and its size.

@@ -1,6 +1,12 @@
 package faultsuite
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
 
 // TestJudge: the suite's verdicts, on outcomes made up to be right and
 // wrong (it runs without the binary, in every go test ./...).
@@ -86,5 +92,31 @@ func TestJudge(t *testing.T) {
 		if got := judgeAfter(want, more, c.acked, c.after); got != c.out {
 			t.Errorf("judgeAfter, %s: %q, want %q", c.name, got, c.out)
 		}
+	}
+}
+
+// TestManifestFlips: the change sets of a MANIFEST as Badger wrote one (a
+// store whose compaction merged two tables into a third), each flipped at
+// its length, its checksum and its first data byte.
+func TestManifestFlips(t *testing.T) {
+	dir := t.TempDir()
+	manifest := []byte("Bdgr\x00\x00\x00\x08" +
+		"\x00\x00\x00\x00\x00\x00\x00\x00" + // an empty change set
+		"\x00\x00\x00\x04\x21\x54\x19\x16\x0a\x02\x08\x01" + // create table 1
+		"\x00\x00\x00\x04\x32\x04\xea\xe2\x0a\x02\x08\x02" + // create table 2
+		"\x00\x00\x00\x12\x67\xd5\xc8\x92\x0a\x04\x08\x03\x18\x06\x0a\x04\x08\x01\x10\x01\x0a\x04\x08\x02\x10\x01") // table 3 at level 6, tables 1 and 2 deleted
+	if err := os.WriteFile(filepath.Join(dir, "MANIFEST"), manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range manifestFlips(t, dir) {
+		if f.rel != "MANIFEST" || f.mask == 0 {
+			t.Errorf("%s: file %s, mask %#x", f.id, f.rel, f.mask)
+		}
+		got = append(got, fmt.Sprintf("%s@%d", f.id, f.off))
+	}
+	want := []string{"m0.len@11", "m0.crc@12", "m1.len@19", "m1.crc@20", "m1.data@24", "m2.len@31", "m2.crc@32", "m2.data@36", "m3.len@43", "m3.crc@44", "m3.data@48"}
+	if !slices.Equal(got, want) {
+		t.Errorf("manifestFlips:\n got %v\nwant %v", got, want)
 	}
 }
