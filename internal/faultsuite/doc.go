@@ -22,6 +22,9 @@
 //     it back unchanged (exit 0, the same output); doctor without --deep,
 //     which reads every record but the messages, exits 0 only when stats
 //     (records only) did;
+//   - a command that opens the store read-only (all of them but assemble)
+//     changes no file of it, damaged or not (every file's SHA-256 before and
+//     after);
 //   - no command panics or hangs (60 s);
 //   - the write is an import of the same transcript with one message more
 //     (acknowledged when it exits 0 saying it stored messages); after it,

@@ -3,6 +3,7 @@ package faultsuite
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -109,21 +110,24 @@ func (s *suite) cmd(args ...string) run {
 type readCommand struct {
 	name string
 	args []string
+	// readOnly: the command opens the store read-only, so it must change
+	// no file of it, damaged or not.
+	readOnly bool
 }
 
 // readCommands are the read commands, in the order they run: those that
 // open the store read-only, then assemble (which opens it for writing).
 func readCommands(session, summary string) []readCommand {
 	return []readCommand{
-		{"sessions", []string{"sessions"}},
-		{"stats", []string{"stats"}},
-		{"export", []string{"export", "--session", session}},
-		{"grep", []string{"grep", grepWord}},
-		{"describe", []string{"describe", summary}},
-		{"expand", []string{"expand", "--max-tokens", "100000000", summary}},
-		{"doctor", []string{"doctor"}},
-		{"doctor --deep", []string{"doctor", "--deep"}},
-		{"assemble", []string{"assemble", "--session", session, "--json"}},
+		{"sessions", []string{"sessions"}, true},
+		{"stats", []string{"stats"}, true},
+		{"export", []string{"export", "--session", session}, true},
+		{"grep", []string{"grep", grepWord}, true},
+		{"describe", []string{"describe", summary}, true},
+		{"expand", []string{"expand", "--max-tokens", "100000000", summary}, true},
+		{"doctor", []string{"doctor"}, true},
+		{"doctor --deep", []string{"doctor", "--deep"}, true},
+		{"assemble", []string{"assemble", "--session", session, "--json"}, false},
 	}
 }
 
@@ -161,10 +165,14 @@ func TestFaultInjection(t *testing.T) {
 	golden := map[string]run{}
 	for pass := 0; pass < 2; pass++ {
 		s.fresh(pristine)
+		snap := snapshot(t, s.store)
 		for _, c := range cmds {
 			r := s.cmd(c.args...)
 			if r.code != 0 || r.stdout == "" {
 				t.Fatalf("%s on the undamaged store: exit %d\nstdout:\n%.2000s\nstderr:\n%.2000s", c.name, r.code, r.stdout, r.stderr)
+			}
+			if d := diffSnapshot(snap, snapshot(t, s.store)); c.readOnly && d != "" {
+				t.Fatalf("%s, which opens the store read-only, changed the undamaged store's files: %s", c.name, d)
 			}
 			if pass == 0 {
 				golden[c.name] = r
@@ -227,9 +235,19 @@ func TestFaultInjection(t *testing.T) {
 		row := fmt.Sprintf("%-6s %-34s %9d %02x->%02x", fl.id, fl.rel, fl.off, old, old^fl.mask)
 		outcome := map[string]string{}
 		runs := map[string]run{}
+		snap := snapshot(t, s.store)
 		for _, c := range cmds {
 			r := s.cmd(c.args...)
 			runs[c.name] = r
+			if c.readOnly {
+				now := snapshot(t, s.store)
+				if d := diffSnapshot(snap, now); d != "" {
+					outcome[c.name] = wroteStore
+					fail("%s, which opens the store read-only, changed its files (exit %d): %s\nstderr:\n%s", c.name, r.code, d, head(r.stderr, 600))
+					snap = now
+					continue
+				}
+			}
 			switch outcome[c.name] = judgeRead(golden[c.name].stdout, r); outcome[c.name] {
 			case hung:
 				fail("%s hung (killed after %v)", c.name, commandTimeout)
@@ -309,7 +327,7 @@ func TestFaultInjection(t *testing.T) {
 		}
 		table = append(table, row)
 	}
-	legend := "legend: = exit 0, same output; E non-zero exit; X exit 0, other output (FAIL); M doctor exit 0 while a command it vouches for failed (FAIL); P panic, T hang (FAIL); " +
+	legend := "legend: = exit 0, same output; E non-zero exit; X exit 0, other output (FAIL); M doctor exit 0 while a command it vouches for failed (FAIL); W a read-only command changed the store's files (FAIL); P panic, T hang (FAIL); " +
 		"write: ack (exit 0, 1 imported), ackN (exit 0, N imported), refuse (non-zero), exit0 (exit 0, nothing imported); after (export): =+1 originals and the new message, = originals only (write not acknowledged), E non-zero, LOST (FAIL)"
 	t.Logf("fault injection, seed %d, %d random flips over %d files and %d flips of the MANIFEST's change sets (m<set>.len, .crc, .data):\n%s\n%s",
 		*flagSeed, *flagFlips, len(files), len(flips)-*flagFlips, strings.Join(table, "\n"), legend)
@@ -319,14 +337,15 @@ func TestFaultInjection(t *testing.T) {
 
 // The outcomes of a command on a damaged store, as the table shows them.
 const (
-	same    = "="    // exit 0, the undamaged store's output
-	refused = "E"    // a non-zero exit
-	differs = "X"    // exit 0 with other output: a failure
-	missed  = "M"    // doctor's exit 0 while a command it vouches for did not read the store back: a failure
-	crashed = "P"    // a Go panic: a failure
-	hung    = "T"    // killed after commandTimeout: a failure
-	added   = "=+1"  // export after the write: the original messages and the new one
-	lost    = "LOST" // export after the write: exit 0 with anything else (or without the new one after an acknowledged write): a failure
+	same       = "="    // exit 0, the undamaged store's output
+	refused    = "E"    // a non-zero exit
+	differs    = "X"    // exit 0 with other output: a failure
+	missed     = "M"    // doctor's exit 0 while a command it vouches for did not read the store back: a failure
+	crashed    = "P"    // a Go panic: a failure
+	hung       = "T"    // killed after commandTimeout: a failure
+	wroteStore = "W"    // a read-only command changed the store's files: a failure
+	added      = "=+1"  // export after the write: the original messages and the new one
+	lost       = "LOST" // export after the write: exit 0 with anything else (or without the new one after an acknowledged write): a failure
 )
 
 // judgeRead is the outcome of read command r whose output on the undamaged
@@ -572,6 +591,51 @@ func manifestFlips(t *testing.T, dir string) []flip {
 		pos += 8 + n
 	}
 	return out
+}
+
+// snapshot is the SHA-256 of every file under dir, by path.
+func snapshot(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	out := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out[rel] = sha256.Sum256(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot the store: %v", err)
+	}
+	return out
+}
+
+// diffSnapshot says which files differ between snapshots a and b ("" when
+// none): deleted, added or changed.
+func diffSnapshot(a, b map[string][32]byte) string {
+	var d []string
+	for f, h := range a {
+		if g, ok := b[f]; !ok {
+			d = append(d, f+" deleted")
+		} else if g != h {
+			d = append(d, f+" changed")
+		}
+	}
+	for f := range b {
+		if _, ok := a[f]; !ok {
+			d = append(d, f+" added")
+		}
+	}
+	slices.Sort(d)
+	return strings.Join(d, ", ")
 }
 
 // storeFile is a file of the store: its path in the store and its size.

@@ -120,3 +120,29 @@ func TestManifestFlips(t *testing.T) {
 		t.Errorf("manifestFlips:\n got %v\nwant %v", got, want)
 	}
 }
+
+// TestDiffSnapshot: a file deleted, added or changed under a store is
+// named; the same files are no difference.
+func TestDiffSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("000001.sst", "a")
+	write("000002.sst", "b")
+	write("MANIFEST", "m")
+	before := snapshot(t, dir)
+	if d := diffSnapshot(before, snapshot(t, dir)); d != "" {
+		t.Fatalf("the same files: %q", d)
+	}
+	if err := os.Remove(filepath.Join(dir, "000002.sst")); err != nil {
+		t.Fatal(err)
+	}
+	write("MANIFEST", "M")
+	write("LOCK", "")
+	if d, want := diffSnapshot(before, snapshot(t, dir)), "000002.sst deleted, LOCK added, MANIFEST changed"; d != want {
+		t.Fatalf("diffSnapshot: %q, want %q", d, want)
+	}
+}
