@@ -23,7 +23,9 @@ func TestCheckNext(t *testing.T) {
 		}
 	}
 	item := func(pos uint64, ref dag.Ref) func(tx store.Tx) error {
-		return func(tx store.Tx) error { return tx.PutItem(c, store.Item{Item: dag.Item{Pos: pos, Ref: ref, Depth: -1}}) }
+		return func(tx store.Tx) error {
+			return tx.PutItem(c, store.Item{Item: dag.Item{Pos: pos, Ref: ref, Depth: -1}})
+		}
 	}
 	sum := func(tx store.Tx) error {
 		return tx.PutSummary(c, dag.Summary{ID: "sum_a", Kind: dag.KindLeaf, Sources: []dag.Ref{dag.MessageRef(1)}, Text: "s", DescendantCount: 1})
