@@ -368,6 +368,8 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			if errors.Is(err, errNeedsRepair) {
 				repair = true
 				rep.Store.Error = ""
+			} else if errors.Is(err, lossless.ErrNoFormat) {
+				problem("%s", noFormatProblem(ctx, rep.Store.Dir, storeDir))
 			} else if errors.Is(err, core.ErrFormatTooNew) {
 				problem("store %s was written by a newer format than this build (%d): %v", rep.Store.Dir, lossless.FormatVersion, err)
 			} else {
