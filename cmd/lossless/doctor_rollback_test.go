@@ -22,10 +22,20 @@ type storeState struct {
 // readState reads the only conversation of the Badger store at dir.
 func readState(t *testing.T, dir string) storeState {
 	t.Helper()
+	s, err := readStateErr(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// readStateErr is readState returning the error of the store's read.
+func readStateErr(t *testing.T, dir string) (storeState, error) {
+	t.Helper()
 	ctx := context.Background()
 	st, err := badgerstore.Open(ctx, badgerstore.Options{Dir: dir, ReadOnly: true})
 	if err != nil {
-		t.Fatal(err)
+		return storeState{}, err
 	}
 	defer st.Close()
 	var s storeState
@@ -49,10 +59,7 @@ func readState(t *testing.T, dir string) storeState {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return s, err
 }
 
 // writeState writes s's record back over the store at dir, and with
