@@ -9,6 +9,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
@@ -22,7 +23,8 @@ import (
 // ingestBatch, commitTurn and compact are refused with ErrCorrupt, naming
 // the conversation and the summary found, and store nothing: with the
 // record and items put right, every message, summary and item is as it
-// was. On Badger, memstore and a shared memstore.
+// was. On Badger, memstore, a shared memstore and PostgreSQL (skipped
+// without a database: internal/pgtest).
 func TestStaleRecordAfterCompaction(t *testing.T) {
 	open := map[string]func(t *testing.T) *Engine{
 		"badger": func(t *testing.T) *Engine { return openTest(t) },
@@ -35,8 +37,16 @@ func TestStaleRecordAfterCompaction(t *testing.T) {
 			return e
 		},
 		"shared": func(t *testing.T) *Engine { return openShared(t, 1)[0] },
+		"postgres": func(t *testing.T) *Engine {
+			e, err := openPG(context.Background(), pgtest.NewDB(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			return e
+		},
 	}
-	for _, name := range []string{"badger", "memstore", "shared"} {
+	for _, name := range []string{"badger", "memstore", "shared", "postgres"} {
 		for _, items := range []bool{false, true} {
 			what := "record"
 			if items {
