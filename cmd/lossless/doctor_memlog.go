@@ -88,9 +88,13 @@ func readRest(b []byte, end int) (int, int, int) {
 		}
 	}
 	if nonZero > 0 {
-		for p := end + 1; p < len(b); p++ {
-			if n, _, key, _, ok := memLogEntry(b, p); ok && len(key) > 0 {
-				entriesAfter++
+		for p := end; p < len(b); p++ {
+			if n, meta, key, _, ok := memLogEntry(b, p); ok && len(key) > 0 {
+				// A write whose end is found: an entry of no
+				// transaction, or a transaction's end.
+				if meta&memLogBitTxn == 0 {
+					entriesAfter++
+				}
 				p += n - 1
 			}
 		}
@@ -105,7 +109,8 @@ type memLogFinding struct {
 	// End is where the read of its whole transactions ends.
 	End int `json:"end"`
 	// NonZero is the count of bytes after End that are not zero;
-	// EntriesAfter the whole entries (checksums matching) among them.
+	// EntriesAfter the finished writes among them (entries whose checksum
+	// matches: of no transaction, or a transaction's end).
 	NonZero      int `json:"nonZero"`
 	EntriesAfter int `json:"entriesAfter"`
 }
@@ -150,7 +155,7 @@ func checkMemLogs(rep *doctorReport, dir string, problem, warn func(string, ...a
 	}
 	for _, f := range found {
 		if f.EntriesAfter > 0 {
-			problem("store %s: memtable log %s is damaged: its read stops at byte %d, and %d whole entries (%d bytes that are not zero) follow: the writes after the damage are not read, so the conversations, messages and summaries shown are older or fewer than were written (left by a process that stopped without closing the store). Do not open the store for writing (import, serve, OpenClaw): that cuts the log at the damage for good. Copy the directory aside (cp -a) first",
+			problem("store %s: memtable log %s is damaged: its read stops at byte %d, and %d finished writes (%d bytes that are not zero) follow: the writes after the damage are not read, so the conversations, messages and summaries shown are older or fewer than were written (left by a process that stopped without closing the store). Do not open the store for writing (import, serve, OpenClaw): that cuts the log at the damage for good. Copy the directory aside (cp -a) first",
 				rep.Store.Dir, f.File, f.End, f.EntriesAfter, f.NonZero)
 			continue
 		}

@@ -104,7 +104,7 @@ func TestDoctorUnclosedStore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(flipped, filepath.Base(mem)), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	doctor(t, flipped, 1, "memtable log "+filepath.Base(mem)+" is damaged", "whole entries", "are not read", "Do not open the store for writing")
+	doctor(t, flipped, 1, "memtable log "+filepath.Base(mem)+" is damaged", "finished writes", "are not read", "Do not open the store for writing")
 
 	// A store only serve wrote, its one log zeroed: nothing reads, not
 	// even the format record.
