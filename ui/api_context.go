@@ -20,15 +20,17 @@ type contextAnswer struct {
 	SessionKey string `json:"sessionKey"`
 	// Budget is the budget asked for (0: the engine's default);
 	// EffectiveBudget the one assemble used.
-	Budget                     int                    `json:"budget"`
-	EffectiveBudget            int                    `json:"effectiveBudget"`
-	EstimatedTokens            int                    `json:"estimatedTokens"`
-	SystemPromptAddition       string                 `json:"systemPromptAddition"`
-	SystemPromptAdditionTokens int                    `json:"systemPromptAdditionTokens"`
-	PromptAuthority            string                 `json:"promptAuthority,omitempty"`
-	Recall                     lossless.RecallReport  `json:"recall"`
-	Parts                      []lossless.ContextPart `json:"parts"`
-	Messages                   []contextMessage       `json:"messages"`
+	Budget                     int                   `json:"budget"`
+	EffectiveBudget            int                   `json:"effectiveBudget"`
+	EstimatedTokens            int                   `json:"estimatedTokens"`
+	SystemPromptAddition       string                `json:"systemPromptAddition"`
+	SystemPromptAdditionTokens int                   `json:"systemPromptAdditionTokens"`
+	PromptAuthority            string                `json:"promptAuthority,omitempty"`
+	Recall                     lossless.RecallReport `json:"recall"`
+	// Cut says what the budget could not hold (nil: everything fit).
+	Cut      *core.AssembleCut      `json:"cut,omitempty"`
+	Parts    []lossless.ContextPart `json:"parts"`
+	Messages []contextMessage       `json:"messages"`
 }
 
 // contextMessage is one message of the assembled context.
@@ -68,7 +70,7 @@ func (s *Server) contextView(ctx context.Context, e *lossless.Engine, r *http.Re
 	out := contextAnswer{Agent: agent, Session: sid, SessionKey: p.SessionKey, Budget: budget, EffectiveBudget: rep.Budget,
 		EstimatedTokens: rep.Result.EstimatedTokens, SystemPromptAddition: rep.Result.SystemPromptAddition,
 		SystemPromptAdditionTokens: rep.SystemPromptAdditionTokens, PromptAuthority: rep.Result.PromptAuthority,
-		Recall: rep.Details.Recall, Parts: rep.Parts, Messages: make([]contextMessage, len(rep.Messages))}
+		Recall: rep.Details.Recall, Cut: rep.Result.Cut, Parts: rep.Parts, Messages: make([]contextMessage, len(rep.Messages))}
 	for i, m := range rep.Messages {
 		text, cut := clipBytes(lossless.MessagePlainText(m.Message), maxMessageText)
 		out.Messages[i] = contextMessage{Index: i, Role: m.Message.Role(), Part: m.Part, Tokens: m.Tokens, SummaryID: m.SummaryID,

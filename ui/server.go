@@ -141,6 +141,28 @@ func (s *Server) routes(assets fs.FS) {
 	})
 }
 
+// EmbedHeader, sent with the token in TokenHeader by a proxy that shows the
+// explorer in a sandboxed frame of its own origin (the OpenClaw plugin's
+// Memory tab in the Control UI), asks for the answers such a frame needs:
+// value "frame". The page may then be framed by its own origin
+// (frame-ancestors 'self' instead of 'none'), its document's origin is
+// opaque, so the API answers a request whose Origin is "null" with
+// Access-Control-Allow-Origin: null and credentials allowed (the proxy, not
+// this server, decides who may ask), and the page sends a Referer to its
+// own origin (Referrer-Policy same-origin) for the proxy to check. The
+// header is ignored on a request that does not carry the token in
+// TokenHeader (a browser never sends it).
+const EmbedHeader = "X-Lossless-Embed"
+
+// cspStandalone and cspFramed are the Content-Security-Policy of the
+// standalone page and of the framed one: scripts, styles and requests of
+// the page's own origin only, no inline script or style.
+const (
+	cspCommon     = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+	cspStandalone = cspCommon + "frame-ancestors 'none'"
+	cspFramed     = cspCommon + "frame-ancestors 'self'"
+)
+
 // ServeHTTP checks the Host and the token, then serves the page or the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -148,7 +170,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", cspStandalone)
 	if !loopbackHost(r.Host) {
 		http.Error(w, "lossless ui: refused: the Host header must name 127.0.0.1, [::1] or localhost", http.StatusForbidden)
 		return
@@ -158,7 +180,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "lossless ui: refused: open the URL `lossless ui` (or `lossless serve --ui`) printed, with its token", http.StatusForbidden)
 		return
 	}
-	if fromQuery && r.URL.Path == "/" {
+	if r.Header.Get(EmbedHeader) == "frame" && r.Header.Get(TokenHeader) != "" {
+		h.Del("X-Frame-Options")
+		h.Set("Content-Security-Policy", cspFramed)
+		h.Set("Referrer-Policy", "same-origin")
+		h.Add("Vary", "Origin")
+		if r.Header.Get("Origin") == "null" {
+			h.Set("Access-Control-Allow-Origin", "null")
+			h.Set("Access-Control-Allow-Credentials", "true")
+		}
+	} else if fromQuery && r.URL.Path == "/" {
 		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	s.mux.ServeHTTP(w, r)

@@ -6,6 +6,15 @@
 
 (() => {
   const TOKEN = new URLSearchParams(location.search).get("token") || "";
+  // EMBEDDED: the page is in the sandboxed frame of OpenClaw's Control UI
+  // (the plugin's Memory tab). Its document's origin is opaque, so its API
+  // requests are cross-origin to the gateway and carry the gateway's frame
+  // grant (a cookie) only with credentials "include"; a click on a session
+  // asks the dashboard to open it in chat.
+  const EMBEDDED = window.parent !== window;
+  // BASE: the page's own directory; every URL is relative to it, so the
+  // page works at / (lossless ui) and under the plugin's route.
+  const BASE = new URL(".", location.href);
   const main = document.querySelector("main[data-test=view]");
   const PAGE = 50;
   let generation = 0; // bumped on every render: stale answers are dropped
@@ -21,13 +30,13 @@
   }
 
   async function api(path, params, asText) {
-    const u = new URL(path, location.origin);
+    const u = new URL(path.replace(/^\//, ""), BASE);
     for (const [k, v] of Object.entries(params || {})) {
       if (v !== undefined && v !== null && v !== "") u.searchParams.set(k, String(v));
     }
     let res;
     try {
-      res = await fetch(u, { headers: TOKEN ? { "X-Lossless-Token": TOKEN } : {}, credentials: "same-origin", cache: "no-store" });
+      res = await fetch(u, { headers: TOKEN ? { "X-Lossless-Token": TOKEN } : {}, credentials: EMBEDDED ? "include" : "same-origin", cache: "no-store" });
     } catch (e) {
       throw new ApiError(0, "The explorer's server does not answer (is lossless still running?)");
     }
@@ -96,6 +105,20 @@
   const shortName = (s, attrs) => h("span", Object.assign({ class: "mono", title: s }, attrs || {}), s.length > 18 ? s.slice(0, 13) + "…" : s);
 
   function encodePath(...parts) { return parts.map(encodeURIComponent).join("/"); }
+
+  // openInChat asks the Control UI (the parent of the frame) to open the
+  // session with this key in its chat: the one message a plugin tab may
+  // send it (openclaw-plugin-session-open); the dashboard checks the rest.
+  function openInChat(key) {
+    window.parent.postMessage({ type: "openclaw-plugin-session-open", sessionKey: key }, location.origin);
+  }
+  // chatLink is the "open in chat" button of a session (embedded only, for
+  // a session stored with its OpenClaw key).
+  const keyQuery = (key) => key ? "?" + new URLSearchParams({ key }) : "";
+  function chatLink(key) {
+    if (!EMBEDDED || !key) return null;
+    return h("button", { type: "button", class: "chat", "data-test": "open-chat", "data-key": key, title: "open " + key + " in OpenClaw's chat", onclick: () => openInChat(key) }, "open in chat");
+  }
 
   // ---- view lifecycle ----
 
@@ -193,8 +216,9 @@
         h("td", {}, timeEl(s.firstMessage)),
         h("td", {}, timeEl(s.lastMessage)),
         h("td", { class: "actions" },
-          h("a", { "data-test": "open-context", href: "#/context/" + encodePath(s.agent, s.session) }, "context"),
-          h("a", { "data-test": "open-dag", href: "#/dag/" + encodePath(s.agent, s.session) }, "DAG"),
+          chatLink(s.key),
+          h("a", { "data-test": "open-context", href: "#/context/" + encodePath(s.agent, s.session) + keyQuery(s.key) }, "context"),
+          h("a", { "data-test": "open-dag", href: "#/dag/" + encodePath(s.agent, s.session) + keyQuery(s.key) }, "DAG"),
           h("a", { href: "#/search?" + new URLSearchParams({ agent: s.agent, session: s.session }) }, "search"))))));
   }
 
@@ -209,7 +233,7 @@
   const contextForm = { budget: "", prompt: "" };
   const PART_LABEL = { summaries: "Summaries", tail: "Fresh tail", recall: "Recall", system: "System prompt addition" };
 
-  function viewContext(agent, session) {
+  function viewContext(agent, session, key) {
     const gen = begin("context");
     const budget = h("input", { type: "number", min: "1", step: "1", "data-test": "budget", placeholder: "default", value: contextForm.budget, "aria-label": "token budget" });
     const prompt = h("textarea", { "data-test": "prompt", rows: "2", placeholder: "the next user prompt (the recall query; optional)", "aria-label": "prompt" });
@@ -229,11 +253,11 @@
       } catch (e) { failed(gen, e, run); }
     };
     main.append(
-      h("h1", {}, "Next context ", h("span", { class: "mono sub" }, agent + " / " + session)),
+      h("h1", {}, "Next context ", h("span", { class: "mono sub" }, agent + " / " + session), " ", chatLink(key)),
       h("p", { class: "muted" }, "What assemble would build now for this budget and prompt — the same code and numbers as ", h("code", {}, "lossless assemble --json"), ". Nothing is stored."),
       h("form", { class: "bar", novalidate: true, onsubmit: (ev) => { ev.preventDefault(); run(); } },
         h("label", {}, "Budget ", budget), prompt, h("button", { type: "submit", "data-test": "assemble" }, "Assemble")),
-      h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) }, "the summary DAG →")),
+      h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) + keyQuery(key) }, "the summary DAG →")),
       out);
     run();
   }
@@ -254,6 +278,8 @@
       h("span", { class: "swatch part-" + p.part }), h("b", {}, PART_LABEL[p.part] || p.part), " ",
       h("span", { "data-test": "part-tokens", class: "num" }, String(p.tokens)), " tokens",
       h("span", { class: "muted" }, ` · ${p.count} ${p.part === "system" ? "text" : "message" + (p.count === 1 ? "" : "s")}`))));
+    const cut = c.cut ? h("p", { class: "warn-box", "data-test": "context-cut" }, h("b", {}, "Cut: "), c.cut.reason || "older items did not fit the budget") :
+      h("p", { class: "muted", "data-test": "context-cut" }, "Nothing was cut: the whole active context fits the budget.");
     const r = c.recall || {};
     const recallLine = h("p", { class: "recall-status" }, "Recall: ", badge(r.status || "off", "recall-" + (r.status || "off")),
       r.items ? ` ${r.items} items` : "", r.reason ? " — " + r.reason : "", r.partial ? badge("partial", "warn") : null);
@@ -268,7 +294,7 @@
       h("div", { class: "total" }, h("span", { class: "big", "data-test": "context-total" }, String(c.estimatedTokens)), " estimated tokens of a ",
         h("b", {}, num(budget)), "-token budget", c.budget ? "" : h("span", { class: "muted" }, " (the engine's default)"),
         ` · ${c.messages.length} messages`),
-      bar, parts, recallLine,
+      bar, parts, cut, recallLine,
       c.systemPromptAddition ? h("details", { class: "addition" }, h("summary", {}, `System prompt addition (${c.systemPromptAdditionTokens} tokens)`), h("pre", { class: "text" }, c.systemPromptAddition)) : null,
       c.messages.length ? msgs : h("p", { class: "muted" }, "The context is empty.")];
   }
@@ -280,17 +306,17 @@
 
   // ---- the summary DAG ----
 
-  function viewDag(agent, session, offset, depth) {
+  function viewDag(agent, session, offset, depth, key) {
     const gen = begin("dag");
     offset = offset || 0;
-    const depthSel = h("select", { "aria-label": "which summaries", onchange: () => viewDag(agent, session, 0, depthSel.value) },
+    const depthSel = h("select", { "aria-label": "which summaries", onchange: () => viewDag(agent, session, 0, depthSel.value, key) },
       h("option", { value: "" }, "in the active context (the roots)"),
       [0, 1, 2, 3, 4, 5].map((d) => h("option", { value: String(d), selected: String(depth) === String(d) }, "every summary of depth " + d)));
     const list = h("div", { class: "dag" });
     main.append(
-      h("h1", {}, "Summary DAG ", h("span", { class: "mono sub" }, agent + " / " + session)),
+      h("h1", {}, "Summary DAG ", h("span", { class: "mono sub" }, agent + " / " + session), " ", chatLink(key)),
       h("p", { class: "muted" }, "Each summary covers its sources: summaries of the depth below, or, for a leaf (d0), the raw messages, shown byte for byte as stored. ",
-        h("a", { href: "#/context/" + encodePath(agent, session) }, "the next context →")),
+        h("a", { href: "#/context/" + encodePath(agent, session) + keyQuery(key) }, "the next context →")),
       h("div", { class: "bar" }, h("label", {}, "Show ", depthSel)), list);
     const load = async () => {
       try {
@@ -299,7 +325,7 @@
         fill(list, [
           res.partial ? h("p", { class: "warn-box" }, `The active context is longer than the explorer reads (its first ${num(res.total)} summaries among the first items are listed).`) : null,
           res.items.length ? h("div", {}, res.items.map((s) => summaryNode(agent, session, s))) : h("p", { class: "muted" }, depth === undefined || depth === "" ? "No summaries in the active context: the session has not been compacted." : "No summaries of this depth."),
-          pager(res.total, res.offset, res.limit, (o) => viewDag(agent, session, o, depth))]);
+          pager(res.total, res.offset, res.limit, (o) => viewDag(agent, session, o, depth, key))]);
         ready(gen);
       } catch (e) { failed(gen, e, load); }
     };
@@ -548,10 +574,10 @@
     const params = new URLSearchParams(query || "");
     switch (parts[0]) {
       case "context":
-        if (parts.length >= 3) return viewContext(parts[1], parts.slice(2).join("/"));
+        if (parts.length >= 3) return viewContext(parts[1], parts.slice(2).join("/"), params.get("key") || "");
         break;
       case "dag":
-        if (parts.length >= 3) return viewDag(parts[1], parts.slice(2).join("/"));
+        if (parts.length >= 3) return viewDag(parts[1], parts.slice(2).join("/"), 0, undefined, params.get("key") || "");
         break;
       case "search":
         return viewSearch(params);
