@@ -146,13 +146,22 @@ func (s *Server) routes(assets fs.FS) {
 // Memory tab in the Control UI), asks for the answers such a frame needs:
 // value "frame". The page may then be framed by its own origin
 // (frame-ancestors 'self' instead of 'none'), its document's origin is
-// opaque, so the API answers a request whose Origin is "null" with
-// Access-Control-Allow-Origin: null and credentials allowed (the proxy, not
-// this server, decides who may ask), and the page sends a Referer to its
-// own origin (Referrer-Policy same-origin) for the proxy to check. The
-// header is ignored on a request that does not carry the token in
-// TokenHeader (a browser never sends it).
+// opaque, so the API (never the page or its files) answers a request
+// whose Origin is "null" with Access-Control-Allow-Origin: null and
+// credentials allowed: the proxy, not this server, decides who may ask (the
+// OpenClaw plugin puts a key in the page it serves, PageKeyMeta, and
+// answers only API requests that carry it). The header is ignored on a
+// request that does not carry the token in TokenHeader (a browser never
+// sends it).
 const EmbedHeader = "X-Lossless-Embed"
+
+// PageKeyMeta is the empty meta element of the page (index.html) that a
+// proxy framing the explorer fills with a key of its own; the page then
+// sends it as the query parameter PageKeyParam with every API request.
+const PageKeyMeta = `<meta name="lossless-page-key" content="">`
+
+// PageKeyParam is the query parameter carrying the proxy's page key.
+const PageKeyParam = "k"
 
 // cspStandalone and cspFramed are the Content-Security-Policy of the
 // standalone page and of the framed one: scripts, styles and requests of
@@ -183,9 +192,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(EmbedHeader) == "frame" && r.Header.Get(TokenHeader) != "" {
 		h.Del("X-Frame-Options")
 		h.Set("Content-Security-Policy", cspFramed)
-		h.Set("Referrer-Policy", "same-origin")
 		h.Add("Vary", "Origin")
-		if r.Header.Get("Origin") == "null" {
+		if r.Header.Get("Origin") == "null" && strings.HasPrefix(r.URL.Path, "/api/") {
 			h.Set("Access-Control-Allow-Origin", "null")
 			h.Set("Access-Control-Allow-Credentials", "true")
 		}

@@ -18,14 +18,18 @@
 //   restrict the agents and sessions a person sees, and the engine's store
 //   cannot tell which sessions a role may see, so the tab serves nothing
 //   there rather than everything;
-// - an API request whose Referer is not a page of this route on the same
-//   host (403): the frame's API requests carry the grant cookie with
-//   credentials "include" from an opaque origin, and the explorer answers
-//   such requests with Access-Control-Allow-Origin: null; the Referer check
-//   keeps another site's sandboxed frame from reading them while a grant is
-//   alive.
+// - an API request without the page key (403): the frame's API requests
+//   carry the grant cookie (credentials "include") from an opaque origin,
+//   and the explorer answers them with Access-Control-Allow-Origin: null;
+//   so the handler puts a random key (per plugin process) in the page it
+//   serves (ui.PageKeyMeta), which the page sends with every API request.
+//   Another site's sandboxed frame could send the cookie too while a grant
+//   is alive, but cannot read the page (no CORS on it) and so lacks the
+//   key. (A Referer check does not work: Chromium sends none from an
+//   opaque origin.)
 
 import http from "node:http";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 
 /** The route the tab's page lives under (prefix match, gateway auth). */
 export const MEMORY_ROUTE = "/plugins/lossless/memory";
@@ -60,8 +64,14 @@ const PASS_RESPONSE = [
   "etag",
 ];
 
-function refuse(res, code, text) {
+function refuse(res, code, text, req) {
   res.statusCode = code;
+  // The frame's document has an opaque origin: without these its script
+  // could not read why (a refusal holds no stored data).
+  if (req?.headers.origin === "null") {
+    res.setHeader("Access-Control-Allow-Origin", "null");
+    res.setHeader("Access-Control-Allow-Credentials", "true");
+  }
   res.setHeader("Content-Type", "text/plain; charset=utf-8");
   res.setHeader("Cache-Control", "no-store");
   res.setHeader("X-Content-Type-Options", "nosniff");
@@ -70,20 +80,16 @@ function refuse(res, code, text) {
   return true;
 }
 
-/**
- * Whether an API request comes from a page of the route on this host: its
- * Referer names the same host and a path under the route.
- */
-export function refererAllowed(req) {
-  const ref = req.headers.referer;
-  if (typeof ref !== "string" || ref === "") return false;
-  let u;
-  try {
-    u = new URL(ref);
-  } catch {
-    return false;
-  }
-  return (u.protocol === "http:" || u.protocol === "https:") && u.host === req.headers.host && u.pathname.startsWith(`${MEMORY_ROUTE}/`);
+/** The page's empty key element (ui.PageKeyMeta) and the query parameter (ui.PageKeyParam). */
+const PAGE_KEY_META = '<meta name="lossless-page-key" content="">';
+const PAGE_KEY_PARAM = "k";
+
+/** Whether got is the page key (constant time). */
+export function keyMatches(got, key) {
+  if (typeof got !== "string") return false;
+  const a = Buffer.from(got);
+  const b = Buffer.from(key);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** Whether the gateway config names operator roles (the tab then serves nothing). */
@@ -102,16 +108,16 @@ export function hasOperatorRoles(config) {
  * @param {() => object} [opts.config] the gateway's config (for gateway.roles).
  * @param {object} [opts.logger]
  */
-export function createMemoryHandler({ explorer, config = () => undefined, logger } = {}) {
+export function createMemoryHandler({ explorer, config = () => undefined, logger, pageKey = randomBytes(24).toString("base64url") } = {}) {
   return async function handleMemory(req, res) {
     const url = new URL(req.url ?? "/", "http://gateway.invalid");
     if (url.pathname !== MEMORY_ROUTE && !url.pathname.startsWith(`${MEMORY_ROUTE}/`)) return false;
     if (req.method !== "GET" && req.method !== "HEAD") {
       res.setHeader("Allow", "GET, HEAD");
-      return refuse(res, 405, "read-only: only GET and HEAD are served");
+      return refuse(res, 405, "read-only: only GET and HEAD are served", req);
     }
     if (hasOperatorRoles(config())) {
-      return refuse(res, 403, "not served on a gateway with operator roles (gateway.roles): the engine's store cannot tell which agents and sessions a role may see");
+      return refuse(res, 403, "not served on a gateway with operator roles (gateway.roles): the engine's store cannot tell which agents and sessions a role may see", req);
     }
     if (url.pathname === MEMORY_ROUTE) {
       res.statusCode = 308;
@@ -120,15 +126,15 @@ export function createMemoryHandler({ explorer, config = () => undefined, logger
       return true;
     }
     const sub = url.pathname.slice(MEMORY_ROUTE.length); // "/", "/app.js", "/api/..."
-    if (sub.startsWith("/api/") && !refererAllowed(req)) {
-      return refuse(res, 403, "API requests are answered for the Memory tab's own page only (its Referer)");
+    if (sub.startsWith("/api/") && !keyMatches(url.searchParams.get(PAGE_KEY_PARAM), pageKey)) {
+      return refuse(res, 403, "API requests are answered for the Memory tab's own page only (reload the tab)", req);
     }
     let where;
     try {
       where = await explorer();
     } catch (err) {
       logger?.warn?.(`lossless: memory tab: the engine's explorer is not available: ${err?.message ?? err}`);
-      return refuse(res, 503, `the engine's memory explorer is not available: ${err?.message ?? err}`);
+      return refuse(res, 503, `the engine's memory explorer is not available: ${err?.message ?? err}`, req);
     }
     const target = new URL(sub.slice(1) + url.search, where.url);
     const headers = { "X-Lossless-Token": where.token, "X-Lossless-Embed": "frame" };
@@ -138,6 +144,8 @@ export function createMemoryHandler({ explorer, config = () => undefined, logger
     }
     // The browser's own query token (if any) would be taken over the header's.
     target.searchParams.delete("token");
+    target.searchParams.delete(PAGE_KEY_PARAM);
+    const isPage = sub === "/";
     await new Promise((resolve) => {
       const up = http.request(target, { method: req.method, headers }, (ur) => {
         res.statusCode = ur.statusCode ?? 502;
@@ -145,12 +153,30 @@ export function createMemoryHandler({ explorer, config = () => undefined, logger
           const v = ur.headers[name];
           if (v !== undefined) res.setHeader(name, v);
         }
-        ur.pipe(res);
-        ur.on("end", resolve);
-        ur.on("error", resolve);
+        if (!isPage || res.statusCode !== 200 || req.method !== "GET") {
+          ur.pipe(res);
+          ur.on("end", resolve);
+          ur.on("error", resolve);
+          return;
+        }
+        // The page: its key element filled in.
+        const chunks = [];
+        ur.on("data", (c) => chunks.push(c));
+        ur.on("error", (err) => {
+          res.destroy(err);
+          resolve();
+        });
+        ur.on("end", () => {
+          const html = Buffer.concat(chunks).toString("utf8");
+          if (!html.includes(PAGE_KEY_META)) logger?.warn?.("lossless: memory tab: the explorer's page has no key element (an older engine binary?); its API requests will be refused");
+          const body = Buffer.from(html.replace(PAGE_KEY_META, `<meta name="lossless-page-key" content="${pageKey}">`));
+          res.setHeader("content-length", String(body.length));
+          res.end(body);
+          resolve();
+        });
       });
       up.on("error", (err) => {
-        if (!res.headersSent) refuse(res, 502, `the engine's memory explorer did not answer: ${err.message}`);
+        if (!res.headersSent) refuse(res, 502, `the engine's memory explorer did not answer: ${err.message}`, req);
         else res.destroy(err);
         resolve();
       });

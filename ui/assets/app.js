@@ -15,6 +15,9 @@
   // BASE: the page's own directory; every URL is relative to it, so the
   // page works at / (lossless ui) and under the plugin's route.
   const BASE = new URL(".", location.href);
+  // PAGE_KEY: the key a framing proxy put in the page (the OpenClaw
+  // plugin's Memory tab answers API requests that carry it only).
+  const PAGE_KEY = (document.querySelector('meta[name="lossless-page-key"]') || {}).content || "";
   const main = document.querySelector("main[data-test=view]");
   const PAGE = 50;
   let generation = 0; // bumped on every render: stale answers are dropped
@@ -31,6 +34,7 @@
 
   async function api(path, params, asText) {
     const u = new URL(path.replace(/^\//, ""), BASE);
+    if (PAGE_KEY) u.searchParams.set("k", PAGE_KEY);
     for (const [k, v] of Object.entries(params || {})) {
       if (v !== undefined && v !== null && v !== "") u.searchParams.set(k, String(v));
     }
@@ -38,7 +42,7 @@
     try {
       res = await fetch(u, { headers: TOKEN ? { "X-Lossless-Token": TOKEN } : {}, credentials: EMBEDDED ? "include" : "same-origin", cache: "no-store" });
     } catch (e) {
-      throw new ApiError(0, "The explorer's server does not answer (is lossless still running?)");
+      throw new ApiError(0, EMBEDDED ? "The request was refused or blocked (the browser may be blocking the dashboard's cookie for this frame, as it does with third-party cookies blocked; or the gateway is gone)" : "The explorer's server does not answer (is lossless still running?)");
     }
     const body = await res.text();
     if (!res.ok) {
