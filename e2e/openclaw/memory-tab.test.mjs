@@ -76,7 +76,7 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
       fake = await startFakeModel({ logFile: path.join(env.root, "model-requests.jsonl") });
       const port = await freePort();
       base = `http://127.0.0.1:${port}`;
-      env.writeConfig(env.baseConfig({ fake, gatewayPort: port }));
+      env.writeConfig(env.baseConfig({ fake, contextWindow: 16_000, gatewayPort: port }));
       const install = await env.install();
       if (install.code !== 0) throw new Error(`plugin install failed (${install.code}):\n${install.stdout}\n${install.stderr}`);
       // Small DAG sizes and a low threshold: the turns below compact (the
@@ -94,16 +94,25 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
       );
       await env.startGateway();
       const turns = [
-        `${MARKER}-1: the deploy window is Tuesday 14:00 UTC. ${filler(1500, 1)}`,
+        `${MARKER}-1: the deploy window is Tuesday 14:00 UTC. ${filler(4000, 1)}`,
         HOSTILE,
-        `${MARKER}-3: the rollback plan uses the blue cluster. ${filler(1500, 3)}`,
-        `${MARKER}-4: one more note for the record. ${filler(1500, 4)}`,
+        `${MARKER}-3: the rollback plan uses the blue cluster. ${filler(4000, 3)}`,
+        `${MARKER}-4: one more note for the record. ${filler(4000, 4)}`,
       ];
       for (const message of turns) {
         const t = await env.turn({ sessionKey: KEY, message });
         if (t.code !== 0) S.errors.push(`turn "${message.slice(0, 30)}" exited ${t.code}: ${t.stderr.slice(-1500)}`);
       }
+      // A profile with Chrome's default cookie setting (third-party cookies
+      // allowed outside incognito): headless Chromium blocks them, and the
+      // frame's own requests need the dashboard's grant cookie, which the
+      // browser sends as a third-party cookie (the frame's origin is
+      // opaque). OpenClaw documents the requirement (gateway-routes.md).
+      const profile = path.join(env.root, "chromium-profile");
+      fs.mkdirSync(path.join(profile, "Default"), { recursive: true });
+      fs.writeFileSync(path.join(profile, "Default", "Preferences"), JSON.stringify({ profile: { cookie_controls_mode: 0, block_third_party_cookies: false } }));
       browser = await puppeteer.launch({
+        userDataDir: profile,
         executablePath: chromium,
         headless: true,
         args: ["--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check"],
@@ -142,8 +151,9 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
     // The dashboard takes the gateway token from the fragment (never sent).
     await page.goto(`${base}/#token=${encodeURIComponent(env.gatewayToken)}`, { waitUntil: "domcontentloaded" });
     // The sidebar's Memory tab, advertised in the gateway hello.
-    const tabLink = await page.waitForSelector(`::-p-xpath(//a[contains(@href, "memory")] | //*[self::a or self::button][normalize-space(.)="Memory"])`, { timeout: 60_000 });
-    await tabLink.click();
+    const tabLink = await page.waitForSelector(`pierce/a[href$="/memory"]`, { timeout: 60_000 });
+    assert.equal((await tabLink.evaluate((a) => a.textContent)).trim(), "Memory");
+    await page.goto(`${base}/memory`, { waitUntil: "domcontentloaded" });
     const frameEl = await page.waitForSelector("pierce/iframe.plugin-tab-embed__frame", { timeout: 60_000 });
     assert.equal(await frameEl.evaluate((f) => f.getAttribute("src")), `${ROUTE}/`);
     assert.ok(!(await frameEl.evaluate((f) => f.getAttribute("src"))).includes(env.gatewayToken), "the token is in the frame's URL");

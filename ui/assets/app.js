@@ -164,6 +164,19 @@
     if (notOpen && retry) setTimeout(() => { if (live(gen)) retry(); }, 2000);
   }
 
+  // bar is a row of inputs with a button that runs go, also on Enter in an
+  // input (not in a textarea). Not a <form>: the Control UI's sandboxed
+  // frame (no allow-forms) blocks form submission, and with it the submit
+  // event.
+  function bar(go, attrs, ...children) {
+    const el = h("div", Object.assign({ class: "bar", role: "search" }, attrs || {}), ...children);
+    el.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && ev.target instanceof HTMLInputElement) { ev.preventDefault(); go(); }
+    });
+    for (const b of el.querySelectorAll("button[data-go]")) b.addEventListener("click", go);
+    return el;
+  }
+
   function pager(total, offset, limit, go) {
     const last = Math.min(offset + limit, total);
     return h("div", { class: "pager" },
@@ -179,8 +192,8 @@
     const st = state.sessions;
     const q = h("input", { type: "search", placeholder: "filter by session id or key", value: st.q, "aria-label": "filter sessions" });
     const agentSel = h("select", { "aria-label": "agent" }, h("option", { value: "" }, "every agent"));
-    const form = h("form", { class: "bar", onsubmit: (ev) => { ev.preventDefault(); st.q = q.value.trim(); st.agent = agentSel.value; st.offset = 0; viewSessions(); } },
-      q, agentSel, h("button", { type: "submit" }, "Filter"));
+    const form = bar(() => { st.q = q.value.trim(); st.agent = agentSel.value; st.offset = 0; viewSessions(); }, {},
+      q, agentSel, h("button", { type: "button", "data-go": true, "data-test": "filter" }, "Filter"));
     const cards = h("section", { class: "cards" });
     const table = h("div", { class: "table-wrap" });
     main.append(h("h1", {}, "Sessions"), cards, form, table);
@@ -259,8 +272,8 @@
     main.append(
       h("h1", {}, "Next context ", h("span", { class: "mono sub" }, agent + " / " + session), " ", chatLink(key)),
       h("p", { class: "muted" }, "What assemble would build now for this budget and prompt — the same code and numbers as ", h("code", {}, "lossless assemble --json"), ". Nothing is stored."),
-      h("form", { class: "bar", novalidate: true, onsubmit: (ev) => { ev.preventDefault(); run(); } },
-        h("label", {}, "Budget ", budget), prompt, h("button", { type: "submit", "data-test": "assemble" }, "Assemble")),
+      bar(() => run(), {},
+        h("label", {}, "Budget ", budget), prompt, h("button", { type: "button", "data-go": true, "data-test": "assemble" }, "Assemble")),
       h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) + keyQuery(key) }, "the summary DAG →")),
       out);
     run();
@@ -465,8 +478,8 @@
       } catch (e) { failed(gen, e, () => run(cursor)); }
     };
     main.append(h("h1", {}, "Search"),
-      h("form", { class: "bar", onsubmit: (ev) => { ev.preventDefault(); run(""); } },
-        q, agent, session, h("label", {}, regex, " regex"), h("button", { type: "submit", "data-test": "search-go" }, "Search")),
+      bar(() => run(""), {},
+        q, agent, session, h("label", {}, regex, " regex"), h("button", { type: "button", "data-go": true, "data-test": "search-go" }, "Search")),
       recallOut, grepOut);
     if (searchForm.q) run("");
     else {
