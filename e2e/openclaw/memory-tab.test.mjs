@@ -188,8 +188,18 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
     await frame.waitForSelector("main[data-view=dag][data-state=ready]", { timeout: 30_000 });
     const node = await frame.waitForSelector("[data-test=summary-node]", { timeout: 10_000 });
     await (await node.$("[data-test=expand]")).click();
-    const raw = await frame.waitForSelector("[data-test=raw-message], [data-test=summary-node] [data-test=summary-node]", { timeout: 15_000 });
-    assert.ok(raw, "the summary did not expand");
+    // Down the DAG: expand the first child summary until raw messages show.
+    await frame.waitForFunction((el) => el.getAttribute("aria-expanded") === "true", { timeout: 15_000 }, await node.$("[data-test=expand]"));
+    for (let i = 0; i < 6 && !(await frame.$("[data-test=raw-message]")); i++) {
+      const btn = await frame.waitForSelector(".children [data-test=expand][aria-expanded=false]", { timeout: 15_000 });
+      await btn.click();
+      await frame.waitForFunction((el) => el.getAttribute("aria-expanded") === "true", { timeout: 15_000 }, btn);
+    }
+    const raw = await frame.waitForSelector("[data-test=raw-message]", { timeout: 15_000 });
+    await (await raw.$("[data-test=show-raw]")).click();
+    await frame.waitForSelector("[data-test=raw-message][data-loaded='1'] [data-test=raw-bytes]:not([hidden])", { timeout: 15_000 });
+    const rawBytes = await frame.$eval("[data-test=raw-message][data-loaded='1'] [data-test=raw-bytes]", (el) => el.textContent);
+    assert.ok(JSON.parse(rawBytes).role, `the raw message is not the stored JSON: ${rawBytes.slice(0, 200)}`);
     const summaryText = await frame.$eval(".summary-text", (el) => el.textContent);
     assert.ok(summaryText.length > 0, "empty summary text");
     await page.screenshot({ path: path.join(artifactsDir(), "memory-tab-dag.png") });
@@ -231,6 +241,7 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
     await frame.click(`[data-test=open-chat][data-key="${KEY}"]`);
     await page.waitForFunction((b) => location.href !== b, { timeout: 15_000 }, before);
     const after = page.url();
+    console.log(`open in chat: ${before} -> ${after}`);
     assert.ok(after.includes("chat") || after.includes(encodeURIComponent(KEY)) || after.includes(KEY), `the dashboard did not open the session: ${after}`);
 
     // No request the grant refused, no CSP violation.
