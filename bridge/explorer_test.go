@@ -3,7 +3,10 @@ package bridge
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
 )
 
 // TestExplorerMethod: explorer answers what Options.Explorer says, after
@@ -35,5 +38,24 @@ func TestExplorerMethod(t *testing.T) {
 	failing.initialize()
 	if m := failing.call(MethodExplorer, map[string]any{}); m.Error == nil || m.Error.Message == "" {
 		t.Fatalf("a failing explorer answered %s", m.Result)
+	}
+}
+
+// TestOnAssemble: the hook sees each assemble the engine answered, with
+// its params and result.
+func TestOnAssemble(t *testing.T) {
+	var got []core.AssembleParams
+	var mu sync.Mutex
+	c := startServer(t, Static(newFake()), Options{OnAssemble: func(p core.AssembleParams, res core.AssembleResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, p)
+	}})
+	c.initialize()
+	c.ok(MethodAssemble, map[string]any{"sessionId": "s", "messages": []any{}, "tokenBudget": 100, "prompt": "hi"}, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].SessionID != "s" || got[0].Prompt != "hi" || got[0].TokenBudget != 100 {
+		t.Fatalf("OnAssemble saw %+v", got)
 	}
 }

@@ -85,6 +85,10 @@ type Options struct {
 	// serves the memory explorer. It may wait (ctx) for the engine to open;
 	// without it explorer is an unknown method.
 	Explorer func(ctx context.Context) (ExplorerInfo, error)
+	// OnAssemble, when set, is told of every assemble the engine answered
+	// (the memory explorer shows a session's last one). It runs on the
+	// request's goroutine before the answer is sent: it must be quick.
+	OnAssemble func(p core.AssembleParams, res core.AssembleResult)
 }
 
 // Static returns a factory that always returns e, ignoring the options.
@@ -824,6 +828,9 @@ func (s *server) handlerMap() map[string]handler {
 			}
 			if res.Messages == nil {
 				res.Messages = []core.Message{}
+			}
+			if s.opts.OnAssemble != nil {
+				s.opts.OnAssemble(p, res)
 			}
 			return res, nil
 		},

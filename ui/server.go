@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
@@ -50,6 +51,77 @@ type Options struct {
 	Token string
 	// Logf logs what goes wrong serving (nil: no logging).
 	Logf func(format string, args ...any)
+	// LastAssemble, when set, returns the last assemble the serving
+	// process answered for a session (by its key or id); the context view
+	// then shows it and explains it by assembling again with its budget
+	// and prompt. `lossless serve --ui` records them (LastAssembles).
+	LastAssemble func(session string) (LastAssemble, bool)
+}
+
+// LastAssemble is what a serving process recorded of an assemble it
+// answered: the call's budget and prompt, and what it returned.
+type LastAssemble struct {
+	// At is when it was answered (Unix ms).
+	At         int64  `json:"at"`
+	SessionID  string `json:"sessionId"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	// Budget is the call's tokenBudget (0: none given, the engine's
+	// default); Prompt the call's prompt.
+	Budget          int               `json:"budget"`
+	Prompt          string            `json:"prompt"`
+	Messages        int               `json:"messages"`
+	EstimatedTokens int               `json:"estimatedTokens"`
+	Cut             *core.AssembleCut `json:"cut,omitempty"`
+}
+
+// LastAssembles records the last assemble answered per session, by key and
+// by id: its Record is a bridge.Options.OnAssemble, its Get an
+// Options.LastAssemble. Only assembles carrying a prompt are kept (a
+// turn's first assemble, where recall runs; OpenClaw's later assembles of
+// the turn, one per model call, carry none). The zero value is ready.
+type LastAssembles struct {
+	mu sync.Mutex
+	m  map[string]LastAssemble
+}
+
+// maxLastAssembles bounds the sessions LastAssembles keeps (the oldest
+// record is dropped beyond it).
+const maxLastAssembles = 4096
+
+// Record keeps p's assemble (when it carries a prompt) as its session's last.
+func (l *LastAssembles) Record(p core.AssembleParams, res core.AssembleResult) {
+	if p.Prompt == "" {
+		return
+	}
+	rec := LastAssemble{At: time.Now().UnixMilli(), SessionID: p.SessionID, SessionKey: p.SessionKey, Budget: p.TokenBudget,
+		Prompt: p.Prompt, Messages: len(res.Messages), EstimatedTokens: res.EstimatedTokens, Cut: res.Cut}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]LastAssemble{}
+	}
+	if len(l.m) >= maxLastAssembles {
+		var oldest string
+		for k, v := range l.m {
+			if oldest == "" || v.At < l.m[oldest].At {
+				oldest = k
+			}
+		}
+		delete(l.m, oldest)
+	}
+	for _, k := range []string{p.SessionID, p.SessionKey} {
+		if k != "" {
+			l.m[k] = rec
+		}
+	}
+}
+
+// Get returns the last assemble recorded for a session key or id.
+func (l *LastAssembles) Get(session string) (LastAssemble, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.m[session]
+	return r, ok
 }
 
 // CookieName is the cookie that GET /?token=T sets, so that the page's own
@@ -66,6 +138,7 @@ var assetFS embed.FS
 // http.Handler; Listen and Serve run it on 127.0.0.1.
 type Server struct {
 	src    Source
+	last   func(session string) (LastAssemble, bool)
 	token  string
 	logf   func(format string, args ...any)
 	mux    *http.ServeMux
@@ -107,7 +180,7 @@ func New(src Source, o Options) (*Server, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	s := &Server{src: src, token: tok, logf: logf, mux: http.NewServeMux()}
+	s := &Server{src: src, last: o.LastAssemble, token: tok, logf: logf, mux: http.NewServeMux()}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	assets, err := fs.Sub(assetFS, "assets")
 	if err != nil {

@@ -69,7 +69,9 @@ func cmdServe() *command {
 			if uiAddr != "" {
 				var stop func()
 				var err error
-				if factory, opts.Explorer, stop, err = serveExplorer(ctx, c, uiAddr, factory); err != nil {
+				last := &ui.LastAssembles{}
+				opts.OnAssemble = last.Record
+				if factory, opts.Explorer, stop, err = serveExplorer(ctx, c, uiAddr, factory, last.Get); err != nil {
 					return err
 				}
 				defer stop()
@@ -91,10 +93,11 @@ func cmdServe() *command {
 // is free, and its URL is written to the store's ui-url file (0600) and to
 // stderr (stdout is JSON-RPC). After the engine is closed the API answers
 // 503 until a new initialize. A failure to start the explorer is logged;
-// the engine is served anyway. info answers the bridge's explorer method
+// the engine is served anyway. The context view shows the last assemble
+// of a session that last returns (recorded by the bridge). info answers the bridge's explorer method
 // (the plugin's Memory tab proxies the explorer with it); stop ends the
 // explorer.
-func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Factory) (core.Factory, func(context.Context) (bridge.ExplorerInfo, error), func(), error) {
+func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Factory, last func(string) (ui.LastAssemble, bool)) (core.Factory, func(context.Context) (bridge.ExplorerInfo, error), func(), error) {
 	if err := ui.CheckAddr(addr); err != nil {
 		return nil, nil, nil, fmt.Errorf("serve --ui: %w", err)
 	}
@@ -133,7 +136,7 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 		if err != nil {
 			return err
 		}
-		s, err := ui.New(src, ui.Options{Logf: logf, Token: token})
+		s, err := ui.New(src, ui.Options{Logf: logf, Token: token, LastAssemble: last})
 		if err != nil {
 			return err
 		}

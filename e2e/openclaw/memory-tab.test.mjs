@@ -209,6 +209,11 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
     await frame.waitForSelector("main[data-view=context][data-state=ready]", { timeout: 30_000 });
     const parts = await frame.$$eval("[data-test=part]", (ps) => ps.map((p) => p.dataset.part));
     assert.deepEqual(parts, ["summaries", "tail", "recall", "system"]);
+    // The last turn's assemble, as the engine process recorded it.
+    const lastFound = await frame.$eval("[data-test=last-assemble]", (el) => el.dataset.found);
+    assert.equal(lastFound, "1", "the session's last assemble is not shown");
+    const lastPrompt = await frame.$eval("[data-test=last-prompt]", (el) => el.textContent);
+    assert.ok(lastPrompt.includes(`${MARKER}-4`), `the last assemble's prompt: ${lastPrompt.slice(0, 120)}`);
     const cut = await frame.$eval("[data-test=context-cut]", (el) => el.textContent);
     assert.ok(/cut/i.test(cut), `no explanation of what was cut: ${cut}`);
     const recallLine = await frame.$eval(".recall-status", (el) => el.textContent);

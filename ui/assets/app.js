@@ -263,7 +263,7 @@
       const old = main.querySelector(":scope > .error");
       if (old) old.remove();
       try {
-        const c = await api("/api/context", { agent, session, budget: contextForm.budget, prompt: contextForm.prompt });
+        const c = await api("/api/context", { agent, session, key, last: 1, budget: contextForm.budget, prompt: contextForm.prompt });
         if (!live(gen)) return;
         fill(out, contextBody(c, agent, session));
         ready(gen);
@@ -277,6 +277,19 @@
       h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) + keyQuery(key) }, "the summary DAG →")),
       out);
     run();
+  }
+
+  // lastBox shows the session's last assemble the serving process answered
+  // (a turn's first, the one with the prompt), when the page asked for it.
+  function lastBox(c) {
+    const l = c.last;
+    if (!l) return h("p", { class: "muted", "data-test": "last-assemble", "data-found": "0" }, "No assemble of this session was recorded since the engine process started: this is the next context for the budget and prompt above (empty: the engine's default budget, no prompt).");
+    return h("section", { class: "card last", "data-test": "last-assemble", "data-found": "1" },
+      h("div", { class: "card-title" }, "The last turn's assemble, ", timeEl(l.at)),
+      h("p", {}, `Budget ${l.budget ? num(l.budget) : "the engine's default"} · ${num(l.messages)} messages · ${num(l.estimatedTokens)} estimated tokens`),
+      h("p", {}, "Prompt: ", h("q", { "data-test": "last-prompt" }, oneLine(l.prompt, 300))),
+      l.cut ? h("p", { class: "warn-box" }, h("b", {}, "Cut: "), l.cut.reason) : h("p", { class: "muted" }, "Nothing was cut."),
+      h("p", { class: "muted" }, contextForm.budget || contextForm.prompt ? "Below: the context for the budget and prompt above." : "Below: the same call assembled again now (its budget and prompt), part by part, with what recall adds and why."));
   }
 
   function contextBody(c, agent, session) {
@@ -308,6 +321,7 @@
         m.seq ? h("span", { class: "mono muted" }, "seq " + m.seq) : null),
       h("details", {}, h("summary", {}, oneLine(m.text, 200)), h("pre", { class: "text" }, m.text), m.truncated ? h("p", { class: "muted" }, "(cut here; the whole message is in the DAG view or lossless export)") : null))));
     return [
+      lastBox(c),
       h("div", { class: "total" }, h("span", { class: "big", "data-test": "context-total" }, String(c.estimatedTokens)), " estimated tokens of a ",
         h("b", {}, num(budget)), "-token budget", c.budget ? "" : h("span", { class: "muted" }, " (the engine's default)"),
         ` · ${c.messages.length} messages`),
