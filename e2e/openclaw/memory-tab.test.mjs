@@ -220,6 +220,7 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
     assert.match(recallLine, /Recall:/);
     const summaryParts = await frame.$$eval("[data-test=context-message][data-part=summaries]", (els) => els.length);
     assert.ok(summaryParts >= 1, "the context holds no summary");
+    await page.screenshot({ path: path.join(artifactsDir(), "memory-tab-context.png") });
 
     // Search: a grep hit, and the hostile message shown as text.
     await page.evaluate(() => 0);
@@ -247,7 +248,7 @@ describe("the Memory tab in OpenClaw's Control UI", { skip }, () => {
     await page.waitForFunction((b) => location.href !== b, { timeout: 15_000 }, before);
     const after = page.url();
     console.log(`open in chat: ${before} -> ${after}`);
-    assert.ok(after.includes("chat") || after.includes(encodeURIComponent(KEY)) || after.includes(KEY), `the dashboard did not open the session: ${after}`);
+    assert.equal(new URL(after).pathname, "/chat/main/e2e-memtab", `the dashboard did not open ${KEY} in chat`);
 
     // No request the grant refused, no CSP violation.
     const refused = consoleErrors.filter((e) => /Content Security Policy|403|401|CORS|blocked/i.test(e));
