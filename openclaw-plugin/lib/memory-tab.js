@@ -180,7 +180,8 @@ export function createMemoryHandler({ explorer, config = () => undefined, logger
         else res.destroy(err);
         resolve();
       });
-      req.on("close", () => up.destroy());
+      // The browser gone (or the answer sent): the upstream request ends too.
+      res.on("close", () => up.destroy());
       up.end();
     });
     return true;
