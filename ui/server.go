@@ -11,7 +11,13 @@
 // needs a random token (in the page URL, then a cookie), and a Host header
 // naming a loopback address: another local user, or a page of another
 // site in the browser, cannot read the store. The page (HTML, JS and CSS,
-// under 200 KB) is embedded; nothing is fetched from the network.
+// under 200 KB) is embedded; nothing is fetched from the network; all its
+// URLs are relative, so a proxy may serve it under a path of its own.
+//
+// The same page is OpenClaw's Memory tab: the plugin's gateway-auth route
+// proxies it into the Control UI's sandboxed frame with the token in
+// TokenHeader and EmbedHeader set (framing by its own origin, CORS for the
+// frame's opaque origin on the API), and a key of its own in PageKeyMeta.
 //
 // The JSON API (one file per view: api_*.go) answers GET requests; its
 // lists are paged. See the spec in README.md ("Seeing the memory").
