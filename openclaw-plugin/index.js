@@ -8,9 +8,10 @@
 //
 // register() starts nothing: it also runs for read-only discovery
 // (`openclaw plugins list`). The engine process starts with the first
-// engine call or tool call that needs it.
+// engine call, tool call or Memory tab request that needs it.
 
-import { createLosslessEngine } from "./lib/engine.js";
+import { createLosslessEngine, sharedClient } from "./lib/engine.js";
+import { registerMemoryTab } from "./lib/memory-tab.js";
 import { registerTools, TOOL_NAMES } from "./lib/tools.js";
 
 export const ENGINE_ID = "lossless";
@@ -25,5 +26,8 @@ export default {
   register(api) {
     api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger, hostConfig: api.config }));
     if (typeof api.registerTool === "function") registerTools(api);
+    // The Memory tab in the Control UI (lib/memory-tab.js): registering
+    // starts nothing; the first request to the tab starts the engine process.
+    registerMemoryTab(api, { explorer: () => sharedClient(api.pluginConfig, api.logger).request("explorer", {}) });
   },
 };
