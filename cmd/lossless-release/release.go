@@ -283,7 +283,7 @@ func TarballName(pkg, version string) string {
 func buildBinary(ctx context.Context, goCmd, repo string, p Platform, version, dst string) error {
 	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", "-s -w -X main.version="+version, "-o", dst, "./cmd/lossless")
 	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "GOOS="+p.GOOS, "GOARCH="+p.GOARCH, "CGO_ENABLED=0", "GOFLAGS=-mod=mod")
+	cmd.Env = append(os.Environ(), "GOOS="+p.GOOS, "GOARCH="+p.GOARCH, "CGO_ENABLED=0")
 	var outb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &outb, &outb
 	if err := cmd.Run(); err != nil {
@@ -345,11 +345,24 @@ func platformPackage(b Binary, version, binPath string) ([]file, error) {
 }
 
 func marshal(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
+	b, err := jsonIndent(v, "")
 	if err != nil {
-		return nil, fmt.Errorf("package.json: %w", err)
+		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// jsonIndent encodes v indented by two spaces after prefix, without
+// escaping <, > and & (npm writes ">=20", not "\u003e=20").
+func jsonIndent(v any, prefix string) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("package.json: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // pluginSource is the OpenClaw plugin as the repository holds it.
@@ -533,13 +546,13 @@ func marshalOrdered(m map[string]any, order []string) ([]byte, error) {
 		if !ok {
 			continue
 		}
-		kb, err := json.Marshal(k)
+		kb, err := jsonIndent(k, "")
 		if err != nil {
-			return nil, fmt.Errorf("package.json: %w", err)
+			return nil, err
 		}
-		vb, err := json.MarshalIndent(v, "  ", "  ")
+		vb, err := jsonIndent(v, "  ")
 		if err != nil {
-			return nil, fmt.Errorf("package.json: %w", err)
+			return nil, err
 		}
 		if !first {
 			b.WriteString(",\n")

@@ -163,6 +163,9 @@ func TestBuildHost(t *testing.T) {
 	if err := json.Unmarshal(pl["package.json"].data, &pj); err != nil {
 		t.Fatalf("plugin package.json: %v", err)
 	}
+	if bytes.Contains(pl["package.json"].data, []byte(`\u00`)) {
+		t.Errorf("plugin package.json has escaped characters:\n%s", pl["package.json"].data)
+	}
 	if pj.Name != PluginPackage || pj.Version != version {
 		t.Fatalf("plugin package.json name %q version %q", pj.Name, pj.Version)
 	}

@@ -91,6 +91,11 @@ function publish(rel) {
   }
 }
 
+/** What `bin version` prints. */
+function binaryVersion(bin) {
+  return spawnSync(bin, ["version"], { encoding: "utf8" }).stdout ?? "";
+}
+
 /** Processes whose executable is file: [pid]. */
 function processesRunning(file) {
   const out = [];
@@ -117,7 +122,7 @@ class UserEnv extends OpenClawEnv {
     return super.env({ PATH: this.userPath, ...extra });
   }
 
-  /** The lossless binary the npm install put in OpenClaw's state directory, or null. */
+  /** The lossless binaries the npm install put in OpenClaw's state directory. */
   installedBinary() {
     const found = [];
     const walk = (dir, depth) => {
@@ -134,12 +139,20 @@ class UserEnv extends OpenClawEnv {
         else if (e.name === "lossless" && p.endsWith(path.join("@lossless-engine", PLATFORM, "bin", "lossless"))) found.push(p);
       }
     };
-    walk(this.stateDir, 0);
-    return found;
+    // OpenClaw's managed npm projects (~/.openclaw/npm/projects/<package>),
+    // not the copies its install captures keep under ~/.openclaw/tmp.
+    walk(path.join(this.stateDir, "npm"), 0);
+    return found.sort();
   }
 }
 
 const K = "agent:main:install-path";
+
+/** `lossless export` of the conversation of session key K (from `lossless sessions --all --json`), or null. */
+function exportKey(env, sessions) {
+  const conv = sessions.find((c) => c.key === K);
+  return conv ? env.exportSession(conv.sessionIds.at(-1)) : null;
+}
 const FACT1 = "INSTALL-FACT-1: the deploy key lives in vault path kv/ops/deploy-7731.";
 const FACT2 = "INSTALL-FACT-2: the staging database is called heron-db-42.";
 const AFTER = "INSTALL-AFTER-UPGRADE: which vault path did I give for the deploy key?";
@@ -167,7 +180,7 @@ describe("install from npm: openclaw plugins install, turns, upgrade", { skip: w
       S.bins1 = env.installedBinary();
       S.list1 = await env.run(["plugins", "list", "--json"], { label: "plugins list --json" });
       S.listText = await env.run(["plugins", "list"], { label: "plugins list" });
-      S.version1 = S.bins1.length ? spawnSync(S.bins1[0], ["version"], { encoding: "utf8" }).stdout : "";
+      S.version1 = S.bins1.length ? binaryVersion(S.bins1[0]) : "";
 
       await env.startGateway();
       for (const m of [FACT1, FACT2]) {
@@ -179,14 +192,16 @@ describe("install from npm: openclaw plugins install, turns, upgrade", { skip: w
       S.degraded1 = degradationLines(env.gatewayOutput());
       env.realBin = S.bins1[0];
       S.sessions1 = env.storeSessions();
-      S.export1 = S.sessions1.length ? env.exportSession(S.sessions1.find((s) => JSON.stringify(s).includes(K))?.sessionId ?? S.sessions1[0].sessionId) : null;
+      S.export1 = exportKey(env, S.sessions1);
 
       // The next version: published, then installed over the first.
       publish(v2);
       S.update = await env.run(["plugins", "update", "lossless", "--accept-capabilities"], { label: "update to v2" });
       S.config2 = env.readConfig();
       S.bins2 = env.installedBinary();
-      S.version2 = S.bins2.length ? spawnSync(S.bins2.at(-1), ["version"], { encoding: "utf8" }).stdout : "";
+      // The update installs into a new generation directory beside the first.
+      S.bin2 = S.bins2.find((b) => binaryVersion(b).startsWith(`lossless ${v2.version} (`));
+      S.version2 = S.bin2 ? binaryVersion(S.bin2) : "";
       S.list2 = await env.run(["plugins", "list", "--json"], { label: "plugins list --json (v2)" });
 
       const logFrom = env.gatewayOutput().length;
@@ -196,9 +211,9 @@ describe("install from npm: openclaw plugins install, turns, upgrade", { skip: w
       S.engineProcs2 = S.bins2.flatMap((b) => processesRunning(b).map((pid) => ({ pid, bin: b })));
       await env.stopGateway();
       S.degraded2 = degradationLines(env.gatewayOutput().slice(logFrom));
-      env.realBin = S.bins2.at(-1);
+      env.realBin = S.bin2 ?? S.bins2.at(-1);
       S.sessions2 = env.storeSessions();
-      S.export2 = S.export1 ? env.exportSession(S.export1.sessionId) : null;
+      S.export2 = exportKey(env, S.sessions2);
       S.requests = chatRequests(fake);
     },
     { timeout: 15 * 60_000 },
@@ -236,9 +251,15 @@ describe("install from npm: openclaw plugins install, turns, upgrade", { skip: w
     const p = (json.plugins ?? json).find((x) => x.id === "lossless");
     assert.ok(p, `plugins list --json has no lossless: ${S.list1.stdout.slice(0, 2000)}`);
     assert.equal(p.version, v1.version);
-    assert.notEqual(p.status ?? "loaded", "error", JSON.stringify(p));
-    const where = JSON.stringify(p);
-    assert.ok(!where.includes(REPO), `the plugin is loaded from the checkout: ${where}`);
+    assert.equal(p.status, "loaded", JSON.stringify(p));
+    assert.equal(p.kind, "context-engine");
+    assert.deepEqual(p.toolNames, ["lcm_grep", "lcm_describe", "lcm_expand"]);
+    assert.ok(p.rootDir.startsWith(path.join(env.stateDir, "npm") + path.sep), `the plugin is loaded from ${p.rootDir}, not OpenClaw's npm project`);
+    assert.ok(!JSON.stringify(p).includes(REPO), "the plugin's record names the checkout");
+    // OpenClaw sees the platform package installed beside it.
+    const dep = p.dependencyStatus?.optionalDependencies?.find((d) => d.name === `@lossless-engine/${PLATFORM}`);
+    assert.equal(dep?.installed, true, JSON.stringify(p.dependencyStatus));
+    assert.equal(dep?.spec, v1.version);
   });
 
   test("turns run through the engine: the installed binary serves them, the messages are stored", () => {
@@ -261,8 +282,8 @@ describe("install from npm: openclaw plugins install, turns, upgrade", { skip: w
     assert.equal(S.config2.plugins?.slots?.contextEngine, "lossless");
     assert.deepEqual(S.degraded2, [], "the engine degraded to legacy after the upgrade");
     assert.ok(
-      S.engineProcs2.some((p) => spawnSync(p.bin, ["version"], { encoding: "utf8" }).stdout.startsWith(`lossless ${v2.version} (`)),
-      `no process ran v2's binary: ${JSON.stringify(S.engineProcs2)}`,
+      S.engineProcs2.some((p) => p.bin === S.bin2),
+      `no process ran v2's binary ${S.bin2}: ${JSON.stringify(S.engineProcs2)}`,
     );
     // Every line v1 stored is still there, the same bytes, and the new turn after them.
     assert.ok(S.export2, "the conversation is gone after the upgrade");
