@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/lossless-engine/contextengine/internal/jsonstr"
@@ -616,9 +617,26 @@ func WriteTranscriptFile(path string, values ...any) error {
 	if err := os.Link(tmp.Name(), path); err != nil {
 		return fmt.Errorf("core: write transcript: %w", err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+	return syncDir(dir)
+}
+
+// syncDir makes a new name in dir durable: the file's link survives a
+// crash once the directory's fsync has returned. Windows cannot open a
+// directory for syncing, and its renames are durable on return.
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("core: write transcript: sync directory: %w", err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("core: write transcript: sync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -70,10 +70,15 @@ func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, e
 // convHolding returns the conversation that holds summary id (or the
 // large-content reference "lcm-large:<key>") for a tool call made in conv
 // (subagent.Holder): conv itself, else a forked child's parent, else an
-// ended child linked to conv. conv when none does.
-func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string) *Conversation {
-	if c, ok := subagent.Holder(ctx, subagentPort{e}, conv.id, id); ok {
-		return &Conversation{e: e, id: c, Agent: conv.Agent}
+// ended child linked to conv. conv when none does; a failed read is
+// returned.
+func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string) (*Conversation, error) {
+	c, ok, err := subagent.Holder(ctx, subagentPort{e}, conv.id, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+		return &Conversation{e: e, id: c, Agent: conv.Agent}, nil
 	}
-	return conv
+	return conv, nil
 }

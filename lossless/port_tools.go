@@ -153,7 +153,7 @@ func (p toolsPort) ConversationByID(ctx context.Context, c store.ConvID) (*Conve
 	return &Conversation{e: p.e, id: c, Agent: agent}, agent, nil
 }
 
-func (p toolsPort) Holding(ctx context.Context, c *Conversation, id string) *Conversation {
+func (p toolsPort) Holding(ctx context.Context, c *Conversation, id string) (*Conversation, error) {
 	return p.e.convHolding(ctx, c, id) // subagent.go
 }
 

@@ -45,7 +45,7 @@ func (e *Engine) checkFormat() error {
 			return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.where, m.Engine, EngineID)
 		}
 		if m.Format > FormatVersion {
-			return fmt.Errorf("lossless: store %s has format %d, this build reads up to %d: %w",
+			return fmt.Errorf("lossless: store %s has format %d, written by a newer lossless; this build reads formats up to %d: upgrade lossless to open it (the store was not changed): %w",
 				e.where, m.Format, FormatVersion, core.ErrFormatTooNew)
 		}
 		return nil

@@ -151,12 +151,12 @@ func recallFunc(minScore float64) bench.RecallFunc {
 		}
 		rep.RecallAt, rep.PerCategory, rep.Questions = r.RecallAt, r.PerCategory, r.Questions
 		rep.QueryP50Ms, rep.QueryP99Ms, rep.Turns, rep.Path = r.QueryP50Ms, r.QueryP99Ms, r.Turns, r.Path
-		rep.GateReport = r.Gate
+		rep.GateReport, rep.Sets = r.Gate, r.Sets
 		ns, err := locomo.RunRecall(ctx, locomo.RecallConfig{Path: path, Ks: ks, MinScore: minScore, NoSpeaker: true})
 		if err != nil {
 			return fmt.Errorf("without the speaker prefix: %w", err)
 		}
-		rep.RecallAtNoSpeaker, rep.GateNoSpeaker = ns.RecallAt, ns.Gate
+		rep.RecallAtNoSpeaker, rep.GateNoSpeaker, rep.SetsNoSpeaker = ns.RecallAt, ns.Gate, ns.Sets
 		return nil
 	}
 }

@@ -72,20 +72,26 @@
 //	--writer-messages N     messages each writer process ingests (default 20000)
 //	--sync-writes           backends comparison with every commit durable before it
 //	                        returns (Badger's fsync, PostgreSQL's synchronous commit)
+//	--markdown FILE         write the figures as Markdown (docs/BENCHMARKS.md is this
+//	                        output: commit, machine, load average and command in its
+//	                        header, a table per suite captioned with the suite)
 //	--json FILE             write the figures as JSON
 //	--plot FILE.svg         write an SVG chart (assemble latency vs history size, recall@k vs k)
 //	--gobench               also print benchstat-readable lines
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,6 +187,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	windowSpeaker := fs.Bool("window-speaker", false, "window suite: ingest each turn with \"Speaker: \" before it (default: without, as real chat messages)")
 	windowDetail := fs.String("window-detail", "", "window suite: write one JSON line per question and row to `FILE` (evidence ids, which were verbatim, covered, covered by summaries; the token split)")
 	jsonPath := fs.String("json", "", "write the figures as JSON to `FILE`")
+	mdPath := fs.String("markdown", "", "write the figures as a Markdown document to `FILE` (docs/BENCHMARKS.md: the commit, machine, load average and command in its header, a captioned table per suite)")
 	plotPath := fs.String("plot", "", "write an SVG chart to `FILE.svg`")
 	gobench := fs.Bool("gobench", false, "also print the figures as Go benchmark lines (benchstat reads them)")
 	budget := fs.Int("budget", 128000, "token budget")
@@ -313,6 +320,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 	if err := cfg.Validate(); err != nil {
 		return usage(err)
 	}
+	// The source's commit, taken before the run: the tree may change while
+	// it runs.
+	rev := commit(ctx)
 	rep, err := bench.Run(ctx, cfg)
 	if pb != nil {
 		pb.Clear()
@@ -321,6 +331,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		return usage(err)
 	}
 	rep.Meta.Command = strings.TrimSpace("lossless-bench " + strings.Join(args, " "))
+	rep.Meta.Commit = rev
 	code := 0
 	if err != nil {
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
@@ -343,6 +354,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 			code = 1
 		}
 	}
+	if *mdPath != "" {
+		if werr := writeFile(*mdPath, func(w io.Writer) error { return bench.WriteMarkdown(w, rep) }); werr != nil {
+			fmt.Fprintf(stderr, "lossless-bench: %v\n", werr)
+			code = 1
+		}
+	}
 	if *plotPath != "" {
 		if werr := writeFile(*plotPath, func(w io.Writer) error { return bench.WriteSVG(w, rep) }); werr != nil {
 			fmt.Fprintf(stderr, "lossless-bench: %v\n", werr)
@@ -353,6 +370,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, isTerm bo
 		code = 1
 	}
 	return code
+}
+
+// commit returns the source's commit: the build's VCS stamp, else git's
+// HEAD in the working directory, with "-dirty" when the tree had changes;
+// "" when neither tells.
+func commit(ctx context.Context) string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if dirty {
+				rev += "-dirty"
+			}
+			return rev
+		}
+	}
+	out, err := exec.CommandContext(ctx, "git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		rev += "-dirty"
+	}
+	return rev
 }
 
 func writeFile(path string, fn func(io.Writer) error) error {

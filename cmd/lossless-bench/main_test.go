@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
@@ -26,14 +30,14 @@ func tiny(t *testing.T) func(*bench.Config) {
 // and checks the JSON keys the README and the issue promise.
 func TestCommandAllSuites(t *testing.T) {
 	dir := t.TempDir()
-	jsonPath, svgPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.svg")
+	jsonPath, svgPath, mdPath := filepath.Join(dir, "out.json"), filepath.Join(dir, "out.svg"), filepath.Join(dir, "BENCHMARKS.md")
 	var stdout, stderr bytes.Buffer
 	// chars4 counts tokens ~50x faster than tiktoken under -race; the
 	// tiktoken path is covered by TestCommandRealTranscripts.
 	// The legacy row with the exact counter is covered by
 	// TestCommandLegacyRows.
 	code := run(context.Background(), []string{"--messages", "250", "--sizes", "100,250", "--budget", "12000", "--tokenizer", "chars4",
-		"--legacy-exact=false", "--json", jsonPath, "--plot", svgPath, "--gobench"}, &stdout, &stderr, false, nil, tiny(t))
+		"--legacy-exact=false", "--json", jsonPath, "--plot", svgPath, "--gobench", "--markdown", mdPath}, &stdout, &stderr, false, nil, tiny(t))
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	if code != 0 {
 		t.Fatalf("exit code %d", code)
@@ -138,6 +142,115 @@ func TestCommandAllSuites(t *testing.T) {
 	if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) {
 		t.Fatalf("plot: %v %.40q", err, svg)
 	}
+	// --markdown: the document docs/BENCHMARKS.md is, from this run: its
+	// header names the command, the commit, the machine and the load; a
+	// captioned section per suite, with this run's figures in it.
+	md, err := os.ReadFile(mdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkBenchmarksDoc(t, string(md), bench.Suites)
+	for _, want := range []string{"--markdown " + mdPath, "GOMAXPROCS", "| lossless | 250 |",
+		fmt.Sprintf("| %.0f | %.0f |", num("compact", "tokens_before"), num("compact", "tokens_after"))} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("the Markdown lacks %q", want)
+		}
+	}
+}
+
+// markdownSections maps a suite to the heading WriteMarkdown gives it.
+var markdownSections = map[string]string{
+	bench.SuiteIngest: bench.MarkdownIngest, bench.SuiteAssemble: bench.MarkdownAssemble, bench.SuiteCompact: bench.MarkdownCompact,
+	bench.SuiteRecall: bench.MarkdownRecall, bench.SuiteLossless: bench.MarkdownLossless, bench.SuiteFootprint: bench.MarkdownFootprint,
+	bench.SuiteSessions: bench.MarkdownSessions, bench.SuiteSoak: bench.MarkdownSoak, bench.SuiteWindow: bench.MarkdownWindow,
+}
+
+// checkBenchmarksDoc checks a document lossless-bench --markdown wrote: the
+// header's rows, and for each suite its heading followed by a caption that
+// names the suite and a table.
+func checkBenchmarksDoc(t *testing.T, md string, suites []string) {
+	t.Helper()
+	if !strings.HasPrefix(md, "# Benchmarks\n") || !strings.Contains(md, bench.MarkdownGenerated) {
+		t.Errorf("not a generated benchmarks document: %.200q", md)
+	}
+	for _, row := range []string{"| command | `go run ./cmd/lossless-bench ", "| commit | `", "| date | ", "| machine | ", "| load average (1 / 5 / 15 min) | "} {
+		if !strings.Contains(md, row) {
+			t.Errorf("the header has no row %q", row)
+		}
+	}
+	for _, s := range suites {
+		h := markdownSections[s]
+		i := strings.Index(md, "\n"+h+"\n")
+		if i < 0 {
+			t.Errorf("no section %q for suite %s", h, s)
+			continue
+		}
+		rest := md[i+len(h)+2:]
+		if next := strings.Index(rest, "\n## "); next >= 0 {
+			rest = rest[:next]
+		}
+		if !strings.Contains(rest, "_Suite `"+s+"` of the command above") || !strings.Contains(rest, "|---|") {
+			t.Errorf("section %q has no caption naming suite %s or no table:\n%s", h, s, rest)
+		}
+		if strings.Contains(rest, "The suite failed") {
+			t.Errorf("section %q reports a failed suite:\n%s", h, rest)
+		}
+	}
+}
+
+// TestBenchmarksDoc: docs/BENCHMARKS.md is a document lossless-bench
+// --markdown wrote (the main suites, the LoCoMo recall and window suites,
+// with the held-out conversation's figures), and every link of the README
+// into it names a section it has.
+func TestBenchmarksDoc(t *testing.T) {
+	root := testutil.RepoRoot()
+	b, err := os.ReadFile(filepath.Join(root, "docs", "BENCHMARKS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	checkBenchmarksDoc(t, md, append(slices.Clone(bench.Suites), bench.SuiteWindow))
+	if strings.Contains(md, "| commit | `unknown` |") || strings.Contains(md, "-dirty` |") {
+		t.Error("docs/BENCHMARKS.md was not generated from a committed tree (its commit is unknown or dirty)")
+	}
+	for _, want := range []string{"**held out** (conv-41)", "held out: verbatim / covered %"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("docs/BENCHMARKS.md lacks the held-out figures (%q)", want)
+		}
+	}
+	anchors := map[string]bool{}
+	for _, line := range strings.Split(md, "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			anchors[githubAnchor(h)] = true
+		}
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	links := regexp.MustCompile(`\]\(docs/BENCHMARKS\.md(#[^)]*)?\)`).FindAllStringSubmatch(string(readme), -1)
+	if len(links) == 0 {
+		t.Fatal("the README links nowhere into docs/BENCHMARKS.md")
+	}
+	for _, l := range links {
+		if a := strings.TrimPrefix(l[1], "#"); a != "" && !anchors[a] {
+			t.Errorf("the README links to docs/BENCHMARKS.md#%s, a section it does not have", a)
+		}
+	}
+}
+
+// githubAnchor is the anchor GitHub gives a heading.
+func githubAnchor(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // TestCommandLegacyRows: the main legacy row counts the history with

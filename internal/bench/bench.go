@@ -357,6 +357,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.Meta.WallS = time.Since(start).Seconds()
+	rep.Meta.LoadEnd = loadAvg()
 	return rep, nil
 }
 
@@ -399,5 +400,8 @@ func newMeta(cfg Config) Meta {
 		Note:     cfg.Note,
 
 		SuiteWallS: map[string]float64{},
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		CPU:        cpuModel(),
+		LoadStart:  loadAvg(),
 	}
 }

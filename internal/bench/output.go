@@ -175,6 +175,21 @@ func WriteTable(w io.Writer, rep *Report) error {
 				}
 				fmt.Fprintf(tw, "without the speaker prefix %%\t%s\n", row.String())
 			}
+			for _, set := range []string{locomo.SetTuneOn, locomo.SetHeldOut} {
+				sr, ok := r.SetsNoSpeaker[set]
+				if !ok {
+					continue
+				}
+				row.Reset()
+				for _, k := range keys {
+					if v, ok := sr.RecallAt[k]; ok {
+						row.WriteString(fmt.Sprintf("%.1f\t", v))
+					} else {
+						row.WriteString("-\t")
+					}
+				}
+				fmt.Fprintf(tw, "  %s, %s (%d questions) %%\t%s\n", strings.ReplaceAll(set, "_", "-"), strings.Join(sr.Samples, " "), sr.Questions, row.String())
+			}
 		}
 		tw.Flush()
 		if r.QueryP50Ms > 0 {

@@ -37,6 +37,18 @@ type Meta struct {
 	WallS    float64  `json:"wall_s"`
 	// SuiteWallS is each suite's wall time in seconds.
 	SuiteWallS map[string]float64 `json:"suite_wall_s"`
+	// GOMAXPROCS is the Go scheduler's processors during the run, CPU the
+	// processor's model name (Linux; empty elsewhere).
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	CPU        string `json:"cpu,omitempty"`
+	// LoadStart and LoadEnd are the machine's load averages (1, 5 and 15
+	// minutes) when the run started and when it ended (Linux; nil
+	// elsewhere): figures of a loaded machine read so.
+	LoadStart []float64 `json:"load_start,omitempty"`
+	LoadEnd   []float64 `json:"load_end,omitempty"`
+	// Commit is the source's commit (and "-dirty" when the tree had
+	// changes), when the command could tell.
+	Commit string `json:"commit,omitempty"`
 }
 
 // Rate is a throughput measurement.
@@ -238,6 +250,12 @@ type RecallReport struct {
 	// figures then.
 	RecallAtNoSpeaker map[string]float64 `json:"recall_at_no_speaker,omitempty"`
 	GateNoSpeaker     *locomo.GateReport `json:"gate_no_speaker,omitempty"`
+	// Sets and SetsNoSpeaker are the figures of the evaluation split's
+	// sets (locomo.SetTuneOn, locomo.SetHeldOut), with and without the
+	// speaker prefix; absent when the file holds no conversation of the
+	// split (the built-in fixture).
+	Sets          map[string]locomo.SetRecall `json:"sets,omitempty"`
+	SetsNoSpeaker map[string]locomo.SetRecall `json:"sets_no_speaker,omitempty"`
 }
 
 // LosslessReport is the lossless suite: import, compact, rotate, expand,

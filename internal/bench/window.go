@@ -84,6 +84,12 @@ func writeWindow(b *strings.Builder, r *WindowReport) {
 			row.Tokens.Tail, row.Tokens.Summaries, row.Tokens.Recall, row.Tokens.System, row.Tokens.Total, row.MaxTokens, row.FailedTurns)
 	}
 	tw.Flush()
+	for _, row := range r.Rows {
+		if s, ok := row.Sets[locomo.SetHeldOut]; ok {
+			fmt.Fprintf(b, "held out (%s, %d questions): %s at %d verbatim %.1f covered %.1f all-evidence %.1f\n", locomo.HeldOutSample, s.Questions,
+				row.Engine, row.Budget, s.EvidenceVerbatimPct, s.EvidenceCoveredPct, s.QuestionsAllEvidencePct)
+		}
+	}
 	if r.EvidenceUnknown > 0 {
 		fmt.Fprintf(b, "%d evidence ids name no turn of their conversation (left out)\n", r.EvidenceUnknown)
 	}

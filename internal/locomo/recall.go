@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -132,6 +133,23 @@ type RecallReport struct {
 	// Gate holds the figures of the relevance gate (nil when the retriever
 	// has none).
 	Gate *GateReport `json:"gate,omitempty"`
+	// Sets holds the figures of the split's sets (SetTuneOn, SetHeldOut):
+	// the same run's questions of those conversations alone. Absent when
+	// the data holds no conversation of the split.
+	Sets map[string]SetRecall `json:"sets,omitempty"`
+}
+
+// SetRecall is the recall of one set of the split (RecallReport.Sets).
+type SetRecall struct {
+	// Samples are the set's conversations found in the data.
+	Samples []string `json:"samples"`
+	// Questions is the number of their questions asked.
+	Questions int `json:"questions"`
+	// RecallAt maps k to recall@k in percent over those questions.
+	RecallAt map[string]float64 `json:"recall_at"`
+	// InjectedRecallAt8 is GateReport.InjectedRecallAt8 over those
+	// questions (when the retriever has a gate).
+	InjectedRecallAt8 float64 `json:"injected_recall_at_8,omitempty"`
 }
 
 // GateReport measures recall's relevance gate: what is actually injected
@@ -307,6 +325,7 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	var lat []time.Duration
 	gr, gated := r.(GatedRetriever)
 	var g gateCounts
+	sets := map[string]*setAcc{}
 	askK := maxK
 	if gated {
 		askK = max(askK, InjectK, 8)
@@ -330,17 +349,35 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 			}
 			counts[q.Category]++
 			rep.Questions++
+			set := sets[SetOf(c.SampleID)]
+			if name := SetOf(c.SampleID); name != "" && set == nil {
+				set = &setAcc{sums: make([]float64, len(ks))}
+				sets[name] = set
+			}
+			if set != nil {
+				set.questions++
+				if !slices.Contains(set.samples, c.SampleID) {
+					set.samples = append(set.samples, c.SampleID)
+				}
+			}
 			for i, k := range ks {
 				v := RecallAtK(ids, q.Evidence, k)
 				total[i] += v
 				sums[q.Category][i] += v
+				if set != nil {
+					set.sums[i] += v
+				}
 			}
 			if gated {
 				inj, err := gr.RecallGated(ctx, agent, q.Question, InjectK)
 				if err != nil {
 					return rep, fmt.Errorf("locomo: recall: %w", err)
 				}
-				g.question(distinct(ids), distinct(inj), q.Evidence)
+				inj = distinct(inj)
+				g.question(distinct(ids), inj, q.Evidence)
+				if set != nil {
+					set.injected += RecallAtK(inj, q.Evidence, 8)
+				}
 			}
 		}
 	}
@@ -357,6 +394,19 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	for i, k := range ks {
 		rep.RecallAt[strconv.Itoa(k)] = round1(100 * total[i] / float64(rep.Questions))
 	}
+	for name, set := range sets {
+		if rep.Sets == nil {
+			rep.Sets = map[string]SetRecall{}
+		}
+		sr := SetRecall{Samples: set.samples, Questions: set.questions, RecallAt: map[string]float64{}}
+		for i, k := range ks {
+			sr.RecallAt[strconv.Itoa(k)] = round1(100 * set.sums[i] / float64(set.questions))
+		}
+		if gated {
+			sr.InjectedRecallAt8 = round1(100 * set.injected / float64(set.questions))
+		}
+		rep.Sets[name] = sr
+	}
 	rep.PerCategory = map[string]map[string]float64{}
 	rep.PerCategoryQuestions = map[string]int{}
 	for cat, s := range sums {
@@ -371,6 +421,14 @@ func RunRecall(ctx context.Context, cfg RecallConfig) (RecallReport, error) {
 	rep.QueryP50Ms = ms(lat[len(lat)/2])
 	rep.QueryP99Ms = ms(lat[min(len(lat)-1, len(lat)*99/100)])
 	return rep, nil
+}
+
+// setAcc accumulates the recall of one set of the split.
+type setAcc struct {
+	samples   []string
+	questions int
+	sums      []float64 // per k
+	injected  float64
 }
 
 // gateCounts accumulates the figures of GateReport.

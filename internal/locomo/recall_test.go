@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -16,45 +17,80 @@ import (
 )
 
 // TestRecallLoCoMo measures recall@k on the LoCoMo dev file through the
-// index's Recall (the function assemble's recall calls) and holds the
-// targets: @5 ≥ 62, @10 ≥ 72, @25 ≥ 84.
+// engine's recall (the ranking assemble's recall uses) and gates the
+// variant real messages look like: each turn ingested without the
+// "Speaker: " prefix. The ranking's knobs were tuned on this file, so the
+// gate is set on the held-out conversation (conv-41, SetHeldOut) as well
+// as on all three, from the figures measured on 2026-12-07 at 24489d2
+// (docs/BENCHMARKS.md has the current ones, docs/TUNING.md the history):
+//
+//	without the prefix, held out: @5 64.9, @10 74.6, @25 79.5 (193 questions)
+//	without the prefix, all:      @5 66.6, @10 76.0, @25 83.6 (495 questions)
+//
+// Each threshold is 2 to 3 points below its figure (minHeldOut,
+// minAllNoSpeaker): room for near ties in the ranking to fall the other
+// way, none for a change of the ranking that costs the held-out
+// conversation a few questions' evidence (one question of 193 moves the
+// held-out figure by up to 0.5 point). The target (@5/10/25 ≥
+// 62 / 72 / 84, #13) is met at @25 only in-sample: the held-out @25 is
+// 79.5. The speaker-prefixed variant is reported, not gated.
 func TestRecallLoCoMo(t *testing.T) {
 	p := testutil.SharedFile(t, "data/locomo/locomo-dev3.json")
-	rep, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir()})
+	ns, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir(), NoSpeaker: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("recall@k %v per category %v questions %d p50 %.2fms p99 %.2fms index %.0f docs/s",
-		rep.RecallAt, rep.PerCategory, rep.Questions, rep.QueryP50Ms, rep.QueryP99Ms, rep.IndexDocsPerSec)
-	if rep.Questions != 495 || rep.Turns != 1451 {
-		t.Errorf("questions %d turns %d, want 495 and 1451", rep.Questions, rep.Turns)
+	t.Logf("without the speaker prefix: recall@k %v; sets %v; p50 %.2fms p99 %.2fms index %.0f docs/s",
+		ns.RecallAt, ns.Sets, ns.QueryP50Ms, ns.QueryP99Ms, ns.IndexDocsPerSec)
+	if ns.Questions != 495 || ns.Turns != 1451 || !ns.NoSpeaker {
+		t.Errorf("questions %d turns %d no-speaker %v, want 495, 1451, true", ns.Questions, ns.Turns, ns.NoSpeaker)
 	}
-	for k, min := range map[string]float64{"5": 62, "10": 72, "25": 84} {
-		if rep.RecallAt[k] < min {
-			t.Errorf("recall@%s = %.1f, want ≥ %.0f", k, rep.RecallAt[k], min)
+	held, tune := ns.Sets[SetHeldOut], ns.Sets[SetTuneOn]
+	if held.Questions != 193 || !slices.Equal(held.Samples, []string{HeldOutSample}) ||
+		tune.Questions != 302 || !slices.Equal(tune.Samples, TuneOnSamples()) {
+		t.Fatalf("split: held out %+v, tune-on %+v; want conv-41's 193 questions and conv-26's and conv-30's 302", held, tune)
+	}
+	minHeldOut := map[string]float64{"5": 62, "10": 72, "25": 77}
+	minAllNoSpeaker := map[string]float64{"5": 64, "10": 74, "25": 81}
+	for k, min := range minHeldOut {
+		if held.RecallAt[k] < min {
+			t.Errorf("held out (%s), without the speaker prefix: recall@%s = %.1f, want ≥ %.0f", HeldOutSample, k, held.RecallAt[k], min)
+		}
+	}
+	for k, min := range minAllNoSpeaker {
+		if ns.RecallAt[k] < min {
+			t.Errorf("all conversations, without the speaker prefix: recall@%s = %.1f, want ≥ %.0f", k, ns.RecallAt[k], min)
+		}
+	}
+	// The sets' questions are the whole file's: their recall@k, weighted by
+	// questions, is the whole file's (to rounding).
+	for k, all := range ns.RecallAt {
+		w := (held.RecallAt[k]*float64(held.Questions) + tune.RecallAt[k]*float64(tune.Questions)) / float64(ns.Questions)
+		if math.Abs(w-all) > 0.1 {
+			t.Errorf("recall@%s: the sets give %.2f together, the whole file %.1f", k, w, all)
 		}
 	}
 	// The LoCoMo paper leaves category 5 out of its usual evaluation; report
 	// it both ways, and check the per-category maps are consistent.
 	n := 0
-	for c, q := range rep.PerCategoryQuestions {
+	for c, q := range ns.PerCategoryQuestions {
 		n += q
-		if _, ok := rep.PerCategory[c]; !ok {
+		if _, ok := ns.PerCategory[c]; !ok {
 			t.Errorf("category %s without recall", c)
 		}
 	}
-	if n != rep.Questions {
-		t.Errorf("per-category questions sum to %d, not %d", n, rep.Questions)
+	if n != ns.Questions {
+		t.Errorf("per-category questions sum to %d, not %d", n, ns.Questions)
 	}
-	// The same without the speaker's name on each turn (real messages have
-	// none): reported, not held to the targets.
-	ns, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir(), NoSpeaker: true})
+	// The same with the speaker's name on each turn (the harness's
+	// default; it helps a question naming a speaker): reported only.
+	rep, err := RunRecall(context.Background(), RecallConfig{Path: p, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("without the speaker prefix: recall@k %v", ns.RecallAt)
-	if ns.Questions != rep.Questions || len(ns.RecallAt) != len(DefaultKs) || !ns.NoSpeaker {
-		t.Errorf("no-speaker run: %d questions, recall@k %v", ns.Questions, ns.RecallAt)
+	t.Logf("with the speaker prefix: recall@k %v; sets %v", rep.RecallAt, rep.Sets)
+	if rep.Questions != ns.Questions || len(rep.RecallAt) != len(DefaultKs) || rep.NoSpeaker || len(rep.Sets) != 2 {
+		t.Errorf("speaker run: %d questions, recall@k %v, sets %v", rep.Questions, rep.RecallAt, rep.Sets)
 	}
 }
 

@@ -205,6 +205,24 @@ type WindowRow struct {
 	// questions.
 	ReplayS float64 `json:"replay_s"`
 	AskS    float64 `json:"ask_s"`
+	// Sets holds the same figures over the questions of each set of the
+	// split (SetTuneOn, SetHeldOut) alone; absent when no conversation
+	// replayed belongs to the split.
+	Sets map[string]WindowSet `json:"sets,omitempty"`
+}
+
+// WindowSet is a row's figures over the questions of one set of the
+// split (WindowRow.Sets).
+type WindowSet struct {
+	// Questions and EvidenceTurns are the set's questions and their
+	// evidence turns.
+	Questions     int `json:"questions"`
+	EvidenceTurns int `json:"evidence_turns"`
+	// The percentages are WindowRow's, over the set's questions.
+	EvidenceVerbatimPct     float64 `json:"evidence_verbatim_pct"`
+	EvidenceCoveredPct      float64 `json:"evidence_covered_pct"`
+	QuestionsAllEvidencePct float64 `json:"questions_all_evidence_pct"`
+	SummaryCoveredPct       float64 `json:"summary_covered_pct"`
 }
 
 // WindowTokens is a token split of windows (means per question).
@@ -595,26 +613,56 @@ func plainAssemble(ctx context.Context, e core.Engine, p core.AssembleParams) (c
 	return res, parts, nil
 }
 
-// windowAcc accumulates a row's figures.
-type windowAcc struct {
+// windowCounts are the counts behind a row's percentages.
+type windowCounts struct {
 	questions, allCovered                  int
 	evidence, verbatim, covered, sumCovers int
-	tok                                    WindowTokens
-	maxTokens, over                        int
-	details                                []WindowDetail
+}
+
+func (c *windowCounts) add(o windowCounts) {
+	c.questions += o.questions
+	c.allCovered += o.allCovered
+	c.evidence += o.evidence
+	c.verbatim += o.verbatim
+	c.covered += o.covered
+	c.sumCovers += o.sumCovers
+}
+
+// windowAcc accumulates a row's figures.
+type windowAcc struct {
+	windowCounts
+	sets      map[string]*windowCounts // by split set
+	tok       WindowTokens
+	maxTokens int
+	over      int
+	details   []WindowDetail
+}
+
+func (c windowCounts) set() WindowSet {
+	return WindowSet{Questions: c.questions, EvidenceTurns: c.evidence,
+		EvidenceVerbatimPct: pctOf(c.verbatim, c.evidence), EvidenceCoveredPct: pctOf(c.covered, c.evidence),
+		QuestionsAllEvidencePct: pctOf(c.allCovered, c.questions), SummaryCoveredPct: pctOf(c.sumCovers, c.evidence)}
+}
+
+func pctOf(n, of int) float64 {
+	if of == 0 {
+		return 0
+	}
+	return round1(100 * float64(n) / float64(of))
 }
 
 func (a *windowAcc) into(row *WindowRow) {
-	pct := func(n, of int) float64 {
-		if of == 0 {
-			return 0
+	all := a.windowCounts.set()
+	row.EvidenceVerbatimPct = all.EvidenceVerbatimPct
+	row.EvidenceCoveredPct = all.EvidenceCoveredPct
+	row.SummaryCoveredPct = all.SummaryCoveredPct
+	row.QuestionsAllEvidencePct = all.QuestionsAllEvidencePct
+	for name, c := range a.sets {
+		if row.Sets == nil {
+			row.Sets = map[string]WindowSet{}
 		}
-		return round1(100 * float64(n) / float64(of))
+		row.Sets[name] = c.set()
 	}
-	row.EvidenceVerbatimPct = pct(a.verbatim, a.evidence)
-	row.EvidenceCoveredPct = pct(a.covered, a.evidence)
-	row.SummaryCoveredPct = pct(a.sumCovers, a.evidence)
-	row.QuestionsAllEvidencePct = pct(a.allCovered, a.questions)
 	if a.questions > 0 {
 		n := float64(a.questions)
 		row.Tokens = WindowTokens{Tail: round1(a.tok.Tail / n), Summaries: round1(a.tok.Summaries / n),
@@ -625,33 +673,44 @@ func (a *windowAcc) into(row *WindowRow) {
 
 // score scores one question's window into acc.
 func (w *windowRun) score(acc *windowAcc, wc *windowConv, q windowQuestion, win, sums *WindowText, tok WindowTokens, row *WindowRow) {
-	acc.questions++
+	var n windowCounts
+	n.questions++
 	all := true
 	d := WindowDetail{Budget: row.Budget, Engine: row.Engine, Sample: wc.agent, Question: q.q.Question,
 		Category: q.q.Category, Evidence: q.evidence, Verbatim: []string{}, Covered: []string{}, SummaryCovered: []string{},
 		Tokens: tok}
 	for _, id := range q.evidence {
 		text := wc.byID[id].Text
-		acc.evidence++
+		n.evidence++
 		if win.Verbatim(text) {
-			acc.verbatim++
+			n.verbatim++
 			d.Verbatim = append(d.Verbatim, id)
 		}
 		cov := win.Coverage(text)
 		d.Coverage = append(d.Coverage, round3(cov))
 		if cov >= CoveredShare {
-			acc.covered++
+			n.covered++
 			d.Covered = append(d.Covered, id)
 		} else {
 			all = false
 		}
 		if sums.Covers(text) {
-			acc.sumCovers++
+			n.sumCovers++
 			d.SummaryCovered = append(d.SummaryCovered, id)
 		}
 	}
 	if all {
-		acc.allCovered++
+		n.allCovered++
+	}
+	acc.add(n)
+	if set := SetOf(wc.c.SampleID); set != "" {
+		if acc.sets == nil {
+			acc.sets = map[string]*windowCounts{}
+		}
+		if acc.sets[set] == nil {
+			acc.sets[set] = &windowCounts{}
+		}
+		acc.sets[set].add(n)
 	}
 	acc.tok.Tail += tok.Tail
 	acc.tok.Summaries += tok.Summaries

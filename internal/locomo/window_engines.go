@@ -28,6 +28,13 @@ const (
 // the engine's AssembleReport does (the same code as `lossless assemble
 // --json` and the explorer).
 func LosslessWindowEngine(tokenizer string) WindowEngine {
+	return LosslessWindowEngineWith(tokenizer, nil)
+}
+
+// LosslessWindowEngineWith is LosslessWindowEngine with edit applied to
+// the engine's config before each open (nil: none): a knob under tuning,
+// such as Recall.QuestionShare.
+func LosslessWindowEngineWith(tokenizer string, edit func(*lossless.Config)) WindowEngine {
 	open := func(recall bool) func(ctx context.Context, dir string, budget int) (core.Engine, error) {
 		return func(ctx context.Context, dir string, budget int) (core.Engine, error) {
 			cfg := lossless.DefaultConfig()
@@ -35,6 +42,9 @@ func LosslessWindowEngine(tokenizer string) WindowEngine {
 			cfg.DefaultTokenBudget = budget
 			if tokenizer != "" {
 				cfg.Tokenizer = tokenizer
+			}
+			if edit != nil {
+				edit(&cfg)
 			}
 			cfg.Recall.Enabled = &recall
 			cfg.NewSummaryID = seededSummaryIDs(uint64(budget))

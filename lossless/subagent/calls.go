@@ -241,49 +241,78 @@ func Linked(ctx context.Context, p Port, sessionID, sessionKey string) ([]string
 // large-content reference ingest.LargeRefPrefix+"<key>") for a tool call
 // made in conv, when it is not conv itself: a forked child's parent (the
 // child sees the parent's summaries) when conv does not hold it, else an
-// ended child linked to conv. ok is false when none of them does (conv
-// then, a read error included: the caller reads conv).
-func Holder(ctx context.Context, p Port, conv store.ConvID, id string) (holder store.ConvID, ok bool) {
+// ended child linked to conv. ok is false when none of them does (the
+// caller reads conv). A read that fails is returned: the holder is not
+// guessed past it.
+func Holder(ctx context.Context, p Port, conv store.ConvID, id string) (holder store.ConvID, ok bool, err error) {
 	// has reports whether c holds the record (whole or not: a damaged one
 	// is c's too).
-	has := func(r store.Reader, c store.ConvID) bool {
+	has := func(r store.Reader, c store.ConvID) (bool, error) {
 		if key, ok := bytes.CutPrefix([]byte(id), []byte(ingest.LargeRefPrefix)); ok {
 			b, err := hex.DecodeString(string(key))
 			if err != nil || len(b) != 16 {
-				return false
+				return false, nil // not a reference any conversation holds
 			}
 			var h store.Hash
 			copy(h[:], b)
 			_, err = r.SeqByHash(c, h)
-			return err == nil || errors.Is(err, store.ErrCorrupt)
+			return found(err)
 		}
 		_, err := r.Summary(c, id)
-		return err == nil || errors.Is(err, store.ErrCorrupt)
+		return found(err)
 	}
-	_ = p.View(ctx, func(r store.Reader) error {
-		if has(r, conv) {
-			return nil
+	if err := p.View(ctx, func(r store.Reader) error {
+		in, err := has(r, conv)
+		if in || err != nil {
+			return err
 		}
-		if pc, okp := ForkParent(r, conv); okp && has(r, pc) {
-			holder, ok = pc, true
-			return nil
+		if pc, okp := ForkParent(r, conv); okp {
+			in, err := has(r, pc)
+			if err != nil {
+				return err
+			}
+			holder, ok = pc, in
 		}
 		return nil
-	})
+	}); err != nil {
+		return store.ConvID{}, false, fmt.Errorf("subagent: which conversation holds %q: %w", id, err)
+	}
 	if ok {
-		return holder, ok
+		return holder, ok, nil
 	}
 	// The linked children are looked at even when conv holds it: a child
 	// holding the same id wins.
-	kids, _ := Children(ctx, p, conv) // a read error: the owner is conv itself, which the caller reads next
+	kids, err := Children(ctx, p, conv)
+	if err != nil {
+		return store.ConvID{}, false, fmt.Errorf("subagent: which conversation holds %q: %w", id, err)
+	}
 	for _, c := range kids {
-		found := false
-		_ = p.View(ctx, func(r store.Reader) error { found = has(r, c); return nil })
-		if found {
-			return c, true
+		var in bool
+		if err := p.View(ctx, func(r store.Reader) error {
+			var err error
+			in, err = has(r, c)
+			return err
+		}); err != nil {
+			return store.ConvID{}, false, fmt.Errorf("subagent: which conversation holds %q: %w", id, err)
+		}
+		if in {
+			return c, true, nil
 		}
 	}
-	return store.ConvID{}, false
+	return store.ConvID{}, false, nil
+}
+
+// found maps a point read's error to "held": a record read whole or
+// damaged is held (a damaged one is reported by the caller's own read); a
+// missing one is not; any other error is returned.
+func found(err error) (bool, error) {
+	switch {
+	case err == nil, errors.Is(err, store.ErrCorrupt):
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	}
+	return false, err
 }
 
 // Lock locks mu, the engine's lock of subagent record changes, then the

@@ -3,11 +3,14 @@ package subagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
 var errFakeBadParams = errors.New("fake: bad parameters")
@@ -85,5 +88,48 @@ func TestLockReleasesTheEngineLockWhenTheStoreLockFails(t *testing.T) {
 	unlock()
 	if !released || !mu.TryLock() {
 		t.Fatalf("unlock: store lock released %v, engine lock free: want both", released)
+	}
+}
+
+// failingReader is a memstore reader whose summary reads fail as a disk
+// would.
+type failingReader struct {
+	store.Reader
+	err error
+}
+
+func (r failingReader) Summary(store.ConvID, string) (dag.Summary, error) { return dag.Summary{}, r.err }
+
+// readPort is a fakePort whose View reads a memstore through a reader
+// that fails with err.
+type readPort struct {
+	fakePort
+	st  store.Store
+	err error
+}
+
+func (p *readPort) View(ctx context.Context, fn func(store.Reader) error) error {
+	return p.st.View(ctx, func(r store.Reader) error { return fn(failingReader{r, p.err}) })
+}
+
+// TestHolderReturnsReadErrors: a read that fails while looking for the
+// conversation holding a summary is returned, not taken for "conv holds
+// it" (the tool would then read the wrong conversation and say the id is
+// unknown); a summary that is simply absent is no error.
+func TestHolderReturnsReadErrors(t *testing.T) {
+	ctx := context.Background()
+	ioErr := errors.New("read /store/000012.sst: input/output error")
+	p := &readPort{st: memstore.New(), err: ioErr}
+	conv := store.ConvID{1}
+	if _, ok, err := Holder(ctx, p, conv, "sum_00000000000000aa"); !errors.Is(err, ioErr) || ok {
+		t.Fatalf("Holder on a failing read: ok %v, err %v; want the read's error", ok, err)
+	}
+	p.err = store.ErrNotFound
+	if _, ok, err := Holder(ctx, p, conv, "sum_00000000000000aa"); err != nil || ok {
+		t.Fatalf("Holder of a summary nobody holds: ok %v, err %v; want not held, no error", ok, err)
+	}
+	p.err = fmt.Errorf("summary sum_00000000000000aa: %w", store.ErrCorrupt)
+	if c, ok, err := Holder(ctx, p, conv, "sum_00000000000000aa"); err != nil || ok || c != (store.ConvID{}) {
+		t.Fatalf("Holder of a damaged summary of conv: %v %v %v; want conv itself (not ok, no error)", c, ok, err)
 	}
 }

@@ -54,7 +54,9 @@ func locate[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID,
 	case convErr != nil && !errors.Is(convErr, core.ErrUnknownSession):
 		return zero, convErr
 	case convErr == nil:
-		conv = pt.Holding(ctx, conv, id) // fork parent, ended subagents
+		if conv, convErr = pt.Holding(ctx, conv, id); convErr != nil { // fork parent, ended subagents
+			return zero, convErr
+		}
 		if pt.IsLargeRef(id) {
 			return conv, nil
 		}

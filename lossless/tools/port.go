@@ -40,8 +40,9 @@ type Port[C Conversation] interface {
 	ConversationByID(ctx context.Context, c store.ConvID) (C, string, error)
 	// Holding returns the conversation that holds summary id (or the
 	// large-content reference id) for a call made in c: c itself, a
-	// forked child's parent or an ended child linked to c; c when none.
-	Holding(ctx context.Context, c C, id string) C
+	// forked child's parent or an ended child linked to c; c when none,
+	// an error when a read fails.
+	Holding(ctx context.Context, c C, id string) (C, error)
 	// LinkedChildren returns the conversations of the ended subagents
 	// linked to c, whose histories join c's.
 	LinkedChildren(ctx context.Context, c store.ConvID) ([]store.ConvID, error)

@@ -53,7 +53,9 @@ func (p *fakePort) ConversationByID(_ context.Context, c store.ConvID) (*fakeCon
 	}
 	return nil, "", core.ErrNotFound
 }
-func (p *fakePort) Holding(_ context.Context, c *fakeConv, _ string) *fakeConv { return c }
+func (p *fakePort) Holding(_ context.Context, c *fakeConv, _ string) (*fakeConv, error) {
+	return c, nil
+}
 func (p *fakePort) LinkedChildren(context.Context, store.ConvID) ([]store.ConvID, error) {
 	return nil, nil
 }
