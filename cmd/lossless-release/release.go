@@ -331,7 +331,7 @@ func platformPackage(b Binary, version, binPath string) ([]file, error) {
 		"files":           []string{"bin/", "README.md"},
 		"preferUnplugged": true,
 	}
-	pj, err := marshal(pkg)
+	pj, err := marshalOrdered(pkg, []string{"name", "version", "description", "license", "os", "cpu", "files", "preferUnplugged"})
 	if err != nil {
 		return nil, err
 	}
@@ -342,14 +342,6 @@ func platformPackage(b Binary, version, binPath string) ([]file, error) {
 		{name: "README.md", data: []byte(readme), mode: 0o644},
 		{name: path.Join("bin", p.Exe()), data: data, mode: 0o755},
 	}, nil
-}
-
-func marshal(v any) ([]byte, error) {
-	b, err := jsonIndent(v, "")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 // jsonIndent encodes v indented by two spaces after prefix, without
