@@ -6,6 +6,9 @@
 #   openclaw@$OPENCLAW_VERSION
 #   gpt-tokenizer@$TOKENIZER_VERSION (pure JS, o200k_base: the fake model
 #                         server counts the window and the output cap with it)
+#   puppeteer-core@$PUPPETEER_VERSION (drives Debian's chromium over the
+#                         DevTools protocol in e2e/openclaw/memory-tab.test.mjs;
+#                         puppeteer-core never downloads a browser)
 #
 # under ${LOSSLESS_CI_CACHE:-$HOME/.cache/lossless-ci}, with the machine's npm
 # (the npm registry is the only network it needs). A finished install is
@@ -15,14 +18,16 @@
 #   eval "$(.ci/openclaw-setup.sh)"
 # sets and exports LOSSLESS_NODE_BIN (the node binary), LOSSLESS_NODE_BIN_DIR
 # (its directory, to put first on PATH), OPENCLAW_ENTRY (openclaw.mjs, run
-# with that node), OPENCLAW_BIN (the openclaw launcher) and
-# LOSSLESS_TOKENIZER_DIR (the gpt-tokenizer package directory). Progress goes to
+# with that node), OPENCLAW_BIN (the openclaw launcher),
+# LOSSLESS_TOKENIZER_DIR (the gpt-tokenizer package directory) and
+# LOSSLESS_PUPPETEER_DIR (the npm prefix holding puppeteer-core). Progress goes to
 # stderr. Runs as any user, root included, on a machine with npm.
 set -euo pipefail
 
 NODE_VERSION="${LOSSLESS_CI_NODE_VERSION:-24.22.3}"
 OPENCLAW_VERSION="${LOSSLESS_CI_OPENCLAW_VERSION:-2026.9.6}"
 TOKENIZER_VERSION="${LOSSLESS_CI_TOKENIZER_VERSION:-4.0.0}"
+PUPPETEER_VERSION="${LOSSLESS_CI_PUPPETEER_VERSION:-25.19.0}"
 CACHE="${LOSSLESS_CI_CACHE:-${HOME:-/root}/.cache/lossless-ci}"
 
 log() { echo "openclaw-setup: $*" >&2; }
@@ -102,15 +107,30 @@ if [ "$got" != "$TOKENIZER_VERSION" ]; then
   exit 1
 fi
 
+PP_DIR="$CACHE/puppeteer-core-$PUPPETEER_VERSION"
+PP_PKG="$PP_DIR/node_modules/puppeteer-core"
+if [ -f "$PP_DIR/.complete" ] && [ -f "$PP_PKG/package.json" ]; then
+  log "puppeteer-core $PUPPETEER_VERSION: cached ($PP_PKG)"
+else
+  PUPPETEER_SKIP_DOWNLOAD=1 PATH="$NODE_BIN_DIR:$PATH" npm_install "$PP_DIR" "puppeteer-core@$PUPPETEER_VERSION"
+fi
+got="$("$NODE_BIN" -p 'require(process.argv[1]).version' "$PP_PKG/package.json" 2>/dev/null || true)"
+if [ "$got" != "$PUPPETEER_VERSION" ]; then
+  log "expected puppeteer-core $PUPPETEER_VERSION in $PP_PKG, found '$got'"
+  exit 1
+fi
+
 LOSSLESS_NODE_BIN="$NODE_BIN"
 LOSSLESS_NODE_BIN_DIR="$NODE_BIN_DIR"
 OPENCLAW_ENTRY="$OC_ENTRY"
 OPENCLAW_BIN="$OC_BIN"
 LOSSLESS_TOKENIZER_DIR="$TOK_PKG"
-export LOSSLESS_NODE_BIN LOSSLESS_NODE_BIN_DIR OPENCLAW_ENTRY OPENCLAW_BIN LOSSLESS_TOKENIZER_DIR
+LOSSLESS_PUPPETEER_DIR="$PP_DIR"
+export LOSSLESS_NODE_BIN LOSSLESS_NODE_BIN_DIR OPENCLAW_ENTRY OPENCLAW_BIN LOSSLESS_TOKENIZER_DIR LOSSLESS_PUPPETEER_DIR
 
 printf 'export LOSSLESS_NODE_BIN=%q\n' "$LOSSLESS_NODE_BIN"
 printf 'export LOSSLESS_NODE_BIN_DIR=%q\n' "$LOSSLESS_NODE_BIN_DIR"
 printf 'export OPENCLAW_ENTRY=%q\n' "$OPENCLAW_ENTRY"
 printf 'export OPENCLAW_BIN=%q\n' "$OPENCLAW_BIN"
 printf 'export LOSSLESS_TOKENIZER_DIR=%q\n' "$LOSSLESS_TOKENIZER_DIR"
+printf 'export LOSSLESS_PUPPETEER_DIR=%q\n' "$LOSSLESS_PUPPETEER_DIR"

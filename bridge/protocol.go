@@ -48,6 +48,11 @@ const (
 	MethodToolsCall = "tools/call"
 	// MethodToolsList returns the engine's tool definitions ([]core.ToolDef).
 	MethodToolsList = "tools/list"
+	// MethodExplorer returns where the process serves the memory explorer
+	// (ExplorerInfo), for a client that proxies it (the OpenClaw plugin's
+	// Memory tab); method not found when the process serves none
+	// (Options.Explorer).
+	MethodExplorer = "explorer"
 
 	// Server → client requests.
 	MethodHostRewriteTranscriptEntries = "host/rewriteTranscriptEntries"
@@ -107,6 +112,15 @@ type InitializeResult struct {
 	// send just those (with prePromptMessageCount 0) instead of the whole
 	// session view every turn (see Options.AfterTurnNewMessagesOnly).
 	AfterTurnNewMessagesOnly bool `json:"afterTurnNewMessagesOnly,omitempty"`
+}
+
+// ExplorerInfo is what explorer returns: the base URL of the memory
+// explorer the serving process runs on loopback ("http://127.0.0.1:PORT/")
+// and its access token, which a proxy sends in the ui.TokenHeader header
+// (the browser never sees it).
+type ExplorerInfo struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
 }
 
 // ServerInfo names the server process.

@@ -81,6 +81,14 @@ type Options struct {
 	// engine call, host callbacks included. lossless-bench and the OpenClaw
 	// end-to-end test read it to measure the engine's share of a turn.
 	Timing func(method string, start time.Time, d time.Duration, ok bool)
+	// Explorer, when set, answers the explorer method: where this process
+	// serves the memory explorer. It may wait (ctx) for the engine to open;
+	// without it explorer is an unknown method.
+	Explorer func(ctx context.Context) (ExplorerInfo, error)
+	// OnAssemble, when set, is told of every assemble the engine answered
+	// (the memory explorer shows a session's last one). It runs on the
+	// request's goroutine before the answer is sent: it must be quick.
+	OnAssemble func(p core.AssembleParams, res core.AssembleResult)
 }
 
 // Static returns a factory that always returns e, ignoring the options.
@@ -821,6 +829,9 @@ func (s *server) handlerMap() map[string]handler {
 			if res.Messages == nil {
 				res.Messages = []core.Message{}
 			}
+			if s.opts.OnAssemble != nil {
+				s.opts.OnAssemble(p, res)
+			}
 			return res, nil
 		},
 		MethodCompact: func(ctx context.Context, m Message) (any, error) {
@@ -963,6 +974,19 @@ func (s *server) handlerMap() map[string]handler {
 				return nil, err
 			}
 			return nil, l.OnSubagentEnded(ctx, p)
+		},
+		MethodExplorer: func(ctx context.Context, m Message) (any, error) {
+			if s.opts.Explorer == nil {
+				return nil, &Error{Code: CodeMethodNotFound, Message: "method not found: this process serves no memory explorer (lossless serve --ui)"}
+			}
+			if _, err := s.currentEngine(); err != nil {
+				return nil, err
+			}
+			info, err := s.opts.Explorer(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("bridge: explorer: %w", err)
+			}
+			return info, nil
 		},
 		MethodToolsList: func(ctx context.Context, m Message) (any, error) {
 			e, err := s.currentEngine()

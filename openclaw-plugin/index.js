@@ -8,13 +8,14 @@
 //
 // register() starts nothing: it also runs for read-only discovery
 // (`openclaw plugins list`). The engine process starts with the first
-// engine call or tool call that needs it. It does check that an engine
-// binary exists for this host (by default the one of the platform package
-// npm installed beside the plugin) and throws, naming the platform and
-// what to do, when none does.
+// engine call, tool call or Memory tab request that needs it. It does
+// check that an engine binary exists for this host (by default the one of
+// the platform package npm installed beside the plugin) and throws, naming
+// the platform and what to do, when none does.
 
 import { resolveBinary } from "./lib/binary.js";
-import { createLosslessEngine } from "./lib/engine.js";
+import { createLosslessEngine, sharedClient } from "./lib/engine.js";
+import { registerMemoryTab } from "./lib/memory-tab.js";
 import { registerTools, TOOL_NAMES } from "./lib/tools.js";
 
 export const ENGINE_ID = "lossless";
@@ -32,5 +33,8 @@ export default {
     resolveBinary({ bridge: api.pluginConfig?.bridge });
     api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger, hostConfig: api.config }));
     if (typeof api.registerTool === "function") registerTools(api);
+    // The Memory tab in the Control UI (lib/memory-tab.js): registering
+    // starts nothing; the first request to the tab starts the engine process.
+    registerMemoryTab(api, { explorer: () => sharedClient(api.pluginConfig, api.logger).request("explorer", {}) });
   },
 };

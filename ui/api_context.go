@@ -20,15 +20,21 @@ type contextAnswer struct {
 	SessionKey string `json:"sessionKey"`
 	// Budget is the budget asked for (0: the engine's default);
 	// EffectiveBudget the one assemble used.
-	Budget                     int                    `json:"budget"`
-	EffectiveBudget            int                    `json:"effectiveBudget"`
-	EstimatedTokens            int                    `json:"estimatedTokens"`
-	SystemPromptAddition       string                 `json:"systemPromptAddition"`
-	SystemPromptAdditionTokens int                    `json:"systemPromptAdditionTokens"`
-	PromptAuthority            string                 `json:"promptAuthority,omitempty"`
-	Recall                     lossless.RecallReport  `json:"recall"`
-	Parts                      []lossless.ContextPart `json:"parts"`
-	Messages                   []contextMessage       `json:"messages"`
+	Budget                     int                   `json:"budget"`
+	EffectiveBudget            int                   `json:"effectiveBudget"`
+	EstimatedTokens            int                   `json:"estimatedTokens"`
+	SystemPromptAddition       string                `json:"systemPromptAddition"`
+	SystemPromptAdditionTokens int                   `json:"systemPromptAdditionTokens"`
+	PromptAuthority            string                `json:"promptAuthority,omitempty"`
+	Recall                     lossless.RecallReport `json:"recall"`
+	// Cut says what the budget could not hold (nil: everything fit).
+	Cut *core.AssembleCut `json:"cut,omitempty"`
+	// Last is the session's last assemble the serving process answered
+	// (asked for with last=1; nil when none is recorded): this answer then
+	// assembles again with its budget and prompt.
+	Last     *LastAssemble          `json:"last,omitempty"`
+	Parts    []lossless.ContextPart `json:"parts"`
+	Messages []contextMessage       `json:"messages"`
 }
 
 // contextMessage is one message of the assembled context.
@@ -59,8 +65,21 @@ func (s *Server) contextView(ctx context.Context, e *lossless.Engine, r *http.Re
 	}
 	q := r.URL.Query()
 	agent, sid := conv.Agent, q.Get("session")
+	prompt := q.Get("prompt")
+	var last *LastAssemble
+	if q.Get("last") == "1" && s.last != nil {
+		for _, k := range []string{q.Get("key"), sid} {
+			if rec, ok := s.last(k); k != "" && ok {
+				last = &rec
+				break
+			}
+		}
+		if last != nil && budget == 0 && prompt == "" {
+			budget, prompt = last.Budget, last.Prompt
+		}
+	}
 	p := core.AssembleParams{SessionID: sid, SessionKey: cliKey(agent), Messages: []core.Message{},
-		TokenBudget: budget, Prompt: q.Get("prompt")}
+		TokenBudget: budget, Prompt: prompt}
 	rep, err := e.AssembleReport(ctx, p)
 	if err != nil {
 		return nil, err
@@ -68,7 +87,7 @@ func (s *Server) contextView(ctx context.Context, e *lossless.Engine, r *http.Re
 	out := contextAnswer{Agent: agent, Session: sid, SessionKey: p.SessionKey, Budget: budget, EffectiveBudget: rep.Budget,
 		EstimatedTokens: rep.Result.EstimatedTokens, SystemPromptAddition: rep.Result.SystemPromptAddition,
 		SystemPromptAdditionTokens: rep.SystemPromptAdditionTokens, PromptAuthority: rep.Result.PromptAuthority,
-		Recall: rep.Details.Recall, Parts: rep.Parts, Messages: make([]contextMessage, len(rep.Messages))}
+		Recall: rep.Details.Recall, Cut: rep.Result.Cut, Last: last, Parts: rep.Parts, Messages: make([]contextMessage, len(rep.Messages))}
 	for i, m := range rep.Messages {
 		text, cut := clipBytes(lossless.MessagePlainText(m.Message), maxMessageText)
 		out.Messages[i] = contextMessage{Index: i, Role: m.Message.Role(), Part: m.Part, Tokens: m.Tokens, SummaryID: m.SummaryID,

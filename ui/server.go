@@ -11,7 +11,13 @@
 // needs a random token (in the page URL, then a cookie), and a Host header
 // naming a loopback address: another local user, or a page of another
 // site in the browser, cannot read the store. The page (HTML, JS and CSS,
-// under 200 KB) is embedded; nothing is fetched from the network.
+// under 200 KB) is embedded; nothing is fetched from the network; all its
+// URLs are relative, so a proxy may serve it under a path of its own.
+//
+// The same page is OpenClaw's Memory tab: the plugin's gateway-auth route
+// proxies it into the Control UI's sandboxed frame with the token in
+// TokenHeader and EmbedHeader set (framing by its own origin, CORS for the
+// frame's opaque origin on the API), and a key of its own in PageKeyMeta.
 //
 // The JSON API (one file per view: api_*.go) answers GET requests; its
 // lists are paged. See the spec in README.md ("Seeing the memory").
@@ -32,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
 )
 
@@ -50,6 +57,77 @@ type Options struct {
 	Token string
 	// Logf logs what goes wrong serving (nil: no logging).
 	Logf func(format string, args ...any)
+	// LastAssemble, when set, returns the last assemble the serving
+	// process answered for a session (by its key or id); the context view
+	// then shows it and explains it by assembling again with its budget
+	// and prompt. `lossless serve --ui` records them (LastAssembles).
+	LastAssemble func(session string) (LastAssemble, bool)
+}
+
+// LastAssemble is what a serving process recorded of an assemble it
+// answered: the call's budget and prompt, and what it returned.
+type LastAssemble struct {
+	// At is when it was answered (Unix ms).
+	At         int64  `json:"at"`
+	SessionID  string `json:"sessionId"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	// Budget is the call's tokenBudget (0: none given, the engine's
+	// default); Prompt the call's prompt.
+	Budget          int               `json:"budget"`
+	Prompt          string            `json:"prompt"`
+	Messages        int               `json:"messages"`
+	EstimatedTokens int               `json:"estimatedTokens"`
+	Cut             *core.AssembleCut `json:"cut,omitempty"`
+}
+
+// LastAssembles records the last assemble answered per session, by key and
+// by id: its Record is a bridge.Options.OnAssemble, its Get an
+// Options.LastAssemble. Only assembles carrying a prompt are kept (a
+// turn's first assemble, where recall runs; OpenClaw's later assembles of
+// the turn, one per model call, carry none). The zero value is ready.
+type LastAssembles struct {
+	mu sync.Mutex
+	m  map[string]LastAssemble
+}
+
+// maxLastAssembles bounds the sessions LastAssembles keeps (the oldest
+// record is dropped beyond it).
+const maxLastAssembles = 4096
+
+// Record keeps p's assemble (when it carries a prompt) as its session's last.
+func (l *LastAssembles) Record(p core.AssembleParams, res core.AssembleResult) {
+	if p.Prompt == "" {
+		return
+	}
+	rec := LastAssemble{At: time.Now().UnixMilli(), SessionID: p.SessionID, SessionKey: p.SessionKey, Budget: p.TokenBudget,
+		Prompt: p.Prompt, Messages: len(res.Messages), EstimatedTokens: res.EstimatedTokens, Cut: res.Cut}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]LastAssemble{}
+	}
+	if len(l.m) >= maxLastAssembles {
+		var oldest string
+		for k, v := range l.m {
+			if oldest == "" || v.At < l.m[oldest].At {
+				oldest = k
+			}
+		}
+		delete(l.m, oldest)
+	}
+	for _, k := range []string{p.SessionID, p.SessionKey} {
+		if k != "" {
+			l.m[k] = rec
+		}
+	}
+}
+
+// Get returns the last assemble recorded for a session key or id.
+func (l *LastAssembles) Get(session string) (LastAssemble, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.m[session]
+	return r, ok
 }
 
 // CookieName is the cookie that GET /?token=T sets, so that the page's own
@@ -66,6 +144,7 @@ var assetFS embed.FS
 // http.Handler; Listen and Serve run it on 127.0.0.1.
 type Server struct {
 	src    Source
+	last   func(session string) (LastAssemble, bool)
 	token  string
 	logf   func(format string, args ...any)
 	mux    *http.ServeMux
@@ -107,7 +186,7 @@ func New(src Source, o Options) (*Server, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	s := &Server{src: src, token: tok, logf: logf, mux: http.NewServeMux()}
+	s := &Server{src: src, last: o.LastAssemble, token: tok, logf: logf, mux: http.NewServeMux()}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	assets, err := fs.Sub(assetFS, "assets")
 	if err != nil {
@@ -141,6 +220,37 @@ func (s *Server) routes(assets fs.FS) {
 	})
 }
 
+// EmbedHeader, sent with the token in TokenHeader by a proxy that shows the
+// explorer in a sandboxed frame of its own origin (the OpenClaw plugin's
+// Memory tab in the Control UI), asks for the answers such a frame needs:
+// value "frame". The page may then be framed by its own origin
+// (frame-ancestors 'self' instead of 'none'), its document's origin is
+// opaque, so the API (never the page or its files) answers a request
+// whose Origin is "null" with Access-Control-Allow-Origin: null and
+// credentials allowed: the proxy, not this server, decides who may ask (the
+// OpenClaw plugin puts a key in the page it serves, PageKeyMeta, and
+// answers only API requests that carry it). The header is ignored on a
+// request that does not carry the token in TokenHeader (a browser never
+// sends it).
+const EmbedHeader = "X-Lossless-Embed"
+
+// PageKeyMeta is the empty meta element of the page (index.html) that a
+// proxy framing the explorer fills with a key of its own; the page then
+// sends it as the query parameter PageKeyParam with every API request.
+const PageKeyMeta = `<meta name="lossless-page-key" content="">`
+
+// PageKeyParam is the query parameter carrying the proxy's page key.
+const PageKeyParam = "k"
+
+// cspStandalone and cspFramed are the Content-Security-Policy of the
+// standalone page and of the framed one: scripts, styles and requests of
+// the page's own origin only, no inline script or style.
+const (
+	cspCommon     = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+	cspStandalone = cspCommon + "frame-ancestors 'none'"
+	cspFramed     = cspCommon + "frame-ancestors 'self'"
+)
+
 // ServeHTTP checks the Host and the token, then serves the page or the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
@@ -148,7 +258,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", cspStandalone)
 	if !loopbackHost(r.Host) {
 		http.Error(w, "lossless ui: refused: the Host header must name 127.0.0.1, [::1] or localhost", http.StatusForbidden)
 		return
@@ -158,7 +268,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "lossless ui: refused: open the URL `lossless ui` (or `lossless serve --ui`) printed, with its token", http.StatusForbidden)
 		return
 	}
-	if fromQuery && r.URL.Path == "/" {
+	if r.Header.Get(EmbedHeader) == "frame" && r.Header.Get(TokenHeader) != "" {
+		h.Del("X-Frame-Options")
+		h.Set("Content-Security-Policy", cspFramed)
+		h.Add("Vary", "Origin")
+		if r.Header.Get("Origin") == "null" && strings.HasPrefix(r.URL.Path, "/api/") {
+			h.Set("Access-Control-Allow-Origin", "null")
+			h.Set("Access-Control-Allow-Credentials", "true")
+		}
+	} else if fromQuery && r.URL.Path == "/" {
 		http.SetCookie(w, &http.Cookie{Name: CookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	}
 	s.mux.ServeHTTP(w, r)

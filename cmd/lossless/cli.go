@@ -329,6 +329,29 @@ func openReader(ctx context.Context, c *cmdEnv) (*lossless.Engine, error) {
 	return e, nil
 }
 
+// openWriterOrReader opens the store for a command that reads but uses
+// what only an open for writing has (the recall index: assemble, ui).
+// On a disk too full for an open for writing (lossless.ErrDiskFull) it
+// opens the store read-only instead (openReader: with a note that the
+// disk is full), notes what the command does without (without), and
+// answers from the store as it is, writing nothing; readOnly is true when it did.
+func openWriterOrReader(ctx context.Context, c *cmdEnv, name, without string) (e *lossless.Engine, readOnly bool, err error) {
+	e, err = openEngine(ctx, c, false, nil)
+	if err == nil || !errors.Is(err, lossless.ErrDiskFull) {
+		return e, false, err
+	}
+	r, rerr := openReader(ctx, c)
+	if rerr != nil {
+		return nil, false, fmt.Errorf("%w; opening it read-only: %w", err, rerr)
+	}
+	fmt.Fprintf(c.io.err, "lossless %s: note: the disk is full: the store is open read-only, %s\n", name, without)
+	return r, true, nil
+}
+
+// readOnlyRecall is the recall report's reason of an assemble on a store
+// openWriterOrReader opened read-only.
+const readOnlyRecall = "the disk is full: the store is open read-only, and the recall index opens only for writing"
+
 // findSession resolves the agent of sessionID: --agent when given,
 // otherwise the agent whose conversation has that session id (any agent).
 // It fails with core.ErrUnknownSession when no conversation has it.

@@ -250,7 +250,7 @@ func cmdAssemble() *command {
 			if budget < 0 {
 				return usagef("--budget must be positive")
 			}
-			e, err := openEngine(ctx, c, false, nil)
+			e, readOnly, err := openWriterOrReader(ctx, c, "assemble", "so recall is not used (its index opens only for writing) and nothing is written")
 			if err != nil {
 				return err
 			}
@@ -266,6 +266,9 @@ func cmdAssemble() *command {
 				return err
 			}
 			res, details, addTokens := rep.Result, rep.Details, rep.SystemPromptAdditionTokens
+			if readOnly && details.Recall.Status == lossless.RecallOff {
+				details.Recall.Reason = readOnlyRecall
+			}
 			if c.json {
 				type msgOut struct {
 					Tokens  int          `json:"tokens"`

@@ -110,6 +110,9 @@ type storeReport struct {
 	// NeedsRepair: the last process left the store without closing it,
 	// and it cannot be read before Badger replays its log (which writes).
 	NeedsRepair bool `json:"needsRepair,omitempty"`
+	// MemLogs are the memtable logs with bytes after the end of what an
+	// open reads (checkMemLogs).
+	MemLogs []memLogFinding `json:"memLogs,omitempty"`
 }
 
 // recallReport is the recall index as doctor sees it: the config's switch
@@ -365,10 +368,12 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 			if errors.Is(err, errNeedsRepair) {
 				repair = true
 				rep.Store.Error = ""
+			} else if errors.Is(err, lossless.ErrNoFormat) {
+				problem("%s", noFormatProblem(ctx, rep.Store.Dir, storeDir))
 			} else if errors.Is(err, core.ErrFormatTooNew) {
 				problem("store %s was written by a newer format than this build (%d): %v", rep.Store.Dir, lossless.FormatVersion, err)
 			} else {
-				problem("store %s cannot be opened: %v", rep.Store.Dir, err)
+				problem("store %s cannot be opened: %v%s", rep.Store.Dir, err, unclosedNote(storeDir, lock))
 			}
 		} else {
 			defer e.Close()
@@ -394,6 +399,9 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	case lock.PID != 0:
 		rep.Store.StaleLockPID = lock.PID
 		warn("store %s: its LOCK file names pid %d, which does not hold the store: that process stopped without closing it (the next process to open the store for writing replaces the file)", rep.Store.Dir, lock.PID)
+	}
+	if rep.Store.Exists && !lock.Held && !lossless.IsStoreURL(storeDir) {
+		checkMemLogs(rep, storeDir, problem, warn)
 	}
 	if repair {
 		rep.Store.NeedsRepair = true

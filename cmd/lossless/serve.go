@@ -69,7 +69,9 @@ func cmdServe() *command {
 			if uiAddr != "" {
 				var stop func()
 				var err error
-				if factory, stop, err = serveExplorer(ctx, c, uiAddr, factory); err != nil {
+				last := &ui.LastAssembles{}
+				opts.OnAssemble = last.Record
+				if factory, opts.Explorer, stop, err = serveExplorer(ctx, c, uiAddr, factory, last.Get); err != nil {
 					return err
 				}
 				defer stop()
@@ -91,10 +93,13 @@ func cmdServe() *command {
 // is free, and its URL is written to the store's ui-url file (0600) and to
 // stderr (stdout is JSON-RPC). After the engine is closed the API answers
 // 503 until a new initialize. A failure to start the explorer is logged;
-// the engine is served anyway. stop ends the explorer.
-func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Factory) (core.Factory, func(), error) {
+// the engine is served anyway. The context view shows the last assemble
+// of a session that last returns (recorded by the bridge). info answers the bridge's explorer method
+// (the plugin's Memory tab proxies the explorer with it); stop ends the
+// explorer.
+func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Factory, last func(string) (ui.LastAssemble, bool)) (core.Factory, func(context.Context) (bridge.ExplorerInfo, error), func(), error) {
 	if err := ui.CheckAddr(addr); err != nil {
-		return nil, nil, fmt.Errorf("serve --ui: %w", err)
+		return nil, nil, nil, fmt.Errorf("serve --ui: %w", err)
 	}
 	var opened atomic.Pointer[lossless.Engine]
 	src := func(context.Context) (*lossless.Engine, error) {
@@ -108,6 +113,8 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 		srv     *ui.Server
 		done    chan struct{}
 		stopped bool
+		where   bridge.ExplorerInfo
+		failure error
 	)
 	logf := logTo(c, "lossless serve: ui")
 	start := func(e *lossless.Engine) error {
@@ -129,7 +136,7 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 		if err != nil {
 			return err
 		}
-		s, err := ui.New(src, ui.Options{Logf: logf, Token: token})
+		s, err := ui.New(src, ui.Options{Logf: logf, Token: token, LastAssemble: last})
 		if err != nil {
 			return err
 		}
@@ -143,6 +150,7 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 			file = ""
 		}
 		srv, done = s, make(chan struct{})
+		where = bridge.ExplorerInfo{URL: strings.TrimSuffix(url, "?token="+token), Token: token}
 		go func() {
 			defer close(done)
 			if err := s.Serve(ctx); err != nil {
@@ -162,6 +170,9 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 			opened.Store(le)
 			if err := start(le); err != nil {
 				logf("not served: %v", err)
+				mu.Lock()
+				failure = err
+				mu.Unlock()
 			}
 		}
 		return e, err
@@ -176,7 +187,18 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 			<-d
 		}
 	}
-	return wrapped, stop, nil
+	info := func(context.Context) (bridge.ExplorerInfo, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case where.URL != "":
+			return where, nil
+		case failure != nil:
+			return bridge.ExplorerInfo{}, fmt.Errorf("the memory explorer could not start: %w", failure)
+		}
+		return bridge.ExplorerInfo{}, ui.ErrNotOpen
+	}
+	return wrapped, info, stop, nil
 }
 
 // serveFactory wraps lossless.Factory: the config comes from initialize

@@ -32,8 +32,9 @@ func cmdUI() *command {
 				return explorerFiles(c, printURL, rotate)
 			}
 			// Read-write, as `lossless assemble` opens it: the recall index
-			// is only open for writing (the context and recall views use it).
-			e, err := openEngine(ctx, c, false, nil)
+			// is only open for writing (the context and recall views use
+			// it); read-only on a full disk.
+			e, _, err := openWriterOrReader(ctx, c, "ui", "so its recall views find nothing (the recall index opens only for writing) and nothing is written")
 			if err != nil {
 				if errors.Is(err, errStoreBusy) {
 					return fmt.Errorf("%w\nthe process holding a Badger store serves the explorer itself: `lossless serve --stdio --ui 127.0.0.1:0`, or the OpenClaw plugin's uiAddr option", err)

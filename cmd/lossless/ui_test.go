@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lossless-engine/contextengine/bridge"
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/lossless"
@@ -144,6 +145,15 @@ func TestServeUI(t *testing.T) {
 	url := waitExplorerURL(t, c)
 	if code, _ := apiGet(t, url, "/"); code != http.StatusOK {
 		t.Fatalf("the page: %d", code)
+	}
+	// The bridge's explorer method (the plugin's Memory tab proxies with
+	// it): the same server, its base URL and token apart.
+	var where bridge.ExplorerInfo
+	if err := c.call(bridge.MethodExplorer, map[string]any{}, &where); err != nil {
+		t.Fatal(err)
+	}
+	if where.Token == "" || where.URL+"?token="+where.Token != url {
+		t.Fatalf("explorer = %+v, the served URL is %s", where, url)
 	}
 	code, body := apiGet(t, url, "/api/sessions")
 	if code != http.StatusOK || !strings.Contains(body, `"session":"served"`) {

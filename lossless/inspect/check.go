@@ -44,9 +44,14 @@ var checkNotRead = []string{
 // Check verifies the store's invariants, reading only: for every
 // conversation, the summary DAG (dag.Check: items cover every message once,
 // in order; summaries and their sources consistent; every referenced
-// message and summary present). With deep, every message record is also
+// message and summary present), and its record against what is stored
+// (checkAgreement: nothing stored beyond its next seq and position, its
+// summary counts, every summary's sources stored and every summary
+// reached from the context: a conversation rolled back to before a
+// compaction is found). With deep, every message record is also
 // read, decoded and checked for continuity (a corrupt block, a missing
-// range, a record that does not decode), which reads the whole store.
+// range, a record that does not decode, the record's count), which reads
+// the whole store.
 // Without deep, the records that are not one per message (summaries,
 // items, order records, host entries, links, names, checkpoints,
 // subagents and fork snapshots) are each read and checked as well, and
@@ -112,9 +117,25 @@ func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
 			}
 			report(err)
 		}
-		// Every summary (those no item refers to as well), order record,
-		// host entry and subagent link: small records, each read.
-		if err := p.View(ctx, func(r store.Reader) error { return checkConvRecords(r, c, &res) }); err != nil {
+		// Every summary (those no item refers to as well), item, order
+		// record, host entry and subagent link: small records, each read;
+		// the record cross-checked with the messages, items and summaries
+		// stored (checkAgreement).
+		var disagree []string
+		err = p.View(ctx, func(r store.Reader) error {
+			rec, err := r.Conversation(c)
+			if err != nil {
+				return fmt.Errorf("lossless: check: conversation %s: %w", c, records.FromStore(err))
+			}
+			if disagree, err = checkAgreement(r, c, rec, deep, &res); err != nil {
+				return err
+			}
+			return checkConvRecords(r, c, &res)
+		})
+		for _, d := range disagree {
+			report(errors.New(d))
+		}
+		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				return res, err
 			}
@@ -149,14 +170,13 @@ func drain[T any](seq iter.Seq2[T, error], n *int64) error {
 	return nil
 }
 
-// checkConvRecords reads conversation c's summaries, items, order
-// records, host entries and subagent links (the records that are not one
-// per message), so that a record that does not decode or fails its
-// checksum is found without reading the messages.
+// checkConvRecords reads conversation c's order records, host entries
+// and subagent links (with its summaries and items, which checkAgreement
+// reads: the records that are not one per message), so that a record
+// that does not decode or fails its checksum is found without reading the
+// messages.
 func checkConvRecords(r store.Reader, c store.ConvID, res *CheckResult) error {
 	for _, seq := range []func() error{
-		func() error { return drain(r.Summaries(c), &res.Records) },
-		func() error { return drain(r.Items(c, 0, ^uint64(0), false), &res.Records) },
 		func() error { return drain(r.Orders(c), &res.Records) },
 		func() error { return drain(r.HostEntries(c, 0), &res.Records) },
 		func() error { return drain(r.SubagentLinks(c), &res.Records) },

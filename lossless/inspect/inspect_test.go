@@ -73,7 +73,7 @@ func putConv(t *testing.T, st *memstore.Store, agent, sid string, n int, skip ui
 	t.Helper()
 	c := records.NewConvID(agent, sid)
 	err := st.Update(context.Background(), func(tx store.Tx) error {
-		rec := store.Conversation{Agent: agent, SessionIDs: []string{sid}, NextSeq: uint64(n) + 1, Messages: int64(n), Created: int64(len(sid))}
+		rec := store.Conversation{Agent: agent, SessionIDs: []string{sid}, NextSeq: uint64(n) + 1, NextPos: uint64(n+1) * records.PosStep, Messages: int64(n), Created: int64(len(sid))}
 		if err := tx.PutConversation(c, rec); err != nil {
 			return err
 		}
@@ -182,8 +182,11 @@ func TestCheckReportsWhatItFinds(t *testing.T) {
 	if !deep.Deep || len(deep.NotRead) != 2 || deep.Messages != 3+2 {
 		t.Errorf("deep Check = %+v", deep)
 	}
-	if len(deep.Problems) != 2 || !strings.Contains(deep.Problems[1].Problem, "messages 3-3 are missing") {
-		t.Errorf("deep Check problems = %+v, want the DAG's and the missing message 3", deep.Problems)
+	// The DAG's, the record's count against the messages stored, and the
+	// read of every message.
+	if len(deep.Problems) != 3 || !strings.Contains(deep.Problems[1].Problem, "3 messages stored (missing: 3), the record counts 4") ||
+		!strings.Contains(deep.Problems[2].Problem, "messages 3-3 are missing") {
+		t.Errorf("deep Check problems = %+v, want the DAG's, the count's and the missing message 3", deep.Problems)
 	}
 }
 

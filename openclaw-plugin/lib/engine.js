@@ -58,9 +58,12 @@ export function sharedClient(pluginConfig, logger) {
   // package's binary, else lossless on PATH (lib/binary.js); throws when
   // there is none.
   const { command } = resolveBinary({ bridge });
-  // uiAddr: the engine process also serves the memory explorer (`lossless
-  // serve --ui`); its URL, with the token, is logged when it starts.
-  const args = [...(bridge.args ?? ["serve", "--stdio"]), ...(uiAddr ? ["--ui", uiAddr] : [])];
+  // The engine process also serves the memory explorer (`lossless serve
+  // --ui`) on loopback, at uiAddr, else (with the default arguments) on a
+  // free port: the Control UI's Memory tab (lib/memory-tab.js) proxies it;
+  // its URL, with the token, is logged.
+  const ui = uiAddr ?? (bridge.args ? undefined : "127.0.0.1:0");
+  const args = [...(bridge.args ?? ["serve", "--stdio"]), ...(ui ? ["--ui", ui] : [])];
   // The store and every engine setting come from the config; the factory's
   // agentDir/workspaceDir are not sent (the engine reads neither when the
   // server names the store), so every agent of the process shares one child.

@@ -380,7 +380,7 @@ test("uiAddr adds --ui to the engine command, stays out of the engine config, an
   } finally {
     await engine.dispose();
   }
-  // Without uiAddr: the command as it was.
+  // Without uiAddr: the explorer on a free loopback port (the Memory tab proxies it).
   const plain = (await import("../lib/engine.js")).sharedClient({ storeDir: "/nowhere/plain-ui", bridge: { command: "lossless" } });
-  assert.deepEqual(plain.args, ["serve", "--stdio"]);
+  assert.deepEqual(plain.args, ["serve", "--stdio", "--ui", "127.0.0.1:0"]);
 });

@@ -6,6 +6,18 @@
 
 (() => {
   const TOKEN = new URLSearchParams(location.search).get("token") || "";
+  // EMBEDDED: the page is in the sandboxed frame of OpenClaw's Control UI
+  // (the plugin's Memory tab). Its document's origin is opaque, so its API
+  // requests are cross-origin to the gateway and carry the gateway's frame
+  // grant (a cookie) only with credentials "include"; a click on a session
+  // asks the dashboard to open it in chat.
+  const EMBEDDED = window.parent !== window;
+  // BASE: the page's own directory; every URL is relative to it, so the
+  // page works at / (lossless ui) and under the plugin's route.
+  const BASE = new URL(".", location.href);
+  // PAGE_KEY: the key a framing proxy put in the page (the OpenClaw
+  // plugin's Memory tab answers API requests that carry it only).
+  const PAGE_KEY = (document.querySelector('meta[name="lossless-page-key"]') || {}).content || "";
   const main = document.querySelector("main[data-test=view]");
   const PAGE = 50;
   let generation = 0; // bumped on every render: stale answers are dropped
@@ -21,15 +33,16 @@
   }
 
   async function api(path, params, asText) {
-    const u = new URL(path, location.origin);
+    const u = new URL(path.replace(/^\//, ""), BASE);
+    if (PAGE_KEY) u.searchParams.set("k", PAGE_KEY);
     for (const [k, v] of Object.entries(params || {})) {
       if (v !== undefined && v !== null && v !== "") u.searchParams.set(k, String(v));
     }
     let res;
     try {
-      res = await fetch(u, { headers: TOKEN ? { "X-Lossless-Token": TOKEN } : {}, credentials: "same-origin", cache: "no-store" });
+      res = await fetch(u, { headers: TOKEN ? { "X-Lossless-Token": TOKEN } : {}, credentials: EMBEDDED ? "include" : "same-origin", cache: "no-store" });
     } catch (e) {
-      throw new ApiError(0, "The explorer's server does not answer (is lossless still running?)");
+      throw new ApiError(0, EMBEDDED ? "The request was refused or blocked (the browser may be blocking the dashboard's cookie for this frame, as it does with third-party cookies blocked; or the gateway is gone)" : "The explorer's server does not answer (is lossless still running?)");
     }
     const body = await res.text();
     if (!res.ok) {
@@ -97,6 +110,20 @@
 
   function encodePath(...parts) { return parts.map(encodeURIComponent).join("/"); }
 
+  // openInChat asks the Control UI (the parent of the frame) to open the
+  // session with this key in its chat: the one message a plugin tab may
+  // send it (openclaw-plugin-session-open); the dashboard checks the rest.
+  function openInChat(key) {
+    window.parent.postMessage({ type: "openclaw-plugin-session-open", sessionKey: key }, location.origin);
+  }
+  // chatLink is the "open in chat" button of a session (embedded only, for
+  // a session stored with its OpenClaw key).
+  const keyQuery = (key) => key ? "?" + new URLSearchParams({ key }) : "";
+  function chatLink(key) {
+    if (!EMBEDDED || !key) return null;
+    return h("button", { type: "button", class: "chat", "data-test": "open-chat", "data-key": key, title: "open " + key + " in OpenClaw's chat", onclick: () => openInChat(key) }, "open in chat");
+  }
+
   // ---- view lifecycle ----
 
   // begin starts rendering view: a fresh generation, data-state loading.
@@ -137,6 +164,19 @@
     if (notOpen && retry) setTimeout(() => { if (live(gen)) retry(); }, 2000);
   }
 
+  // bar is a row of inputs with a button that runs go, also on Enter in an
+  // input (not in a textarea). Not a <form>: the Control UI's sandboxed
+  // frame (no allow-forms) blocks form submission, and with it the submit
+  // event.
+  function bar(go, attrs, ...children) {
+    const el = h("div", Object.assign({ class: "bar", role: "search" }, attrs || {}), ...children);
+    el.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && ev.target instanceof HTMLInputElement) { ev.preventDefault(); go(); }
+    });
+    for (const b of el.querySelectorAll("button[data-go]")) b.addEventListener("click", go);
+    return el;
+  }
+
   function pager(total, offset, limit, go) {
     const last = Math.min(offset + limit, total);
     return h("div", { class: "pager" },
@@ -152,8 +192,8 @@
     const st = state.sessions;
     const q = h("input", { type: "search", placeholder: "filter by session id or key", value: st.q, "aria-label": "filter sessions" });
     const agentSel = h("select", { "aria-label": "agent" }, h("option", { value: "" }, "every agent"));
-    const form = h("form", { class: "bar", onsubmit: (ev) => { ev.preventDefault(); st.q = q.value.trim(); st.agent = agentSel.value; st.offset = 0; viewSessions(); } },
-      q, agentSel, h("button", { type: "submit" }, "Filter"));
+    const form = bar(() => { st.q = q.value.trim(); st.agent = agentSel.value; st.offset = 0; viewSessions(); }, {},
+      q, agentSel, h("button", { type: "button", "data-go": true, "data-test": "filter" }, "Filter"));
     const cards = h("section", { class: "cards" });
     const table = h("div", { class: "table-wrap" });
     main.append(h("h1", {}, "Sessions"), cards, form, table);
@@ -193,8 +233,9 @@
         h("td", {}, timeEl(s.firstMessage)),
         h("td", {}, timeEl(s.lastMessage)),
         h("td", { class: "actions" },
-          h("a", { "data-test": "open-context", href: "#/context/" + encodePath(s.agent, s.session) }, "context"),
-          h("a", { "data-test": "open-dag", href: "#/dag/" + encodePath(s.agent, s.session) }, "DAG"),
+          chatLink(s.key),
+          h("a", { "data-test": "open-context", href: "#/context/" + encodePath(s.agent, s.session) + keyQuery(s.key) }, "context"),
+          h("a", { "data-test": "open-dag", href: "#/dag/" + encodePath(s.agent, s.session) + keyQuery(s.key) }, "DAG"),
           h("a", { href: "#/search?" + new URLSearchParams({ agent: s.agent, session: s.session }) }, "search"))))));
   }
 
@@ -209,7 +250,7 @@
   const contextForm = { budget: "", prompt: "" };
   const PART_LABEL = { summaries: "Summaries", tail: "Fresh tail", recall: "Recall", system: "System prompt addition" };
 
-  function viewContext(agent, session) {
+  function viewContext(agent, session, key) {
     const gen = begin("context");
     const budget = h("input", { type: "number", min: "1", step: "1", "data-test": "budget", placeholder: "default", value: contextForm.budget, "aria-label": "token budget" });
     const prompt = h("textarea", { "data-test": "prompt", rows: "2", placeholder: "the next user prompt (the recall query; optional)", "aria-label": "prompt" });
@@ -222,20 +263,33 @@
       const old = main.querySelector(":scope > .error");
       if (old) old.remove();
       try {
-        const c = await api("/api/context", { agent, session, budget: contextForm.budget, prompt: contextForm.prompt });
+        const c = await api("/api/context", { agent, session, key, last: 1, budget: contextForm.budget, prompt: contextForm.prompt });
         if (!live(gen)) return;
         fill(out, contextBody(c, agent, session));
         ready(gen);
       } catch (e) { failed(gen, e, run); }
     };
     main.append(
-      h("h1", {}, "Next context ", h("span", { class: "mono sub" }, agent + " / " + session)),
+      h("h1", {}, "Next context ", h("span", { class: "mono sub" }, agent + " / " + session), " ", chatLink(key)),
       h("p", { class: "muted" }, "What assemble would build now for this budget and prompt — the same code and numbers as ", h("code", {}, "lossless assemble --json"), ". Nothing is stored."),
-      h("form", { class: "bar", novalidate: true, onsubmit: (ev) => { ev.preventDefault(); run(); } },
-        h("label", {}, "Budget ", budget), prompt, h("button", { type: "submit", "data-test": "assemble" }, "Assemble")),
-      h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) }, "the summary DAG →")),
+      bar(() => run(), {},
+        h("label", {}, "Budget ", budget), prompt, h("button", { type: "button", "data-go": true, "data-test": "assemble" }, "Assemble")),
+      h("p", {}, h("a", { href: "#/dag/" + encodePath(agent, session) + keyQuery(key) }, "the summary DAG →")),
       out);
     run();
+  }
+
+  // lastBox shows the session's last assemble the serving process answered
+  // (a turn's first, the one with the prompt), when the page asked for it.
+  function lastBox(c) {
+    const l = c.last;
+    if (!l) return h("p", { class: "muted", "data-test": "last-assemble", "data-found": "0" }, "No assemble of this session was recorded since the engine process started: this is the next context for the budget and prompt above (empty: the engine's default budget, no prompt).");
+    return h("section", { class: "card last", "data-test": "last-assemble", "data-found": "1" },
+      h("div", { class: "card-title" }, "The last turn's assemble, ", timeEl(l.at)),
+      h("p", {}, `Budget ${l.budget ? num(l.budget) : "the engine's default"} · ${num(l.messages)} messages · ${num(l.estimatedTokens)} estimated tokens`),
+      h("p", {}, "Prompt: ", h("q", { "data-test": "last-prompt" }, oneLine(l.prompt, 300))),
+      l.cut ? h("p", { class: "warn-box" }, h("b", {}, "Cut: "), l.cut.reason) : h("p", { class: "muted" }, "Nothing was cut."),
+      h("p", { class: "muted" }, contextForm.budget || contextForm.prompt ? "Below: the context for the budget and prompt above." : "Below: the same call assembled again now (its budget and prompt), part by part, with what recall adds and why."));
   }
 
   function contextBody(c, agent, session) {
@@ -254,6 +308,8 @@
       h("span", { class: "swatch part-" + p.part }), h("b", {}, PART_LABEL[p.part] || p.part), " ",
       h("span", { "data-test": "part-tokens", class: "num" }, String(p.tokens)), " tokens",
       h("span", { class: "muted" }, ` · ${p.count} ${p.part === "system" ? "text" : "message" + (p.count === 1 ? "" : "s")}`))));
+    const cut = c.cut ? h("p", { class: "warn-box", "data-test": "context-cut" }, h("b", {}, "Cut: "), c.cut.reason || "older items did not fit the budget") :
+      h("p", { class: "muted", "data-test": "context-cut" }, "Nothing was cut: the whole active context fits the budget.");
     const r = c.recall || {};
     const recallLine = h("p", { class: "recall-status" }, "Recall: ", badge(r.status || "off", "recall-" + (r.status || "off")),
       r.items ? ` ${r.items} items` : "", r.reason ? " — " + r.reason : "", r.partial ? badge("partial", "warn") : null);
@@ -265,10 +321,11 @@
         m.seq ? h("span", { class: "mono muted" }, "seq " + m.seq) : null),
       h("details", {}, h("summary", {}, oneLine(m.text, 200)), h("pre", { class: "text" }, m.text), m.truncated ? h("p", { class: "muted" }, "(cut here; the whole message is in the DAG view or lossless export)") : null))));
     return [
+      lastBox(c),
       h("div", { class: "total" }, h("span", { class: "big", "data-test": "context-total" }, String(c.estimatedTokens)), " estimated tokens of a ",
         h("b", {}, num(budget)), "-token budget", c.budget ? "" : h("span", { class: "muted" }, " (the engine's default)"),
         ` · ${c.messages.length} messages`),
-      bar, parts, recallLine,
+      bar, parts, cut, recallLine,
       c.systemPromptAddition ? h("details", { class: "addition" }, h("summary", {}, `System prompt addition (${c.systemPromptAdditionTokens} tokens)`), h("pre", { class: "text" }, c.systemPromptAddition)) : null,
       c.messages.length ? msgs : h("p", { class: "muted" }, "The context is empty.")];
   }
@@ -280,17 +337,17 @@
 
   // ---- the summary DAG ----
 
-  function viewDag(agent, session, offset, depth) {
+  function viewDag(agent, session, offset, depth, key) {
     const gen = begin("dag");
     offset = offset || 0;
-    const depthSel = h("select", { "aria-label": "which summaries", onchange: () => viewDag(agent, session, 0, depthSel.value) },
+    const depthSel = h("select", { "aria-label": "which summaries", onchange: () => viewDag(agent, session, 0, depthSel.value, key) },
       h("option", { value: "" }, "in the active context (the roots)"),
       [0, 1, 2, 3, 4, 5].map((d) => h("option", { value: String(d), selected: String(depth) === String(d) }, "every summary of depth " + d)));
     const list = h("div", { class: "dag" });
     main.append(
-      h("h1", {}, "Summary DAG ", h("span", { class: "mono sub" }, agent + " / " + session)),
+      h("h1", {}, "Summary DAG ", h("span", { class: "mono sub" }, agent + " / " + session), " ", chatLink(key)),
       h("p", { class: "muted" }, "Each summary covers its sources: summaries of the depth below, or, for a leaf (d0), the raw messages, shown byte for byte as stored. ",
-        h("a", { href: "#/context/" + encodePath(agent, session) }, "the next context →")),
+        h("a", { href: "#/context/" + encodePath(agent, session) + keyQuery(key) }, "the next context →")),
       h("div", { class: "bar" }, h("label", {}, "Show ", depthSel)), list);
     const load = async () => {
       try {
@@ -299,7 +356,7 @@
         fill(list, [
           res.partial ? h("p", { class: "warn-box" }, `The active context is longer than the explorer reads (its first ${num(res.total)} summaries among the first items are listed).`) : null,
           res.items.length ? h("div", {}, res.items.map((s) => summaryNode(agent, session, s))) : h("p", { class: "muted" }, depth === undefined || depth === "" ? "No summaries in the active context: the session has not been compacted." : "No summaries of this depth."),
-          pager(res.total, res.offset, res.limit, (o) => viewDag(agent, session, o, depth))]);
+          pager(res.total, res.offset, res.limit, (o) => viewDag(agent, session, o, depth, key))]);
         ready(gen);
       } catch (e) { failed(gen, e, load); }
     };
@@ -435,8 +492,8 @@
       } catch (e) { failed(gen, e, () => run(cursor)); }
     };
     main.append(h("h1", {}, "Search"),
-      h("form", { class: "bar", onsubmit: (ev) => { ev.preventDefault(); run(""); } },
-        q, agent, session, h("label", {}, regex, " regex"), h("button", { type: "submit", "data-test": "search-go" }, "Search")),
+      bar(() => run(""), {},
+        q, agent, session, h("label", {}, regex, " regex"), h("button", { type: "button", "data-go": true, "data-test": "search-go" }, "Search")),
       recallOut, grepOut);
     if (searchForm.q) run("");
     else {
@@ -548,10 +605,10 @@
     const params = new URLSearchParams(query || "");
     switch (parts[0]) {
       case "context":
-        if (parts.length >= 3) return viewContext(parts[1], parts.slice(2).join("/"));
+        if (parts.length >= 3) return viewContext(parts[1], parts.slice(2).join("/"), params.get("key") || "");
         break;
       case "dag":
-        if (parts.length >= 3) return viewDag(parts[1], parts.slice(2).join("/"));
+        if (parts.length >= 3) return viewDag(parts[1], parts.slice(2).join("/"), 0, undefined, params.get("key") || "");
         break;
       case "search":
         return viewSearch(params);
