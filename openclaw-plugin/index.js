@@ -8,8 +8,12 @@
 //
 // register() starts nothing: it also runs for read-only discovery
 // (`openclaw plugins list`). The engine process starts with the first
-// engine call, tool call or Memory tab request that needs it.
+// engine call, tool call or Memory tab request that needs it. It does
+// check that an engine binary exists for this host (by default the one of
+// the platform package npm installed beside the plugin) and throws, naming
+// the platform and what to do, when none does.
 
+import { resolveBinary } from "./lib/binary.js";
 import { createLosslessEngine, sharedClient } from "./lib/engine.js";
 import { registerMemoryTab } from "./lib/memory-tab.js";
 import { registerTools, TOOL_NAMES } from "./lib/tools.js";
@@ -24,6 +28,9 @@ export default {
   description:
     "Keeps every message verbatim in a local store and assembles the model's context from recent messages plus expandable summaries.",
   register(api) {
+    // Fails the plugin's load, with what to do, when no engine binary
+    // exists for this host (lib/binary.js); reads files only.
+    resolveBinary({ bridge: api.pluginConfig?.bridge });
     api.registerContextEngine(ENGINE_ID, () => createLosslessEngine({ pluginConfig: api.pluginConfig, logger: api.logger, hostConfig: api.config }));
     if (typeof api.registerTool === "function") registerTools(api);
     // The Memory tab in the Control UI (lib/memory-tab.js): registering

@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, io *stdio) int {
 		topUsage(io.out)
 		return exitOK
 	case "-version", "--version", "version":
-		fmt.Fprintf(io.out, "lossless %s (store format %d, protocol %d, %s)\n", lossless.Version, lossless.FormatVersion, bridge.ProtocolVersion, runtime.Version())
+		fmt.Fprintf(io.out, "lossless %s (store format %d, protocol %d, %s)\n", binaryVersion(), lossless.FormatVersion, bridge.ProtocolVersion, runtime.Version())
 		return exitOK
 	}
 	var cmd *command

@@ -47,7 +47,7 @@ func cmdServe() *command {
 				fmt.Fprintf(c.io.err, "lossless serve: "+strings.TrimSuffix(format, "\n")+"\n", a...)
 			}
 			opts := bridge.Options{
-				ServerName: "lossless", ServerVersion: lossless.Version, Logf: logf,
+				ServerName: "lossless", ServerVersion: binaryVersion(), Logf: logf,
 				// lossless.Engine.AfterTurn stores p.NewMessages() and skips
 				// messages already stored.
 				AfterTurnNewMessagesOnly: true, MaxLineBytes: maxLine, MaxInFlight: maxInFlight, MaxQueued: maxQueued, MaxQueuedBytes: maxQueuedBytes}

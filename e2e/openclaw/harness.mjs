@@ -182,7 +182,10 @@ export const LEAN_TOOLS = Object.freeze({
 });
 
 export class OpenClawEnv {
-  constructor({ name, openclaw }) {
+  // realBin: the lossless binary the recorder runs and the store readers
+  // use; default losslessBin(). null: none yet (e2e/install sets it to the
+  // binary OpenClaw installed from the registry).
+  constructor({ name, openclaw, realBin }) {
     this.name = name;
     this.openclaw = openclaw ?? prerequisites().openclaw;
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), `lossless-e2e-${name}-`));
@@ -196,7 +199,7 @@ export class OpenClawEnv {
     for (const d of [this.home, this.stateDir, this.workspace, this.recDir, this.logDir]) fs.mkdirSync(d, { recursive: true });
     this.apiKey = `sk-e2e-SECRET-${randomBytes(12).toString("hex")}`;
     this.gatewayToken = `gw-e2e-SECRET-${randomBytes(12).toString("hex")}`;
-    this.realBin = losslessBin();
+    this.realBin = realBin === undefined ? losslessBin() : realBin;
     // bridge.command: a script that runs the recorder around the real binary.
     this.bridgeCommand = path.join(this.root, "lossless-recorded");
     fs.writeFileSync(

@@ -10,6 +10,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 
+import { versionMismatch } from "./binary.js";
+
 export const PROTOCOL_VERSION = 1;
 
 const STDERR_TAIL = 4096;
@@ -70,9 +72,10 @@ function abortError(signal) {
  * engine in a host that is stopping; the next request, if any, starts it.
  */
 export class BridgeClient {
-  constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, startTimeoutMs = 60_000, logger } = {}) {
+  constructor({ command, args = ["serve", "--stdio"], env, initialize, maxRestarts = 5, startTimeoutMs = 60_000, logger, pluginVersion } = {}) {
     if (!command) throw new TypeError("lossless: no engine command");
     this.command = command;
+    this.pluginVersion = pluginVersion; // the version the binary must report; default the plugin's (lib/binary.js)
     this.args = args;
     this.env = env;
     this.initParams = initialize ?? {};
@@ -181,6 +184,9 @@ export class BridgeClient {
       if (result?.protocolVersion !== PROTOCOL_VERSION) {
         throw new BridgeCrashError(`lossless: engine speaks protocol ${result?.protocolVersion}, this plugin ${PROTOCOL_VERSION}`);
       }
+      // A released plugin runs the binary of its own release.
+      const mismatch = versionMismatch(result?.server, this.command, this.pluginVersion);
+      if (mismatch) throw new BridgeCrashError(mismatch);
     } catch (err) {
       // A process that could not initialize is not kept (nor restarted).
       if (this.child === child) this.child = null;

@@ -9,6 +9,7 @@
 // started by the first call that needs it. dispose() at the end of a turn
 // leaves it running; it ends with the Node process.
 
+import { resolveBinary } from "./binary.js";
 import { BridgeClient, toLlmCompleteParams } from "./client.js";
 import { ENGINE_INFO, ENGINE_METHODS, engineInfo } from "./info.js";
 import { loadTranscriptReader, readParams, transcriptTarget } from "./transcript.js";
@@ -53,7 +54,10 @@ const TRANSCRIPT_METHODS = new Set(["bootstrap", "maintain", "compact"]);
  */
 export function sharedClient(pluginConfig, logger) {
   const { bridge = {}, uiAddr, ...engineConfig } = pluginConfig ?? {};
-  const command = bridge.command ?? process.env.LOSSLESS_BIN ?? "lossless";
+  // bridge.command, else $LOSSLESS_BIN, else the matching platform
+  // package's binary, else lossless on PATH (lib/binary.js); throws when
+  // there is none.
+  const { command } = resolveBinary({ bridge });
   // The engine process also serves the memory explorer (`lossless serve
   // --ui`) on loopback, at uiAddr, else (with the default arguments) on a
   // free port: the Control UI's Memory tab (lib/memory-tab.js) proxies it;
