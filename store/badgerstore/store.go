@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 
 	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/store"

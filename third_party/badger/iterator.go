@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4/table"
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/table"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 type prefetchStatus uint8

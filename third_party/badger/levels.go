@@ -23,10 +23,10 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/dgraph-io/badger/v4/table"
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/pb"
+	"github.com/lossless-engine/contextengine/third_party/badger/table"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 type levelsController struct {

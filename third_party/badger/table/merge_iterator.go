@@ -8,7 +8,7 @@ package table
 import (
 	"bytes"
 
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 )
 
 // MergeIterator merges multiple iterators.
