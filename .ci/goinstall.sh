@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# CI: the module as its users get it (#38 point 4). From the committed HEAD
+# (git archive, so nothing uncommitted), build a file module proxy holding
+# github.com/lossless-engine/contextengine at a pseudo-version of HEAD, then,
+# in empty temporary directories with a fresh GOPATH, GOMODCACHE and GOBIN:
+#
+#  1. `go install github.com/lossless-engine/contextengine/cmd/lossless@<v>`
+#     (Go refuses this for a module with replace directives) and run the
+#     binary it made;
+#  2. `go get` the module into a scratch module and build a program that
+#     imports lossless/badger (Go ignores a dependency's replace
+#     directives), and check with `go version -m` that it links the patched
+#     Badger of third_party/ and no upstream dgraph-io module.
+#
+# Dependencies come from the machine's module cache (as a file proxy), then
+# from proxy.golang.org. The checksum database is not asked: the install
+# checks its dependencies against the module's own go.sum, and the scratch
+# module starts from a copy of it; the lossless module itself, which no
+# checksum database knows at a pseudo-version of an unpublished commit, is
+# exempt (GONOSUMDB).
+#
+# Usage: .ci/goinstall.sh   (from anywhere inside the repository)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mod=github.com/lossless-engine/contextengine
+rev=$(git rev-parse HEAD)
+stamp=$(TZ=UTC git show -s --format=%cd --date=format-local:%Y%m%d%H%M%S HEAD)
+version="v0.0.0-${stamp}-${rev:0:12}"
+cachedl="$(go env GOMODCACHE)/cache/download"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/lossless-goinstall.XXXXXX")
+cleanup() { chmod -R u+w "$work" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# The proxy: $proxy/<module>/@v/{list,<v>.info,<v>.mod,<v>.zip}, the zip laid
+# out as <module>@<version>/<file> (what the go command unpacks and checks:
+# valid paths, no go.mod but the root's, sizes within its limits).
+proxy="$work/proxy"
+vdir="$proxy/$mod/@v"
+mkdir -p "$vdir"
+echo "$version" >"$vdir/list"
+printf '{"Version":"%s","Time":"%s"}\n' "$version" \
+  "$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD)" >"$vdir/$version.info"
+git show HEAD:go.mod >"$vdir/$version.mod"
+git archive --format=zip --prefix="$mod@$version/" -o "$vdir/$version.zip" HEAD
+echo "goinstall: $mod@$version from HEAD $rev ($(stat -c %s "$vdir/$version.zip") bytes zipped)"
+
+# A fresh Go environment: nothing of this checkout or of the machine's
+# GOPATH is visible but through the proxy.
+export GOPATH="$work/gopath" GOMODCACHE="$work/gopath/pkg/mod" GOBIN="$work/bin"
+export GOPROXY="file://$proxy,file://$cachedl,https://proxy.golang.org"
+export GONOSUMDB="github.com/lossless-engine" GOPRIVATE= GONOPROXY=
+export GOFLAGS="-mod=mod" GOWORK=off
+export GOTOOLCHAIN=local
+mkdir -p "$work/empty" "$GOBIN"
+
+echo "== go install $mod/cmd/lossless@$version"
+(cd "$work/empty" && go install "$mod/cmd/lossless@$version")
+bin="$GOBIN/lossless"
+[ -x "$bin" ] || { echo "goinstall: go install made no $bin"; exit 1; }
+"$bin" version
+if go version -m "$bin" | grep -q 'dgraph-io/'; then
+  echo "goinstall: the installed lossless links an upstream dgraph-io module:"
+  go version -m "$bin" | grep 'dgraph-io/'
+  exit 1
+fi
+
+echo "== go get $mod@$version into a scratch module, and build a program importing lossless/badger"
+scratch="$work/scratch"
+mkdir -p "$scratch"
+cat >"$scratch/go.mod" <<EOF
+module example.com/scratch
+
+go $(go env GOVERSION | sed 's/^go//')
+EOF
+git show HEAD:go.sum >"$scratch/go.sum"
+cat >"$scratch/main.go" <<'EOF'
+// Command scratch opens a lossless engine on a Badger store, as a program
+// importing lossless as a library does.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/lossless-engine/contextengine/lossless"
+	_ "github.com/lossless-engine/contextengine/lossless/badger"
+)
+
+func main() {
+	cfg := lossless.DefaultConfig()
+	cfg.StoreDir = os.Args[1]
+	e, err := lossless.Open(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := e.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("scratch: opened and closed", os.Args[1])
+}
+EOF
+(cd "$scratch" && go get "$mod@$version" && go build -o "$work/scratch-bin" .)
+"$work/scratch-bin" "$work/store"
+deps=$(go version -m "$work/scratch-bin")
+if echo "$deps" | grep -q 'dgraph-io/'; then
+  echo "goinstall: the scratch program links an upstream dgraph-io module:"
+  echo "$deps" | grep 'dgraph-io/'
+  exit 1
+fi
+if ! go tool nm "$work/scratch-bin" | grep -q "$mod/third_party/badger\.Open$"; then
+  echo "goinstall: the scratch program does not link $mod/third_party/badger"
+  exit 1
+fi
+if ! go tool nm "$work/scratch-bin" | grep -q "$mod/third_party/ristretto/z\.Preallocate$"; then
+  echo "goinstall: the scratch program does not link the patched ristretto (z.Preallocate)"
+  exit 1
+fi
+echo "goinstall: passed (go install and library use of $mod@$version link the patched Badger)"
