@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI: the module as its users get it (#38 point 4). From the committed HEAD
-# (git archive, so nothing uncommitted), build a file module proxy holding
+# (or the commit named; git archive, so nothing uncommitted), build a file module proxy holding
 # github.com/lossless-engine/contextengine at a pseudo-version of HEAD, then,
 # in empty temporary directories with a fresh GOPATH, GOMODCACHE and GOBIN:
 #
@@ -19,13 +19,14 @@
 # checksum database knows at a pseudo-version of an unpublished commit, is
 # exempt (GONOSUMDB).
 #
-# Usage: .ci/goinstall.sh   (from anywhere inside the repository)
+# Usage: .ci/goinstall.sh [commit]   (default HEAD; from anywhere inside the
+# repository)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mod=github.com/lossless-engine/contextengine
-rev=$(git rev-parse HEAD)
-stamp=$(TZ=UTC git show -s --format=%cd --date=format-local:%Y%m%d%H%M%S HEAD)
+rev=$(git rev-parse --verify "${1:-HEAD}^{commit}")
+stamp=$(TZ=UTC git show -s --format=%cd --date=format-local:%Y%m%d%H%M%S "$rev")
 version="v0.0.0-${stamp}-${rev:0:12}"
 cachedl="$(go env GOMODCACHE)/cache/download"
 
@@ -41,10 +42,16 @@ vdir="$proxy/$mod/@v"
 mkdir -p "$vdir"
 echo "$version" >"$vdir/list"
 printf '{"Version":"%s","Time":"%s"}\n' "$version" \
-  "$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD)" >"$vdir/$version.info"
-git show HEAD:go.mod >"$vdir/$version.mod"
-git archive --format=zip --prefix="$mod@$version/" -o "$vdir/$version.zip" HEAD
-echo "goinstall: $mod@$version from HEAD $rev ($(stat -c %s "$vdir/$version.zip") bytes zipped)"
+  "$(TZ=UTC git show -s --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ "$rev")" >"$vdir/$version.info"
+git show "$rev:go.mod" >"$vdir/$version.mod"
+# As the go command's own zips (golang.org/x/mod/zip), a directory holding a
+# go.mod of its own is another module's and left out.
+excludes=()
+while IFS= read -r sub; do
+  [ -n "$sub" ] && excludes+=(":(exclude)$(dirname "$sub")")
+done < <(git ls-tree -r --name-only "$rev" | grep '/go\.mod$' || true)
+git archive --format=zip --prefix="$mod@$version/" -o "$vdir/$version.zip" "$rev" -- . "${excludes[@]}"
+echo "goinstall: $mod@$version from commit $rev ($(stat -c %s "$vdir/$version.zip") bytes zipped)"
 
 # A fresh Go environment: nothing of this checkout or of the machine's
 # GOPATH is visible but through the proxy.
@@ -60,7 +67,7 @@ echo "== go install $mod/cmd/lossless@$version"
 bin="$GOBIN/lossless"
 [ -x "$bin" ] || { echo "goinstall: go install made no $bin"; exit 1; }
 "$bin" version
-if go version -m "$bin" | grep -q 'dgraph-io/'; then
+if go version -m "$bin" | grep 'dgraph-io/' >/dev/null; then
   echo "goinstall: the installed lossless links an upstream dgraph-io module:"
   go version -m "$bin" | grep 'dgraph-io/'
   exit 1
@@ -74,7 +81,7 @@ module example.com/scratch
 
 go $(go env GOVERSION | sed 's/^go//')
 EOF
-git show HEAD:go.sum >"$scratch/go.sum"
+git show "$rev:go.sum" >"$scratch/go.sum"
 cat >"$scratch/main.go" <<'EOF'
 // Command scratch opens a lossless engine on a Badger store, as a program
 // importing lossless as a library does.
@@ -107,16 +114,17 @@ EOF
 (cd "$scratch" && go get "$mod@$version" && go build -o "$work/scratch-bin" .)
 "$work/scratch-bin" "$work/store"
 deps=$(go version -m "$work/scratch-bin")
-if echo "$deps" | grep -q 'dgraph-io/'; then
+if grep -q 'dgraph-io/' <<<"$deps"; then
   echo "goinstall: the scratch program links an upstream dgraph-io module:"
   echo "$deps" | grep 'dgraph-io/'
   exit 1
 fi
-if ! go tool nm "$work/scratch-bin" | grep -q "$mod/third_party/badger\.Open$"; then
+syms=$(go tool nm "$work/scratch-bin")
+if ! grep -q "$mod/third_party/badger\.Open$" <<<"$syms"; then
   echo "goinstall: the scratch program does not link $mod/third_party/badger"
   exit 1
 fi
-if ! go tool nm "$work/scratch-bin" | grep -q "$mod/third_party/ristretto/z\.Preallocate$"; then
+if ! grep -q "$mod/third_party/ristretto/z\.Preallocate$" <<<"$syms"; then
   echo "goinstall: the scratch program does not link the patched ristretto (z.Preallocate)"
   exit 1
 fi
