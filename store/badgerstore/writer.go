@@ -173,6 +173,9 @@ func (w *writer) deletePrefix(prefix []byte, what string) error {
 				return err
 			}
 		}
+		if err := it.Err(); err != nil {
+			return wrapErr("delete "+what, err)
+		}
 		return nil
 	})
 }

@@ -323,6 +323,13 @@ func (s *levelHandler) get(key []byte) (y.ValueStruct, error) {
 		y.NumLSMGetsAdd(s.db.opt.MetricsEnabled, s.strLevel, 1)
 		it.Seek(key)
 		if !it.Valid() {
+			if err := it.Err(); err != nil {
+				// lossless patch: a damaged block is an error, not "the key
+				// is not in this table" (which read the next older version
+				// of the key, from a lower table).
+				_ = decr()
+				return y.ValueStruct{}, err
+			}
 			continue
 		}
 		if y.SameKey(key, it.Key()) {

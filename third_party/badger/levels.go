@@ -673,8 +673,11 @@ func (s *levelsController) checkOverlap(tables []*table.Table, lev int) bool {
 // split the main compaction up into sub-compactions. Each sub-compaction runs
 // concurrently, only iterating over the provided key range, generating tables.
 // This speeds up the compaction significantly.
+//
+// lossless patch: it returns the error that ended it (y.IteratorErr: a
+// damaged table block), and then updates no discard statistics.
 func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
-	inflightBuilders *y.Throttle, res chan<- *table.Table) {
+	inflightBuilders *y.Throttle, res chan<- *table.Table) error {
 
 	// Check overlap of the top level with the levels which are not being
 	// compacted in this compaction.
@@ -912,8 +915,12 @@ func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
 			res <- tbl
 		}(builder, s.reserveFileID())
 	}
+	if err := y.IteratorErr(it); err != nil { // lossless patch
+		return fmt.Errorf("compaction of key range %s: %w", kr, err)
+	}
 	s.kv.vlog.updateDiscardStats(discardStats)
 	s.kv.opt.Debugf("Discard stats: %v", discardStats)
+	return nil
 }
 
 // compactBuildTables merges topTables and botTables to form a list of new tables.
@@ -969,10 +976,14 @@ func (s *levelsController) compactBuildTables(
 			return nil, nil, err
 		}
 		go func(kr keyRange) {
-			defer inflightBuilders.Done(nil)
 			it := table.NewMergeIterator(newIterator(), false)
-			defer it.Close()
-			s.subcompact(it, kr, cd, inflightBuilders, res)
+			err := s.subcompact(it, kr, cd, inflightBuilders, res)
+			_ = it.Close()
+			// lossless patch: a damaged table fails the compaction (its
+			// new tables are deleted below, the old ones kept), where
+			// upstream wrote new tables without the rest of the damaged
+			// table and deleted it.
+			inflightBuilders.Done(err)
 		}(kr)
 	}
 
@@ -1721,7 +1732,8 @@ func (s *levelsController) get(key []byte, maxVs y.ValueStruct, startLevel int) 
 		}
 		vs, err := h.get(key) // Calls h.RLock() and h.RUnlock().
 		if err != nil {
-			return y.ValueStruct{}, y.Wrapf(err, "get key: %q", key)
+			// lossless patch: %w keeps the chain (table.ErrCorrupt).
+			return y.ValueStruct{}, fmt.Errorf("get key %q: %w", key, err)
 		}
 		if vs.Value == nil && vs.Meta == 0 {
 			continue

@@ -467,7 +467,8 @@ func (txn *Txn) Get(key []byte) (item *Item, rerr error) {
 	seek := y.KeyWithTs(key, txn.readTs)
 	vs, err := txn.db.get(seek)
 	if err != nil {
-		return nil, y.Wrapf(err, "DB::Get key: %q", key)
+		// lossless patch: %w keeps the chain (table.ErrCorrupt).
+		return nil, fmt.Errorf("DB::Get: %w", err)
 	}
 	if vs.Value == nil && vs.Meta == 0 {
 		return nil, ErrKeyNotFound

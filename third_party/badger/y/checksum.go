@@ -7,6 +7,7 @@ package y
 
 import (
 	stderrors "errors"
+	"fmt"
 	"hash/crc32"
 
 	"github.com/cespare/xxhash/v2"
@@ -33,7 +34,9 @@ func CalculateChecksum(data []byte, ct pb.Checksum_Algorithm) uint64 {
 func VerifyChecksum(data []byte, expected *pb.Checksum) error {
 	actual := CalculateChecksum(data, expected.Algo)
 	if actual != expected.Sum {
-		return Wrapf(ErrChecksumMismatch, "actual: %d, expected: %d", actual, expected.Sum)
+		// lossless patch: %w keeps ErrChecksumMismatch for errors.Is (Wrapf
+		// formats it into the text).
+		return fmt.Errorf("%w (actual %d, expected %d)", ErrChecksumMismatch, actual, expected.Sum)
 	}
 	return nil
 }
