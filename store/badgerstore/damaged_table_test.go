@@ -108,7 +108,7 @@ func damagedKinds() []damagedKind {
 		{
 			name: "context item",
 			key:  itemKey(c, 5),
-			put: func(tx store.Tx, v int) error { return tx.PutItem(c, msgItem(5, 3, 100*v)) },
+			put:  func(tx store.Tx, v int) error { return tx.PutItem(c, msgItem(5, 3, 100*v)) },
 			get: func(r store.Reader) (int, error) {
 				it, err := r.Item(c, 5)
 				return it.Tokens / 100, err
