@@ -140,7 +140,7 @@ func newLevelsController(db *DB, mf *Manifest) (*levelsController, error) {
 			t, err := table.OpenTable(mf, topt)
 			if err != nil {
 				if strings.HasPrefix(err.Error(), "CHECKSUM_MISMATCH:") {
-					db.opt.Errorf(err.Error())
+					db.opt.Errorf("%s", err.Error()) // lossless patch: a constant format (go vet)
 					db.opt.Errorf("Ignoring table %s", mf.Fd.Name())
 					// Do not set rerr. We will continue without this table.
 				} else {
@@ -493,13 +493,22 @@ func (s *levelsController) runCompactor(id int, lc *z.Closer) {
 		return prios
 	}
 
+	// lossless patch: a compaction that meets a damaged table (it fails,
+	// keeping every table: see subcompact) pauses this compactor for a
+	// minute, with one error logged, instead of failing again and logging
+	// a warning every 50 ms.
+	var pauseUntil time.Time
 	run := func(p compactionPriority) bool {
 		err := s.doCompact(id, p)
-		switch err {
-		case nil:
+		switch {
+		case err == nil:
 			return true
-		case errFillTables:
+		case errors.Is(err, errFillTables):
 			// pass
+		case errors.Is(err, table.ErrCorrupt):
+			pauseUntil = time.Now().Add(time.Minute)
+			s.kv.opt.Errorf("[Compactor: %d] compaction stopped for a minute: a table is damaged "+
+				"(the tables are kept as they are): %v", id, err)
 		default:
 			s.kv.opt.Warningf("While running doCompact: %v\n", err)
 		}
@@ -545,6 +554,9 @@ func (s *levelsController) runCompactor(id int, lc *z.Closer) {
 		select {
 		// Can add a done channel or other stuff.
 		case <-ticker.C:
+			if time.Now().Before(pauseUntil) { // lossless patch
+				continue
+			}
 			count++
 			// Each ticker is 50ms so 50*200=10seconds.
 			if s.kv.opt.LmaxCompaction && id == 2 && count >= 200 {
@@ -1013,7 +1025,9 @@ func (s *levelsController) compactBuildTables(
 		// An error happened.  Delete all the newly created table files (by calling DecrRef
 		// -- we're the only holders of a ref).
 		_ = decrRefs(newTables)
-		return nil, nil, y.Wrapf(err, "while running compactions for: %+v", cd)
+		// lossless patch: %w keeps the chain (table.ErrCorrupt), and the
+		// message names the levels, not the whole compactDef.
+		return nil, nil, fmt.Errorf("compaction of level %d into level %d: %w", lev, cd.nextLevel.level, err)
 	}
 
 	sort.Slice(newTables, func(i, j int) bool {
@@ -1637,7 +1651,9 @@ func (s *levelsController) doCompact(id int, p compactionPriority) error {
 	span.SetAttributes(attribute.String("Compaction", fmt.Sprintf("%+v", cd)))
 	if err := s.runCompactDef(id, l, cd); err != nil {
 		// This compaction couldn't be done successfully.
-		s.kv.opt.Warningf("[Compactor: %d] LOG Compact FAILED with error: %+v: %+v", id, err, cd)
+		if !errors.Is(err, table.ErrCorrupt) { // lossless patch: runCompactor logs it, once a minute
+			s.kv.opt.Warningf("[Compactor: %d] LOG Compact FAILED with error: %+v: %+v", id, err, cd)
+		}
 		return err
 	}
 
