@@ -10,7 +10,9 @@
 #  2. `go get` the module into a scratch module and build a program that
 #     imports lossless/badger (Go ignores a dependency's replace
 #     directives), and check with `go version -m` that it links the patched
-#     Badger of third_party/ and no upstream dgraph-io module.
+#     Badger of third_party/ and no upstream dgraph-io module;
+#  3. build and run a program importing both lossless/badger and upstream
+#     Badger (each registers names at init that must not collide).
 #
 # Dependencies come from the machine's module cache (as a file proxy), then
 # from proxy.golang.org. The checksum database is not asked: the install
@@ -128,4 +130,62 @@ if ! grep -q "$mod/third_party/ristretto/z\.Preallocate$" <<<"$syms"; then
   echo "goinstall: the scratch program does not link the patched ristretto (z.Preallocate)"
   exit 1
 fi
+echo "== a program importing $mod/lossless/badger and upstream github.com/dgraph-io/badger/v4 too"
+# Both copies register a protobuf file and expvar names at init, which panic
+# on a name registered twice: the fork's names are its own (PATCHES.md).
+# Upstream Badger's checksums are not in the module's go.sum and the
+# checksum database may be out of reach: not verified here (GONOSUMDB for
+# it and for its own dependencies that lossless does not share).
+both="$work/both"
+mkdir -p "$both"
+cp "$scratch/go.sum" "$both/"
+sed 's#^module .*#module example.com/both#' "$scratch/go.mod" >"$both/go.mod"
+cat >"$both/main.go" <<'GO'
+// Command both links the patched Badger (through lossless/badger) and
+// upstream Badger, and opens a store with each.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	upstream "github.com/dgraph-io/badger/v4"
+	fork "github.com/lossless-engine/contextengine/third_party/badger"
+
+	_ "github.com/lossless-engine/contextengine/lossless/badger"
+)
+
+func main() {
+	for _, open := range []func(string) error{
+		func(dir string) error {
+			db, err := upstream.Open(upstream.DefaultOptions(dir).WithLogger(nil))
+			if err != nil {
+				return err
+			}
+			return db.Close()
+		},
+		func(dir string) error {
+			db, err := fork.Open(fork.DefaultOptions(dir).WithLogger(nil))
+			if err != nil {
+				return err
+			}
+			return db.Close()
+		},
+	} {
+		dir, err := os.MkdirTemp("", "both")
+		if err == nil {
+			err = open(dir)
+			os.RemoveAll(dir)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	fmt.Println("both: upstream Badger and the patched copy opened and closed a store each")
+}
+GO
+(cd "$both" && GONOSUMDB="$GONOSUMDB,github.com/dgraph-io,github.com/dgryski" \
+  go get github.com/dgraph-io/badger/v4@v4.9.6 && go build -o "$work/both-bin" .)
+"$work/both-bin"
 echo "goinstall: passed (go install and library use of $mod@$version link the patched Badger)"
