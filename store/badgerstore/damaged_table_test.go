@@ -146,8 +146,8 @@ func textVersion(s string) int {
 // flipped inside version 2's block. Reading K must then fail with
 // store.ErrCorrupt naming the damaged table, and so must a scan over K's
 // prefix: never version 1 from the older table (what Badger did before:
-// it took the damaged block for the end of the table). Nothing is lost
-// meanwhile: the compactor, which fails on the damaged table, deleted
+// it took the damaged block for the end of the table). Written again, the
+// record reads back. Nothing is lost meanwhile: the compactor, which fails on the damaged table, deleted
 // neither table, and the older one is byte for byte what it was.
 func TestDamagedNewestVersion(t *testing.T) {
 	for _, k := range damagedKinds() {
@@ -234,6 +234,26 @@ func testDamagedNewestVersion(t *testing.T, k damagedKind) {
 	// The same again: the error is not a one-off (no cached block, no
 	// state left behind makes the second read fall through).
 	get("second get")
+
+	// The record written again (version 3) reads back, the damaged table
+	// still there: a table whose versions are all older than the one
+	// found is not read.
+	must(t, s.Update(ctx, func(tx store.Tx) error { return k.put(tx, 3) }))
+	// A later write, so that the read's timestamp is past version 3's and
+	// Badger looks below the memtable too.
+	must(t, s.Update(ctx, func(tx store.Tx) error {
+		return tx.PutTurn(fillConv, "later", store.Turn{Seqs: []uint64{1}, Stored: 1})
+	}))
+	err = s.View(ctx, func(r store.Reader) error {
+		v, err := k.get(r)
+		if err == nil && v != 3 {
+			t.Errorf("get after the record was written again: version %d, want 3", v)
+		}
+		return err
+	})
+	if err != nil {
+		t.Errorf("get after the record was written again: %v", err)
+	}
 	must(t, s.Close())
 
 	// Both tables are still there (a compaction over the damaged one

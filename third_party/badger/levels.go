@@ -1746,7 +1746,7 @@ func (s *levelsController) get(key []byte, maxVs y.ValueStruct, startLevel int) 
 		if h.level < startLevel {
 			continue
 		}
-		vs, err := h.get(key) // Calls h.RLock() and h.RUnlock().
+		vs, err := h.get(key, maxVs.Version) // Calls h.RLock() and h.RUnlock().
 		if err != nil {
 			// lossless patch: %w keeps the chain (table.ErrCorrupt).
 			return y.ValueStruct{}, fmt.Errorf("get key %q: %w", key, err)
