@@ -97,9 +97,10 @@ func (n *node) seek(key []byte) {
 	n.setKey()
 }
 
-func (mi *MergeIterator) fix() {
-	// lossless patch: an error below ends the merge (Valid is false, Err
-	// says why).
+// noteErr records the first error of the two iterators below and reports
+// whether there is one (lossless patch): an error below ends the merge
+// (Valid is false, Err says why).
+func (mi *MergeIterator) noteErr() bool {
 	if mi.err == nil {
 		if mi.left.err != nil {
 			mi.err = mi.left.err
@@ -107,7 +108,11 @@ func (mi *MergeIterator) fix() {
 			mi.err = mi.right.err
 		}
 	}
-	if mi.err != nil {
+	return mi.err != nil
+}
+
+func (mi *MergeIterator) fix() {
+	if mi.noteErr() { // lossless patch
 		return
 	}
 	if !mi.bigger().valid {
@@ -122,6 +127,9 @@ func (mi *MergeIterator) fix() {
 	case cmp == 0: // Both the keys are equal.
 		// In case of same keys, move the right iterator ahead.
 		mi.right.next()
+		if mi.noteErr() { // lossless patch
+			return
+		}
 		if &mi.right == mi.small {
 			mi.swapSmall()
 		}
