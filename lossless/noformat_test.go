@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/jackc/pgx/v5"
+	"github.com/lossless-engine/contextengine/third_party/badger"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/pgtest"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/lossless-engine/contextengine/third_party/badger"
 )
 
 // storeKeys returns every key and value of the Badger store in dir.

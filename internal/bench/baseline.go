@@ -10,8 +10,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/options"
+	"github.com/lossless-engine/contextengine/third_party/badger"
+	"github.com/lossless-engine/contextengine/third_party/badger/options"
 
 	"github.com/lossless-engine/contextengine/core"
 )

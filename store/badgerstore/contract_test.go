@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/lossless-engine/contextengine/third_party/badger"
 
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/storetest"

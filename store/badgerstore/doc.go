@@ -80,7 +80,13 @@
 //
 // Messages keep their records (below): a compressed body has zstd's frame
 // checksum; Badger checks a value-log value against its entry's CRC-32C
-// (Options.VerifyValueChecksum) and a table block against its own.
+// (Options.VerifyValueChecksum) and a table block against its own. A table
+// block that fails its checksum is store.ErrCorrupt naming the table file
+// and the block ("table 000012.sst: block 3: corrupt: checksum mismatch"),
+// for a Get and for a scan whose range reaches it: the patched Badger
+// (third_party/badger, PATCHES.md) never reads an older version of the
+// key from another table instead, and a compaction over the table fails,
+// keeping it. A record written again after the damage reads back.
 //
 // The JSON records are encoding/json of the store's types, whose fields and
 // tags are those of package lossless's records. The binary records (their

@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"iter"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/lossless-engine/contextengine/third_party/badger"
 
 	"github.com/lossless-engine/contextengine/store"
 )

@@ -9,7 +9,7 @@ import (
 	"iter"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/lossless-engine/contextengine/third_party/badger"
 
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
@@ -130,7 +130,9 @@ const (
 // is nil; reverse scans always pass seek: Badger's reverse Rewind with a
 // prefix finds nothing), decoding each with decode. The Badger iterator is
 // closed when the loop breaks; ctx is checked every 256 keys; an error is
-// yielded once, last. Values are not prefetched: item values are small
+// yielded once, last: a damaged table block under the prefix is
+// store.ErrCorrupt naming the table (the scan ends there, never going on
+// to older versions of the keys in another table). Values are not prefetched: item values are small
 // and inline in the tree, and a message read in place is copied once.
 func scan[T any](r *reader, prefix, seek []byte, reverse bool, decode func(kv *badger.Item) (T, step, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
@@ -168,6 +170,9 @@ func scan[T any](r *reader, prefix, seek []byte, reverse bool, decode func(kv *b
 				return
 			}
 		}
+		if err := it.Err(); err != nil {
+			yield(zero, wrapErr("scan", err))
+		}
 	}
 }
 
@@ -191,6 +196,9 @@ func (r *reader) HasData() (bool, error) {
 		if !bytes.Equal(it.Item().Key(), metaKey) {
 			return true, nil
 		}
+	}
+	if err := it.Err(); err != nil {
+		return false, wrapErr("scan for data", err)
 	}
 	return false, nil
 }
@@ -560,6 +568,9 @@ func (r *reader) ForkSnapshots() iter.Seq2[store.SubID, error] {
 				return
 			}
 			it.Seek(convPrefix(pForkItem, next))
+		}
+		if err := it.Err(); err != nil {
+			yield(store.SubID{}, wrapErr("scan fork snapshots", err))
 		}
 	}
 }

@@ -12,8 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger"
+	"github.com/lossless-engine/contextengine/third_party/badger/table"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 
 	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/store"
@@ -387,9 +388,14 @@ func wrapErr(op string, err error) error {
 		return fmt.Errorf("badgerstore: %s: %w", op, errEnded)
 	case noSpace(err):
 		return fmt.Errorf("badgerstore: %s: %w (%v)", op, store.ErrDiskFull, err)
+	case errors.Is(err, table.ErrCorrupt), errors.Is(err, y.ErrChecksumMismatch):
+		// A table block that fails its checksum or cannot be decoded (the
+		// patched Badger names the table file and the block: "table
+		// 000012.sst: block 3: corrupt: checksum mismatch (...)").
+		return fmt.Errorf("badgerstore: %s: %w: %v", op, store.ErrCorrupt, err)
 	case strings.Contains(err.Error(), y.ErrChecksumMismatch.Error()):
-		// A value-log entry or table block whose checksum fails (Badger's
-		// y.Wrap loses the chain, hence the text).
+		// A value-log entry whose checksum fails (Badger's y.Wrap loses the
+		// chain there, hence the text).
 		return fmt.Errorf("badgerstore: %s: %w (%v)", op, store.ErrCorrupt, err)
 	}
 	return fmt.Errorf("badgerstore: %s: %w", op, err)

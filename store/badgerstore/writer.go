@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/dgraph-io/badger/v4"
+	"github.com/lossless-engine/contextengine/third_party/badger"
 
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/store"
@@ -172,6 +172,9 @@ func (w *writer) deletePrefix(prefix []byte, what string) error {
 			if err := w.del(it.Item().KeyCopy(nil), what); err != nil {
 				return err
 			}
+		}
+		if err := it.Err(); err != nil {
+			return wrapErr("delete "+what, err)
 		}
 		return nil
 	})

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 // discardStats keeps track of the amount of data that could be discarded for

@@ -10,8 +10,8 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/dgraph-io/badger/v4/table"
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger/table"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 )
 
 type levelHandler struct {
@@ -305,13 +305,22 @@ func (s *levelHandler) getTableForKey(key []byte) ([]*table.Table, func() error)
 }
 
 // get returns value for a given key or the key after that. If not found, return nil.
-func (s *levelHandler) get(key []byte) (y.ValueStruct, error) {
+//
+// lossless patch: a table whose versions are all at or below found (the
+// version of the key already found in a memtable or a level above) cannot
+// hold a newer version and is not read (upstream read it, and kept the
+// newer of the two), so that a record written again after a damaged table
+// block reads back without touching the damaged block.
+func (s *levelHandler) get(key []byte, found uint64) (y.ValueStruct, error) {
 	tables, decr := s.getTableForKey(key)
 	keyNoTs := y.ParseKey(key)
 
 	hash := y.Hash(keyNoTs)
 	var maxVs y.ValueStruct
 	for _, th := range tables {
+		if found > 0 && th.MaxVersion() > 0 && th.MaxVersion() <= found {
+			continue // lossless patch
+		}
 		if th.DoesNotHave(hash) {
 			y.NumLSMBloomHitsAdd(s.db.opt.MetricsEnabled, s.strLevel, 1)
 			continue
@@ -323,6 +332,13 @@ func (s *levelHandler) get(key []byte) (y.ValueStruct, error) {
 		y.NumLSMGetsAdd(s.db.opt.MetricsEnabled, s.strLevel, 1)
 		it.Seek(key)
 		if !it.Valid() {
+			if err := it.Err(); err != nil {
+				// lossless patch: a damaged block is an error, not "the key
+				// is not in this table" (which read the next older version
+				// of the key, from a lower table).
+				_ = decr()
+				return y.ValueStruct{}, err
+			}
 			continue
 		}
 		if y.SameKey(key, it.Key()) {

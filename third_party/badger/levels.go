@@ -23,10 +23,10 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/dgraph-io/badger/v4/table"
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/pb"
+	"github.com/lossless-engine/contextengine/third_party/badger/table"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 type levelsController struct {
@@ -140,7 +140,7 @@ func newLevelsController(db *DB, mf *Manifest) (*levelsController, error) {
 			t, err := table.OpenTable(mf, topt)
 			if err != nil {
 				if strings.HasPrefix(err.Error(), "CHECKSUM_MISMATCH:") {
-					db.opt.Errorf(err.Error())
+					db.opt.Errorf("%s", err.Error()) // lossless patch: a constant format (go vet)
 					db.opt.Errorf("Ignoring table %s", mf.Fd.Name())
 					// Do not set rerr. We will continue without this table.
 				} else {
@@ -493,13 +493,22 @@ func (s *levelsController) runCompactor(id int, lc *z.Closer) {
 		return prios
 	}
 
+	// lossless patch: a compaction that meets a damaged table (it fails,
+	// keeping every table: see subcompact) pauses this compactor for a
+	// minute, with one error logged, instead of failing again and logging
+	// a warning every 50 ms.
+	var pauseUntil time.Time
 	run := func(p compactionPriority) bool {
 		err := s.doCompact(id, p)
-		switch err {
-		case nil:
+		switch {
+		case err == nil:
 			return true
-		case errFillTables:
+		case errors.Is(err, errFillTables):
 			// pass
+		case errors.Is(err, table.ErrCorrupt):
+			pauseUntil = time.Now().Add(time.Minute)
+			s.kv.opt.Errorf("[Compactor: %d] compaction stopped for a minute: a table is damaged "+
+				"(the tables are kept as they are): %v", id, err)
 		default:
 			s.kv.opt.Warningf("While running doCompact: %v\n", err)
 		}
@@ -545,6 +554,9 @@ func (s *levelsController) runCompactor(id int, lc *z.Closer) {
 		select {
 		// Can add a done channel or other stuff.
 		case <-ticker.C:
+			if time.Now().Before(pauseUntil) { // lossless patch
+				continue
+			}
 			count++
 			// Each ticker is 50ms so 50*200=10seconds.
 			if s.kv.opt.LmaxCompaction && id == 2 && count >= 200 {
@@ -673,8 +685,11 @@ func (s *levelsController) checkOverlap(tables []*table.Table, lev int) bool {
 // split the main compaction up into sub-compactions. Each sub-compaction runs
 // concurrently, only iterating over the provided key range, generating tables.
 // This speeds up the compaction significantly.
+//
+// lossless patch: it returns the error that ended it (y.IteratorErr: a
+// damaged table block), and then updates no discard statistics.
 func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
-	inflightBuilders *y.Throttle, res chan<- *table.Table) {
+	inflightBuilders *y.Throttle, res chan<- *table.Table) error {
 
 	// Check overlap of the top level with the levels which are not being
 	// compacted in this compaction.
@@ -912,8 +927,12 @@ func (s *levelsController) subcompact(it y.Iterator, kr keyRange, cd compactDef,
 			res <- tbl
 		}(builder, s.reserveFileID())
 	}
+	if err := y.IteratorErr(it); err != nil { // lossless patch
+		return fmt.Errorf("compaction of key range %s: %w", kr, err)
+	}
 	s.kv.vlog.updateDiscardStats(discardStats)
 	s.kv.opt.Debugf("Discard stats: %v", discardStats)
+	return nil
 }
 
 // compactBuildTables merges topTables and botTables to form a list of new tables.
@@ -969,10 +988,14 @@ func (s *levelsController) compactBuildTables(
 			return nil, nil, err
 		}
 		go func(kr keyRange) {
-			defer inflightBuilders.Done(nil)
 			it := table.NewMergeIterator(newIterator(), false)
-			defer it.Close()
-			s.subcompact(it, kr, cd, inflightBuilders, res)
+			err := s.subcompact(it, kr, cd, inflightBuilders, res)
+			_ = it.Close()
+			// lossless patch: a damaged table fails the compaction (its
+			// new tables are deleted below, the old ones kept), where
+			// upstream wrote new tables without the rest of the damaged
+			// table and deleted it.
+			inflightBuilders.Done(err)
 		}(kr)
 	}
 
@@ -1002,7 +1025,9 @@ func (s *levelsController) compactBuildTables(
 		// An error happened.  Delete all the newly created table files (by calling DecrRef
 		// -- we're the only holders of a ref).
 		_ = decrRefs(newTables)
-		return nil, nil, y.Wrapf(err, "while running compactions for: %+v", cd)
+		// lossless patch: %w keeps the chain (table.ErrCorrupt), and the
+		// message names the levels, not the whole compactDef.
+		return nil, nil, fmt.Errorf("compaction of level %d into level %d: %w", lev, cd.nextLevel.level, err)
 	}
 
 	sort.Slice(newTables, func(i, j int) bool {
@@ -1626,7 +1651,9 @@ func (s *levelsController) doCompact(id int, p compactionPriority) error {
 	span.SetAttributes(attribute.String("Compaction", fmt.Sprintf("%+v", cd)))
 	if err := s.runCompactDef(id, l, cd); err != nil {
 		// This compaction couldn't be done successfully.
-		s.kv.opt.Warningf("[Compactor: %d] LOG Compact FAILED with error: %+v: %+v", id, err, cd)
+		if !errors.Is(err, table.ErrCorrupt) { // lossless patch: runCompactor logs it, once a minute
+			s.kv.opt.Warningf("[Compactor: %d] LOG Compact FAILED with error: %+v: %+v", id, err, cd)
+		}
 		return err
 	}
 
@@ -1719,9 +1746,10 @@ func (s *levelsController) get(key []byte, maxVs y.ValueStruct, startLevel int) 
 		if h.level < startLevel {
 			continue
 		}
-		vs, err := h.get(key) // Calls h.RLock() and h.RUnlock().
+		vs, err := h.get(key, maxVs.Version) // Calls h.RLock() and h.RUnlock().
 		if err != nil {
-			return y.ValueStruct{}, y.Wrapf(err, "get key: %q", key)
+			// lossless patch: %w keeps the chain (table.ErrCorrupt).
+			return y.ValueStruct{}, fmt.Errorf("get key %q: %w", key, err)
 		}
 		if vs.Value == nil && vs.Meta == 0 {
 			continue

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 type oracle struct {
@@ -467,7 +467,8 @@ func (txn *Txn) Get(key []byte) (item *Item, rerr error) {
 	seek := y.KeyWithTs(key, txn.readTs)
 	vs, err := txn.db.get(seek)
 	if err != nil {
-		return nil, y.Wrapf(err, "DB::Get key: %q", key)
+		// lossless patch: %w keeps the chain (table.ErrCorrupt).
+		return nil, fmt.Errorf("DB::Get: %w", err)
 	}
 	if vs.Value == nil && vs.Meta == 0 {
 		return nil, ErrKeyNotFound

@@ -18,11 +18,11 @@ import (
 	"github.com/klauspost/compress/s2"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/dgraph-io/badger/v4/fb"
-	"github.com/dgraph-io/badger/v4/options"
-	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/fb"
+	"github.com/lossless-engine/contextengine/third_party/badger/options"
+	"github.com/lossless-engine/contextengine/third_party/badger/pb"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 const (

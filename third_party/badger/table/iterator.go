@@ -11,8 +11,8 @@ import (
 	"io"
 	"sort"
 
-	"github.com/dgraph-io/badger/v4/fb"
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger/fb"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 )
 
 type blockIterator struct {
@@ -196,6 +196,19 @@ func (itr *Iterator) Valid() bool {
 	return itr.err == nil
 }
 
+// Err returns the error that made the iterator invalid: a block of the
+// table that failed its checksum or could not be read or decoded (wrapping
+// ErrCorrupt, naming the table file and the block); nil while it is valid
+// or when it reached the table's end (lossless patch: upstream kept the
+// error to itself, and the merge iterator above took the table's end for
+// it, reading the next older version of a key from a lower table).
+func (itr *Iterator) Err() error {
+	if itr.err == io.EOF {
+		return nil
+	}
+	return itr.err
+}
+
 func (itr *Iterator) useCache() bool {
 	return itr.opt&NOCACHE == 0
 }
@@ -303,6 +316,9 @@ func (itr *Iterator) seek(key []byte) {
 func (itr *Iterator) seekForPrev(key []byte) {
 	// TODO: Optimize this. We shouldn't have to take a Prev step.
 	itr.seekFrom(key, origin)
+	if itr.Err() != nil {
+		return // lossless patch: prev would clear the error
+	}
 	if !bytes.Equal(itr.Key(), key) {
 		itr.prev()
 	}
@@ -480,6 +496,15 @@ func (s *ConcatIterator) Valid() bool {
 	return s.cur != nil && s.cur.Valid()
 }
 
+// Err returns the error of the current table's iterator (see
+// Iterator.Err; lossless patch).
+func (s *ConcatIterator) Err() error {
+	if s.cur == nil {
+		return nil
+	}
+	return s.cur.Err()
+}
+
 // Key implements y.Interface
 func (s *ConcatIterator) Key() []byte {
 	return s.cur.Key()
@@ -520,6 +545,12 @@ func (s *ConcatIterator) Next() {
 		// Nothing to do. Just stay with the current table.
 		return
 	}
+	if s.cur.Err() != nil {
+		// lossless patch: a damaged table ends the iteration with its
+		// error (upstream went on to the next table, skipping the rest of
+		// this one).
+		return
+	}
 	for { // In case there are empty tables.
 		if s.options&REVERSED == 0 {
 			s.setIdx(s.idx + 1)
@@ -531,7 +562,7 @@ func (s *ConcatIterator) Next() {
 			return
 		}
 		s.cur.Rewind()
-		if s.cur.Valid() {
+		if s.cur.Valid() || s.cur.Err() != nil { // lossless patch: stop at an error
 			break
 		}
 	}

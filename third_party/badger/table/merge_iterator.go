@@ -8,7 +8,7 @@ package table
 import (
 	"bytes"
 
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 )
 
 // MergeIterator merges multiple iterators.
@@ -20,12 +20,19 @@ type MergeIterator struct {
 
 	curKey  []byte
 	reverse bool
+
+	// err is the first error of an iterator below (lossless patch): the
+	// merge iterator is then not Valid, rather than going on with the
+	// other iterators (which would yield an older version of a key whose
+	// newest version is in the damaged table).
+	err error
 }
 
 type node struct {
 	valid bool
 	key   []byte
 	iter  y.Iterator
+	err   error // the iterator's error (y.IteratorErr; lossless patch)
 
 	// The two iterators are type asserted from `y.Iterator`, used to inline more function calls.
 	// Calling functions on concrete types is much faster (about 25-30%) than calling the
@@ -43,9 +50,11 @@ func (n *node) setIterator(iter y.Iterator) {
 }
 
 func (n *node) setKey() {
+	n.err = nil
 	switch {
 	case n.merge != nil:
-		n.valid = n.merge.small.valid
+		n.err = n.merge.err // lossless patch
+		n.valid = n.merge.small.valid && n.err == nil
 		if n.valid {
 			n.key = n.merge.small.key
 		}
@@ -53,11 +62,15 @@ func (n *node) setKey() {
 		n.valid = n.concat.Valid()
 		if n.valid {
 			n.key = n.concat.Key()
+		} else {
+			n.err = n.concat.Err() // lossless patch
 		}
 	default:
 		n.valid = n.iter.Valid()
 		if n.valid {
 			n.key = n.iter.Key()
+		} else {
+			n.err = y.IteratorErr(n.iter) // lossless patch
 		}
 	}
 }
@@ -84,7 +97,24 @@ func (n *node) seek(key []byte) {
 	n.setKey()
 }
 
+// noteErr records the first error of the two iterators below and reports
+// whether there is one (lossless patch): an error below ends the merge
+// (Valid is false, Err says why).
+func (mi *MergeIterator) noteErr() bool {
+	if mi.err == nil {
+		if mi.left.err != nil {
+			mi.err = mi.left.err
+		} else if mi.right.err != nil {
+			mi.err = mi.right.err
+		}
+	}
+	return mi.err != nil
+}
+
 func (mi *MergeIterator) fix() {
+	if mi.noteErr() { // lossless patch
+		return
+	}
 	if !mi.bigger().valid {
 		return
 	}
@@ -97,6 +127,9 @@ func (mi *MergeIterator) fix() {
 	case cmp == 0: // Both the keys are equal.
 		// In case of same keys, move the right iterator ahead.
 		mi.right.next()
+		if mi.noteErr() { // lossless patch
+			return
+		}
 		if &mi.right == mi.small {
 			mi.swapSmall()
 		}
@@ -155,6 +188,7 @@ func (mi *MergeIterator) setCurrent() {
 
 // Rewind seeks to first element (or last element for reverse iterator).
 func (mi *MergeIterator) Rewind() {
+	mi.err = nil // lossless patch: fix finds the iterators' errors again
 	mi.left.rewind()
 	mi.right.rewind()
 	mi.fix()
@@ -163,6 +197,7 @@ func (mi *MergeIterator) Rewind() {
 
 // Seek brings us to element with key >= given key.
 func (mi *MergeIterator) Seek(key []byte) {
+	mi.err = nil // lossless patch: fix finds the iterators' errors again
 	mi.left.seek(key)
 	mi.right.seek(key)
 	mi.fix()
@@ -171,7 +206,13 @@ func (mi *MergeIterator) Seek(key []byte) {
 
 // Valid returns whether the MergeIterator is at a valid element.
 func (mi *MergeIterator) Valid() bool {
-	return mi.small.valid
+	return mi.small.valid && mi.err == nil // lossless patch: && no error
+}
+
+// Err returns the first error of the iterators merged (see Iterator.Err),
+// which ended the merge; nil at its end (lossless patch).
+func (mi *MergeIterator) Err() error {
+	return mi.err
 }
 
 // Key returns the key associated with the current iterator.

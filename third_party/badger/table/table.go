@@ -25,12 +25,12 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/dgraph-io/badger/v4/fb"
-	"github.com/dgraph-io/badger/v4/options"
-	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/dgraph-io/badger/v4/y"
-	"github.com/dgraph-io/ristretto/v2"
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/badger/fb"
+	"github.com/lossless-engine/contextengine/third_party/badger/options"
+	"github.com/lossless-engine/contextengine/third_party/badger/pb"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
+	"github.com/lossless-engine/contextengine/third_party/ristretto"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 const fileSuffix = ".sst"
@@ -398,7 +398,8 @@ func (t *Table) initBiggestAndSmallest() error {
 	defer it2.Close()
 	it2.Rewind()
 	if !it2.Valid() {
-		return y.Wrapf(it2.err, "failed to initialize biggest for table %s", t.Filename())
+		// lossless patch: %w keeps the chain (ErrCorrupt).
+		return fmt.Errorf("failed to initialize biggest for table %s: %w", t.Filename(), it2.err)
 	}
 	t.biggest = y.Copy(it2.Key())
 	return nil
@@ -521,6 +522,17 @@ func (t *Table) offsets(ko *fb.BlockOffset, i int) bool {
 	return t.fetchIndex().Offsets(ko, i)
 }
 
+// ErrCorrupt is wrapped by the error of a table block that fails its
+// checksum or cannot be read or decoded (lossless patch). The error names
+// the table file and the block: "table 000012.sst: block 3: corrupt:
+// checksum mismatch (...)".
+var ErrCorrupt = errors.New("corrupt")
+
+// blockErr names table t's file and block idx in err (lossless patch).
+func (t *Table) blockErr(idx int, err error) error {
+	return fmt.Errorf("table %s: block %d: %w", filepath.Base(t.Filename()), idx, err)
+}
+
 // block function return a new block. Each block holds a ref and the byte
 // slice stored in the block will be reused when the ref becomes zero. The
 // caller should release the block by calling block.decrRef() on it.
@@ -549,62 +561,77 @@ func (t *Table) block(idx int, useCache bool) (*Block, error) {
 	defer blk.decrRef() // Deal with any errors, where blk would not be returned.
 	NumBlocks.Add(1)
 
+	// lossless patch: every error names the table file and the block
+	// (blockErr), and a block is checked against its checksum before any of
+	// its offsets is used, so that a damaged block is ErrCorrupt, never a
+	// slice out of range (upstream read the entry count and offsets first).
 	var err error
 	if blk.data, err = t.read(blk.offset, int(ko.Len())); err != nil {
-		return nil, y.Wrapf(err,
-			"failed to read from file: %s at offset: %d, len: %d",
-			t.Filename(), blk.offset, ko.Len())
+		return nil, t.blockErr(idx, fmt.Errorf("%w: read at offset %d, length %d: %w", ErrCorrupt, blk.offset, ko.Len(), err))
 	}
 
 	if t.shouldDecrypt() {
 		// Decrypt the block if it is encrypted.
 		if blk.data, err = t.decrypt(blk.data, true); err != nil {
-			return nil, err
+			return nil, t.blockErr(idx, err)
 		}
 		// blk.data is allocated via Calloc. So, do free.
 		blk.freeMe = true
 	}
 
 	if err = t.decompress(blk); err != nil {
-		return nil, y.Wrapf(err,
-			"failed to decode compressed data in file: %s at offset: %d, len: %d",
-			t.Filename(), blk.offset, ko.Len())
+		return nil, t.blockErr(idx, fmt.Errorf("%w: decompress at offset %d, length %d: %w", ErrCorrupt, blk.offset, ko.Len(), err))
 	}
 
 	// Read meta data related to block.
+	if len(blk.data) < 4 {
+		return nil, t.blockErr(idx, fmt.Errorf("%w: %d bytes, too short for its checksum length", ErrCorrupt, len(blk.data)))
+	}
 	readPos := len(blk.data) - 4 // First read checksum length.
 	blk.chkLen = int(y.BytesToU32(blk.data[readPos : readPos+4]))
 
 	// Checksum length greater than block size could happen if the table was compressed and
 	// it was opened with an incorrect compression algorithm (or the data was corrupted).
-	if blk.chkLen > len(blk.data) {
-		return nil, errors.New("invalid checksum length. Either the data is " +
-			"corrupted or the table options are incorrectly set")
+	if blk.chkLen > readPos-4 {
+		return nil, t.blockErr(idx, fmt.Errorf("%w: checksum length %d in a block of %d bytes (the data is "+
+			"corrupted or the table options are incorrectly set)", ErrCorrupt, blk.chkLen, len(blk.data)))
 	}
 
 	// Read checksum and store it
 	readPos -= blk.chkLen
 	blk.checksum = blk.data[readPos : readPos+blk.chkLen]
+	// The checksum is calculated for actual data + entry index + index length.
+	// Verify it (ChkMode OnBlockRead or OnTableAndBlockRead) before reading
+	// the entry count and offsets it covers.
+	if t.opt.ChkMode == options.OnBlockRead || t.opt.ChkMode == options.OnTableAndBlockRead {
+		cs := &pb.Checksum{}
+		if err := proto.Unmarshal(blk.checksum, cs); err != nil {
+			return nil, t.blockErr(idx, fmt.Errorf("%w: its checksum cannot be decoded: %w", ErrCorrupt, err))
+		}
+		if err := y.VerifyChecksum(blk.data[:readPos], cs); err != nil {
+			return nil, t.blockErr(idx, fmt.Errorf("%w: %w", ErrCorrupt, err))
+		}
+	}
 	// Move back and read numEntries in the block.
 	readPos -= 4
 	numEntries := int(y.BytesToU32(blk.data[readPos : readPos+4]))
 	entriesIndexStart := readPos - (numEntries * 4)
+	if numEntries <= 0 || entriesIndexStart < 0 {
+		return nil, t.blockErr(idx, fmt.Errorf("%w: %d entries in a block of %d bytes", ErrCorrupt, numEntries, len(blk.data)))
+	}
 	entriesIndexEnd := entriesIndexStart + numEntries*4
 
 	blk.entryOffsets = y.BytesToU32Slice(blk.data[entriesIndexStart:entriesIndexEnd])
+	for i, off := range blk.entryOffsets {
+		if int(off) >= entriesIndexStart || (i > 0 && off <= blk.entryOffsets[i-1]) {
+			return nil, t.blockErr(idx, fmt.Errorf("%w: entry %d at offset %d of %d", ErrCorrupt, i, off, entriesIndexStart))
+		}
+	}
 
 	blk.entriesIndexStart = entriesIndexStart
 
 	// Drop checksum and checksum length.
-	// The checksum is calculated for actual data + entry index + index length
 	blk.data = blk.data[:readPos+4]
-
-	// Verify checksum on if checksum verification mode is OnRead on OnStartAndRead.
-	if t.opt.ChkMode == options.OnBlockRead || t.opt.ChkMode == options.OnTableAndBlockRead {
-		if err = blk.verifyCheckSum(); err != nil {
-			return nil, err
-		}
-	}
 
 	blk.incrRef()
 	if useCache && t.opt.BlockCache != nil {
@@ -707,8 +734,9 @@ func (t *Table) VerifyChecksum() error {
 	for i := 0; i < ti.OffsetsLength(); i++ {
 		b, err := t.block(i, true)
 		if err != nil {
-			return y.Wrapf(err, "checksum validation failed for table: %s, block: %d, offset:%d",
-				t.Filename(), i, b.offset)
+			// lossless patch: b is nil here (upstream read b.offset: a nil
+			// dereference); block's error names the table and the block.
+			return fmt.Errorf("checksum validation failed: %w", err)
 		}
 		// We should not call incrRef here, because the block already has one ref when created.
 		defer b.decrRef()
@@ -716,9 +744,8 @@ func (t *Table) VerifyChecksum() error {
 		// on block, verification would be done while reading block itself.
 		if !(t.opt.ChkMode == options.OnBlockRead || t.opt.ChkMode == options.OnTableAndBlockRead) {
 			if err = b.verifyCheckSum(); err != nil {
-				return y.Wrapf(err,
-					"checksum validation failed for table: %s, block: %d, offset:%d",
-					t.Filename(), i, b.offset)
+				// lossless patch: the chain kept, as block's errors.
+				return t.blockErr(i, fmt.Errorf("%w: checksum validation failed at offset %d: %w", ErrCorrupt, b.offset, err))
 			}
 		}
 	}

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dgraph-io/badger/v4/pb"
-	"github.com/dgraph-io/badger/v4/y"
+	"github.com/lossless-engine/contextengine/third_party/badger/pb"
+	"github.com/lossless-engine/contextengine/third_party/badger/y"
 )
 
 type node struct {
@@ -97,7 +97,7 @@ func (t *Trie) Add(prefix []byte, id uint64) {
 	m := pb.Match{
 		Prefix: prefix,
 	}
-	y.Check(t.AddMatch(m, id))
+	y.Check(t.AddMatch(&m, id))
 }
 
 // AddMatch allows you to send in a prefix match, with "holes" in the prefix. The holes are
@@ -107,7 +107,10 @@ func (t *Trie) Add(prefix []byte, id uint64) {
 //
 // Consider a prefix = "aaaa". If the IgnoreBytes is set to "0, 2", then along with key "aaaa...",
 // a key "baba..." would also match.
-func (t *Trie) AddMatch(m pb.Match, id uint64) error {
+//
+// lossless patch: m is a pointer (upstream: a value, which go vet's copylocks
+// check flags now that this package is vetted as part of the lossless module).
+func (t *Trie) AddMatch(m *pb.Match, id uint64) error {
 	return t.fix(m, id, set)
 }
 
@@ -116,7 +119,7 @@ const (
 	del
 )
 
-func (t *Trie) fix(m pb.Match, id uint64, op int) error {
+func (t *Trie) fix(m *pb.Match, id uint64, op int) error { // lossless patch: m is a pointer
 	curNode := t.root
 
 	ignore, err := parseIgnoreBytes(m.IgnoreBytes)
@@ -224,10 +227,13 @@ func removeEmpty(curNode *node) bool {
 
 // Delete will delete the id if the id exist in the given index path.
 func (t *Trie) Delete(prefix []byte, id uint64) error {
-	return t.DeleteMatch(pb.Match{Prefix: prefix}, id)
+	return t.DeleteMatch(&pb.Match{Prefix: prefix}, id)
 }
 
-func (t *Trie) DeleteMatch(m pb.Match, id uint64) error {
+// DeleteMatch removes the id from the index path of m.
+//
+// lossless patch: m is a pointer, as for AddMatch.
+func (t *Trie) DeleteMatch(m *pb.Match, id uint64) error {
 	if err := t.fix(m, id, del); err != nil {
 		return err
 	}

@@ -7,11 +7,12 @@ package y
 
 import (
 	stderrors "errors"
+	"fmt"
 	"hash/crc32"
 
 	"github.com/cespare/xxhash/v2"
 
-	"github.com/dgraph-io/badger/v4/pb"
+	"github.com/lossless-engine/contextengine/third_party/badger/pb"
 )
 
 // ErrChecksumMismatch is returned at checksum mismatch.
@@ -33,7 +34,9 @@ func CalculateChecksum(data []byte, ct pb.Checksum_Algorithm) uint64 {
 func VerifyChecksum(data []byte, expected *pb.Checksum) error {
 	actual := CalculateChecksum(data, expected.Algo)
 	if actual != expected.Sum {
-		return Wrapf(ErrChecksumMismatch, "actual: %d, expected: %d", actual, expected.Sum)
+		// lossless patch: %w keeps ErrChecksumMismatch for errors.Is (Wrapf
+		// formats it into the text).
+		return fmt.Errorf("%w (actual %d, expected %d)", ErrChecksumMismatch, actual, expected.Sum)
 	}
 	return nil
 }

@@ -82,3 +82,21 @@ type Iterator interface {
 	// All iterators should be closed so that file garbage collection works.
 	Close() error
 }
+
+// ErrIterator is an Iterator that can fail (lossless patch): a table
+// iterator whose block fails its checksum or cannot be decoded, and the
+// concat and merge iterators over such iterators. Such an iterator is not
+// Valid after the failure, and Err says why; Err is nil when it is not
+// Valid because it reached its end.
+type ErrIterator interface {
+	Err() error
+}
+
+// IteratorErr returns it's error when it is an ErrIterator, else nil
+// (lossless patch).
+func IteratorErr(it Iterator) error {
+	if e, ok := it.(ErrIterator); ok {
+		return e.Err()
+	}
+	return nil
+}

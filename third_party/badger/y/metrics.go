@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	BADGER_METRIC_PREFIX = "badger_"
+	BADGER_METRIC_PREFIX = "lossless_badger_" // lossless patch: upstream "badger_" (expvar panics on a name published twice: a program linking upstream Badger too)
 )
 
 var (

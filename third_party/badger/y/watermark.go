@@ -10,7 +10,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/lossless-engine/contextengine/third_party/ristretto/z"
 )
 
 type uint64Heap []uint64
