@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	badger "github.com/dgraph-io/badger/v4"
+	badger "github.com/lossless-engine/contextengine/third_party/badger"
 )
 
 // TestDoctorNoFormatRecord: issue 37 point 2b. A store holding data whose
