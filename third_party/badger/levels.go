@@ -52,6 +52,11 @@ func revertToManifest(kv *DB, mf *Manifest, idMap map[uint64]struct{}) error {
 	}
 
 	// 2. Delete files that shouldn't exist.
+	// lossless patch: never on a read-only open, which must change no
+	// file (the tables are only left unread).
+	if kv.opt.ReadOnly {
+		return nil
+	}
 	for id := range idMap {
 		if _, ok := mf.Tables[id]; !ok {
 			kv.opt.Debugf("Table file %d not referenced in MANIFEST\n", id)

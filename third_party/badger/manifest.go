@@ -403,8 +403,21 @@ func ReplayManifestFile(fp *os.File, extMagic uint16, opt Options) (Manifest, in
 				length, stat.Size())
 		}
 		var buf = make([]byte, length)
-		if _, err := io.ReadFull(&r, buf); err != nil {
+		if n, err := io.ReadFull(&r, buf); err != nil {
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				// lossless patch: a torn tail (the last change set cut
+				// short by a crash) is truncated away, as upstream does.
+				// A damaged length field reads the same way, but then
+				// the whole change set is still there: some prefix of
+				// what follows has its checksum. Truncating there would
+				// drop every later change set and delete the tables
+				// only they list, so it is refused instead.
+				if at := crcPrefix(buf[:n], y.BytesToU32(lenCrcBuf[4:8])); at >= 0 {
+					return Manifest{}, 0, fmt.Errorf("MANIFEST: change set at offset %d says %d bytes, "+
+						"but its checksum matches its first %d of the %d bytes after it: "+
+						"its length is damaged, not cut short by a crash: %w",
+						offset, length, at, n, errBadChecksum)
+				}
 				break
 			}
 			return Manifest{}, 0, err
@@ -489,4 +502,22 @@ func newDeleteChange(id uint64) *pb.ManifestChange {
 		Id: id,
 		Op: pb.ManifestChange_DELETE,
 	}
+}
+
+// crcPrefix returns the length of the shortest prefix of b whose CRC-32C
+// is crc, or -1 when none has it (lossless patch). The empty prefix counts:
+// an empty change set's checksum is 0, and a crash cannot cut short a
+// change set that has no bytes.
+func crcPrefix(b []byte, crc uint32) int {
+	if crc == 0 { // the CRC-32C of nothing
+		return 0
+	}
+	var sum uint32
+	for i := range b {
+		sum = crc32.Update(sum, y.CastagnoliCrcTable, b[i:i+1])
+		if sum == crc {
+			return i + 1
+		}
+	}
+	return -1
 }
