@@ -98,7 +98,9 @@ type failingReader struct {
 	err error
 }
 
-func (r failingReader) Summary(store.ConvID, string) (dag.Summary, error) { return dag.Summary{}, r.err }
+func (r failingReader) Summary(store.ConvID, string) (dag.Summary, error) {
+	return dag.Summary{}, r.err
+}
 
 // readPort is a fakePort whose View reads a memstore through a reader
 // that fails with err.
