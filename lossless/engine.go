@@ -12,6 +12,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/dirs"
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -86,8 +87,9 @@ type Engine struct {
 	// retention is the automatic retention pass (port_retention.go).
 	retention *retentionLoop
 
-	// space caches the store filesystem's free space (space.go).
-	space spaceState
+	// space is the free-space guard of the store's directory (space.go;
+	// nil without a directory).
+	space *diskspace.Guard
 }
 
 var (
@@ -133,13 +135,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		// Badger maps a new memtable as it opens for writing: on a full
 		// disk that is a SIGBUS, so look first (space.go).
-		probe := &Engine{cfg: newEngineConfig(cfg)}
+		probeCfg := newEngineConfig(cfg)
+		probe := &Engine{cfg: probeCfg, space: newSpaceGuard(&probeCfg)}
 		if err := probe.checkSpace(); err != nil {
 			// The directories made for the store go again: an empty one
 			// left behind would be "no store here" to the commands that
 			// read.
 			err = fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
-			if size, serr := sizeBytes(cfg.StoreDir); serr == nil && size < probe.spaceReserve() {
+			if size, serr := diskspace.Size(cfg.StoreDir); serr == nil && size < probe.space.Reserve() {
 				// Freeing space cannot help there.
 				err = fmt.Errorf("%w; its filesystem holds only %d MiB in all: put the store on a larger one", err, size>>20)
 			}
@@ -240,6 +243,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 	}
 	e := &Engine{cfg: newEngineConfig(cfg), st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
 		budgets: newBudgetTable(cfg.HostRequest)}
+	e.space = newSpaceGuard(&e.cfg)
 	e.lru = newStateCache(e)
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
 	if err := e.checkFormat(); err != nil {

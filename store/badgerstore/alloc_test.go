@@ -170,10 +170,8 @@ func diskFillingWhileOpen(t *testing.T, perTxn, size int) {
 	ctx := context.Background()
 	mnt := testutil.Tmpfs(t, 48)
 	dir := filepath.Join(mnt, "store")
-	saved := freeSpace
-	t.Cleanup(func() { freeSpace = saved })
-	freeSpace = func(string) (uint64, error) { return 1 << 40, nil } // the guard sees room
-	s, err := Open(ctx, Options{Dir: dir})
+	roomy := func(string) (uint64, error) { return 1 << 40, nil } // the guard sees room
+	s, err := Open(ctx, Options{Dir: dir, FreeSpace: roomy})
 	must(t, err)
 	filler := filepath.Join(mnt, "filler")
 	testutil.FillDisk(t, filler)
@@ -226,7 +224,7 @@ func diskFillingWhileOpen(t *testing.T, perTxn, size int) {
 	check(s, "on the full disk")
 	must(t, os.Remove(filler))
 	must(t, s.Close())
-	s = openTest(t, Options{Dir: dir})
+	s = openTest(t, Options{Dir: dir, FreeSpace: roomy})
 	check(s, "reopened with space freed")
 	update(t, s, func(tx store.Tx) error { return tx.PutMessage(gConv, testMessage(seq+1, "after")) })
 	t.Logf("%d Updates acknowledged (%d KiB) before the disk was full", acked/uint64(perTxn), acked*uint64(size)>>10)

@@ -42,6 +42,11 @@ type Options struct {
 	IndexCacheSize int64
 	// NumMemtables: default 2.
 	NumMemtables int
+
+	// FreeSpace, when set, replaces the lookup of the free bytes of the
+	// filesystem holding Dir that the disk-space guard makes (space.go):
+	// tests make a disk look full, or roomy, with it.
+	FreeSpace func(dir string) (uint64, error)
 }
 
 // Defaults of Options (those of lossless.DefaultConfig's Badger section:
