@@ -291,11 +291,14 @@ func (s *Store) Sync(ctx context.Context) error {
 // store is open for writing this includes the value and memtable logs
 // Badger allocated ahead (their apparent size is larger still: Badger
 // sizes a value log at twice valueLogFileSize).
-func (s *Store) Size() (int64, error) {
+func (s *Store) Size(ctx context.Context) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.exit()
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("badgerstore: size: %w", err)
+	}
 	return DirBytes(s.opts.Dir)
 }
 

@@ -670,7 +670,7 @@ func TestClose(t *testing.T) {
 	_, err = s.NewBatch(ctx)
 	wantErr(t, "new batch", err, store.ErrClosed)
 	wantErr(t, "sync", s.Sync(ctx), store.ErrClosed)
-	_, err = s.Size()
+	_, err = s.Size(ctx)
 	wantErr(t, "size", err, store.ErrClosed)
 	wantErr(t, "open batch write", open.PutMeta(store.Meta{}), store.ErrClosed)
 	wantErr(t, "open batch flush", open.Flush(), store.ErrClosed)
@@ -1056,7 +1056,7 @@ func TestSyncSize(t *testing.T) {
 		return nil
 	})
 	must(t, s.Sync(ctx))
-	n, err := s.Size()
+	n, err := s.Size(ctx)
 	must(t, err)
 	if n <= 0 {
 		t.Errorf("Size %d after writing 200 KB", n)
