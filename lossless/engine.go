@@ -12,6 +12,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/dirs"
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -86,8 +87,9 @@ type Engine struct {
 	// retention is the automatic retention pass (port_retention.go).
 	retention *retentionLoop
 
-	// space caches the store filesystem's free space (space.go).
-	space spaceState
+	// space is the free-space guard of the store's directory (space.go;
+	// nil without a directory).
+	space *diskspace.Guard
 }
 
 var (
@@ -133,13 +135,14 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		// Badger maps a new memtable as it opens for writing: on a full
 		// disk that is a SIGBUS, so look first (space.go).
-		probe := &Engine{cfg: newEngineConfig(cfg)}
+		probeCfg := newEngineConfig(cfg)
+		probe := &Engine{cfg: probeCfg, space: newSpaceGuard(&probeCfg)}
 		if err := probe.checkSpace(); err != nil {
 			// The directories made for the store go again: an empty one
 			// left behind would be "no store here" to the commands that
 			// read.
 			err = fmt.Errorf("lossless: open %s for writing: %w (commands that only read still work)", cfg.StoreDir, err)
-			if size, serr := sizeBytes(cfg.StoreDir); serr == nil && size < probe.spaceReserve() {
+			if size, serr := diskspace.Size(cfg.StoreDir); serr == nil && size < probe.space.Reserve() {
 				// Freeing space cannot help there.
 				err = fmt.Errorf("%w; its filesystem holds only %d MiB in all: put the store on a larger one", err, size>>20)
 			}
@@ -165,21 +168,23 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if rec != nil {
 		// A directory store with its own search: as OpenStore's.
-		e, err := openEngine(ctx, cfg, st, cfg.StoreDir, func(e *Engine) *recaller {
+		e, err := openEngine(ctx, cfg, st, cfg.StoreDir, func(_ context.Context, e *Engine) (*recaller, error) {
 			if e.cfg.ReadOnly || !e.cfg.RecallEnabled() {
 				rec.Close()
-				return nil
+				return nil, nil
 			}
-			return e.storeRecall(rec)
+			return e.storeRecall(rec), nil
 		})
 		if err != nil {
 			rec.Close()
 		}
 		return e, err
 	}
-	var recall func(*Engine) *recaller
+	var recall func(context.Context, *Engine) (*recaller, error)
 	if !cfg.ReadOnly && cfg.RecallEnabled() {
-		recall = (*Engine).openRecallOrLog // Bleve, in <StoreDir>/index (recall.go)
+		recall = func(ctx context.Context, e *Engine) (*recaller, error) {
+			return e.openRecallOrLog(ctx) // Bleve, in <StoreDir>/index (recall.go)
+		}
 	}
 	return openEngine(ctx, cfg, st, cfg.StoreDir, recall)
 }
@@ -207,14 +212,14 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 		closeAll()
 		return nil, err
 	}
-	var open func(*Engine) *recaller
+	var open func(context.Context, *Engine) (*recaller, error)
 	if rec != nil {
-		open = func(e *Engine) *recaller {
+		open = func(_ context.Context, e *Engine) (*recaller, error) {
 			if e.cfg.ReadOnly || !e.cfg.RecallEnabled() {
 				rec.Close()
-				return nil
+				return nil, nil
 			}
-			return e.storeRecall(rec) // the store's own search (recall.OverStore)
+			return e.storeRecall(rec), nil // the store's own search (recall.OverStore)
 		}
 	}
 	e, err := openEngine(ctx, cfg, st, storeName(cfg), open)
@@ -227,8 +232,9 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 // openEngine opens the engine on st (closed on failure), named where in
 // errors; openRecall opens its recall index (nil: none) once the store is
 // checked, before any write, so that the generation the index counts from
-// is exact.
-func openEngine(ctx context.Context, cfg Config, st store.Store, where string, openRecall func(*Engine) *recaller) (*Engine, error) {
+// is exact (its error, when ctx ended it, fails the open: it owns nothing
+// then).
+func openEngine(ctx context.Context, cfg Config, st store.Store, where string, openRecall func(context.Context, *Engine) (*recaller, error)) (*Engine, error) {
 	if cfg.ReadOnly {
 		off := false
 		cfg.Recall.Enabled = &off // the index is written as it is read
@@ -240,16 +246,20 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 	}
 	e := &Engine{cfg: newEngineConfig(cfg), st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
 		budgets: newBudgetTable(cfg.HostRequest)}
+	e.space = newSpaceGuard(&e.cfg)
 	e.lru = newStateCache(e)
 	e.locker, _ = st.(store.Locker) // shared by several processes (store.go)
-	if err := e.checkFormat(); err != nil {
+	if err := e.checkFormat(ctx); err != nil {
 		st.Close()
 		return nil, err
 	}
 	// The parts, in dependency order: a compaction indexes the summaries it
 	// makes, so the recall index opens first (and closes last).
 	if openRecall != nil {
-		e.recall = openRecall(e)
+		if e.recall, err = openRecall(ctx, e); err != nil {
+			st.Close()
+			return nil, err
+		}
 	}
 	e.compaction = newCompactionState(cfg) // port_orchestrate.go
 	if cfg.ReadOnly {

@@ -72,7 +72,7 @@ var ErrNoFormat = errors.New("lossless: the store's format record is missing or 
 // into a mapped page of a full filesystem is a SIGBUS that kills the
 // process, not an error. So the engine looks before it writes: a write
 // needs at least the space Badger may map for the next memtable and value
-// log file (spaceReserve). The store (badgerstore) has the same guard of
-// its own; the engine's stays in front of it while the store offers tests
-// no way to replace its free-space lookup (Config.hooks.freeSpace).
+// log file (diskspace.Reserve). The store (badgerstore) guards its writes
+// with the same guard (package internal/diskspace); the engine's stays in
+// front of it, and looks before Open maps anything.
 var ErrDiskFull = store.ErrDiskFull

@@ -22,7 +22,8 @@ type testHooks struct {
 	// retainBeforeDelete runs between a retention decision and the
 	// deletion.
 	retainBeforeDelete func()
-	// freeSpace replaces freeBytes, the free-space lookup of checkSpace.
+	// freeSpace replaces diskspace.Free, the free-space lookup of
+	// checkSpace (read at each look: it may be set on an open engine).
 	freeSpace func(dir string) (uint64, error)
 	// catchUpEvery replaces defaultCatchUpEvery (0: the default).
 	catchUpEvery time.Duration

@@ -1,6 +1,8 @@
 package lossless
 
 import (
+	"context"
+
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/internal/confhooks"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
@@ -42,7 +44,9 @@ const posStep = records.PosStep
 
 // storeGeneration counts what the index holds when up to date: messages
 // plus summaries over all conversations (recall.StoreGeneration).
-func (e *Engine) storeGeneration() (uint64, error) { return recall.StoreGeneration(e.st) }
+func (e *Engine) storeGeneration() (uint64, error) {
+	return recall.StoreGeneration(context.Background(), e.st)
+}
 
 // Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
 func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }

@@ -102,7 +102,7 @@ func (p inspectPort) DAG(c store.ConvID, agent string) dag.Store {
 func (inspectPort) Retiring(c store.ConvID, sessionID string) error { return retiringErr(c, sessionID) }
 
 // Size is the store's size on disk.
-func (p inspectPort) Size() (int64, error) { return p.e.st.Size() }
+func (p inspectPort) Size(ctx context.Context) (int64, error) { return p.e.st.Size(ctx) }
 
 // IndexDir is the recall index's directory, "" without a store directory.
 func (p inspectPort) IndexDir() string {

@@ -85,10 +85,10 @@ func (s *countingStore) NewBatch(ctx context.Context) (store.Batch, error) {
 	return s.st.NewBatch(ctx)
 }
 
-func (s *countingStore) MaxTxnBytes() int64             { return s.st.MaxTxnBytes() }
-func (s *countingStore) Sync(ctx context.Context) error { return s.st.Sync(ctx) }
-func (s *countingStore) Size() (int64, error)           { return s.st.Size() }
-func (s *countingStore) Close() error                   { return s.st.Close() }
+func (s *countingStore) MaxTxnBytes() int64                      { return s.st.MaxTxnBytes() }
+func (s *countingStore) Sync(ctx context.Context) error          { return s.st.Sync(ctx) }
+func (s *countingStore) Size(ctx context.Context) (int64, error) { return s.st.Size(ctx) }
+func (s *countingStore) Close() error                            { return s.st.Close() }
 
 // EncodeMessage is the backend's (nil without one: PutMessage encodes).
 func (s *countingStore) EncodeMessage(m store.Message) []byte {

@@ -73,14 +73,18 @@ type recaller = recall.Index
 
 // openRecallOrLog opens the recall index for Open, before any write, so
 // that the generation it counts from is exact; nil when it cannot be opened
-// (logged; the engine works without recall).
-func (e *Engine) openRecallOrLog() *recaller {
-	r, err := recall.OpenBleve(e.indexDir(), e.st, e.indexOptions())
+// (logged; the engine works without recall). Its error is ctx's, when ctx
+// ended the open (Open fails with it).
+func (e *Engine) openRecallOrLog(ctx context.Context) (*recaller, error) {
+	r, err := recall.OpenBleve(ctx, e.indexDir(), e.st, e.indexOptions())
 	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("lossless: open the recall index: %w", err)
+		}
 		slog.Error("lossless: recall index unavailable", "dir", e.indexDir(), "err", err)
-		return nil
+		return nil, nil
 	}
-	return r
+	return r, nil
 }
 
 // storeRecall is the recall state over a store's own search (OpenStore;

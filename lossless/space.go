@@ -2,23 +2,26 @@ package lossless
 
 import (
 	"fmt"
-	"sync"
-	"time"
+
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 )
 
-// spaceState caches the filesystem's free space for a second.
-type spaceState struct {
-	mu      sync.Mutex
-	checked time.Time
-	free    uint64
-	err     error
-}
-
-// spaceReserve is the free space a write needs: two memtables, two value
-// log files (Badger maps a new one at twice its size) and a margin.
-func (e *Engine) spaceReserve() uint64 {
-	b := e.cfg.Badger
-	return uint64(2*b.MemTableSize+2*b.ValueLogFileSize) + 16<<20
+// newSpaceGuard returns the free-space guard of an engine opened with cfg
+// (package internal/diskspace's, as the store's): nil, refusing nothing,
+// for a store without a directory (one opened with OpenStore guards
+// itself). Its lookup is the tests' hooks.freeSpace when cfg.hooks sets it
+// at the time of the look, the filesystem's otherwise.
+func newSpaceGuard(cfg *engineConfig) *diskspace.Guard {
+	if cfg.StoreDir == "" {
+		return nil
+	}
+	b := cfg.Badger
+	return diskspace.NewGuard(cfg.StoreDir, diskspace.Reserve(b.MemTableSize, b.ValueLogFileSize), func(dir string) (uint64, error) {
+		if hook := cfg.hooks.freeSpace; hook != nil {
+			return hook(dir)
+		}
+		return diskspace.Free(dir)
+	})
 }
 
 // CheckSpace returns an error wrapping ErrDiskFull when the store's
@@ -30,29 +33,11 @@ func (e *Engine) spaceReserve() uint64 {
 func (e *Engine) CheckSpace() error { return e.checkSpace() }
 
 // checkSpace returns an error wrapping ErrDiskFull when the store's
-// filesystem has less than spaceReserve free (looked up at most once a
+// filesystem has less than the reserve free (looked up at most once a
 // second; a filesystem whose free space cannot be read is not refused).
 func (e *Engine) checkSpace() error {
-	if e.cfg.StoreDir == "" {
-		return nil // a store without a directory (OpenStore) guards itself
-	}
-	s := &e.space
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if time.Since(s.checked) > time.Second {
-		free := freeBytes
-		if hook := e.cfg.hooks.freeSpace; hook != nil {
-			free = hook
-		}
-		s.free, s.err = free(e.cfg.StoreDir)
-		s.checked = time.Now()
-	}
-	if s.err != nil {
-		return nil
-	}
-	if need := e.spaceReserve(); s.free < need {
-		return fmt.Errorf("lossless: %w: %s has %d MiB free, writes need %d MiB (free some space; everything stored stays readable)",
-			ErrDiskFull, e.cfg.StoreDir, s.free>>20, need>>20)
+	if err := e.space.Check(); err != nil {
+		return fmt.Errorf("lossless: %w: %w", ErrDiskFull, err)
 	}
 	return nil
 }

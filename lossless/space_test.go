@@ -50,7 +50,7 @@ func TestDiskFullRefusesEveryWrite(t *testing.T) {
 		}
 		return 1 << 40, nil
 	}
-	e.space.checked = e.space.checked.AddDate(-1, 0, 0) // look again now
+	e.space.Expire() // look again now
 	before := storeDigest(t, e)
 
 	linesA[6] = bytes.Replace(linesA[6], []byte("1234"), []byte("4321"), 1) // a rewrite to reconcile
@@ -96,7 +96,7 @@ func TestDiskFullRefusesEveryWrite(t *testing.T) {
 	}
 
 	full = false
-	e.space.checked = e.space.checked.AddDate(-1, 0, 0)
+	e.space.Expire()
 	for _, w := range writes {
 		if err := w.do(); err != nil {
 			t.Errorf("%s once space is back: %v", w.name, err)

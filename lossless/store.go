@@ -38,8 +38,7 @@ func newConvID(agent, name string) convID { return records.NewConvID(agent, name
 
 // checkFormat writes the format record of a new store, refuses a newer
 // format or another engine's store, and migrates an older format.
-func (e *Engine) checkFormat() error {
-	ctx := context.Background()
+func (e *Engine) checkFormat(ctx context.Context) error {
 	check := func(m metaRecord) error {
 		if m.Engine != EngineID {
 			return fmt.Errorf("lossless: store %s was written by engine %q, not %q", e.where, m.Engine, EngineID)

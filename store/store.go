@@ -547,8 +547,9 @@ type Store interface {
 	// Sync makes every committed write durable (fsync), whatever the
 	// store's sync setting.
 	Sync(ctx context.Context) error
-	// Size reports the bytes the store occupies.
-	Size() (int64, error)
+	// Size reports the bytes the store occupies; a done ctx ends it with
+	// its error.
+	Size(ctx context.Context) (int64, error)
 	// Close closes the store; later calls fail with ErrClosed.
 	Close() error
 }

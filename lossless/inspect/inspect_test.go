@@ -41,9 +41,9 @@ func (p *fakePort) DAG(c store.ConvID, _ string) dag.Store { return fakeDAG{p.st
 func (p *fakePort) Retiring(c store.ConvID, sid string) error {
 	return fmt.Errorf("conversation %s (session %s): %w", c, sid, errRetiring)
 }
-func (p *fakePort) Size() (int64, error) { return p.st.Size() }
-func (p *fakePort) IndexDir() string     { return "" }
-func (p *fakePort) Format() int          { return 7 }
+func (p *fakePort) Size(ctx context.Context) (int64, error) { return p.st.Size(ctx) }
+func (p *fakePort) IndexDir() string                        { return "" }
+func (p *fakePort) Format() int                             { return 7 }
 
 // fakeDAG reads a conversation's items, messages and summaries.
 type fakeDAG struct {

@@ -24,7 +24,7 @@ type Port interface {
 	// sessionID) that a stopped retention pass left partly deleted.
 	Retiring(c store.ConvID, sessionID string) error
 	// Size is what the store takes on disk (store.Store.Size).
-	Size() (int64, error)
+	Size(ctx context.Context) (int64, error)
 	// IndexDir is the directory of the recall index ("" when there is
 	// none beside the store).
 	IndexDir() string

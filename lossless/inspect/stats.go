@@ -67,7 +67,7 @@ func ReadStats(ctx context.Context, p Port) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	if st.DiskBytes, err = p.Size(); err != nil {
+	if st.DiskBytes, err = p.Size(ctx); err != nil {
 		return Stats{}, fmt.Errorf("lossless: stats: %w", err)
 	}
 	dir := p.IndexDir()

@@ -71,13 +71,17 @@ type IndexOptions struct {
 func (r *Index) Recall() index.Recall { return r.ix }
 
 // StoreGeneration counts what the index holds when up to date: messages
-// plus summaries over all conversations.
-func StoreGeneration(st store.Store) (uint64, error) {
+// plus summaries over all conversations. It reads every conversation
+// record: a done ctx stops it with an error wrapping ctx.Err().
+func StoreGeneration(ctx context.Context, st store.Store) (uint64, error) {
 	var gen uint64
-	err := st.View(context.Background(), func(r store.Reader) error {
+	err := st.View(ctx, func(r store.Reader) error {
 		for rec, err := range r.Conversations() {
 			if err != nil {
 				return fmt.Errorf("lossless: recall: conversation record: %w", records.FromStore(err))
+			}
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("lossless: recall: count the store's generation: %w", err)
 			}
 			if rec.NextSeq > 0 {
 				gen += rec.NextSeq - 1
@@ -92,9 +96,11 @@ func StoreGeneration(st store.Store) (uint64, error) {
 // OpenBleve opens the Bleve recall index in dir over store st, before any
 // write to st (the generation it counts from is exact), and rebuilds it
 // from st in the background when it is missing, stale or corrupt (recall
-// searches what the old index holds meanwhile).
-func OpenBleve(dir string, st store.Store, o IndexOptions) (*Index, error) {
-	gen, err := StoreGeneration(st)
+// searches what the old index holds meanwhile). ctx bounds the open only
+// (its scan of the conversation records: a done ctx stops it with an error
+// wrapping ctx.Err()); the rebuild runs until Close.
+func OpenBleve(ctx context.Context, dir string, st store.Store, o IndexOptions) (*Index, error) {
+	gen, err := StoreGeneration(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
@@ -102,7 +108,7 @@ func OpenBleve(dir string, st store.Store, o IndexOptions) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: recall: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) // the rebuild's: ended by Close
 	r := &Index{st: st, o: o, ix: ix, rebuild: make(chan struct{}), cancel: cancel}
 	if !ix.NeedsRebuild() {
 		close(r.rebuild)

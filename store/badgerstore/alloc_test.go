@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/internal/testutil"
@@ -170,10 +171,8 @@ func diskFillingWhileOpen(t *testing.T, perTxn, size int) {
 	ctx := context.Background()
 	mnt := testutil.Tmpfs(t, 48)
 	dir := filepath.Join(mnt, "store")
-	saved := freeSpace
-	t.Cleanup(func() { freeSpace = saved })
-	freeSpace = func(string) (uint64, error) { return 1 << 40, nil } // the guard sees room
-	s, err := Open(ctx, Options{Dir: dir})
+	roomy := func(string) (uint64, error) { return 1 << 40, nil } // the guard sees room
+	s, err := Open(ctx, Options{Dir: dir, FreeSpace: roomy})
 	must(t, err)
 	filler := filepath.Join(mnt, "filler")
 	testutil.FillDisk(t, filler)
@@ -226,8 +225,81 @@ func diskFillingWhileOpen(t *testing.T, perTxn, size int) {
 	check(s, "on the full disk")
 	must(t, os.Remove(filler))
 	must(t, s.Close())
-	s = openTest(t, Options{Dir: dir})
+	s = openTest(t, Options{Dir: dir, FreeSpace: roomy})
 	check(s, "reopened with space freed")
 	update(t, s, func(tx store.Tx) error { return tx.PutMessage(gConv, testMessage(seq+1, "after")) })
 	t.Logf("%d Updates acknowledged (%d KiB) before the disk was full", acked/uint64(perTxn), acked*uint64(size)>>10)
+}
+
+// TestCloseOnFullDisk: a Close on a full disk (a write met it; a small
+// tmpfs: root only) cannot finish, since Badger cannot write its memtable
+// to a table: after CloseGrace it says so (store.ErrDiskFull,
+// ErrCloseUnfinished, naming the lock), and the directory is locked (an
+// Open fails) for as long as the disk stays full; once space is freed
+// Badger finishes closing, a later Close returns nil, and the store opens
+// again with every acknowledged write.
+func TestCloseOnFullDisk(t *testing.T) {
+	ctx := context.Background()
+	mnt := testutil.Tmpfs(t, 48)
+	dir := filepath.Join(mnt, "store")
+	roomy := func(string) (uint64, error) { return 1 << 40, nil } // the guard sees room
+	const grace = 300 * time.Millisecond
+	s, err := Open(ctx, Options{Dir: dir, FreeSpace: roomy, CloseGrace: grace})
+	must(t, err)
+	filler := filepath.Join(mnt, "filler")
+	testutil.FillDisk(t, filler)
+	var acked, seq uint64
+	var failed error
+	for k := 0; k < 10000 && failed == nil; k++ {
+		first := seq + 1
+		seq += 64
+		failed = s.Update(ctx, func(tx store.Tx) error {
+			for q := first; q <= seq; q++ {
+				if err := tx.PutMessage(gConv, testMessage(q, strings.Repeat("z", 600))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if failed == nil {
+			acked = seq
+		}
+	}
+	if !errors.Is(failed, store.ErrDiskFull) || acked == 0 {
+		t.Fatalf("filling the disk: %v after %d messages, want store.ErrDiskFull after some", failed, acked)
+	}
+
+	start := time.Now()
+	err = s.Close()
+	if !errors.Is(err, store.ErrDiskFull) || !errors.Is(err, ErrCloseUnfinished) || !strings.Contains(err.Error(), "holds the lock") {
+		t.Fatalf("Close on a full disk: %v, want store.ErrDiskFull and ErrCloseUnfinished, saying the lock stays held", err)
+	}
+	if d := time.Since(start); d < grace {
+		t.Errorf("Close returned after %v, before its grace of %v", d, grace)
+	}
+	if s2, err := Open(ctx, Options{Dir: dir, FreeSpace: roomy}); err == nil {
+		s2.Close()
+		t.Fatal("the store opened while its Close had not finished: the lock was released with the memtable unwritten")
+	}
+	if err := s.Close(); !errors.Is(err, ErrCloseUnfinished) {
+		t.Fatalf("Close again while the disk is full: %v, want ErrCloseUnfinished", err)
+	}
+
+	must(t, os.Remove(filler))
+	deadline := time.Now().Add(30 * time.Second)
+	for err = s.Close(); err != nil; err = s.Close() {
+		if !errors.Is(err, ErrCloseUnfinished) || time.Now().After(deadline) {
+			t.Fatalf("Close after space was freed: %v, want nil once Badger finished", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s = openTest(t, Options{Dir: dir, FreeSpace: roomy})
+	view(t, s, func(rd store.Reader) error {
+		for q := uint64(1); q <= acked; q++ {
+			if _, err := rd.Message(gConv, q); err != nil {
+				t.Fatalf("acknowledged message %d after the unfinished close: %v", q, err)
+			}
+		}
+		return nil
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/lossless-engine/contextengine/third_party/badger"
 	"github.com/lossless-engine/contextengine/third_party/badger/options"
@@ -42,6 +43,15 @@ type Options struct {
 	IndexCacheSize int64
 	// NumMemtables: default 2.
 	NumMemtables int
+
+	// FreeSpace, when set, replaces the lookup of the free bytes of the
+	// filesystem holding Dir that the disk-space guard makes (space.go):
+	// tests make a disk look full, or roomy, with it.
+	FreeSpace func(dir string) (uint64, error)
+	// CloseGrace is how long Close waits for Badger to finish closing once
+	// a write met a full disk, before it returns ErrCloseUnfinished
+	// (store.go): default 3s.
+	CloseGrace time.Duration
 }
 
 // Defaults of Options (those of lossless.DefaultConfig's Badger section:
@@ -52,6 +62,8 @@ const (
 	DefaultBlockCacheSize   = 8 << 20
 	DefaultIndexCacheSize   = 4 << 20
 	DefaultNumMemtables     = 2
+	// DefaultCloseGrace is Options.CloseGrace's default.
+	DefaultCloseGrace = 3 * time.Second
 )
 
 // withDefaults returns a copy of o with every zero size set to its default.
@@ -71,6 +83,9 @@ func (o Options) withDefaults() Options {
 	if o.NumMemtables <= 0 {
 		o.NumMemtables = DefaultNumMemtables
 	}
+	if o.CloseGrace <= 0 {
+		o.CloseGrace = DefaultCloseGrace
+	}
 	return o
 }
 
@@ -89,7 +104,8 @@ func (o Options) validate() error {
 // An error that says the disk is full (Badger's flush or compaction that
 // could not allocate its table, which Badger retries on its own) trips the
 // store's space guard: writes are refused from then on (space.go), and
-// Close does not wait for a flush that cannot happen.
+// Close waits only CloseGrace for a flush that cannot happen (then says
+// the directory stays locked: ErrCloseUnfinished).
 type badgerLogger struct{ space *spaceGuard }
 
 func (l badgerLogger) Errorf(f string, a ...any) {

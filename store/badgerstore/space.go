@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -21,7 +21,8 @@ import (
 // into a mapped page of a full filesystem is a SIGBUS that kills the
 // process, not an error. So the store looks before it writes: a write
 // needs at least the space Badger may map for the next memtables and value
-// log files (lossless/space.go's guard, moved here). Badger allocates
+// log files (package internal/diskspace's Guard, which package lossless's
+// engine keeps in front of the store too). Badger allocates
 // those files' blocks before it writes into them, in 256 KiB steps (the
 // patch in third_party/badger; tables and the rest allocated whole when
 // created, the patch in third_party/ristretto), so a write into their
@@ -35,30 +36,22 @@ import (
 // can be left without a value log or memtable to write into. Reads go on;
 // the store accepts writes again once reopened with space freed.
 
-// freeSpace reports a directory's free bytes (freeBytes; tests replace it).
-var freeSpace = freeBytes
-
-// spaceGuard caches the filesystem's free space for a second.
+// spaceGuard is the store's diskspace.Guard (the free space, looked up at
+// most once a second, against the reserve) and the trip of a write or of
+// Badger that met a full disk anyway.
 type spaceGuard struct {
-	dir     string
-	reserve uint64
-
-	mu      sync.Mutex
-	checked time.Time
-	free    uint64
-	err     error
+	look *diskspace.Guard
 
 	// tripped is closed when a write or Badger itself met a full disk;
 	// why says what.
 	tripOnce sync.Once
 	tripped  chan struct{}
+	mu       sync.Mutex
 	why      string
 }
 
 func newSpaceGuard(o Options) *spaceGuard {
-	// Two memtables, two value log files (Badger maps a new one at twice
-	// its size) and a margin.
-	return &spaceGuard{dir: o.Dir, reserve: uint64(2*o.MemTableSize+2*o.ValueLogFileSize) + 16<<20,
+	return &spaceGuard{look: diskspace.NewGuard(o.Dir, diskspace.Reserve(o.MemTableSize, o.ValueLogFileSize), o.FreeSpace),
 		tripped: make(chan struct{})}
 }
 
@@ -97,28 +90,18 @@ func noSpaceText(s string) bool {
 	return strings.Contains(s, syscall.ENOSPC.Error())
 }
 
-// check returns an error wrapping store.ErrDiskFull when the filesystem
-// has less than the reserve free (looked up at most once a second; a
-// filesystem whose free space cannot be read is not refused).
+// check returns an error wrapping store.ErrDiskFull when a write met a
+// full disk (the guard is tripped) or the filesystem has less than the
+// reserve free (diskspace.Guard.Check).
 func (g *spaceGuard) check() error {
 	select {
 	case <-g.tripped:
 		return fmt.Errorf("badgerstore: %w: a write on %s met a full disk (%s); writes are refused until the store is opened again with space freed (everything stored stays readable)",
-			store.ErrDiskFull, g.dir, g.reason())
+			store.ErrDiskFull, g.look.Dir(), g.reason())
 	default:
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if time.Since(g.checked) > time.Second {
-		g.free, g.err = freeSpace(g.dir)
-		g.checked = time.Now()
-	}
-	if g.err != nil {
-		return nil
-	}
-	if g.free < g.reserve {
-		return fmt.Errorf("badgerstore: %w: %s has %d MiB free, writes need %d MiB (free some space; everything stored stays readable)",
-			store.ErrDiskFull, g.dir, g.free>>20, g.reserve>>20)
+	if err := g.look.Check(); err != nil {
+		return fmt.Errorf("badgerstore: %w: %w", store.ErrDiskFull, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,11 @@ type Store struct {
 	active     int
 	closed     bool
 	closedFlag atomic.Bool
+	// unfinished is set by a Close that returned before Badger finished
+	// closing (a full disk): it is closed once Badger has, its result in
+	// closeResult.
+	unfinished  chan struct{}
+	closeResult error
 
 	// checked is what the format record says of records without a
 	// checksum: 0 not known yet, checkedAll when the store was created at
@@ -291,11 +297,14 @@ func (s *Store) Sync(ctx context.Context) error {
 // store is open for writing this includes the value and memtable logs
 // Badger allocated ahead (their apparent size is larger still: Badger
 // sizes a value log at twice valueLogFileSize).
-func (s *Store) Size() (int64, error) {
+func (s *Store) Size(ctx context.Context) (int64, error) {
 	if err := s.enter(); err != nil {
 		return 0, err
 	}
 	defer s.exit()
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("badgerstore: size: %w", err)
+	}
 	return DirBytes(s.opts.Dir)
 }
 
@@ -325,14 +334,36 @@ func DirBytes(dir string) (int64, error) {
 	return n, nil
 }
 
+// ErrCloseUnfinished is wrapped, beside store.ErrDiskFull, by the error of
+// a Close that could not finish on a full disk: Badger goes on trying to
+// write its memtable to a table, in this process, and holds the store
+// directory's lock until it can (space freed: it then finishes closing
+// and releases the lock) or the process exits. Meanwhile no other Open of
+// the directory succeeds; a later Close says whether Badger has finished.
+var ErrCloseUnfinished = errors.New("badgerstore: close unfinished, the directory stays locked")
+
 // Close waits for the calls in progress (View, Update, Sync, a batch's
-// Flush) and closes the database. It is idempotent; later calls fail with
-// store.ErrClosed. The unflushed writes of an open batch are lost (as with
-// Cancel); its later writes fail with store.ErrClosed.
+// Flush) and closes the database, which releases the directory's lock.
+// It is idempotent; later calls fail with store.ErrClosed. The unflushed
+// writes of an open batch are lost (as with Cancel); its later writes fail
+// with store.ErrClosed.
+//
+// On a full disk (a write met it: store.ErrDiskFull) Badger cannot write
+// its memtable to a table, and its Close waits until it can. Close gives
+// it Options.CloseGrace, then returns an error wrapping store.ErrDiskFull
+// and ErrCloseUnfinished that says the lock stays held, and why: what was
+// acknowledged is in Badger's log, replayed when the store is next opened
+// for writing. Badger's Close goes on in the background, logged when it
+// ends; a later Close returns its result once it has (nil: the lock is
+// released), the same error until then.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
+		unfinished := s.unfinished
 		s.mu.Unlock()
+		if unfinished != nil {
+			return s.closeUnfinished(unfinished)
+		}
 		return nil
 	}
 	s.closed = true
@@ -350,21 +381,49 @@ func (s *Store) Close() error {
 	}
 	// The disk filled: Badger retries a flush that cannot be written, once
 	// a second, for as long as the disk stays full, and its Close waits
-	// for it. Give it closeGrace (space may have been freed), then leave
-	// it: what was acknowledged is in Badger's log (.mem), replayed when
-	// the store is next opened for writing, as after a crash.
+	// for it. Give it the grace (space may have been freed).
 	select {
 	case err := <-done:
 		return closeErr(err)
-	case <-time.After(closeGrace):
+	case <-time.After(s.opts.CloseGrace):
 	}
-	return fmt.Errorf("badgerstore: close %s: %w: Badger cannot write its memtable to a table (%s); what was written is in its log and is replayed when the store is next opened for writing, once space is freed",
-		s.opts.Dir, store.ErrDiskFull, s.space.reason())
+	// Badger's Close goes on; its end is logged, and its result is what a
+	// later Close returns.
+	unfinished := make(chan struct{})
+	s.mu.Lock()
+	s.unfinished = unfinished
+	s.mu.Unlock()
+	go func() {
+		err := <-done
+		if err != nil {
+			slog.Error("badgerstore: Badger finished closing the store after the disk had room again, with an error; its directory lock is released", "dir", s.opts.Dir, "err", err)
+		} else {
+			slog.Info("badgerstore: Badger finished closing the store after the disk had room again; its directory lock is released", "dir", s.opts.Dir)
+		}
+		s.closeResult = err
+		close(unfinished)
+	}()
+	return s.unfinishedErr()
 }
 
-// closeGrace is how long Close waits for Badger once the disk is known to
-// be full.
-var closeGrace = 3 * time.Second
+// closeUnfinished is the answer of a Close after one that returned before
+// Badger finished closing: Badger's result once it has, the unfinished
+// error until then.
+func (s *Store) closeUnfinished(unfinished chan struct{}) error {
+	select {
+	case <-unfinished:
+		return closeErr(s.closeResult) // written before unfinished was closed
+	default:
+		return s.unfinishedErr()
+	}
+}
+
+// unfinishedErr is the error of a Close that returned before Badger
+// finished closing.
+func (s *Store) unfinishedErr() error {
+	return fmt.Errorf("badgerstore: close %s: %w: Badger cannot write its memtable to a table (%s); %w: Badger keeps trying in this process and holds the lock until space is freed (it then finishes closing) or the process exits; what was written is in its log and is replayed when the store is next opened for writing",
+		s.opts.Dir, store.ErrDiskFull, s.space.reason(), ErrCloseUnfinished)
+}
 
 func closeErr(err error) error {
 	if err != nil {

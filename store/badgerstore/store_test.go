@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -669,7 +670,7 @@ func TestClose(t *testing.T) {
 	_, err = s.NewBatch(ctx)
 	wantErr(t, "new batch", err, store.ErrClosed)
 	wantErr(t, "sync", s.Sync(ctx), store.ErrClosed)
-	_, err = s.Size()
+	_, err = s.Size(ctx)
 	wantErr(t, "size", err, store.ErrClosed)
 	wantErr(t, "open batch write", open.PutMeta(store.Meta{}), store.ErrClosed)
 	wantErr(t, "open batch flush", open.Flush(), store.ErrClosed)
@@ -1018,12 +1019,16 @@ func TestEncodedMessage(t *testing.T) {
 // TestDiskFull: with less free space than the reserve, Update and NewBatch
 // refuse (store.ErrDiskFull) and View reads.
 func TestDiskFull(t *testing.T) {
-	s := openTest(t, Options{})
+	var full atomic.Bool
+	s := openTest(t, Options{FreeSpace: func(string) (uint64, error) {
+		if full.Load() {
+			return 1 << 20, nil
+		}
+		return 1 << 40, nil
+	}})
 	update(t, s, func(tx store.Tx) error { return tx.PutMeta(store.Meta{Format: 2}) })
-	saved := freeSpace
-	t.Cleanup(func() { freeSpace = saved })
-	freeSpace = func(string) (uint64, error) { return 1 << 20, nil }
-	s.space.checked = time.Time{} // look again now
+	full.Store(true)
+	s.space.look.Expire() // look again now
 	err := s.Update(context.Background(), func(tx store.Tx) error { return tx.PutMeta(store.Meta{}) })
 	wantErr(t, "update", err, store.ErrDiskFull)
 	_, err = s.NewBatch(context.Background())
@@ -1035,7 +1040,9 @@ func TestDiskFull(t *testing.T) {
 		}
 		return nil
 	})
-	freeSpace = saved
+	full.Store(false)
+	s.space.look.Expire()
+	update(t, s, func(tx store.Tx) error { return tx.PutMeta(store.Meta{Format: 3}) })
 }
 
 // TestSyncSize: Sync succeeds and Size counts what was written.
@@ -1049,7 +1056,7 @@ func TestSyncSize(t *testing.T) {
 		return nil
 	})
 	must(t, s.Sync(ctx))
-	n, err := s.Size()
+	n, err := s.Size(ctx)
 	must(t, err)
 	if n <= 0 {
 		t.Errorf("Size %d after writing 200 KB", n)

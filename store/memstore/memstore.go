@@ -175,8 +175,8 @@ func (s *Store) MaxTxnBytes() int64 {
 func (s *Store) Sync(ctx context.Context) error { return s.usable(ctx) }
 
 // Size returns about how many bytes the records take (keys plus values).
-func (s *Store) Size() (int64, error) {
-	if err := s.usable(context.Background()); err != nil {
+func (s *Store) Size(ctx context.Context) (int64, error) {
+	if err := s.usable(ctx); err != nil {
 		return 0, err
 	}
 	var n int64

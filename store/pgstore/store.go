@@ -349,12 +349,12 @@ func (s *Store) Sync(ctx context.Context) error {
 // Size implements store.Store: the bytes of the database's tables in the
 // current schema (the store's, the recall index's and any other's there),
 // indexes and TOAST included.
-func (s *Store) Size() (int64, error) {
+func (s *Store) Size(ctx context.Context) (int64, error) {
 	if err := s.enter("size"); err != nil {
 		return 0, err
 	}
 	var n int64
-	err := s.pool.QueryRow(context.Background(), `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname = current_schema()`).Scan(&n)
 	if err != nil {

@@ -154,7 +154,7 @@ func TestOpenConcurrently(t *testing.T) {
 // TestSize: the size grows with what is written.
 func TestSize(t *testing.T) {
 	s := openTest(t, Options{URL: pgtest.NewDB(t)})
-	before, err := s.Size()
+	before, err := s.Size(t.Context())
 	if err != nil || before <= 0 {
 		t.Fatalf("Size() = %d, %v; want the empty tables' size", before, err)
 	}
@@ -171,7 +171,7 @@ func TestSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := s.Size()
+	after, err := s.Size(t.Context())
 	if err != nil || after <= before {
 		t.Errorf("Size() after writing 8 MiB = %d, %v; before %d", after, err, before)
 	}

@@ -19,8 +19,13 @@ func testEmpty(t *testing.T, s store.Store) {
 	if err := s.Sync(context.Background()); err != nil {
 		t.Errorf("Sync: %v", err)
 	}
-	if n, err := s.Size(); err != nil || n < 0 {
+	if n, err := s.Size(context.Background()); err != nil || n < 0 {
 		t.Errorf("Size() = %d, %v", n, err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Size(done); !errors.Is(err, context.Canceled) {
+		t.Errorf("Size with a cancelled context = %v, want an error wrapping context.Canceled", err)
 	}
 	update(t, s, func(store.Tx) error { return nil })
 	w := newWorld(0, convID(1))

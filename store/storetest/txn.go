@@ -571,7 +571,7 @@ func testClosed(t *testing.T, s store.Store) {
 			b.Cancel()
 		}
 	}
-	if _, err := s.Size(); !errors.Is(err, store.ErrClosed) {
+	if _, err := s.Size(ctx); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Size after Close = %v, want an error wrapping ErrClosed", err)
 	}
 	if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {

@@ -1,15 +1,19 @@
 //go:build unix
 
-package lossless
+package diskspace
 
-import "golang.org/x/sys/unix"
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
 
 // freeBytes returns the bytes available to an unprivileged writer on the
 // filesystem holding dir.
 func freeBytes(dir string) (uint64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("diskspace: statfs %s: %w", dir, err)
 	}
 	return uint64(st.Bavail) * uint64(st.Bsize), nil
 }
@@ -18,7 +22,7 @@ func freeBytes(dir string) (uint64, error) {
 func sizeBytes(dir string) (uint64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("diskspace: statfs %s: %w", dir, err)
 	}
 	return uint64(st.Blocks) * uint64(st.Bsize), nil
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package lossless
+package diskspace
 
 import "errors"
 
