@@ -74,5 +74,5 @@ var ErrNoFormat = errors.New("lossless: the store's format record is missing or 
 // needs at least the space Badger may map for the next memtable and value
 // log file (spaceReserve). The store (badgerstore) has the same guard of
 // its own; the engine's stays in front of it while the store offers tests
-// no way to replace its free-space lookup (Config.hooks.freeSpace).
+// no way to replace its free-space lookup (the tests' testHooks.freeSpace).
 var ErrDiskFull = store.ErrDiskFull
