@@ -123,14 +123,11 @@ func TestTextKey(t *testing.T) {
 // maxPostings postings, the rarest kept first; a prompt of terms commoner
 // than that keeps nothing.
 func TestPruneTermsPostingBudget(t *testing.T) {
-	old := maxPostings
-	maxPostings = 100
-	defer func() { maxPostings = old }()
-	out, dfs, _ := PruneTerms([]string{"everyday", "zeppelin", "chatter"}, []uint64{150, 1, 150}, 150)
+	out, dfs, _ := pruneTerms([]string{"everyday", "zeppelin", "chatter"}, []uint64{150, 1, 150}, 150, 100)
 	if !slices.Equal(out, []string{"zeppelin"}) || !slices.Equal(dfs, []uint64{1}) {
 		t.Fatalf("kept %v %v, want only the rare one", out, dfs)
 	}
-	if out, _, _ := PruneTerms([]string{"everyday", "chatter"}, []uint64{150, 150}, 150); len(out) != 0 {
+	if out, _, _ := pruneTerms([]string{"everyday", "chatter"}, []uint64{150, 150}, 150, 100); len(out) != 0 {
 		t.Fatalf("common words only: kept %v", out)
 	}
 	if out, _, _ := PruneTerms([]string{"everyday", "chatter"}, []uint64{50, 40}, 150); !slices.Equal(out, []string{"chatter", "everyday"}) {

@@ -45,11 +45,11 @@ func (r Relevance) Value() float64 { return math.Sqrt(r.Coverage * r.Specificity
 
 // relTopTerms is how many of a prompt's rarest terms its IDF mass is
 // measured on.
-var relTopTerms = 10
+const relTopTerms = 10
 
 // relMatchTerms is how many of a prompt's rarest terms are looked up in
 // the hits.
-var relMatchTerms = 16
+const relMatchTerms = 16
 
 // termIDF is BM25's IDF of a term in df of total docs.
 func termIDF(total, df uint64) float64 {

@@ -63,7 +63,7 @@ var (
 // dropped while at least minSearchTerms remain. Common terms cost the most (long posting lists) and weigh the
 // least under BM25; on the LoCoMo dev set dropping them changes recall@k by
 // less than a point.
-var (
+const (
 	maxSearchTerms    = 10
 	minSearchTerms    = 3
 	commonTermShare   = 0.05
@@ -88,6 +88,12 @@ var (
 // frequencies; the first nctx of them are searched in the context field
 // too.
 func PruneTerms(terms []string, dfs []uint64, total uint64) (out []string, outDFs []uint64, nctx int) {
+	return pruneTerms(terms, dfs, total, maxPostings)
+}
+
+// pruneTerms is PruneTerms with maxPostings postings at most (tests lower
+// it).
+func pruneTerms(terms []string, dfs []uint64, total, maxPostings uint64) (out []string, outDFs []uint64, nctx int) {
 	type tdf struct {
 		t  string
 		df uint64

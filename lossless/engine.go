@@ -117,7 +117,10 @@ var (
 // every other process opened on it. An unparsable URL, an unreachable
 // server and a schema newer than this binary are errors naming what is
 // wrong.
-func Open(ctx context.Context, cfg Config) (*Engine, error) {
+func Open(ctx context.Context, cfg Config) (*Engine, error) { return openHooked(ctx, cfg, testHooks{}) }
+
+// openHooked is Open with the tests' seams h (hooks.go; zero in production).
+func openHooked(ctx context.Context, cfg Config, h testHooks) (*Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
@@ -126,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if cfg.StoreURL != "" {
-		return openURL(ctx, cfg) // register_store.go (lossless/postgres)
+		return openURL(ctx, cfg, h) // register_store.go (lossless/postgres)
 	}
 	if !cfg.ReadOnly {
 		created, err := dirs.Make(cfg.StoreDir)
@@ -135,8 +138,8 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		// Badger maps a new memtable as it opens for writing: on a full
 		// disk that is a SIGBUS, so look first (space.go).
-		probeCfg := newEngineConfig(cfg)
-		probe := &Engine{cfg: probeCfg, space: newSpaceGuard(&probeCfg)}
+		probe := &Engine{cfg: engineConfig{Config: cfg, hooks: h}}
+		probe.space = newSpaceGuard(&probe.cfg)
 		if err := probe.checkSpace(); err != nil {
 			// The directories made for the store go again: an empty one
 			// left behind would be "no store here" to the commands that
@@ -168,7 +171,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	if rec != nil {
 		// A directory store with its own search: as OpenStore's.
-		e, err := openEngine(ctx, cfg, st, cfg.StoreDir, func(_ context.Context, e *Engine) (*recaller, error) {
+		e, err := openEngine(ctx, cfg, h, st, cfg.StoreDir, func(_ context.Context, e *Engine) (*recaller, error) {
 			if e.cfg.ReadOnly || !e.cfg.RecallEnabled() {
 				rec.Close()
 				return nil, nil
@@ -186,7 +189,7 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 			return e.openRecallOrLog(ctx) // Bleve, in <StoreDir>/index (recall.go)
 		}
 	}
-	return openEngine(ctx, cfg, st, cfg.StoreDir, recall)
+	return openEngine(ctx, cfg, h, st, cfg.StoreDir, recall)
 }
 
 // OpenStore opens an engine on st, a store the caller opened (package
@@ -196,6 +199,11 @@ func Open(ctx context.Context, cfg Config) (*Engine, error) {
 // Bleve index, no free-space guard). When st implements store.Locker the
 // engine treats it as shared by several processes (see store.Locker).
 func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall) (*Engine, error) {
+	return openStoreHooked(ctx, cfg, testHooks{}, st, rec)
+}
+
+// openStoreHooked is OpenStore with the tests' seams h (hooks.go).
+func openStoreHooked(ctx context.Context, cfg Config, h testHooks, st store.Store, rec index.Recall) (*Engine, error) {
 	closeAll := func() {
 		st.Close()
 		if rec != nil {
@@ -222,7 +230,7 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 			return e.storeRecall(rec), nil // the store's own search (recall.OverStore)
 		}
 	}
-	e, err := openEngine(ctx, cfg, st, storeName(cfg), open)
+	e, err := openEngine(ctx, cfg, h, st, storeName(cfg), open)
 	if err != nil && rec != nil {
 		rec.Close()
 	}
@@ -233,8 +241,8 @@ func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall
 // errors; openRecall opens its recall index (nil: none) once the store is
 // checked, before any write, so that the generation the index counts from
 // is exact (its error, when ctx ended it, fails the open: it owns nothing
-// then).
-func openEngine(ctx context.Context, cfg Config, st store.Store, where string, openRecall func(context.Context, *Engine) (*recaller, error)) (*Engine, error) {
+// then). h are the tests' seams.
+func openEngine(ctx context.Context, cfg Config, h testHooks, st store.Store, where string, openRecall func(context.Context, *Engine) (*recaller, error)) (*Engine, error) {
 	if cfg.ReadOnly {
 		off := false
 		cfg.Recall.Enabled = &off // the index is written as it is read
@@ -244,7 +252,7 @@ func openEngine(ctx context.Context, cfg Config, st store.Store, where string, o
 		st.Close()
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
-	e := &Engine{cfg: newEngineConfig(cfg), st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
+	e := &Engine{cfg: engineConfig{Config: cfg, hooks: h}, st: st, tc: tc, where: where, convs: map[convID]*convState{}, counts: newCountCache(),
 		budgets: newBudgetTable(cfg.HostRequest)}
 	e.space = newSpaceGuard(&e.cfg)
 	e.lru = newStateCache(e)

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// testHooks are the seams tests open into an engine (Config.hooks, set
-// before Open, or on an open engine's cfg before the call they watch): the
-// zero value is production's behaviour.
+// testHooks are the seams tests open into an engine (given to
+// openHooked or openStoreHooked, or set on an open engine's cfg.hooks
+// before the call they watch): the zero value is production's behaviour.
 type testHooks struct {
 	// lockConv runs after lockConv has read the conversation's record.
 	lockConv func(e *Engine, c convID)
@@ -27,6 +27,9 @@ type testHooks struct {
 	freeSpace func(dir string) (uint64, error)
 	// catchUpEvery replaces defaultCatchUpEvery (0: the default).
 	catchUpEvery time.Duration
+	// retentionFirst and retentionUnit replace the retention pass's
+	// retentionFirstDelay and retentionUnit (0: the defaults).
+	retentionFirst, retentionUnit time.Duration
 	// indexMaxLag is bleveindex.Options.MaxLag (0: the index's default),
 	// lowered to make ingest wait on a full queue; indexBatch is
 	// bleveindex.Options.BeforeBatch (holds indexing).

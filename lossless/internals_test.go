@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/internal/confhooks"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/lossless/recall"
@@ -15,18 +14,6 @@ import (
 
 // Test-only names of the engine's internals: wrappers and constants the
 // white-box tests of this package use, kept out of the production files.
-
-// hooksOf returns the tests' seams that an engine opened with c runs
-// with (set them before Open; tests only).
-func hooksOf(c *Config) *testHooks {
-	slot := confhooks.Slot(c)
-	h, ok := (*slot).(*testHooks)
-	if !ok || h == nil {
-		h = &testHooks{}
-		*slot = h
-	}
-	return h
-}
 
 // forkCache returns sub's fork cache (subagent.Forks.Get).
 func (e *Engine) forkCache(sub store.SubID) *subagent.ForkCache { return e.subagents.forks.Get(sub) }

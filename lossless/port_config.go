@@ -11,7 +11,6 @@ import (
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/lossless/config"
-	"github.com/lossless-engine/contextengine/lossless/internal/confhooks"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
@@ -70,16 +69,6 @@ func RedactURL(s string) string { return config.RedactURL(s) }
 type engineConfig struct {
 	Config
 	hooks testHooks
-}
-
-// newEngineConfig returns the engineConfig of cfg, with the seams a test
-// put in it (hooksOf) copied.
-func newEngineConfig(cfg Config) engineConfig {
-	ec := engineConfig{Config: cfg}
-	if h, ok := (*confhooks.Slot(&cfg)).(*testHooks); ok && h != nil {
-		ec.hooks = *h
-	}
-	return ec
 }
 
 // summarizerConfig is Config.SummarizerConfig.

@@ -2,26 +2,23 @@ package lossless
 
 import (
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // TestConfigReexported: the engine's defaults are package config's, and
-// the seams a test sets on a Config reach the engine opened with it (a
-// copy taken at Open).
+// the seams a test opens an engine with reach it (Open's engine runs with
+// none).
 func TestConfigReexported(t *testing.T) {
 	if DefaultMaxMessageBytes != config.DefaultMaxMessageBytes || DefaultConfig().MaxMessageBytes != DefaultMaxMessageBytes {
 		t.Fatalf("DefaultMaxMessageBytes %d, config's %d", DefaultMaxMessageBytes, config.DefaultMaxMessageBytes)
 	}
-	var cfg Config
-	if ec := newEngineConfig(cfg); ec.hooks.indexMaxLag != 0 || ec.hooks.rebuild != nil {
-		t.Fatalf("seams without a test: %+v", ec.hooks)
+	if e := openTest(t); e.cfg.hooks.indexMaxLag != 0 || e.cfg.hooks.rebuild != nil {
+		t.Fatalf("seams without a test: %+v", e.cfg.hooks)
 	}
-	hooksOf(&cfg).indexMaxLag = 7
-	ec := newEngineConfig(cfg)
-	hooksOf(&cfg).indexMaxLag = 9
-	if ec.hooks.indexMaxLag != 7 || newEngineConfig(cfg).hooks.indexMaxLag != 9 {
-		t.Fatalf("seams %d, %d", ec.hooks.indexMaxLag, newEngineConfig(cfg).hooks.indexMaxLag)
+	if e := openTestHooked(t, testHooks{indexMaxLag: 7, retentionFirst: time.Second}); e.cfg.hooks.indexMaxLag != 7 || e.cfg.hooks.retentionFirst != time.Second {
+		t.Fatalf("seams %+v", e.cfg.hooks)
 	}
 	if err := validate(DefaultConfig()); err == nil {
 		t.Fatal("no store named, accepted")

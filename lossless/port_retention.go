@@ -1,6 +1,7 @@
 package lossless
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -40,16 +41,13 @@ type retentionLoop = retention.Loop
 
 // retentionFirstDelay and retentionUnit time the automatic pass: the first
 // one retentionFirstDelay after Open, then every IntervalMinutes
-// retentionUnits (tests shorten both).
-var (
-	retentionFirstDelay = time.Minute
-	retentionUnit       = time.Minute
-)
+// retentionUnits (tests shorten both: testHooks).
+const retentionFirstDelay, retentionUnit = time.Minute, time.Minute
 
 // startRetention starts the periodic retention pass (retention.Start).
 func (e *Engine) startRetention() {
-	e.retention = retention.Start(retentionPort{e}, retention.Timing{First: retentionFirstDelay, Unit: retentionUnit,
-		DefaultIntervalMinutes: DefaultRetentionIntervalMinutes})
+	e.retention = retention.Start(retentionPort{e}, retention.Timing{First: cmp.Or(e.cfg.hooks.retentionFirst, retentionFirstDelay),
+		Unit: cmp.Or(e.cfg.hooks.retentionUnit, retentionUnit), DefaultIntervalMinutes: DefaultRetentionIntervalMinutes})
 }
 
 // stopRetention stops the periodic pass and waits for a pass in progress

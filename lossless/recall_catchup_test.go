@@ -25,6 +25,11 @@ import (
 // lossless/postgres does (the store and its recall), its configuration
 // changed by mutate.
 func openPG(ctx context.Context, url string, mutate ...func(*Config)) (*Engine, error) {
+	return openPGHooked(ctx, url, testHooks{}, mutate...)
+}
+
+// openPGHooked is openPG with the tests' seams h.
+func openPGHooked(ctx context.Context, url string, h testHooks, mutate ...func(*Config)) (*Engine, error) {
 	cfg := testConfig("")
 	cfg.StoreURL = url
 	for _, f := range mutate {
@@ -39,7 +44,7 @@ func openPG(ctx context.Context, url string, mutate ...func(*Config)) (*Engine, 
 		st.Close()
 		return nil, err
 	}
-	return OpenStore(ctx, cfg, st, rec)
+	return openStoreHooked(ctx, cfg, h, st, rec)
 }
 
 // catchUpText is the text of message i of the catch-up tests: one rare
@@ -120,8 +125,8 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 	}
 	url := pgtest.NewDB(t)
 	ctx := context.Background()
-	fastCatchUp := func(c *Config) { hooksOf(c).catchUpEvery = 100 * time.Millisecond }
-	running, err := openPG(ctx, url, fastCatchUp)
+	fastCatchUp := testHooks{catchUpEvery: 100 * time.Millisecond}
+	running, err := openPGHooked(ctx, url, fastCatchUp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +284,7 @@ func TestRecallCatchUpAfterKill(t *testing.T) {
 	}
 
 	// An engine opened now catches up every conversation.
-	opened, err := openPG(ctx, url, fastCatchUp)
+	opened, err := openPGHooked(ctx, url, fastCatchUp)
 	if err != nil {
 		t.Fatal(err)
 	}

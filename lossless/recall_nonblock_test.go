@@ -70,7 +70,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	const holdAt = 500
 	cfg := storeWithoutIndex(t, 2, 1000)
 	held, release := make(chan struct{}), make(chan struct{})
-	hooksOf(&cfg).rebuild = func(ctx context.Context, n int) {
+	h := testHooks{rebuild: func(ctx context.Context, n int) {
 		if n == holdAt {
 			close(held)
 			select {
@@ -78,9 +78,9 @@ func TestAssembleDuringRebuild(t *testing.T) {
 			case <-ctx.Done():
 			}
 		}
-	}
+	}}
 	ctx := context.Background()
-	e, err := Open(ctx, cfg)
+	e, err := openHooked(ctx, cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,17 +140,14 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 	hold := make(chan struct{}, 1)     // a value: the next batch is held
 	entered := make(chan struct{}, 16) // the worker reached a held batch
 	release := make(chan struct{})
-	e := openTest(t, withRecall, func(c *Config) {
-		hooksOf(c).indexMaxLag = 2
-		hooksOf(c).indexBatch = func() {
-			select {
-			case <-hold:
-				entered <- struct{}{}
-				<-release
-			default:
-			}
+	e := openTestHooked(t, testHooks{indexMaxLag: 2, indexBatch: func() {
+		select {
+		case <-hold:
+			entered <- struct{}{}
+			<-release
+		default:
 		}
-	})
+	}}, withRecall)
 	var once sync.Once
 	unhold := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unhold) // before Close, which waits for the held batch
@@ -234,14 +231,14 @@ func TestRecallRebuildResumes(t *testing.T) {
 	const convs, per, stopAt = 3, 400, 700
 	cfg := storeWithoutIndex(t, convs, per)
 	reached := make(chan struct{})
-	hooksOf(&cfg).rebuild = func(ctx context.Context, n int) {
+	h := testHooks{rebuild: func(ctx context.Context, n int) {
 		if n == stopAt {
 			close(reached)
 			<-ctx.Done() // Close stops the rebuild here
 		}
-	}
+	}}
 	ctx := context.Background()
-	e, err := Open(ctx, cfg)
+	e, err := openHooked(ctx, cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,8 +248,8 @@ func TestRecallRebuildResumes(t *testing.T) {
 	}
 
 	read := 0
-	hooksOf(&cfg).rebuild = func(context.Context, int) { read++ }
-	e, err = Open(ctx, cfg)
+	h = testHooks{rebuild: func(context.Context, int) { read++ }}
+	e, err = openHooked(ctx, cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,8 @@ import (
 func TestIngestDuringRebuildDoesNotDeadlock(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	hooksOf(&cfg).indexMaxLag = 5
 	ctx := context.Background()
-	e, err := Open(ctx, cfg)
+	e, err := openHooked(ctx, cfg, testHooks{indexMaxLag: 5})
 	if err != nil {
 		t.Fatal(err)
 	}

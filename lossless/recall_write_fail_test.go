@@ -39,8 +39,7 @@ func TestRecallWriteRefusedDoesNotWedge(t *testing.T) {
 	}
 	cfg := testConfig("")
 	cfg.StoreURL = url
-	hooksOf(&cfg).catchUpEvery = 100 * time.Millisecond
-	e, err := OpenStore(ctx, cfg, st, rec)
+	e, err := openStoreHooked(ctx, cfg, testHooks{catchUpEvery: 100 * time.Millisecond}, st, rec)
 	if err != nil {
 		t.Fatal(err)
 	}

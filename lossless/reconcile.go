@@ -12,9 +12,9 @@ import (
 // longer matches puts the conversation's context in the file's order. What
 // stays here is what the rest of the engine shares with it.
 
-// The store error mapping lives in lossless/internal/records, shared with
-// the engine's parts.
-var fromStore = records.FromStore
+// fromStore is records.FromStore: the store error mapping lives in
+// lossless/internal/records, shared with the engine's parts.
+func fromStore(err error) error { return records.FromStore(err) }
 
 // updateMapped is storeUpdate (store.go: e.st.Update behind the
 // free-space guard), its error mapped by fromStore.

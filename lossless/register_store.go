@@ -78,8 +78,8 @@ func StoreSchemes() []string {
 }
 
 // openURL opens the engine on the store cfg.StoreURL names, through the
-// opener registered for its scheme.
-func openURL(ctx context.Context, cfg Config) (*Engine, error) {
+// opener registered for its scheme, with the tests' seams h.
+func openURL(ctx context.Context, cfg Config, h testHooks) (*Engine, error) {
 	where := RedactURL(cfg.StoreURL)
 	scheme, _, _ := strings.Cut(cfg.StoreURL, "://")
 	open := registeredStore(scheme)
@@ -90,5 +90,5 @@ func openURL(ctx context.Context, cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lossless: open store %s: %w", where, err)
 	}
-	return OpenStore(ctx, cfg, st, rec)
+	return openStoreHooked(ctx, cfg, h, st, rec)
 }

@@ -30,11 +30,17 @@ func testConfig(dir string) Config {
 // checks the store's invariants and closes it.
 func openTest(t testing.TB, mutate ...func(*Config)) *Engine {
 	t.Helper()
+	return openTestHooked(t, testHooks{}, mutate...)
+}
+
+// openTestHooked is openTest with the tests' seams h.
+func openTestHooked(t testing.TB, h testHooks, mutate ...func(*Config)) *Engine {
+	t.Helper()
 	cfg := testConfig(t.TempDir())
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	e, err := Open(context.Background(), cfg)
+	e, err := openHooked(context.Background(), cfg, h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,12 +201,9 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 // periodically without a call to Retain; RetainDryRun reports what Retain
 // would delete and deletes nothing; Close stops the pass.
 func TestRetentionRunsOnItsOwn(t *testing.T) {
-	oldFirst, oldUnit := retentionFirstDelay, retentionUnit
-	retentionFirstDelay, retentionUnit = 50*time.Millisecond, 10*time.Millisecond
-	t.Cleanup(func() { retentionFirstDelay, retentionUnit = oldFirst, oldUnit })
-
+	fast := testHooks{retentionFirst: 50 * time.Millisecond, retentionUnit: 10 * time.Millisecond}
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = 1 })
+	e := openTestHooked(t, fast, func(c *Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = 1 })
 	for i, s := range []string{"first", "second"} {
 		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: s, Messages: turn(i)}); err != nil {
 			t.Fatal(err)
@@ -403,13 +400,11 @@ func TestInterruptedRetentionIsNotCorruption(t *testing.T) {
 // engine opened on a store where a stopped pass left a conversation partly
 // deleted finishes that deletion on its own (and deletes nothing else).
 func TestOpenFinishesInterruptedRetention(t *testing.T) {
-	oldFirst := retentionFirstDelay
-	retentionFirstDelay = 20 * time.Millisecond
-	t.Cleanup(func() { retentionFirstDelay = oldFirst })
+	fast := testHooks{retentionFirst: 20 * time.Millisecond}
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := testConfig(dir)
-	e, err := Open(ctx, cfg)
+	e, err := openHooked(ctx, cfg, fast)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +431,7 @@ func TestOpenFinishesInterruptedRetention(t *testing.T) {
 	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
-	e2, err := Open(ctx, cfg) // no limit set
+	e2, err := openHooked(ctx, cfg, fast) // no limit set
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/internal/confhooks"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -154,13 +153,7 @@ type Config struct {
 	// figures on every run: an id's token count varies with its digits).
 	// Not settable from JSON.
 	NewSummaryID func() string `json:"-"`
-
-	// hooks holds package lossless's test seams (its testHooks, through
-	// package lossless/internal/confhooks); nil otherwise.
-	hooks any
 }
-
-func init() { confhooks.Slot = func(c any) *any { return &c.(*Config).hooks } }
 
 // RecallEnabled reports whether cross-session recall is on: true unless
 // Recall.Enabled is set to false.

@@ -99,13 +99,16 @@ func MessageTextKey(m core.Message) uint64 {
 type WindowKeys struct {
 	convs sync.Map // store.ConvID -> *windowKeys
 	count atomic.Int64
+	// clock orders the conversations' uses (windowKeys.used), for
+	// dropOldest.
+	clock atomic.Int64
 }
 
 // windowKeys are the cached keys of one conversation's window.
 type windowKeys struct {
 	mu   sync.Mutex
 	m    map[weak.Pointer[byte]]windowKey // a message's raw JSON (its first byte) -> key
-	used int64                            // windowKeyClock at the last use
+	used int64                            // WindowKeys.clock at the last use
 }
 
 type windowKey struct {
@@ -116,8 +119,6 @@ type windowKey struct {
 // windowKeyConvs bounds the conversations whose window keys are cached
 // (the least recently used are dropped).
 const windowKeyConvs = 256
-
-var windowKeyClock atomic.Int64
 
 // TextKeys returns the text keys of the window's messages (see
 // MessageTextKey). For a known conversation c they are cached by message,
@@ -135,7 +136,7 @@ func (r *WindowKeys) TextKeys(c store.ConvID, known bool, window []core.Message)
 		}
 		wk.mu.Lock()
 		defer wk.mu.Unlock()
-		wk.used = windowKeyClock.Add(1)
+		wk.used = r.clock.Add(1)
 	}
 	var next map[weak.Pointer[byte]]windowKey
 	if wk != nil {
