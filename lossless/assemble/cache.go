@@ -8,7 +8,7 @@ import (
 )
 
 // Per-conversation state is a cache, bounded in bytes. Each conversation
-// the engine serves has a state: its write lock, its record, the parsed
+// the engine serves has a state: its record, the parsed
 // messages and rendered summaries of its last assembled window (about one
 // token budget of text, which make the next Assemble cheap), the session
 // names resolved to it and its display name. An engine serving many
@@ -17,14 +17,9 @@ import (
 // forgotten conversation reads its record again and parses its window
 // again.
 //
-// Eviction happens under the cache's lock and only to a state whose locks
-// (its write lock and its window lock) are free: CacheHooks.TryEvict takes
-// both without waiting, marks the state dead and the cache removes it. A
-// goroutine that got a state from State and locks it afterwards checks
-// that mark under the lock and, when set, looks the conversation up again:
-// two goroutines never hold two different locks for the same conversation.
-// A state whose write lock is held but whose window is idle loses only its
-// window (CacheHooks.TryDropWindow).
+// The cache holds no lock of a conversation: the engine keeps them apart
+// (lossless's Engine.convLocks), so evicting a state, even one whose
+// conversation is locked, only forgets what it caches.
 
 // DefaultCacheBytes is the cache's default budget in bytes.
 const DefaultCacheBytes = 32 << 20
@@ -37,31 +32,18 @@ const (
 	entryOverheadBytes = 64
 )
 
-// CacheHooks are what the cache asks of the engine's states.
-type CacheHooks[K comparable, S comparable] struct {
-	// New makes the state of conversation k.
-	New func(k K) S
-	// TryEvict takes s's write lock and window lock without waiting. With
-	// both, it marks s dead, drops its window, releases them and returns
-	// evicted; writeFree is whether it got the write lock.
-	TryEvict func(s S) (evicted, writeFree bool)
-	// TryDropWindow takes s's window lock without waiting and, when it
-	// gets it, drops s's window and returns true.
-	TryDropWindow func(s S) bool
-}
-
 // Cache is the engine's per-conversation state S by conversation K,
 // bounded in bytes, with the cached resolutions of session names to
 // conversations and the conversations' display names. It is safe for
 // concurrent use.
 type Cache[K comparable, S comparable] struct {
-	mu     sync.Mutex
-	max    int64
-	hooks  CacheHooks[K, S]
-	states map[K]S
-	ents   map[K]*entry[K]
-	ll     *list.List // of *entry[K], most recent first
-	bytes  int64      // sum of the states' cost
+	mu       sync.Mutex
+	max      int64
+	newState func(K) S
+	states   map[K]S
+	ents     map[K]*entry[K]
+	ll       *list.List // of *entry[K], most recent first
+	bytes    int64      // sum of the states' cost
 	// resolved caches conversation resolution: a session's key -> K
 	// (each key also listed in its entry's keys, and dropped with it).
 	resolved map[string]K
@@ -82,12 +64,13 @@ type entry[K comparable] struct {
 
 // NewCache returns a cache of states kept in states (the caller's map,
 // which the cache fills and empties under its lock), within max bytes
-// (DefaultCacheBytes when max <= 0).
-func NewCache[K comparable, S comparable](states map[K]S, max int64, hooks CacheHooks[K, S]) *Cache[K, S] {
+// (DefaultCacheBytes when max <= 0); newState makes the state of a
+// conversation not cached.
+func NewCache[K comparable, S comparable](states map[K]S, max int64, newState func(k K) S) *Cache[K, S] {
 	if max <= 0 {
 		max = DefaultCacheBytes
 	}
-	return &Cache[K, S]{max: max, hooks: hooks, states: states, ents: map[K]*entry[K]{},
+	return &Cache[K, S]{max: max, newState: newState, states: states, ents: map[K]*entry[K]{},
 		ll: list.New(), resolved: map[string]K{}}
 }
 
@@ -99,7 +82,7 @@ func (c *Cache[K, S]) stateLocked(k K) (S, *entry[K]) {
 		c.ll.MoveToFront(en.el)
 		return s, en
 	}
-	s := c.hooks.New(k)
+	s := c.newState(k)
 	en := &entry[K]{id: k}
 	en.el = c.ll.PushFront(en)
 	c.states[k], c.ents[k] = s, en
@@ -123,8 +106,8 @@ func (c *Cache[K, S]) live(k K, s S) (*entry[K], bool) {
 }
 
 // State returns conversation k's state, marked most recently used. It may
-// be evicted as soon as State returns: a caller that locks it checks
-// whether it was (CacheHooks.TryEvict marks it).
+// be evicted as soon as State returns (its holder keeps it, the cache
+// forgets it).
 func (c *Cache[K, S]) State(k K) S {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,34 +117,24 @@ func (c *Cache[K, S]) State(k K) S {
 }
 
 // evictLocked forgets the least recently used states while the cache is
-// over its budget (mu held); the most recent one stays. A state in use is
-// skipped (its window is dropped when only its write lock is held).
+// over its budget (mu held); the most recent one stays.
 func (c *Cache[K, S]) evictLocked() {
-	for el := c.ll.Back(); c.bytes > c.max && el != nil && el != c.ll.Front(); {
-		prev := el.Prev()
+	for c.bytes > c.max && c.ll.Len() > 1 {
+		el := c.ll.Back()
 		en := el.Value.(*entry[K])
-		s := c.states[en.id]
-		evicted, writeFree := c.hooks.TryEvict(s)
-		switch {
-		case evicted:
-			for _, k := range en.keys {
-				delete(c.resolved, k)
-			}
-			c.ll.Remove(el)
-			delete(c.states, en.id)
-			delete(c.ents, en.id)
-			c.bytes -= en.cost
-		case !writeFree && en.winBytes > 0 && c.hooks.TryDropWindow(s):
-			c.chargeLocked(en, -en.winBytes)
-			en.winBytes = 0
+		for _, k := range en.keys {
+			delete(c.resolved, k)
 		}
-		el = prev
+		c.ll.Remove(el)
+		delete(c.states, en.id)
+		delete(c.ents, en.id)
+		c.bytes -= en.cost
 	}
 }
 
 // Touch records that the cached window of s, k's state, is now size bytes
-// and was just used, and evicts beyond the budget. The caller holds s's
-// window lock (so s is live).
+// and was just used, and evicts beyond the budget; nothing when s is no
+// longer cached. The caller holds k's window lock.
 func (c *Cache[K, S]) Touch(k K, s S, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -176,7 +149,7 @@ func (c *Cache[K, S]) Touch(k K, s S, size int64) {
 }
 
 // ForgetWindow drops the window of s, k's state, from the accounting (the
-// caller dropped the window under s's window lock).
+// caller dropped the window under k's window lock).
 func (c *Cache[K, S]) ForgetWindow(k K, s S) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -187,8 +160,9 @@ func (c *Cache[K, S]) ForgetWindow(k K, s S) {
 }
 
 // NoteRecord accounts n bytes for the record of s, k's state, just loaded
-// or changed (the caller holds s's write lock, so s is live); its display
-// name is dropped (named again from the record).
+// or changed (the caller holds k's write lock), nothing when s is no
+// longer cached; its display name is dropped (named again from the
+// record).
 func (c *Cache[K, S]) NoteRecord(k K, s S, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
