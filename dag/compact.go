@@ -235,7 +235,8 @@ type jobResult struct {
 	refused    bool
 }
 
-func sumTokens(items []Item) int {
+// SumTokens is the tokens of all items.
+func SumTokens(items []Item) int {
 	n := 0
 	for _, it := range items {
 		n += it.Tokens
@@ -261,10 +262,10 @@ func (c *Compactor) Run(ctx context.Context, st Store, tgt Target) (Result, erro
 	if err != nil {
 		return Result{}, fmt.Errorf("dag: compact: %w", err)
 	}
-	res := Result{Goal: goal, TokensBefore: sumTokens(items)}
+	res := Result{Goal: goal, TokensBefore: SumTokens(items)}
 	if !tgt.Force && res.TokensBefore <= goal {
 		res.TokensAfter = res.TokensBefore
-		res.TailTokens = sumTokens(items[c.tailStart(items, goal):])
+		res.TailTokens = SumTokens(items[c.tailStart(items, goal):])
 		res.Reason = fmt.Sprintf("already under target: the context's %d tokens fit the target of %d tokens", res.TokensBefore, goal)
 		return res, nil
 	}
@@ -290,8 +291,8 @@ func (c *Compactor) Run(ctx context.Context, st Store, tgt Target) (Result, erro
 	if items, err = st.Items(ctx); err != nil {
 		return res, fmt.Errorf("dag: compact: %w", err)
 	}
-	res.TokensAfter = sumTokens(items)
-	res.TailTokens = sumTokens(items[c.tailStart(items, goal):])
+	res.TokensAfter = SumTokens(items)
+	res.TailTokens = SumTokens(items[c.tailStart(items, goal):])
 	switch {
 	case res.TokensAfter <= goal:
 		if len(res.NewSummaryIDs) == 0 {
@@ -385,7 +386,7 @@ func (c *Compactor) target(cfgTarget, tokens, goal int) int {
 
 // plan returns the next round's jobs (nil when there is nothing to do).
 func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
-	total := sumTokens(items)
+	total := SumTokens(items)
 	tail := c.tailStart(items, goal)
 	pressure := total > goal
 	if leafAll || pressure {
@@ -395,7 +396,7 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 			if !leafAll && est <= goal {
 				break
 			}
-			j := job{kind: KindLeaf, items: ch, tokens: sumTokens(ch)}
+			j := job{kind: KindLeaf, items: ch, tokens: SumTokens(ch)}
 			j.target = c.target(c.cfg.LeafTargetTokens, j.tokens, goal)
 			est -= j.tokens - j.target - c.overhead
 			jobs = append(jobs, j)
@@ -420,7 +421,7 @@ func (c *Compactor) plan(items []Item, goal int, leafAll bool) []job {
 	if jobs := c.condenseJobs(items[:tail], fanIn, goal); len(jobs) > 0 {
 		return c.assignIDs(jobs)
 	}
-	if !pressure || sumTokens(items[tail:])+c.overhead+c.minText > goal {
+	if !pressure || SumTokens(items[tail:])+c.overhead+c.minText > goal {
 		return nil // no pressure, or the tail alone leaves no room: stop
 	}
 	// Last resort under pressure: re-summarize the shallowest lone
@@ -493,7 +494,7 @@ func (c *Compactor) leafChunks(items []Item) [][]Item {
 		// no raw island is left stranded between summaries (it would block
 		// condensation for good).
 		for k := 0; k < len(run) && len(run) > 1; {
-			if sumTokens(run[k]) >= c.minChunk() {
+			if SumTokens(run[k]) >= c.minChunk() {
 				k++
 				continue
 			}
@@ -506,7 +507,7 @@ func (c *Compactor) leafChunks(items []Item) [][]Item {
 			}
 		}
 		for _, ch := range run {
-			if sumTokens(ch) >= c.minChunk() {
+			if SumTokens(ch) >= c.minChunk() {
 				out = append(out, ch)
 			}
 		}
@@ -565,7 +566,7 @@ func (c *Compactor) condenseJobs(items []Item, fanIn, goal int) []job {
 			groups = append(groups, last)
 		}
 		for _, g := range groups {
-			j := job{kind: KindCondensed, depth: depth + 1, items: g, tokens: sumTokens(g)}
+			j := job{kind: KindCondensed, depth: depth + 1, items: g, tokens: SumTokens(g)}
 			if j.tokens < c.minChunk() {
 				continue
 			}

@@ -344,3 +344,15 @@ func TestStripThinking(t *testing.T) {
 }
 
 var _ core.Summarizer = (*fakeSum)(nil)
+
+func TestSumTokens(t *testing.T) {
+	items := []dag.Item{{Tokens: 50}, {Tokens: 30}, {Tokens: 20}}
+	for _, tc := range []struct {
+		items []dag.Item
+		want  int
+	}{{nil, 0}, {items[:1], 50}, {items[1:], 50}, {items, 100}} {
+		if got := dag.SumTokens(tc.items); got != tc.want {
+			t.Errorf("SumTokens(%v) = %d, want %d", tc.items, got, tc.want)
+		}
+	}
+}

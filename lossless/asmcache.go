@@ -12,11 +12,12 @@ import (
 // a turn whose conversation was forgotten between Assemble and the commit
 // measures compaction against the runtime context's budget instead.
 //
-// Eviction happens only to a state whose locks (mu, asmMu) are free: it
-// takes both with TryLock and marks the state dead. A goroutine that got a
-// state from Engine.state and locks it afterwards checks dead under the
-// lock and, when set, looks the conversation up again (lockLive,
-// lockWindow).
+// Eviction may forget a state while its conversation is locked: the
+// write lock and the window lock live outside the cache
+// (Engine.convLocks, Engine.winLocks, held only while in use), so a
+// holder of a forgotten state still excludes every other holder; what it
+// writes to the forgotten state is lost (the next one reads the record
+// again and assembles its window again).
 
 // DefaultAssembleCacheBytes is Config.AssembleCacheBytes's default.
 const DefaultAssembleCacheBytes = assemble.DefaultCacheBytes
@@ -26,70 +27,38 @@ type stateCache = assemble.Cache[convID, *convState]
 
 // newStateCache returns e's state cache over e.convs.
 func newStateCache(e *Engine) *stateCache {
-	return assemble.NewCache(e.convs, e.cfg.AssembleCacheBytes, assemble.CacheHooks[convID, *convState]{
-		New: func(c convID) *convState { return &convState{id: c} },
-		TryEvict: func(s *convState) (bool, bool) {
-			if !s.mu.TryLock() {
-				return false, false
-			}
-			defer s.mu.Unlock()
-			if !s.asmMu.TryLock() {
-				return false, true
-			}
-			s.dead = true
-			s.asmMsgs, s.asmSums = nil, nil
-			s.asmMu.Unlock()
-			return true, true
-		},
-		TryDropWindow: func(s *convState) bool {
-			if !s.asmMu.TryLock() {
-				return false
-			}
-			s.asmMsgs, s.asmSums = nil, nil
-			s.asmMu.Unlock()
-			return true
-		},
-	})
+	return assemble.NewCache(e.convs, e.cfg.AssembleCacheBytes, func(c convID) *convState { return &convState{id: c} })
 }
 
 // state returns conversation c's state, marked most recently used. It may
-// be evicted as soon as it returns: a caller that locks it uses lockLive
-// or lockWindow, which check; a caller that only touches its atomics (the
-// noted budget) may lose what it sets.
+// be evicted as soon as it returns: a caller that reads or writes its
+// record or window holds c's lock and gets the state under it (lockLive,
+// lockWindow).
 func (e *Engine) state(c convID) *convState { return e.lru.State(c) }
 
-// lockLive returns c's state with its write lock (mu) held, never a state
-// evicted meanwhile. The caller unlocks s.mu.
+// lockLive takes c's write lock (Engine.convLocks) and returns c's state
+// with it. The caller releases the lock with s.unlock.
 func (e *Engine) lockLive(c convID) *convState {
-	for {
-		s := e.state(c)
-		s.mu.Lock()
-		if !s.dead {
-			return s
-		}
-		s.mu.Unlock()
-	}
+	unlock := e.convLocks.wait(c)
+	s := e.state(c)
+	s.unlockConv = unlock
+	return s
 }
 
-// lockWindow returns c's state with its window lock (asmMu) held, never a
-// state evicted meanwhile. The caller unlocks s.asmMu.
-func (e *Engine) lockWindow(c convID) *convState {
-	for {
-		s := e.state(c)
-		s.asmMu.Lock()
-		if !s.dead {
-			return s
-		}
-		s.asmMu.Unlock()
-	}
+// lockWindow takes c's window lock (Engine.winLocks) and returns c's state
+// with it, and the func that releases the lock.
+func (e *Engine) lockWindow(c convID) (*convState, func()) {
+	unlock := e.winLocks.wait(c)
+	return e.state(c), unlock
 }
 
 // asmForget drops s's window from the accounting (the caller dropped the
-// window under s.asmMu).
+// window under its window lock).
 func (e *Engine) asmForget(s *convState) { e.lru.ForgetWindow(s.id, s) }
 
 // noteRecord accounts the bytes of s's record, just loaded or changed
-// (the caller holds s.mu, so s is live).
+// (the caller holds the conversation's write lock; nothing is counted
+// when s was evicted meanwhile).
 func (e *Engine) noteRecord(s *convState) {
 	n := int64(len(s.rec.Agent) + len(s.rec.Key))
 	for _, id := range s.rec.SessionIDs {

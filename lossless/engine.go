@@ -51,11 +51,16 @@ type Engine struct {
 	life   sync.RWMutex
 	closed atomic.Bool
 
-	// convs is the per-conversation state (lock, record, window), kept by
-	// lru: a cache bounded by Config.AssembleCacheBytes (asmcache.go),
+	// convs is the per-conversation cached state (record, window), kept
+	// by lru: a cache bounded by Config.AssembleCacheBytes (asmcache.go),
 	// whose lock guards convs.
 	convs map[convID]*convState
 	lru   *stateCache
+	// convLocks are the conversations' write locks and winLocks their
+	// window locks (lockLive, lockWindow): outside the cache, so that
+	// evicting a conversation's state never frees a lock someone holds;
+	// each holds only the conversations in use.
+	convLocks, winLocks keyLocks[convID]
 
 	// metaMu serialises creation of conversations and the import checkpoints.
 	metaMu sync.Mutex

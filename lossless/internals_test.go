@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/lossless/recall"
@@ -67,7 +68,7 @@ func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
 const maxBackgroundResults = orchestrate.MaxBackgroundResults
 
 // itemTokens is the tokens of all items.
-var itemTokens = orchestrate.ItemTokens
+var itemTokens = dag.SumTokens
 
 // importLineMargin is what an import line may hold beyond
 // Config.MaxMessageBytes (the entry around the message, JSON escaping).

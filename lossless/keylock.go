@@ -25,7 +25,28 @@ type keyLock struct {
 // lock takes k's lock, waiting until it is free or ctx is done; the
 // returned func releases it.
 func (l *keyLocks[K]) lock(ctx context.Context, k K) (func(), error) {
+	kl := l.enter(k)
+	select {
+	case kl.ch <- struct{}{}:
+		return l.releaser(k, kl), nil
+	case <-ctx.Done():
+		l.leave(k, kl)
+		return nil, ctx.Err()
+	}
+}
+
+// wait takes k's lock, waiting as long as it takes (a sync.Mutex's Lock);
+// the returned func releases it.
+func (l *keyLocks[K]) wait(k K) func() {
+	kl := l.enter(k)
+	kl.ch <- struct{}{}
+	return l.releaser(k, kl)
+}
+
+// enter adds a user to k's lock, making it when k has none.
+func (l *keyLocks[K]) enter(k K) *keyLock {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[K]*keyLock{}
 	}
@@ -35,16 +56,14 @@ func (l *keyLocks[K]) lock(ctx context.Context, k K) (func(), error) {
 		l.m[k] = kl
 	}
 	kl.users++
-	l.mu.Unlock()
-	select {
-	case kl.ch <- struct{}{}:
-		return func() {
-			<-kl.ch
-			l.leave(k, kl)
-		}, nil
-	case <-ctx.Done():
+	return kl
+}
+
+// releaser returns the func that releases kl, k's lock, held.
+func (l *keyLocks[K]) releaser(k K, kl *keyLock) func() {
+	return func() {
+		<-kl.ch
 		l.leave(k, kl)
-		return nil, ctx.Err()
 	}
 }
 

@@ -183,10 +183,10 @@ func (p assemblePort) ForgetResolved(c convID) { p.e.forgetResolved(c) }
 // one with its size (bounded by Config.AssembleCacheBytes: asmcache.go) and
 // unlocks.
 func (p assemblePort) LockWindow(c convID) (assemble.Cached, func(*assemble.Cached, int64)) {
-	s := p.e.lockWindow(c)
+	s, unlock := p.e.lockWindow(c)
 	prev := assemble.Cached{Msgs: s.asmMsgs, Sums: s.asmSums, Created: s.asmCreated}
 	return prev, func(next *assemble.Cached, size int64) {
-		defer s.asmMu.Unlock()
+		defer unlock()
 		if next != nil {
 			s.asmMsgs, s.asmSums, s.asmCreated = next.Msgs, next.Sums, next.Created
 			p.e.lru.Touch(c, s, size)

@@ -136,8 +136,10 @@ func (h retentionHeld) Forget(rec store.Conversation) {
 	s.loaded = false
 	s.rec = convRecord{}
 	e.noteRecord(s)
-	s.asmMu.Lock()
-	s.asmMsgs, s.asmSums = nil, nil
-	s.asmMu.Unlock()
-	e.asmForget(s)
+	// The window is the cached state's, which may be another than s
+	// (s evicted while held: the locks are not the cache's).
+	w, unlock := e.lockWindow(h.c)
+	w.asmMsgs, w.asmSums = nil, nil
+	unlock()
+	e.asmForget(w)
 }

@@ -318,8 +318,8 @@ func (p recallPort) AssembleWindow(ctx context.Context, call *assembleCall, ap c
 // what the window shows of other conversations, or of messages the host
 // passed through, is excluded by text, see recall.)
 func (e *Engine) inContext(c convID) (uint64, map[string]bool) {
-	s := e.lockWindow(c)
-	defer s.asmMu.Unlock()
+	s, unlock := e.lockWindow(c)
+	defer unlock()
 	from := uint64(1<<63 - 1)
 	for seq := range s.asmMsgs {
 		from = min(from, seq)

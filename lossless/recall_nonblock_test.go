@@ -171,7 +171,7 @@ func TestIngestHoldsNoEngineWideLock(t *testing.T) {
 		_, err := e.Ingest(ctx, core.IngestParams{SessionID: "b", SessionKey: "agent:main:b", Message: core.UserText("b goes on", 10)})
 		return err
 	})
-	s.mu.Unlock()
+	s.unlock()
 
 	// A full index queue: the worker holds one batch, the queue holds more
 	// than indexMaxLag docs, so the next ingest into a waits for room.

@@ -159,7 +159,7 @@ func putRecord(t *testing.T, e *Engine, c convID, rec convRecord) {
 	}
 	s := e.lockLive(c)
 	s.loaded = false
-	s.mu.Unlock()
+	s.unlock()
 }
 
 // TestStaleRecordAfterBitFlip is issue 37 point 1's setup on a real

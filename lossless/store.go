@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/lru"
@@ -132,28 +131,31 @@ func (e *Engine) storeUpdate(ctx context.Context, fn func(store.Tx) error) error
 	return e.st.Update(ctx, fn)
 }
 
-// convState is the in-memory state of one conversation: its lock (held by
-// every write to it) and its record. It lives in a cache bounded in bytes
-// and may be evicted when idle (asmcache.go, lossless/assemble's Cache): lock it only through
-// lockLive, lockShared, lockConv or lockWindow.
+// convState is the in-memory state of one conversation: its record and
+// its last assembled window. It lives in a cache bounded in bytes and may
+// be evicted at any time (asmcache.go, lossless/assemble's Cache), even
+// while its conversation is locked: the locks live outside the cache
+// (Engine.convLocks, Engine.winLocks), and a state evicted while locked is
+// only forgotten (the next one reads the record again). Get a state locked
+// through lockLive, lockShared, lockConv or lockWindow.
 type convState struct {
-	mu  sync.Mutex
-	id  convID
+	id convID
+	// rec, loaded, release and unlockConv are guarded by the
+	// conversation's write lock (Engine.convLocks).
 	rec convRecord
 	// loaded is true once rec was read from the store (on a shared store,
 	// since the store's lock of the conversation was last taken).
 	loaded bool
-	// release releases the store's lock of the conversation, held with mu
-	// on a shared store (lockShared); nil otherwise. Guarded by mu.
+	// release releases the store's lock of the conversation, held with
+	// the write lock on a shared store (lockShared); nil otherwise.
 	release func()
-	// dead is set when the state was evicted (with mu and asmMu held): a
-	// goroutine that locked it looks the conversation up again.
-	dead bool
+	// unlockConv releases the conversation's write lock (lockLive).
+	unlockConv func()
 
-	// asmMu guards the parsed messages and rendered summaries of the last
-	// assembled context, reused by the next Assemble (most of a context is
-	// the same from one turn to the next).
-	asmMu   sync.Mutex
+	// asmMsgs and asmSums are the parsed messages and rendered summaries
+	// of the last assembled context, reused by the next Assemble (most of
+	// a context is the same from one turn to the next); guarded by the
+	// conversation's window lock (Engine.winLocks).
 	asmMsgs map[uint64]core.Message
 	asmSums map[string]core.Message
 	// asmCreated is the record's Created time the window was assembled
@@ -166,15 +168,18 @@ type convState struct {
 	// name) beside it (assemble.Cache, asmcache.go).
 }
 
-// unlock releases what lockConv (or lockShared) took: the store's lock of
-// the conversation when the store is shared, then s.mu. Every path that
-// took them releases them through it.
+// unlock releases what lockLive, lockConv or lockShared took: the store's
+// lock of the conversation when the store is shared, then the
+// conversation's write lock. Every path that took them releases them
+// through it.
 func (s *convState) unlock() {
 	if release := s.release; release != nil {
 		s.release = nil
 		release()
 	}
-	s.mu.Unlock()
+	unlockConv := s.unlockConv
+	s.unlockConv = nil
+	unlockConv()
 }
 
 // Names of the store's cross-process locks (store.Locker), records'
@@ -189,7 +194,7 @@ const (
 	metaLockName      = records.MetaLockName
 )
 
-// lockShared returns c's state with its write lock (mu) held and, when the
+// lockShared returns c's state with its write lock held and, when the
 // store is shared by several processes (e.locker), the store's lock of the
 // conversation too; the record is then marked unloaded, since another
 // process may have written it since this one last held the lock. The
@@ -202,7 +207,7 @@ func (e *Engine) lockShared(ctx context.Context, c convID) (*convState, error) {
 	}
 	release, err := e.locker.Lock(ctx, convLockName(c))
 	if err != nil {
-		s.mu.Unlock()
+		s.unlock()
 		return nil, fmt.Errorf("lossless: conversation %s: take its lock in the shared store: %w", c, err)
 	}
 	s.release = release

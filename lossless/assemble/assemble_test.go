@@ -89,23 +89,24 @@ func TestWalk(t *testing.T) {
 type state struct{ id int }
 
 // TestCacheBound: the cache keeps its states within its budget (the most
-// recent one always stays), a state in use is not evicted, and its
-// accounting adds up.
+// recent one always stays, the least recently used go first, with their
+// resolutions), and its accounting adds up.
 func TestCacheBound(t *testing.T) {
-	busy := map[int]bool{}
 	states := map[int]*state{}
-	c := NewCache(states, 3*stateBaseBytes, CacheHooks[int, *state]{
-		New:           func(k int) *state { return &state{id: k} },
-		TryEvict:      func(s *state) (bool, bool) { return !busy[s.id], !busy[s.id] },
-		TryDropWindow: func(*state) bool { return false },
-	})
-	busy[0] = true
+	c := NewCache(states, 3*stateBaseBytes, func(k int) *state { return &state{id: k} })
+	first := c.State(0)
 	for i := 0; i < 10; i++ {
 		c.State(i)
 		c.Resolve(fmt.Sprint("k", i), i)
 	}
-	if _, ok := states[0]; !ok {
-		t.Fatal("a state in use was evicted")
+	if _, ok := states[0]; ok {
+		t.Fatal("the least recently used state was kept over the budget")
+	}
+	if _, ok := c.Resolved("k0"); ok {
+		t.Fatal("an evicted state's resolution was kept")
+	}
+	if c.State(0) == first {
+		t.Fatal("an evicted state came back")
 	}
 	if _, ok := c.Resolved("k9"); !ok || c.Len() > 3 || c.Bytes() > 3*stateBaseBytes {
 		t.Fatalf("%d states of %d bytes, the newest resolved: %v", c.Len(), c.Bytes(), ok)
@@ -122,5 +123,11 @@ func TestCacheBound(t *testing.T) {
 	}
 	if _, ok := c.Resolved("k9"); ok || sum != v.Bytes || v.Listed != v.States || v.States != len(states) {
 		t.Fatalf("after Forget: %+v, sum %d", v, sum)
+	}
+	// One state alone over the budget stays (the most recent one).
+	one := NewCache(map[int]*state{}, 1, func(k int) *state { return &state{id: k} })
+	s := one.State(1)
+	if one.Len() != 1 || one.State(1) != s {
+		t.Fatalf("the most recent state was not kept: %d states", one.Len())
 	}
 }

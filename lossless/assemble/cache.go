@@ -1,14 +1,16 @@
 package assemble
 
 import (
-	"container/list"
 	"context"
 	"fmt"
+	"math"
 	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // Per-conversation state is a cache, bounded in bytes. Each conversation
-// the engine serves has a state: its write lock, its record, the parsed
+// the engine serves has a state: its record, the parsed
 // messages and rendered summaries of its last assembled window (about one
 // token budget of text, which make the next Assemble cheap), the session
 // names resolved to it and its display name. An engine serving many
@@ -17,62 +19,46 @@ import (
 // forgotten conversation reads its record again and parses its window
 // again.
 //
-// Eviction happens under the cache's lock and only to a state whose locks
-// (its write lock and its window lock) are free: CacheHooks.TryEvict takes
-// both without waiting, marks the state dead and the cache removes it. A
-// goroutine that got a state from State and locks it afterwards checks
-// that mark under the lock and, when set, looks the conversation up again:
-// two goroutines never hold two different locks for the same conversation.
-// A state whose write lock is held but whose window is idle loses only its
-// window (CacheHooks.TryDropWindow).
+// The cache holds no lock of a conversation: the engine keeps them apart
+// (lossless's Engine.convLocks), so evicting a state, even one whose
+// conversation is locked, only forgets what it caches.
+//
+// The recency order is golang-lru's simplelru (the module's one LRU),
+// under the cache's lock; the bound is the bytes counted, not the entries.
 
 // DefaultCacheBytes is the cache's default budget in bytes.
 const DefaultCacheBytes = 32 << 20
 
 // Cost estimates of the cached state, in bytes.
 const (
-	// stateBaseBytes is a state with its map entry and list element.
+	// stateBaseBytes is a state with its map entries and list element.
 	stateBaseBytes = 512
 	// entryOverheadBytes is a string's header and map entry.
 	entryOverheadBytes = 64
 )
-
-// CacheHooks are what the cache asks of the engine's states.
-type CacheHooks[K comparable, S comparable] struct {
-	// New makes the state of conversation k.
-	New func(k K) S
-	// TryEvict takes s's write lock and window lock without waiting. With
-	// both, it marks s dead, drops its window, releases them and returns
-	// evicted; writeFree is whether it got the write lock.
-	TryEvict func(s S) (evicted, writeFree bool)
-	// TryDropWindow takes s's window lock without waiting and, when it
-	// gets it, drops s's window and returns true.
-	TryDropWindow func(s S) bool
-}
 
 // Cache is the engine's per-conversation state S by conversation K,
 // bounded in bytes, with the cached resolutions of session names to
 // conversations and the conversations' display names. It is safe for
 // concurrent use.
 type Cache[K comparable, S comparable] struct {
-	mu     sync.Mutex
-	max    int64
-	hooks  CacheHooks[K, S]
-	states map[K]S
-	ents   map[K]*entry[K]
-	ll     *list.List // of *entry[K], most recent first
-	bytes  int64      // sum of the states' cost
+	mu       sync.Mutex
+	max      int64
+	newState func(K) S
+	states   map[K]S
+	// ents is the states' bookkeeping in recency order (never bounded by
+	// count: evictLocked removes the oldest while over max bytes).
+	ents  *simplelru.LRU[K, *entry[K]]
+	bytes int64 // sum of the states' cost
 	// resolved caches conversation resolution: a session's key -> K
 	// (each key also listed in its entry's keys, and dropped with it).
 	resolved map[string]K
 }
 
-// entry is a state's bookkeeping: its element in the list, its estimated
-// cost in bytes and the parts of it from the window and the record, the
+// entry is a state's bookkeeping: its estimated cost in bytes and the parts of it from the window and the record, the
 // resolution keys cached to it, and its display name.
 type entry[K comparable] struct {
 	id       K
-	el       *list.Element
 	cost     int64
 	winBytes int64
 	recBytes int64
@@ -82,27 +68,41 @@ type entry[K comparable] struct {
 
 // NewCache returns a cache of states kept in states (the caller's map,
 // which the cache fills and empties under its lock), within max bytes
-// (DefaultCacheBytes when max <= 0).
-func NewCache[K comparable, S comparable](states map[K]S, max int64, hooks CacheHooks[K, S]) *Cache[K, S] {
+// (DefaultCacheBytes when max <= 0); newState makes the state of a
+// conversation not cached.
+func NewCache[K comparable, S comparable](states map[K]S, max int64, newState func(k K) S) *Cache[K, S] {
 	if max <= 0 {
 		max = DefaultCacheBytes
 	}
-	return &Cache[K, S]{max: max, hooks: hooks, states: states, ents: map[K]*entry[K]{},
-		ll: list.New(), resolved: map[string]K{}}
+	c := &Cache[K, S]{max: max, newState: newState, states: states, resolved: map[string]K{}}
+	ents, err := simplelru.NewLRU[K, *entry[K]](math.MaxInt, c.evicted)
+	if err != nil {
+		panic(err) // only for a non-positive size
+	}
+	c.ents = ents
+	return c
+}
+
+// evicted forgets en, k's bookkeeping just removed from ents, with its
+// state and resolutions (mu held: every call into ents is under it).
+func (c *Cache[K, S]) evicted(k K, en *entry[K]) {
+	for _, key := range en.keys {
+		delete(c.resolved, key)
+	}
+	delete(c.states, k)
+	c.bytes -= en.cost
 }
 
 // stateLocked returns k's state, creating it, and marks it most recently
 // used. The caller holds mu.
 func (c *Cache[K, S]) stateLocked(k K) (S, *entry[K]) {
-	if s, ok := c.states[k]; ok {
-		en := c.ents[k]
-		c.ll.MoveToFront(en.el)
-		return s, en
+	if en, ok := c.ents.Get(k); ok {
+		return c.states[k], en
 	}
-	s := c.hooks.New(k)
+	s := c.newState(k)
 	en := &entry[K]{id: k}
-	en.el = c.ll.PushFront(en)
-	c.states[k], c.ents[k] = s, en
+	c.ents.Add(k, en)
+	c.states[k] = s
 	c.chargeLocked(en, stateBaseBytes)
 	return s, en
 }
@@ -119,12 +119,12 @@ func (c *Cache[K, S]) live(k K, s S) (*entry[K], bool) {
 	if cur, ok := c.states[k]; !ok || cur != s {
 		return nil, false
 	}
-	return c.ents[k], true
+	return c.ents.Peek(k)
 }
 
 // State returns conversation k's state, marked most recently used. It may
-// be evicted as soon as State returns: a caller that locks it checks
-// whether it was (CacheHooks.TryEvict marks it).
+// be evicted as soon as State returns (its holder keeps it, the cache
+// forgets it).
 func (c *Cache[K, S]) State(k K) S {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,34 +134,16 @@ func (c *Cache[K, S]) State(k K) S {
 }
 
 // evictLocked forgets the least recently used states while the cache is
-// over its budget (mu held); the most recent one stays. A state in use is
-// skipped (its window is dropped when only its write lock is held).
+// over its budget (mu held); the most recent one stays.
 func (c *Cache[K, S]) evictLocked() {
-	for el := c.ll.Back(); c.bytes > c.max && el != nil && el != c.ll.Front(); {
-		prev := el.Prev()
-		en := el.Value.(*entry[K])
-		s := c.states[en.id]
-		evicted, writeFree := c.hooks.TryEvict(s)
-		switch {
-		case evicted:
-			for _, k := range en.keys {
-				delete(c.resolved, k)
-			}
-			c.ll.Remove(el)
-			delete(c.states, en.id)
-			delete(c.ents, en.id)
-			c.bytes -= en.cost
-		case !writeFree && en.winBytes > 0 && c.hooks.TryDropWindow(s):
-			c.chargeLocked(en, -en.winBytes)
-			en.winBytes = 0
-		}
-		el = prev
+	for c.bytes > c.max && c.ents.Len() > 1 {
+		c.ents.RemoveOldest() // evicted forgets it
 	}
 }
 
 // Touch records that the cached window of s, k's state, is now size bytes
-// and was just used, and evicts beyond the budget. The caller holds s's
-// window lock (so s is live).
+// and was just used, and evicts beyond the budget; nothing when s is no
+// longer cached. The caller holds k's window lock.
 func (c *Cache[K, S]) Touch(k K, s S, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -171,12 +153,12 @@ func (c *Cache[K, S]) Touch(k K, s S, size int64) {
 	}
 	c.chargeLocked(en, size-en.winBytes)
 	en.winBytes = size
-	c.ll.MoveToFront(en.el)
+	c.ents.Get(k) // most recently used
 	c.evictLocked()
 }
 
 // ForgetWindow drops the window of s, k's state, from the accounting (the
-// caller dropped the window under s's window lock).
+// caller dropped the window under k's window lock).
 func (c *Cache[K, S]) ForgetWindow(k K, s S) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -187,8 +169,9 @@ func (c *Cache[K, S]) ForgetWindow(k K, s S) {
 }
 
 // NoteRecord accounts n bytes for the record of s, k's state, just loaded
-// or changed (the caller holds s's write lock, so s is live); its display
-// name is dropped (named again from the record).
+// or changed (the caller holds k's write lock), nothing when s is no
+// longer cached; its display name is dropped (named again from the
+// record).
 func (c *Cache[K, S]) NoteRecord(k K, s S, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -208,7 +191,7 @@ func (c *Cache[K, S]) Resolved(key string) (K, bool) {
 	defer c.mu.Unlock()
 	k, ok := c.resolved[key]
 	if ok {
-		c.ll.MoveToFront(c.ents[k].el)
+		c.ents.Get(k) // most recently used
 	}
 	return k, ok
 }
@@ -222,7 +205,8 @@ func (c *Cache[K, S]) Resolve(key string, k K) {
 		if old == k {
 			return
 		}
-		c.dropKeyLocked(c.ents[old], key)
+		oldEn, _ := c.ents.Peek(old) // cached: its resolutions go with it
+		c.dropKeyLocked(oldEn, key)
 	}
 	c.resolved[key] = k
 	en.keys = append(en.keys, key)
@@ -245,7 +229,7 @@ func (c *Cache[K, S]) dropKeyLocked(en *entry[K], key string) {
 func (c *Cache[K, S]) Forget(k K) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	en, ok := c.ents[k]
+	en, ok := c.ents.Peek(k)
 	if !ok {
 		return
 	}
@@ -258,7 +242,7 @@ func (c *Cache[K, S]) Forget(k K) {
 func (c *Cache[K, S]) Name(k K) (string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if en, ok := c.ents[k]; ok && en.name != "" {
+	if en, ok := c.ents.Peek(k); ok && en.name != "" {
 		return en.name, true
 	}
 	return "", false
@@ -312,11 +296,12 @@ type CacheView[K comparable] struct {
 func (c *Cache[K, S]) Inspect() CacheView[K] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v := CacheView[K]{States: len(c.states), Listed: c.ll.Len(), Bytes: c.bytes, Resolved: make(map[string]K, len(c.resolved))}
+	v := CacheView[K]{States: len(c.states), Listed: c.ents.Len(), Bytes: c.bytes, Resolved: make(map[string]K, len(c.resolved))}
 	for k, r := range c.resolved {
 		v.Resolved[k] = r
 	}
-	for k, en := range c.ents {
+	for _, k := range c.ents.Keys() {
+		en, _ := c.ents.Peek(k)
 		v.Entries = append(v.Entries, CacheEntry[K]{ID: k, Cost: en.cost, WinBytes: en.winBytes, Keys: append([]string(nil), en.keys...)})
 	}
 	return v

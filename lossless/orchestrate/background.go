@@ -74,7 +74,7 @@ func backgroundRun[C dag.Store](e Port[C], x *State, conv C, budget int) {
 	if err != nil {
 		return
 	}
-	if float64(ItemTokens(items)) <= e.Config().ContextThreshold*float64(budget) {
+	if float64(dag.SumTokens(items)) <= e.Config().ContextThreshold*float64(budget) {
 		return
 	}
 	out, err := Run(x.ctx, e, conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false)

@@ -350,7 +350,7 @@ func maintainCompact[C dag.Store](ctx context.Context, e Port[C], p core.Maintai
 	}
 	budget := e.TurnBudget(agent, sessionID, sessionKey, p.RuntimeContext)
 	items, err := conv.Items(ctx)
-	if err != nil || float64(ItemTokens(items)) <= e.Config().ContextThreshold*float64(budget) {
+	if err != nil || float64(dag.SumTokens(items)) <= e.Config().ContextThreshold*float64(budget) {
 		return
 	}
 	out, err := Run(WithHostLLM(ctx, p.RuntimeContext), e, conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false)

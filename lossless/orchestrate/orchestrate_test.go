@@ -136,9 +136,6 @@ func TestWindowTokens(t *testing.T) {
 			t.Errorf("WindowTokens(budget %d) = %d, want %d", tc.budget, got, tc.want)
 		}
 	}
-	if got := orchestrate.ItemTokens(items); got != 100 {
-		t.Errorf("ItemTokens = %d, want 100", got)
-	}
 }
 
 func TestRewriteSuffix(t *testing.T) {

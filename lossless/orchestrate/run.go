@@ -90,12 +90,3 @@ func WindowTokens(items []dag.Item, budget int) int {
 	}
 	return used
 }
-
-// ItemTokens is the tokens of all items.
-func ItemTokens(items []dag.Item) int {
-	n := 0
-	for _, it := range items {
-		n += it.Tokens
-	}
-	return n
-}
