@@ -12,6 +12,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
+
+	"github.com/lossless-engine/contextengine/internal/retry"
 )
 
 // Bleve's scorch persists and merges segments in goroutines of its own.
@@ -173,11 +175,8 @@ func (f *failure) pausing() time.Duration {
 }
 
 // retryDelay is the pause before the retry that follows n earlier
-// consecutive failures: retryMin doubled n times, at most retryMax.
+// consecutive failures: retryMin doubled n times, at most retryMax (the
+// module's one backoff, internal/retry).
 func retryDelay(n int) time.Duration {
-	d := retryMin
-	for i := 0; i < n && d < retryMax; i++ {
-		d *= 2
-	}
-	return min(d, retryMax)
+	return retry.Backoff{First: retryMin, Max: retryMax}.Delay(n)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/internal/retry"
 )
 
 // worker writes the queue in batches until Close (then until the queue is
@@ -116,7 +117,7 @@ func (r *Recall) finishLocked(n int, ok bool) {
 // returns the error it gave up on (nil: f succeeded). Errors go to lastErr
 // and Logf.
 func (r *Recall) attempt(n int, f func(ctx context.Context) error) error {
-	backoff := 50 * time.Millisecond
+	backoff := retry.Backoff{First: 50 * time.Millisecond, Max: 5 * time.Second}
 	for try := 0; ; try++ {
 		ctx, cancel := context.WithTimeout(r.ctx, time.Minute)
 		err := f(ctx)
@@ -138,14 +139,9 @@ func (r *Recall) attempt(n int, f func(ctx context.Context) error) error {
 		if closing || !retryable(err) || try >= r.opts.MaxRetries {
 			return last
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-		case <-r.ctx.Done():
-			t.Stop()
+		if !retry.Wait(r.ctx, backoff.Delay(try)) {
 			return last
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
