@@ -154,7 +154,7 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 	if rc.ReadTranscript == nil {
 		return core.MaintainResult{Reason: MaintainHostNoReader}, nil
 	}
-	r, err := transcript.SyncHost(ctx, importPort{e}, agent, c, rc.ReadTranscript)
+	r, err := e.syncHost(ctx, agent, c, rc.ReadTranscript)
 	if err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
 	}
@@ -186,7 +186,7 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 	if err == nil && (out.Changed || strings.HasPrefix(out.Reason, MaintainRewriteDeferred)) {
 		// The host re-appended the suffix with new ids (or failed part way,
 		// which it may have done after writing): read again next time.
-		err = transcript.DropHostMap(ctx, importPort{e}, agent, c)
+		err = e.dropHostMap(ctx, agent, c)
 	}
 	return out, err
 }
