@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -267,5 +269,55 @@ func TestShouldRotateOnRequest(t *testing.T) {
 	}
 	if orchestrate.ShouldRotate(core.CompactParams{SessionFile: "/nonexistent/s.jsonl"}, 0) {
 		t.Fatal("a missing file rotates")
+	}
+}
+
+// Reserved is the host's count beyond the window, capped at half the
+// budget; nothing without a count.
+func TestReserved(t *testing.T) {
+	ctx := context.Background()
+	conv := conversation(10) // 1,000 tokens
+	for _, tc := range []struct{ current, budget, want int }{
+		{0, 4000, 0}, {-5, 4000, 0}, {1200, 4000, 200}, {900, 4000, 0}, {5000, 4000, 2000}, {1200, 500, 250},
+	} {
+		if got := orchestrate.Reserved(ctx, conv, tc.current, tc.budget); got != tc.want {
+			t.Errorf("Reserved(current %d, budget %d) = %d, want %d", tc.current, tc.budget, got, tc.want)
+		}
+	}
+}
+
+// WithHostLLM hands the summarizer the host's model: the request's system
+// prompt, user text and token cap reach it, and its text comes back.
+func TestWithHostLLM(t *testing.T) {
+	ctx := context.Background()
+	if orchestrate.WithHostLLM(ctx, nil) != ctx || orchestrate.WithHostLLM(ctx, &core.RuntimeContext{}) != ctx {
+		t.Fatal("a context without a model changed")
+	}
+	var got core.LLMRequest
+	rc := &core.RuntimeContext{LLMComplete: func(_ context.Context, req core.LLMRequest) (core.LLMResponse, error) {
+		got = req
+		return core.LLMResponse{Text: "summary"}, nil
+	}}
+	llm := summarize.HostLLMFrom(orchestrate.WithHostLLM(ctx, rc))
+	if llm == nil {
+		t.Fatal("no host model in the context")
+	}
+	text, err := llm(ctx, "sys", "user text", 77)
+	if err != nil || text != "summary" {
+		t.Fatalf("host model: %q, %v", text, err)
+	}
+	if got.System != "sys" || got.MaxTokens != 77 || len(got.Messages) != 1 || got.Messages[0].Text() != "user text" {
+		t.Fatalf("request: %+v", got)
+	}
+}
+
+// ShouldRotate rotates a file at or over rotateBytes.
+func TestShouldRotateBySize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	if err := os.WriteFile(path, make([]byte, 100), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !orchestrate.ShouldRotate(core.CompactParams{SessionFile: path}, 100) || orchestrate.ShouldRotate(core.CompactParams{SessionFile: path}, 101) {
+		t.Fatal("ShouldRotate does not compare the size with rotateBytes")
 	}
 }
