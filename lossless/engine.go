@@ -83,7 +83,7 @@ type Engine struct {
 	// it is for a read-only engine) or the index could not be opened.
 	recall *recaller
 	// compaction is the compaction state: per-conversation compaction
-	// locks, background runs and the summarizer (port_orchestrate.go;
+	// locks, background runs and the summarizer (orchestrate.go;
 	// the runs are lossless/orchestrate's).
 	compaction *compactionState
 	// subagents is the subagent state: the lock of record changes, the
@@ -274,7 +274,7 @@ func openEngine(ctx context.Context, cfg Config, h testHooks, st store.Store, wh
 			return nil, err
 		}
 	}
-	e.compaction = newCompactionState(cfg) // port_orchestrate.go
+	e.compaction = newCompactionState(cfg) // orchestrate.go
 	if cfg.ReadOnly {
 		return e, nil // nothing below may write
 	}

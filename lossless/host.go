@@ -3,9 +3,13 @@ package lossless
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // Hosts that keep the transcript themselves (OpenClaw 2026.9.6: rows in its
@@ -13,19 +17,78 @@ import (
 // reads such a transcript only through the host, from a cursor it keeps
 // per conversation, and maps every entry read to its stored message
 // (lossless/transcript's host.go). What stays here is the engine's side:
-// Bootstrap's door and a call's session identity; Maintain's rewrite
+// Bootstrap's door (resolving the conversation, the import lock) and a
+// call's session identity; Maintain's rewrite
 // through the host and the host's model as the summarizer are
 // lossless/orchestrate's.
 
-// bootstrapHost is Bootstrap for a host that keeps the transcript
-// (transcript.BootstrapHost) with the engine entered.
+// bootstrapHost is Bootstrap for a host that keeps the transcript: the
+// conversation is made if new, and the transcript is read through the host
+// from the conversation's cursor (history written before the engine was
+// selected is imported once; later bootstraps read only what is new).
 func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agent, sessionID, sessionKey string) (core.BootstrapResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return core.BootstrapResult{}, err
 	}
 	defer done()
-	return transcript.BootstrapHost(ctx, importPort{e}, p, agent, sessionID, sessionKey)
+	if p.RuntimeContext == nil || p.RuntimeContext.ReadTranscript == nil {
+		return core.BootstrapResult{Reason: "the host keeps the transcript and offers no reader: nothing imported"}, nil
+	}
+	read := p.RuntimeContext.ReadTranscript
+	c, err := e.resolve(ctx, agent, sessionID, sessionKey, false)
+	if errors.Is(err, core.ErrUnknownSession) {
+		// A session the engine has not stored: made only when its
+		// transcript holds a message (OpenClaw bootstraps runs that never
+		// get one, such as its memory flushes; they leave no record).
+		first, reason, rerr := transcript.HostHasMessages(ctx, read)
+		if rerr != nil {
+			reason = "host transcript not read: " + rerr.Error()
+		}
+		if reason != "" {
+			return core.BootstrapResult{Reason: reason}, nil
+		}
+		read = transcript.FirstPage(first, read)
+		c, err = e.resolve(ctx, agent, sessionID, sessionKey, true)
+	}
+	if err != nil {
+		return core.BootstrapResult{}, err
+	}
+	r, err := e.syncHost(ctx, agent, c, read)
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, core.ErrClosed) || errors.Is(err, store.ErrDiskFull) {
+			return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", err)
+		}
+		// The host's read failed: the turn goes on with what is stored (a
+		// throw here would quarantine the engine); the next bootstrap
+		// tries again.
+		slog.Warn("lossless: bootstrap could not read the host transcript", "conversation", c.String(), "err", err)
+		return core.BootstrapResult{Reason: "host transcript not read: " + err.Error()}, nil
+	}
+	if res, ok := transcript.BootstrapReason(r); ok {
+		return res, nil
+	}
+	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: r.Imported}, nil
+}
+
+// syncHost reads what is new of conversation c's host-kept transcript
+// (transcript.SyncHost) under its import lock.
+func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core.HostTranscriptReader) (transcript.HostSyncResult, error) {
+	unlock, err := e.lockImport(ctx, agent, transcript.HostLockKey(c))
+	if err != nil {
+		return transcript.HostSyncResult{}, err
+	}
+	defer unlock()
+	return transcript.SyncHost(ctx, importPort{e}, agent, c, read)
+}
+
+// dropHostMap drops the entry map of c's host-kept transcript
+// (transcript.DropHostMap) behind the free-space guard.
+func (e *Engine) dropHostMap(ctx context.Context, agent string, c convID) error {
+	if err := e.checkSpace(); err != nil {
+		return err
+	}
+	return transcript.DropHostMap(ctx, e.st, agent, c)
 }
 
 // sessionIdentity resolves a call's agent, session id and key: the call's

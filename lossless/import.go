@@ -125,13 +125,19 @@ func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, p
 }
 
 // importFileOpts is the import of one file (lossless/transcript.Import)
-// with the engine entered.
+// with the engine entered, under the file's import lock (lockImport).
 func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKey, path string, o importOpts) (ImportResult, error) {
 	done, err := e.enter()
 	if err != nil {
 		return ImportResult{}, err
 	}
 	defer done()
+	path = transcript.ImportPath(path)
+	unlock, err := e.lockImport(ctx, agent, path)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	defer unlock()
 	o.MaxMessageBytes = e.cfg.MaxMessageBytes
 	o.Fault = e.cfg.hooks.reconcileFault
 	return transcript.Import(ctx, importPort{e}, agent, sessionID, sessionKey, path, o)
@@ -148,11 +154,6 @@ func (p importPort) Store() store.Store { return p.e.st }
 
 // CheckSpace is the engine's free-space guard.
 func (p importPort) CheckSpace() error { return p.e.checkSpace() }
-
-// LockImport is lockImport.
-func (p importPort) LockImport(ctx context.Context, agent, key string) (func(), error) {
-	return p.e.lockImport(ctx, agent, key)
-}
 
 // Resolve is resolve.
 func (p importPort) Resolve(ctx context.Context, agent, sessionID, sessionKey string, create bool) (convID, error) {

@@ -50,12 +50,6 @@ func renderedSummaryID(m core.Message) (string, bool) { return recall.SummaryID(
 // parseConvID is records.ParseConvID.
 var parseConvID = records.ParseConvID
 
-// hostSummarizer reports whether compactions summarize with the host's
-// model (orchestrate.HostSummarizer).
-func (e *Engine) hostSummarizer() bool {
-	return orchestrate.HostSummarizer[*Conversation](orchestratePort{e})
-}
-
 // waitBackground waits until no background compaction runs (tests).
 func (e *Engine) waitBackground() { e.compaction.runs.WaitIdle() }
 

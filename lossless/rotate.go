@@ -2,10 +2,13 @@ package lossless
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -20,8 +23,9 @@ import (
 // before the mapping leaves an unused successor file beside an intact old
 // session (the host never heard of it); a crash after it leaves both ids
 // naming the same conversation. Nothing is deleted at any point. The
-// decision and the successor file are lossless/orchestrate's (Compact,
-// ShouldRotate); the engine maps the successor's session (mapSession).
+// decision is lossless/orchestrate's (ShouldRotate, KeptTail), the
+// successor file lossless/transcript's (WriteSuccessor); the engine reads
+// the kept messages, writes the file and maps the successor's session.
 
 // RotateParams are the arguments of Rotate.
 type RotateParams = orchestrate.RotateParams
@@ -29,7 +33,60 @@ type RotateParams = orchestrate.RotateParams
 // Rotate compacts the session (forced, to the budget) and rotates its
 // transcript: see Compact.
 func (e *Engine) Rotate(ctx context.Context, p RotateParams) (RotateResult, error) {
-	return orchestrate.Rotate[*Conversation](ctx, orchestratePort{e}, p)
+	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{RuntimeContextRotate: json.RawMessage("true")}}
+	res, err := e.compact(ctx, core.CompactParams{AgentID: p.AgentID, SessionID: p.SessionID, SessionKey: p.SessionKey,
+		SessionFile: p.SessionFile, TokenBudget: p.TokenBudget, Force: true, RuntimeContext: rc})
+	if err != nil {
+		return RotateResult{}, err
+	}
+	if res.Result == nil || res.Result.SessionID == "" {
+		return RotateResult{}, fmt.Errorf("lossless: rotate: not rotated: %s", res.Reason)
+	}
+	return RotateResult{SessionID: res.Result.SessionID, SessionFile: res.Result.SessionFile,
+		SessionTarget: res.Result.SessionTarget, FirstKeptEntryID: res.Result.FirstKeptEntryID}, nil
+}
+
+// rotate writes the successor of the transcript at path
+// (transcript.WriteSuccessor: the context's summary, then the messages
+// after its last summary, orchestrate.KeptTail) and maps its new session
+// id to conv (mapSession).
+func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionID, path string, tokensBefore, tokensAfter int) (RotateResult, error) {
+	t, err := core.ReadTranscript(path)
+	if err != nil {
+		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	items, err := conv.Items(ctx)
+	if err != nil {
+		return RotateResult{}, err
+	}
+	seqs, summaryIDs := orchestrate.KeptTail(items)
+	tail := make([][]byte, 0, len(seqs))
+	for _, seq := range seqs {
+		m, err := conv.Message(ctx, seq)
+		if err != nil {
+			return RotateResult{}, err
+		}
+		tail = append(tail, m.Raw())
+	}
+	summary, err := orchestrate.ContextSummaryText(ctx, e.st, conv.id, items)
+	if err != nil {
+		return RotateResult{}, err
+	}
+	succ, err := transcript.WriteSuccessor(transcript.SuccessorParams{Path: path, Transcript: t, Tail: tail,
+		Summary: summary, SummaryIDs: summaryIDs, Engine: EngineID, Conv: conv.id.String(), SessionID: sessionID,
+		TokensBefore: tokensBefore, TokensAfter: tokensAfter})
+	if err != nil {
+		return RotateResult{}, err
+	}
+	if err := e.mapSession(ctx, conv, agent, succ.SessionID, succ.CheckpointPath, succ.Checkpoint); err != nil {
+		return RotateResult{}, err
+	}
+	target, err := json.Marshal(map[string]string{"sessionId": succ.SessionID, "sessionFile": succ.Path})
+	if err != nil {
+		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+	}
+	return RotateResult{SessionID: succ.SessionID, SessionFile: succ.Path, SessionTarget: target,
+		FirstKeptEntryID: succ.FirstKeptEntryID, KeptEntries: succ.KeptEntries}, nil
 }
 
 // mapSession maps session id newID of agent to conv and records the

@@ -82,20 +82,6 @@ func (e *Engine) lookup(ctx context.Context, agent, sessionID, sessionKey string
 	return c, err
 }
 
-// get reads refs in one batched read (store.Reader.Get).
-func (c *Conversation) get(ctx context.Context, refs []store.Ref) ([]store.Got, error) {
-	var got []store.Got
-	err := c.e.st.View(ctx, func(r store.Reader) error {
-		var err error
-		got, err = r.Get(refs)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lossless: read: %w", fromStore(err))
-	}
-	return got, nil
-}
-
 // ID returns the conversation's id (hex).
 func (c *Conversation) ID() string { return c.id.String() }
 
@@ -224,11 +210,6 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 // there is none: records.GetMsg).
 func getMsg(r store.Reader, c convID, seq uint64) (msgRecord, error) {
 	return records.GetMsg(r, c, seq)
-}
-
-// getMsgHeader is getMsg without the body (records.GetMsgHeader).
-func getMsgHeader(r store.Reader, c convID, seq uint64) (msgRecord, error) {
-	return records.GetMsgHeader(r, c, seq)
 }
 
 // getMsgText returns the bytes that stand for message seq in text

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -30,98 +28,25 @@ const (
 	MaintainHostNoReader = "the host keeps the transcript and offers no reader: nothing to rewrite"
 )
 
-// Maintain is Engine.Maintain: the lossless rewrite of the host's
-// transcript (old large tool results replaced by references), then, when
-// it did not fail and the summarizer is the host's model, the compaction
-// decision of the committed turn.
-func Maintain[C dag.Store](ctx context.Context, e Port[C], p core.MaintainParams) (core.MaintainResult, error) {
-	res, err := maintain(ctx, e, p)
-	if err == nil {
-		maintainCompact(ctx, e, p) // a host-model summarizer compacts here
-	}
-	return res, err
-}
+// Maintain's plan: the engine's Maintain (lossless/maintain.go) resolves
+// the conversation, reads the transcript (a file, or the host's through its
+// entry map), and calls these over what it read: the candidates (old
+// large tool results stored byte for byte), their references (the write
+// path's large-message reference, made by the engine), the plan (Plan), the
+// aliases (WriteAliases, under the conversation's lock) and the host's
+// answer (RewriteOutcome).
 
-func maintain[C dag.Store](ctx context.Context, e Port[C], p core.MaintainParams) (core.MaintainResult, error) {
-	done, err := e.Enter()
-	if err != nil {
-		return core.MaintainResult{}, err
-	}
-	defer done()
-	agent, sessionID, sessionKey := e.Identity("", p.SessionID, p.SessionKey, p.SessionTarget)
-	if p.RuntimeContext == nil || p.RuntimeContext.RewriteTranscriptEntries == nil {
-		return core.MaintainResult{Reason: MaintainNoRewriter}, nil
-	}
-	host := core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext)
-	if p.SessionFile == "" && !host {
-		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
-	}
-	c, err := e.Lookup(ctx, agent, sessionID, sessionKey)
-	if errors.Is(err, core.ErrUnknownSession) {
-		return core.MaintainResult{Reason: MaintainUnknownSession}, nil
-	}
-	if err != nil {
-		return core.MaintainResult{}, err
-	}
-	if !host {
-		if host, err = hostKept(ctx, e, agent, c); err != nil {
-			return core.MaintainResult{}, err
-		}
-	}
-	if host {
-		return maintainHost(ctx, e, p, agent, c)
-	}
-	t, err := core.ReadTranscript(p.SessionFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
-	}
-	if err != nil {
-		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
-	}
-	reps, aliases, err := rewritesFor(ctx, e, c, t.Entries, t.Window().Entries)
-	if err != nil {
-		return core.MaintainResult{}, err
-	}
-	if len(reps) == 0 {
-		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
-	}
-	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: RewriteSuffix(t.ActiveBranch(), reps)}
-	return requestRewrite(ctx, e, p.RuntimeContext, c, aliases, req)
-}
-
-// requestRewrite makes the originals behind req's references safe, then
-// asks the host to rewrite: the aliases first (once the host rewrote the
-// entries, a re-read of the transcript must find the references already
-// stored), then a sync (the originals must survive a power loss before the
-// host drops them). It reports what the host did.
-func requestRewrite[C dag.Store](ctx context.Context, e Port[C], rc *core.RuntimeContext, c store.ConvID, aliases []alias, req core.RewriteRequest) (core.MaintainResult, error) {
-	if err := writeAliases(ctx, e, c, aliases); err != nil {
-		return core.MaintainResult{}, err
-	}
-	if err := e.Sync(ctx); err != nil {
-		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: sync: %w", err)
-	}
-	res, err := rc.RewriteTranscriptEntries(ctx, req)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
-		}
-		// The host refused or deferred the rewrite (OpenClaw: "Session
-		// transcript projection is rebuilding"). Nothing is lost: the
-		// originals and their aliases are stored, the transcript is as it
-		// was, and the next maintain plans the same rewrite again. The turn
-		// must not fail for it.
-		slog.Warn("lossless: maintain: the host did not rewrite the transcript now; a later maintain retries", "err", err)
-		return core.MaintainResult{Reason: MaintainRewriteDeferred + ": " + err.Error()}, nil
-	}
-	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
-	if !res.Changed {
-		out.Reason = "the host rewrote nothing"
-		if res.Reason != "" {
-			out.Reason += ": " + res.Reason
-		}
-	}
-	return out, nil
+// Candidate is a stored tool result Maintain may replace by a reference.
+type Candidate struct {
+	// Index is the entry's index in the entries planned over; EntryID is
+	// its id.
+	Index   int
+	EntryID string
+	// Seq is the stored original's sequence number, Tokens its tokens.
+	Seq    uint64
+	Tokens int
+	// Message is the entry's message (the original's bytes).
+	Message core.Message
 }
 
 // RewriteSuffix returns the ids of the active branch's entries from the
@@ -150,27 +75,27 @@ func RewriteSuffix(branch []core.Entry, reps []core.TranscriptRewrite) []string 
 	return nil
 }
 
-// alias maps a reference message's key to the stored original's sequence.
-type alias struct {
-	ref store.Hash
-	seq uint64
+// Alias maps a reference message's key to the stored original's sequence.
+type Alias struct {
+	Ref store.Hash
+	Seq uint64
 }
 
-// minTokens is the size over which Maintain rewrites a tool result.
-func minTokens(cfg Config) int {
+// MinTokens is the size over which Maintain rewrites a tool result.
+func MinTokens(cfg Config) int {
 	if cfg.MaintainMinTokens <= 0 {
 		return DefaultMaintainMinTokens
 	}
 	return cfg.MaintainMinTokens
 }
 
-// rewritesFor returns the replacements of the old large tool results of
-// the transcript's entries that conversation c stores. The fresh tail is
-// the window's newest FreshTailMessages message entries; entries before the
-// window (kept in the file by earlier compactions) are old too.
-func rewritesFor[C dag.Store](ctx context.Context, e Port[C], c store.ConvID, entries, window []core.Entry) ([]core.TranscriptRewrite, []alias, error) {
-	cfg := e.Config()
-	min := minTokens(cfg)
+// FileCandidates returns the old large tool results among a transcript
+// file's entries that conversation c stores byte for byte (read through
+// r). The fresh tail is the window's newest cfg.FreshTailMessages message
+// entries; entries before the window (kept in the file by earlier
+// compactions) are old too.
+func FileCandidates(ctx context.Context, r store.Reader, c store.ConvID, cfg Config, entries, window []core.Entry) ([]Candidate, error) {
+	min := MinTokens(cfg)
 	fresh := map[string]bool{}
 	for i, n := len(window)-1, 0; i >= 0 && n < cfg.FreshTailMessages; i-- {
 		if window[i].Type == core.EntryMessage {
@@ -178,188 +103,149 @@ func rewritesFor[C dag.Store](ctx context.Context, e Port[C], c store.ConvID, en
 			n++
 		}
 	}
-	var reps []core.TranscriptRewrite
-	var aliases []alias
-	err := e.View(ctx, func(r store.Reader) error {
-		for i, ent := range entries {
-			if i%256 == 0 {
-				if err := ctx.Err(); err != nil {
-					return fmt.Errorf("lossless: maintain: %w", err)
-				}
+	var out []Candidate
+	for i, ent := range entries {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("lossless: maintain: %w", err)
 			}
-			m := ent.Message
-			if ent.Type != core.EntryMessage || ent.ID == "" || fresh[ent.ID] || m.Role() != core.RoleToolResult {
-				continue
-			}
-			// Cheap filter before counting: chars/4 under-estimates no
-			// tokenizer by more than 4x.
-			if len(m.Raw()) < min {
-				continue
-			}
-			h := e.Hash(m.Raw())
-			seq, err := r.SeqByHash(c, h)
-			if errors.Is(err, store.ErrNotFound) {
-				continue // not stored byte for byte: never rewrite what could be lost
-			}
-			if err != nil {
-				return fmt.Errorf("lossless: read: %w", err)
-			}
-			rec, err := e.MessageHeader(r, c, seq)
-			if err != nil {
-				return err
-			}
-			if rec.Hash != h || rec.Tokens <= min {
-				continue // an alias (already a reference) or small
-			}
-			ref, err := core.ParseMessage(e.Reference(m, rec.Tokens))
-			if err != nil {
-				return fmt.Errorf("lossless: maintain: reference: %w", err)
-			}
-			if len(ref.Raw()) >= len(m.Raw()) {
-				continue
-			}
-			reps = append(reps, core.TranscriptRewrite{EntryID: ent.ID, Message: ref})
-			aliases = append(aliases, alias{ref: e.Hash(ref.Raw()), seq: seq})
 		}
-		return nil
-	})
-	return reps, aliases, err
+		m := ent.Message
+		if ent.Type != core.EntryMessage || ent.ID == "" || fresh[ent.ID] || m.Role() != core.RoleToolResult {
+			continue
+		}
+		// Cheap filter before counting: chars/4 under-estimates no
+		// tokenizer by more than 4x.
+		if len(m.Raw()) < min {
+			continue
+		}
+		h := records.HashRaw(m.Raw())
+		seq, err := r.SeqByHash(c, h)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // not stored byte for byte: never rewrite what could be lost
+		}
+		if err != nil {
+			return nil, fmt.Errorf("lossless: read: %w", err)
+		}
+		rec, err := records.GetMsgHeader(r, c, seq)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Hash != h || rec.Tokens <= min {
+			continue // an alias (already a reference) or small
+		}
+		out = append(out, Candidate{Index: i, EntryID: ent.ID, Seq: seq, Tokens: rec.Tokens, Message: m})
+	}
+	return out, nil
 }
 
-// writeAliases records each reference's key as an alias of its original in
-// the hash index (an existing entry is left alone).
-func writeAliases[C dag.Store](ctx context.Context, e Port[C], c store.ConvID, aliases []alias) error {
-	return e.UpdateConv(ctx, c, func(tx store.Tx) error {
-		for _, a := range aliases {
-			// An entry that exists, even one that does not decode, is left
-			// alone.
-			if _, err := tx.SeqByHash(c, a.ref); err == nil || errors.Is(err, store.ErrCorrupt) {
-				continue
-			} else if !errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("lossless: maintain: %w", err)
-			}
-			if err := tx.PutHash(c, a.ref, a.seq); err != nil {
-				return fmt.Errorf("lossless: maintain: write alias: %w", err)
-			}
+// HostCandidates returns the old large tool results among the mapped
+// entries of a host-kept transcript (its entry map, in order): those older
+// than the newest cfg.FreshTailMessages entries, with an entry id, above
+// MinTokens and not already a reference.
+func HostCandidates(r store.Reader, c store.ConvID, cfg Config, entries []store.HostEntry) ([]Candidate, error) {
+	min := MinTokens(cfg)
+	var out []Candidate
+	for i := 0; i < len(entries)-cfg.FreshTailMessages; i++ {
+		en := entries[i]
+		if en.EntryID == "" {
+			continue
 		}
-		return nil
-	})
+		h, err := records.GetMsgHeader(r, c, en.Seq)
+		if err != nil {
+			return nil, err
+		}
+		if h.Role != core.RoleToolResult || h.Tokens <= min || h.Hash != en.Key {
+			continue // not a tool result, small, or already a reference
+		}
+		rec, err := records.GetMsg(r, c, en.Seq)
+		if err != nil {
+			return nil, err
+		}
+		m, err := core.ParseMessage(rec.Raw)
+		if err != nil {
+			return nil, fmt.Errorf("lossless: maintain: message %d: %w", en.Seq, err)
+		}
+		out = append(out, Candidate{Index: i, EntryID: en.EntryID, Seq: en.Seq, Tokens: rec.Tokens, Message: m})
+	}
+	return out, nil
 }
 
-// maintainHost is Maintain for a host that keeps the transcript: the
-// transcript is read from the conversation's cursor (entries new since the
-// last read), then every mapped tool result older than the fresh tail,
-// above Config.MaintainMinTokens and stored byte for byte is replaced by a
-// reference, as for a file. The request names the mapped entries from the
-// first replaced one to the end, so a transcript that gained entries since
-// is left alone. After a rewrite the map is dropped (the host gives the
-// re-appended suffix new ids) and the next read starts over.
-func maintainHost[C dag.Store](ctx context.Context, e Port[C], p core.MaintainParams, agent string, c store.ConvID) (core.MaintainResult, error) {
-	rc := p.RuntimeContext
-	if rc.ReadTranscript == nil {
-		return core.MaintainResult{Reason: MaintainHostNoReader}, nil
-	}
-	r, err := e.SyncHost(ctx, agent, c, rc.ReadTranscript)
-	if err != nil {
-		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
-	}
-	if r.Missing || r.Unavailable != "" {
-		return core.MaintainResult{Reason: "host transcript not readable now: nothing to rewrite"}, nil
-	}
-	entries, err := e.HostEntries(ctx, c)
-	if err != nil {
-		return core.MaintainResult{}, err
-	}
-	cfg := e.Config()
-	min := minTokens(cfg)
-	tail := len(entries) - cfg.FreshTailMessages
-	var reps []core.TranscriptRewrite
-	var aliases []alias
-	first := -1
-	err = e.View(ctx, func(sr store.Reader) error {
-		for i := 0; i < tail; i++ {
-			en := entries[i]
-			if en.EntryID == "" {
-				continue
-			}
-			h, err := e.MessageHeader(sr, c, en.Seq)
-			if err != nil {
-				return err
-			}
-			if h.Role != core.RoleToolResult || h.Tokens <= min || h.Hash != en.Key {
-				continue // not a tool result, small, or already a reference
-			}
-			r, err := e.Message(sr, c, en.Seq)
-			if err != nil {
-				return err
-			}
-			m, err := core.ParseMessage(r.Raw)
-			if err != nil {
-				return fmt.Errorf("lossless: maintain: message %d: %w", en.Seq, err)
-			}
-			ref, err := core.ParseMessage(e.Reference(m, r.Tokens))
-			if err != nil {
-				return fmt.Errorf("lossless: maintain: reference: %w", err)
-			}
-			if len(ref.Raw()) >= len(m.Raw()) {
-				continue
-			}
-			if first < 0 {
-				first = i
-			}
-			reps = append(reps, core.TranscriptRewrite{EntryID: en.EntryID, Message: ref})
-			aliases = append(aliases, alias{ref: e.Hash(ref.Raw()), seq: en.Seq})
+// Plan returns the replacements of cands by their references (refs[i] is
+// the reference message of cands[i]) and the aliases to record: a
+// reference not shorter than its original is left out. first is the Index
+// of the first candidate kept (-1: none).
+func Plan(cands []Candidate, refs [][]byte) (reps []core.TranscriptRewrite, aliases []Alias, first int, err error) {
+	first = -1
+	for i, cd := range cands {
+		ref, err := core.ParseMessage(refs[i])
+		if err != nil {
+			return nil, nil, -1, fmt.Errorf("lossless: maintain: reference: %w", err)
 		}
-		return nil
-	})
-	if err != nil {
-		return core.MaintainResult{}, err
+		if len(ref.Raw()) >= len(cd.Message.Raw()) {
+			continue
+		}
+		if first < 0 {
+			first = cd.Index
+		}
+		reps = append(reps, core.TranscriptRewrite{EntryID: cd.EntryID, Message: ref})
+		aliases = append(aliases, Alias{Ref: records.HashRaw(ref.Raw()), Seq: cd.Seq})
 	}
-	if len(reps) == 0 {
-		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
-	}
+	return reps, aliases, first, nil
+}
+
+// HostSuffix returns the ids of the mapped entries from first to the end:
+// the suffix the host re-appends (the host refuses the rewrite when its
+// transcript gained entries since). Entries without an id are left out.
+func HostSuffix(entries []store.HostEntry, first int) []string {
 	suffix := make([]string, 0, len(entries)-first)
 	for _, en := range entries[first:] {
 		if en.EntryID != "" {
 			suffix = append(suffix, en.EntryID)
 		}
 	}
-	out, err := requestRewrite(ctx, e, rc, c, aliases, core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: suffix})
-	if err == nil && (out.Changed || strings.HasPrefix(out.Reason, MaintainRewriteDeferred)) {
-		// The host re-appended the suffix with new ids (or failed part way,
-		// which it may have done after writing): read again next time.
-		err = e.DropHostMap(ctx, agent, c)
-	}
-	return out, err
+	return suffix
 }
 
-// maintainCompact is the compaction decision of a host-model summarizer:
-// a committed turn cannot compact in the background without the host's
-// model, so Maintain (which the host calls after the commit, offering it)
-// compacts the conversation when its context is over contextThreshold of
-// the last assembled budget. A failure is logged, never fails Maintain.
-func maintainCompact[C dag.Store](ctx context.Context, e Port[C], p core.MaintainParams) {
-	if !HostSummarizer(e) || p.RuntimeContext == nil || p.RuntimeContext.LLMComplete == nil ||
-		p.Reason == core.MaintainReasonBootstrap {
-		return // not before the user's model call: after the turn only
+// WriteAliases records in tx each reference's key as an alias of its
+// original in conversation c's hash index (an existing entry is left
+// alone). The caller holds c's lock.
+func WriteAliases(tx store.Tx, c store.ConvID, aliases []Alias) error {
+	for _, a := range aliases {
+		// An entry that exists, even one that does not decode, is left
+		// alone.
+		if _, err := tx.SeqByHash(c, a.Ref); err == nil || errors.Is(err, store.ErrCorrupt) {
+			continue
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("lossless: maintain: %w", err)
+		}
+		if err := tx.PutHash(c, a.Ref, a.Seq); err != nil {
+			return fmt.Errorf("lossless: maintain: write alias: %w", err)
+		}
 	}
-	agent, sessionID, sessionKey := e.Identity("", p.SessionID, p.SessionKey, p.SessionTarget)
-	conv, err := e.Conversation(ctx, agent, sessionID, sessionKey)
+	return nil
+}
+
+// RewriteOutcome is Maintain's result of the host's answer to a rewrite
+// request made under ctx. A refused or deferred rewrite (OpenClaw: "Session
+// transcript projection is rebuilding") is no error: nothing is lost (the
+// originals and their aliases are stored, the transcript is as it was) and
+// the next maintain plans the same rewrite again; the turn must not fail
+// for it. Only a canceled ctx makes it an error.
+func RewriteOutcome(ctx context.Context, res core.RewriteResult, err error) (core.MaintainResult, error) {
 	if err != nil {
-		return
+		if cerr := ctx.Err(); cerr != nil {
+			return core.MaintainResult{}, fmt.Errorf("lossless: maintain: rewriteTranscriptEntries: %w", err)
+		}
+		slog.Warn("lossless: maintain: the host did not rewrite the transcript now; a later maintain retries", "err", err)
+		return core.MaintainResult{Reason: MaintainRewriteDeferred + ": " + err.Error()}, nil
 	}
-	budget := e.TurnBudget(agent, sessionID, sessionKey, p.RuntimeContext)
-	items, err := conv.Items(ctx)
-	if err != nil || float64(dag.SumTokens(items)) <= e.Config().ContextThreshold*float64(budget) {
-		return
+	out := core.MaintainResult{Changed: res.Changed, BytesFreed: res.BytesFreed, RewrittenEntries: res.RewrittenEntries}
+	if !res.Changed {
+		out.Reason = "the host rewrote nothing"
+		if res.Reason != "" {
+			out.Reason += ": " + res.Reason
+		}
 	}
-	out, err := Run(WithHostLLM(ctx, p.RuntimeContext), e, conv, dag.Target{Budget: budget, Mode: dag.ModeThreshold}, false)
-	name := e.ID(conv).String()
-	if err != nil && !errors.Is(err, ErrCompacting) && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
-		slog.Warn("lossless: compaction in maintain failed", "conversation", name, "err", err)
-	}
-	if t := out.Tally; t.Fallback > 0 {
-		slog.Info("lossless: compaction in maintain: summaries written by the extractive fallback", "conversation", name,
-			"fallbacks", t.Fallback, "model", t.Model, "reason", t.Reason)
-	}
+	return out, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
-	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -18,7 +17,8 @@ import (
 // Config.RotateBytes (or on request), Compact writes a successor session
 // file — a header naming the old file as parentSession, a compaction entry
 // with the summary, then the kept tail — under a new session id mapped to
-// the same conversation (Port.MapSession). The old file is never touched.
+// the same conversation (the engine's Rotate and Compact write it, with
+// transcript.WriteSuccessor, and map it). The old file is never touched.
 
 // RotateParams are the arguments of Rotate.
 type RotateParams struct {
@@ -58,72 +58,26 @@ func ShouldRotate(p core.CompactParams, rotateBytes int64) bool {
 	return err == nil && st.Size() >= rotateBytes
 }
 
-// Rotate compacts the session (forced, to the budget) and rotates its
-// transcript: see Compact.
-func Rotate[C dag.Store](ctx context.Context, e Port[C], p RotateParams) (RotateResult, error) {
-	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{RuntimeContextRotate: json.RawMessage("true")}}
-	res, err := Compact(ctx, e, core.CompactParams{AgentID: p.AgentID, SessionID: p.SessionID, SessionKey: p.SessionKey,
-		SessionFile: p.SessionFile, TokenBudget: p.TokenBudget, Force: true, RuntimeContext: rc})
-	if err != nil {
-		return RotateResult{}, err
-	}
-	if res.Result == nil || res.Result.SessionID == "" {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: not rotated: %s", res.Reason)
-	}
-	out := RotateResult{SessionID: res.Result.SessionID, SessionFile: res.Result.SessionFile,
-		SessionTarget: res.Result.SessionTarget, FirstKeptEntryID: res.Result.FirstKeptEntryID}
-	return out, nil
-}
-
-// rotate writes the successor of the transcript at path and maps its new
-// session id to conv.
-func rotate[C dag.Store](ctx context.Context, e Port[C], conv C, agent, sessionID, path string, tokensBefore, tokensAfter int) (RotateResult, error) {
-	t, err := core.ReadTranscript(path)
-	if err != nil {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
-	}
-	items, err := conv.Items(ctx)
-	if err != nil {
-		return RotateResult{}, err
-	}
-	// The kept tail: the raw messages after the context's last summary.
-	var tail [][]byte
-	var summaryIDs []string
+// KeptTail returns what a rotation's successor keeps of the context
+// items: the sequence numbers of the messages after the last summary, in
+// order, and the ids of all the context's summaries.
+func KeptTail(items []dag.Item) (seqs []uint64, summaryIDs []string) {
 	for _, it := range items {
 		if it.IsSummary() {
-			tail = tail[:0]
+			seqs = seqs[:0]
 			summaryIDs = append(summaryIDs, it.Ref.ID)
 			continue
 		}
-		raw, err := e.RawMessage(ctx, conv, it.Ref.Seq)
-		if err != nil {
-			return RotateResult{}, err
-		}
-		tail = append(tail, raw)
+		seqs = append(seqs, it.Ref.Seq)
 	}
-	summary, err := ContextSummaryText(ctx, e, conv, nil)
-	if err != nil {
-		return RotateResult{}, err
-	}
-	succ, err := transcript.WriteSuccessor(transcript.SuccessorParams{Path: path, Transcript: t, Tail: tail,
-		Summary: summary, SummaryIDs: summaryIDs, Engine: e.Config().Engine, Conv: e.ID(conv).String(), SessionID: sessionID,
-		TokensBefore: tokensBefore, TokensAfter: tokensAfter})
-	if err != nil {
-		return RotateResult{}, err
-	}
-	if err := e.MapSession(ctx, conv, agent, succ.SessionID, succ.CheckpointPath, succ.Checkpoint); err != nil {
-		return RotateResult{}, err
-	}
-	target, _ := json.Marshal(map[string]string{"sessionId": succ.SessionID, "sessionFile": succ.Path})
-	return RotateResult{SessionID: succ.SessionID, SessionFile: succ.Path, SessionTarget: target,
-		FirstKeptEntryID: succ.FirstKeptEntryID, KeptEntries: succ.KeptEntries}, nil
+	return seqs, summaryIDs
 }
 
-// hostKept reports whether conversation c was read through the host (it
-// has a host checkpoint): its transcript is the host's, never a file. A
+// HostKept reports whether conversation c of agent in st was read through
+// the host (it has a host checkpoint): its transcript is the host's, never a file. A
 // checkpoint that does not decode counts: it is there.
-func hostKept[C dag.Store](ctx context.Context, e Port[C], agent string, c store.ConvID) (bool, error) {
-	err := e.View(ctx, func(r store.Reader) error {
+func HostKept(ctx context.Context, st store.Store, agent string, c store.ConvID) (bool, error) {
+	err := st.View(ctx, func(r store.Reader) error {
 		_, err := r.HostCheckpoint(agent, c)
 		return err
 	})

@@ -25,37 +25,11 @@ type Outcome struct {
 	Tally summarize.TallyCounts
 }
 
-// Run runs the DAG compactor on conv under its compaction lock: the
-// engine's and, on a shared store, the store's, so that one process at a
-// time compacts a conversation. wait false (background and Maintain
-// compactions) skips with ErrCompacting when another process holds it;
-// wait true (Compact) waits for it.
-func Run[C dag.Store](ctx context.Context, p Port[C], conv C, tgt dag.Target, wait bool) (Outcome, error) {
+// Run runs comp on conv to tgt and measures what the model sees before
+// and after. The caller holds conv's compaction locks (the engine's and, on
+// a shared store, the store's) and fills Outcome.Summarizer.
+func Run(ctx context.Context, comp *dag.Compactor, conv dag.Store, tgt dag.Target) (Outcome, error) {
 	var out Outcome
-	comp, err := p.Compactor()
-	if err != nil {
-		return out, err
-	}
-	if sum, _ := Summarizer(p); sum != nil {
-		out.Summarizer = sum.Name()
-	}
-	id := p.ID(conv)
-	unlock, err := p.LockCompaction(ctx, id)
-	if err != nil {
-		return out, fmt.Errorf("lossless: compact: waiting for a running compaction: %w", err)
-	}
-	defer unlock()
-	release, ok, err := p.SharedLock(ctx, id, wait)
-	if err == nil && !ok {
-		return out, ErrCompacting
-	}
-	if err != nil {
-		return out, fmt.Errorf("lossless: compact: take the compaction lock in the shared store: %w", err)
-	}
-	defer release()
-	if hook := p.RunHook(id); hook != nil {
-		defer hook()
-	}
 	before, err := conv.Items(ctx)
 	if err != nil {
 		return out, err
@@ -89,4 +63,11 @@ func WindowTokens(items []dag.Item, budget int) int {
 		used += items[i].Tokens
 	}
 	return used
+}
+
+// OverThreshold reports whether items hold more than threshold × budget
+// tokens: the decision to compact after a turn (in the background, or in
+// Maintain for a host-model summarizer).
+func OverThreshold(items []dag.Item, threshold float64, budget int) bool {
+	return float64(dag.SumTokens(items)) > threshold*float64(budget)
 }

@@ -127,39 +127,86 @@ func (x *State) SetSummarizer(s core.Summarizer) {
 	x.mu.Unlock()
 }
 
-func (x *State) overridden() core.Summarizer {
+// Override is the summarizer set with SetSummarizer (nil: none).
+func (x *State) Override() core.Summarizer {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.override
 }
 
 // Summarizer returns the summarizer compactions use: the one set with
-// SetSummarizer, else summarize.FromConfig of the engine's configuration
-// (made once).
-func Summarizer[C dag.Store](p Port[C]) (core.Summarizer, error) {
-	x := p.State()
-	if o := x.overridden(); o != nil {
+// SetSummarizer, else summarize.FromConfig(sc, tc), made once (the engine
+// passes its configured summarizer and token counter on every call; only
+// the first one counts).
+func (x *State) Summarizer(sc summarize.Config, tc core.TokenCounter) (core.Summarizer, error) {
+	if o := x.Override(); o != nil {
 		return o, nil
 	}
-	x.sumOnce.Do(func() {
-		sc, err := p.SummarizerConfig()
-		if err != nil {
-			x.sumErr = err
-			return
-		}
-		x.sum, x.sumErr = summarize.FromConfig(sc, p.Counter())
-	})
+	x.sumOnce.Do(func() { x.sum, x.sumErr = summarize.FromConfig(sc, tc) })
 	return x.sum, x.sumErr
 }
 
 // HostSummarizer reports whether compactions summarize with the host's
-// model (summarizer kind "host", the default under OpenClaw), which only
-// calls that offer runtimeContext.llm can reach. A summarizer set with
-// SetSummarizer is not the host's.
-func HostSummarizer[C dag.Store](p Port[C]) bool {
-	if p.State().overridden() != nil {
+// model (summarizer kind "host" in sc, the default under OpenClaw), which
+// only calls that offer runtimeContext.llm can reach. A summarizer set
+// with SetSummarizer is not the host's.
+func (x *State) HostSummarizer(sc summarize.Config) bool {
+	return x.Override() == nil && strings.EqualFold(sc.Kind, summarize.KindHost)
+}
+
+// Begin registers a background run of conversation c. It returns true when
+// the caller must start the run (it then calls Acquire before the work,
+// Release after it, and Again when a pass ends); false when Stop was
+// called, or when c already runs (that run is asked to go once more).
+func (x *State) Begin(c store.ConvID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.stopped {
 		return false
 	}
-	sc, err := p.SummarizerConfig()
-	return err == nil && strings.EqualFold(sc.Kind, summarize.KindHost)
+	if x.running[c] {
+		x.again[c] = true
+		return false
+	}
+	x.running[c] = true
+	x.wg.Add(1)
+	return true
+}
+
+// Again ends a pass of c's background run: true when a turn arrived during
+// it (the caller runs once more), false when the run is over (c is no
+// longer running and Wait no longer waits for it).
+func (x *State) Again(c store.ConvID) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if !x.again[c] || x.stopped {
+		delete(x.running, c)
+		delete(x.again, c)
+		x.wg.Done()
+		return false
+	}
+	delete(x.again, c)
+	return true
+}
+
+// Acquire takes one of the slots that bound the conversations compacting
+// in the background at once; false when Stop was called first (nothing to
+// release).
+func (x *State) Acquire() bool {
+	select {
+	case x.sem <- struct{}{}:
+		return true
+	case <-x.ctx.Done():
+		return false
+	}
+}
+
+// Release frees the slot Acquire took.
+func (x *State) Release() { <-x.sem }
+
+// Record keeps r as the last background result of c.
+func (x *State) Record(c store.ConvID, r BackgroundResult) {
+	x.mu.Lock()
+	x.last.Add(c, r)
+	x.mu.Unlock()
 }

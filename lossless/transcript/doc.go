@@ -7,10 +7,18 @@
 // itself, through the host, with its entry map (host.go), and the
 // successor file of a transcript rotation (rotate.go).
 //
-// It holds the logic only: what it needs from the engine (conversations,
-// their locks, preparing and storing messages, the store behind the
-// engine's free-space guard) comes through the narrow Port interface that
-// package lossless implements over its *Engine. The engine's exported API
-// (Engine.Import, Engine.Bootstrap, Engine.Rotate, WithImportProgress) is
-// unchanged; package lossless calls into this one.
+// It holds the logic only. The engine's doors (lossless/import.go,
+// host.go, rotate.go) do what needs the engine's state — the import lock of
+// a file (ImportPath) or of a host-kept transcript (HostLockKey), Bootstrap
+// of a host-kept transcript (resolving the conversation, then
+// HostHasMessages, FirstPage, SyncHost and BootstrapReason), the free-space
+// check before DropHostMap — and call this package with concrete values:
+// WriteSuccessor, DropHostMap and HostEntries take no engine at all. The
+// streaming import and the host sync still reach the rest of the engine
+// (resolving the session named by a file's header, the conversation's
+// lock and DAG, preparing and storing messages: the write path of
+// lossless/ingest, the store behind the free-space guard) through the Port
+// interface, which package lossless implements over its *Engine (#40
+// leaves it to convert). The engine's exported API (Engine.Import,
+// Engine.Bootstrap, Engine.Rotate, WithImportProgress) is unchanged.
 package transcript

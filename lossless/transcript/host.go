@@ -52,16 +52,12 @@ type HostSyncResult struct {
 // cursor to the end, stores the messages not stored yet (in transcript
 // order) and maps every entry read to its message. Pages are stored before
 // the cursor moves past them, so an interrupted sync repeats at most one
-// page (storing nothing twice).
+// page (storing nothing twice). The caller holds the import lock of the
+// transcript (HostLockKey).
 func SyncHost[P any](ctx context.Context, port Port[P], agent string, c store.ConvID, read core.HostTranscriptReader) (HostSyncResult, error) {
 	var res HostSyncResult
-	unlock, err := port.LockImport(ctx, agent, "host:"+c.String())
-	if err != nil {
-		return res, err
-	}
-	defer unlock()
 	var cp store.HostCheckpoint
-	err = port.Store().View(context.WithoutCancel(ctx), func(r store.Reader) error {
+	err := port.Store().View(context.WithoutCancel(ctx), func(r store.Reader) error {
 		var err error
 		cp, err = r.HostCheckpoint(agent, c)
 		return err
@@ -88,7 +84,7 @@ func SyncHost[P any](ctx context.Context, port Port[P], agent string, c store.Co
 			// fence it crossed): start over once, storing nothing twice.
 			slog.Info("lossless: host transcript read failed at the cursor; reading from the start", "conversation", c.String(), "err", err)
 			resets++
-			if derr := DropHostMap(ctx, port, agent, c); derr != nil {
+			if derr := dropHostMap(ctx, port, agent, c); derr != nil {
 				return res, derr
 			}
 			cp = store.HostCheckpoint{Conv: c.String()}
@@ -103,7 +99,7 @@ func SyncHost[P any](ctx context.Context, port Port[P], agent string, c store.Co
 			if resets++; resets > maxHostResets {
 				return res, fmt.Errorf("lossless: read host transcript: reset %d times in one read (%s)", resets, page.Reason)
 			}
-			if err := DropHostMap(ctx, port, agent, c); err != nil {
+			if err := dropHostMap(ctx, port, agent, c); err != nil {
 				return res, err
 			}
 			cp = store.HostCheckpoint{Conv: c.String()}
@@ -210,12 +206,24 @@ func saveHostCheckpoint[P any](ctx context.Context, port Port[P], agent string, 
 	})
 }
 
+// HostLockKey is the import-lock key of conversation c's host-kept
+// transcript (a file's key is its absolute path): a sync holds it.
+func HostLockKey(c store.ConvID) string { return "host:" + c.String() }
+
+// dropHostMap is DropHostMap behind the engine's free-space guard.
+func dropHostMap[P any](ctx context.Context, port Port[P], agent string, c store.ConvID) error {
+	if err := port.CheckSpace(); err != nil {
+		return err
+	}
+	return DropHostMap(ctx, port.Store(), agent, c)
+}
+
 // DropHostMap forgets the cursor and entry map of conversation c's
-// host-kept transcript (the next sync reads it from the start). The
+// host-kept transcript in st (the next sync reads it from the start). The
 // entries go in a batch: a long transcript's map is over what one
-// transaction may delete.
-func DropHostMap[P any](ctx context.Context, port Port[P], agent string, c store.ConvID) error {
-	wb, err := newBatch(context.WithoutCancel(ctx), port)
+// transaction may delete. The caller has checked the free space.
+func DropHostMap(ctx context.Context, st store.Store, agent string, c store.ConvID) error {
+	wb, err := st.NewBatch(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}
@@ -254,65 +262,37 @@ func HostEntries(ctx context.Context, st store.Store, c store.ConvID) ([]store.H
 	return out, nil
 }
 
-// BootstrapHost is Bootstrap for a host that keeps the transcript: the
-// conversation is made if new, and the transcript is read through the host
-// from the conversation's cursor (history written before the engine was
-// selected is imported once; later bootstraps read only what is new). The
-// caller has entered the engine.
-func BootstrapHost[P any](ctx context.Context, port Port[P], p core.BootstrapParams, agent, sessionID, sessionKey string) (core.BootstrapResult, error) {
-	if p.RuntimeContext == nil || p.RuntimeContext.ReadTranscript == nil {
-		return core.BootstrapResult{Reason: "the host keeps the transcript and offers no reader: nothing imported"}, nil
-	}
-	read := p.RuntimeContext.ReadTranscript
-	c, err := port.Resolve(ctx, agent, sessionID, sessionKey, false)
-	if errors.Is(err, core.ErrUnknownSession) {
-		// A session the engine has not stored: made only when its
-		// transcript holds a message (OpenClaw bootstraps runs that never
-		// get one, such as its memory flushes; they leave no record).
-		first, reason, rerr := hostHasMessages(ctx, read)
-		if rerr != nil {
-			reason = "host transcript not read: " + rerr.Error()
-		}
-		if reason != "" {
-			return core.BootstrapResult{Reason: reason}, nil
-		}
-		read = func(ctx context.Context, req core.TranscriptReadRequest) (core.TranscriptPage, error) {
-			if first != nil && req.Cursor == nil {
-				pg := *first // the page read above: not read twice
-				first = nil
-				return pg, nil
-			}
-			return p.RuntimeContext.ReadTranscript(ctx, req)
-		}
-		c, err = port.Resolve(ctx, agent, sessionID, sessionKey, true)
-	}
-	if err != nil {
-		return core.BootstrapResult{}, err
-	}
-	r, err := SyncHost(ctx, port, agent, c, read)
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, core.ErrClosed) || errors.Is(err, store.ErrDiskFull) {
-			return core.BootstrapResult{}, fmt.Errorf("lossless: bootstrap: %w", err)
-		}
-		// The host's read failed: the turn goes on with what is stored (a
-		// throw here would quarantine the engine); the next bootstrap
-		// tries again.
-		slog.Warn("lossless: bootstrap could not read the host transcript", "conversation", c.String(), "err", err)
-		return core.BootstrapResult{Reason: "host transcript not read: " + err.Error()}, nil
-	}
+// BootstrapReason is Bootstrap's result of a sync of a host-kept
+// transcript that read nothing (the host has none yet, or cannot read it
+// now); ok false when the sync read it.
+func BootstrapReason(r HostSyncResult) (res core.BootstrapResult, ok bool) {
 	switch {
 	case r.Missing:
-		return core.BootstrapResult{Reason: "no transcript yet"}, nil
+		return core.BootstrapResult{Reason: "no transcript yet"}, true
 	case r.Unavailable != "":
-		return core.BootstrapResult{Reason: "host transcript unavailable: " + r.Unavailable}, nil
+		return core.BootstrapResult{Reason: "host transcript unavailable: " + r.Unavailable}, true
 	}
-	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: r.Imported}, nil
+	return core.BootstrapResult{}, false
 }
 
-// hostHasMessages reads the first page of a host transcript: reason is ""
+// FirstPage wraps read so that its first read from the start returns page
+// (read already) instead of asking the host again.
+func FirstPage(page *core.TranscriptPage, read core.HostTranscriptReader) core.HostTranscriptReader {
+	return func(ctx context.Context, req core.TranscriptReadRequest) (core.TranscriptPage, error) {
+		if page != nil && req.Cursor == nil {
+			pg := *page // the page read before: not read twice
+			page = nil
+			return pg, nil
+		}
+		return read(ctx, req)
+	}
+}
+
+// HostHasMessages reads the first page of a host transcript: reason is ""
 // when it holds a message (page is then that page), else why there is
-// nothing to import.
-func hostHasMessages(ctx context.Context, read core.HostTranscriptReader) (page *core.TranscriptPage, reason string, err error) {
+// nothing to import. Bootstrap calls it for a session the engine has not
+// stored: it is made only when its transcript holds a message.
+func HostHasMessages(ctx context.Context, read core.HostTranscriptReader) (page *core.TranscriptPage, reason string, err error) {
 	pg, err := read(ctx, core.TranscriptReadRequest{MaxMessages: hostPageMessages})
 	if err != nil {
 		return nil, "", err

@@ -58,6 +58,15 @@ func (c *importChunk[P]) reset() {
 	c.ps, c.indexes, c.ids, c.comp = c.ps[:0], c.indexes[:0], c.ids[:0], nil
 }
 
+// ImportPath is the path under which a file's import is checkpointed and
+// locked: path made absolute (as it is when that fails).
+func ImportPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
+}
+
 // importer is one import of one file.
 type importer[P any] struct {
 	port  Port[P]
@@ -74,16 +83,10 @@ type importer[P any] struct {
 // from the start without storing anything twice (reconciling the stored
 // conversation with the file's order), and skips malformed lines (reported
 // in Malformed). Compaction entries become summaries (Method "imported")
-// over the messages they replaced. The caller has entered the engine.
+// over the messages they replaced. The caller has entered the engine and
+// holds the import lock of path (ImportPath: its key).
 func Import[P any](ctx context.Context, port Port[P], agent, sessionID, sessionKey, path string, o Options) (Result, error) {
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	unlock, err := port.LockImport(ctx, agent, path)
-	if err != nil {
-		return Result{}, err
-	}
-	defer unlock()
+	path = ImportPath(path)
 	im := &importer[P]{port: port, agent: agent, path: path, o: o}
 	return im.run(ctx, sessionID, sessionKey)
 }

@@ -19,10 +19,6 @@ type Port[P any] interface {
 	// CheckSpace returns the engine's error when its store's filesystem is
 	// too full to write (ErrDiskFull), nil otherwise.
 	CheckSpace() error
-	// LockImport serialises the imports of one file (key: its absolute
-	// path) of agent, in this process and, on a shared store, across
-	// processes; the func releases the lock.
-	LockImport(ctx context.Context, agent, key string) (func(), error)
 	// Resolve returns the conversation of agent's session (by id, then
 	// key), made when create is set and none exists.
 	Resolve(ctx context.Context, agent, sessionID, sessionKey string, create bool) (store.ConvID, error)

@@ -21,9 +21,6 @@ type countP struct{ raw string }
 
 func (countPort) Store() store.Store { return nil }
 func (countPort) CheckSpace() error  { return nil }
-func (countPort) LockImport(context.Context, string, string) (func(), error) {
-	return func() {}, nil
-}
 func (countPort) Resolve(context.Context, string, string, string, bool) (store.ConvID, error) {
 	return store.ConvID{}, errors.New("not here")
 }
