@@ -9,8 +9,9 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/explain"
-	"github.com/lossless-engine/contextengine/lossless/recall"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -71,7 +72,7 @@ type explainPort struct{ e *Engine }
 var _ explain.Port = explainPort{}
 
 // AssembleWithDetails is Engine.AssembleWithDetails.
-func (p explainPort) AssembleWithDetails(ctx context.Context, ap core.AssembleParams) (core.AssembleResult, recall.Details, error) {
+func (p explainPort) AssembleWithDetails(ctx context.Context, ap core.AssembleParams) (core.AssembleResult, recalled.Details, error) {
 	return p.e.AssembleWithDetails(ctx, ap)
 }
 
@@ -104,12 +105,12 @@ func (p explainPort) SeqOf(r store.Reader, c store.ConvID, raw []byte) (uint64, 
 }
 
 // RecallWith is Engine.RecallWith.
-func (p explainPort) RecallWith(ctx context.Context, ap core.AssembleParams, o recall.Options) ([]recall.Item, error) {
+func (p explainPort) RecallWith(ctx context.Context, ap core.AssembleParams, o recalled.Options) ([]recalled.Item, error) {
 	return p.e.RecallWith(ctx, ap, o)
 }
 
 // RecallConfig is Config.Recall.
-func (p explainPort) RecallConfig() recall.Config { return p.e.cfg.Recall }
+func (p explainPort) RecallConfig() config.Recall { return p.e.cfg.Recall }
 
 // MessageText is the text getMsgText reads.
 func (p explainPort) MessageText(r store.Reader, c store.ConvID, seq uint64) ([]byte, error) {

@@ -9,8 +9,8 @@ import (
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -54,7 +54,7 @@ type ContextPart struct {
 // explorer's context view print it, so their numbers cannot differ.
 type AssembleReport struct {
 	Result  core.AssembleResult
-	Details recall.Details
+	Details recalled.Details
 	// Budget is the budget assemble used: the call's, else the runtime
 	// context's, else Config.DefaultTokenBudget (Port.Budget).
 	Budget int
@@ -82,9 +82,9 @@ func Assemble(ctx context.Context, port Port, p core.AssembleParams) (AssembleRe
 	}
 	for i, m := range res.Messages {
 		cm := ContextMessage{Part: PartTail, Tokens: core.CountMessage(tc, m), Message: m}
-		if id, ok := recall.SummaryID(m); ok {
+		if id, ok := recalled.SummaryID(m); ok {
 			cm.Part, cm.SummaryID = PartSummaries, id
-		} else if recall.IsMessage(m) {
+		} else if recalled.IsMessage(m) {
 			cm.Part = PartRecall
 		}
 		rep.Messages[i] = cm

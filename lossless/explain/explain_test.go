@@ -10,7 +10,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/lossless/recall"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -19,20 +20,20 @@ import (
 // RecallWith returns without and with the gate.
 type fakePort struct {
 	res     core.AssembleResult
-	details recall.Details
+	details recalled.Details
 	budget  int
 	conv    store.ConvID
 	stored  bool
 	rec     store.Conversation
 	raw     map[uint64][]byte
 	sums    map[string]dag.Summary
-	ranked  []recall.Item
-	gated   []recall.Item
-	cfg     recall.Config
+	ranked  []recalled.Item
+	gated   []recalled.Item
+	cfg     config.Recall
 	views   int
 }
 
-func (f *fakePort) AssembleWithDetails(context.Context, core.AssembleParams) (core.AssembleResult, recall.Details, error) {
+func (f *fakePort) AssembleWithDetails(context.Context, core.AssembleParams) (core.AssembleResult, recalled.Details, error) {
 	return f.res, f.details, nil
 }
 func (f *fakePort) Budget(core.AssembleParams) int { return f.budget }
@@ -55,13 +56,13 @@ func (f *fakePort) SeqOf(_ store.Reader, c store.ConvID, raw []byte) (uint64, er
 	}
 	return 0, store.ErrNotFound
 }
-func (f *fakePort) RecallWith(_ context.Context, _ core.AssembleParams, o recall.Options) ([]recall.Item, error) {
+func (f *fakePort) RecallWith(_ context.Context, _ core.AssembleParams, o recalled.Options) ([]recalled.Item, error) {
 	if o.MinScore < 0 {
 		return f.ranked, nil
 	}
 	return f.gated, nil
 }
-func (f *fakePort) RecallConfig() recall.Config { return f.cfg }
+func (f *fakePort) RecallConfig() config.Recall { return f.cfg }
 func (f *fakePort) MessageText(_ store.Reader, c store.ConvID, seq uint64) ([]byte, error) {
 	if b, ok := f.raw[seq]; ok && c == f.conv {
 		return b, nil
@@ -100,7 +101,7 @@ func TestAssemble(t *testing.T) {
 	sum := core.UserText(`<lcm_summary id="sum_7" depth="0">older things</lcm_summary>`, 1)
 	tail := core.UserText("the newest question", 2)
 	unstored := core.AssistantText("an answer not stored", 3)
-	rec := core.UserText(recall.Head+"\nzebra]\n</lcm_recall>", 4)
+	rec := core.UserText(recalled.Head+"\nzebra]\n</lcm_recall>", 4)
 	f := &fakePort{budget: 5000, stored: true, conv: store.ConvID{1}, raw: map[uint64][]byte{9: tail.Raw()},
 		res: core.AssembleResult{Messages: []core.Message{sum, tail, unstored, rec}, SystemPromptAddition: "be brief"}}
 	ctx := context.Background()
@@ -146,13 +147,13 @@ func TestRecall(t *testing.T) {
 	f := &fakePort{conv: c, rec: store.Conversation{Agent: "main", SessionIDs: []string{"old", "s1"}},
 		raw:  map[uint64][]byte{3: msg.Raw()},
 		sums: map[string]dag.Summary{"sum_1": {ID: "sum_1", Text: "a summary about servers"}},
-		cfg:  recall.Config{MinScore: -1}}
-	item := func(id string, kind string, seq uint64, sid string) recall.Item {
-		return recall.Item{ID: id, Kind: kind, Conversation: c.String(), Seq: seq, SummaryID: sid}
+		cfg:  config.Recall{MinScore: -1}}
+	item := func(id string, kind string, seq uint64, sid string) recalled.Item {
+		return recalled.Item{ID: id, Kind: kind, Conversation: c.String(), Seq: seq, SummaryID: sid}
 	}
 	m3, s1, gone := item("m3", index.KindMessage, 3, ""), item("s1", index.KindSummary, 0, "sum_1"), item("m8", index.KindMessage, 8, "")
-	f.ranked = []recall.Item{m3, s1, gone}
-	f.gated = []recall.Item{s1, item("n4", index.KindMessage, 3, "")}
+	f.ranked = []recalled.Item{m3, s1, gone}
+	f.gated = []recalled.Item{s1, item("n4", index.KindMessage, 3, "")}
 	ctx := context.Background()
 	x, err := Recall(ctx, f, core.AssembleParams{Prompt: "zebra build servers"}, 8)
 	if err != nil {
@@ -169,7 +170,7 @@ func TestRecall(t *testing.T) {
 		t.Fatalf("items %s", got)
 	}
 	low := "we saw a zebra near the build server"
-	if it := x.Items[0]; it.Agent != "main" || it.Session != "s1" || it.Snippet != fmt.Sprintf("%d:%s", strings.Index(low, "zebra"), recall.IndexedText(msg)) ||
+	if it := x.Items[0]; it.Agent != "main" || it.Session != "s1" || it.Snippet != fmt.Sprintf("%d:%s", strings.Index(low, "zebra"), recalled.IndexedText(msg)) ||
 		len(it.MatchedTerms) == 0 || !slices.Contains(it.MatchedTerms, x.Terms[0]) {
 		t.Fatalf("message item %+v", it)
 	}
@@ -180,10 +181,10 @@ func TestRecall(t *testing.T) {
 		t.Fatalf("an item the store no longer holds: %+v", it)
 	}
 	f.cfg.MinScore = 0
-	if x, err := Recall(ctx, f, core.AssembleParams{}, 8); err != nil || x.Threshold != recall.DefaultMinScore || x.Terms == nil {
+	if x, err := Recall(ctx, f, core.AssembleParams{}, 8); err != nil || x.Threshold != config.DefaultRecallMinScore || x.Terms == nil {
 		t.Fatalf("default gate: %+v %v", x, err)
 	}
-	f.ranked = []recall.Item{{ID: "bad", Conversation: "zz"}}
+	f.ranked = []recalled.Item{{ID: "bad", Conversation: "zz"}}
 	if _, err := Recall(ctx, f, core.AssembleParams{}, 8); err == nil || !strings.Contains(err.Error(), `bad conversation id "zz"`) {
 		t.Fatalf("bad id: %v", err)
 	}

@@ -4,7 +4,8 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/recall"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -13,7 +14,7 @@ import (
 type Port interface {
 	// AssembleWithDetails assembles p as the engine's Assemble does and
 	// says how recall went. It changes nothing in the store.
-	AssembleWithDetails(ctx context.Context, p core.AssembleParams) (core.AssembleResult, recall.Details, error)
+	AssembleWithDetails(ctx context.Context, p core.AssembleParams) (core.AssembleResult, recalled.Details, error)
 	// Budget returns the token budget assemble uses for p: the call's,
 	// else the runtime context's, else the configured default.
 	Budget(p core.AssembleParams) int
@@ -30,9 +31,9 @@ type Port interface {
 	// wrapping store.ErrNotFound when none).
 	SeqOf(r store.Reader, c store.ConvID, raw []byte) (uint64, error)
 	// RecallWith ranks p's prompt as the engine's recall does, with o.
-	RecallWith(ctx context.Context, p core.AssembleParams, o recall.Options) ([]recall.Item, error)
+	RecallWith(ctx context.Context, p core.AssembleParams, o recalled.Options) ([]recalled.Item, error)
 	// RecallConfig is the engine's Config.Recall.
-	RecallConfig() recall.Config
+	RecallConfig() config.Recall
 	// MessageText returns the bytes that stand for stored message seq of
 	// c in text: its large-content reference, else its raw bytes (a
 	// missing message: an error wrapping core.ErrNotFound).

@@ -12,14 +12,14 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// RecallItem is an item of the recall ranking (recall.Item; the field
+// RecallItem is an item of the recall ranking (recalled.Item; the field
 // name RecallExplanation embeds it by).
-type RecallItem = recall.Item
+type RecallItem = recalled.Item
 
 // RecallExplanation is one item of the recall ranking with why it ranks
 // where it does.
@@ -57,16 +57,16 @@ type RecallExplained struct {
 // recall runs for: what its last assembled window showed is left out, as
 // in Assemble.
 func Recall(ctx context.Context, port Port, p core.AssembleParams, k int) (RecallExplained, error) {
-	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recall.MinScore(port.RecallConfig().MinScore),
+	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recalled.MinScore(port.RecallConfig().MinScore),
 		Items: []RecallExplanation{}}
 	if out.Terms == nil {
 		out.Terms = []string{}
 	}
-	ranked, err := port.RecallWith(ctx, p, recall.Options{K: k, MinScore: -1})
+	ranked, err := port.RecallWith(ctx, p, recalled.Options{K: k, MinScore: -1})
 	if err != nil {
 		return out, err
 	}
-	gated, err := port.RecallWith(ctx, p, recall.Options{K: k})
+	gated, err := port.RecallWith(ctx, p, recalled.Options{K: k})
 	if err != nil {
 		return out, err
 	}
@@ -135,7 +135,7 @@ func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string
 		if err != nil {
 			return fmt.Errorf("lossless: recall: item %s: %w", x.ID, err)
 		}
-		text = recall.IndexedText(m)
+		text = recalled.IndexedText(m)
 	}
 	x.MatchedTerms = matchedTerms(terms, text)
 	at := -1
