@@ -1,4 +1,4 @@
-package lossless
+package recall
 
 import (
 	"context"
@@ -7,14 +7,21 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
-// recallRenderFixture stores one conversation of eight turns, a second
-// apart, but turn 6 two hours after turn 5 and turn 8 a long one, and
-// returns its items by seq (1-based).
-func recallRenderFixture(t *testing.T) (*Engine, string, map[uint64]RecallItem) {
+// Render over a memstore (moved from package lossless's white-box tests,
+// which reached it through the engine).
+
+// renderFixture stores one conversation (session key "agent:main:old")
+// of eight turns in a memstore, a second apart, but turn 6 two hours after
+// turn 5 and turn 8 a long one, and returns Deps over it and its items by
+// seq (1-based).
+func renderFixture(t *testing.T) (Deps, string, map[uint64]recalled.Item) {
 	t.Helper()
-	e := openTest(t, withRecall)
 	ctx := context.Background()
 	const t0 = int64(1_700_000_000_000)
 	stamps := []int64{t0, t0 + 1000, t0 + 2000, t0 + 3000, t0 + 4000, t0 + 2*3600_000, t0 + 2*3600_000 + 1000, t0 + 2*3600_000 + 2000}
@@ -23,29 +30,37 @@ func recallRenderFixture(t *testing.T) (*Engine, string, map[uint64]RecallItem) 
 		"A beagle mix from the shelter.", "Later that day we went to the lake.", "Did Biscuit swim?",
 		strings.Repeat("She swam for hours, chasing sticks and ducks along the shore while we watched. ", 20),
 	}
-	msgs := make([]core.Message, len(texts))
-	for i, s := range texts {
-		if i%2 == 0 {
-			msgs[i] = core.UserText(s, stamps[i])
-		} else {
-			msgs[i] = core.AssistantText(s, stamps[i])
+	c := store.ConvID{3}
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	items := map[uint64]recalled.Item{}
+	err := st.Update(ctx, func(tx store.Tx) error {
+		if err := tx.PutConversation(c, store.Conversation{Agent: "main", Key: "agent:main:old", SessionIDs: []string{"old"}, NextSeq: 9}); err != nil {
+			return err
 		}
-	}
-	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "old", SessionKey: "agent:main:old", Messages: msgs}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := e.ConversationFor(ctx, "", "old", "agent:main:old")
+		for i, s := range texts {
+			m := core.UserText(s, stamps[i])
+			if i%2 == 1 {
+				m = core.AssistantText(s, stamps[i])
+			}
+			seq := uint64(i + 1)
+			if err := tx.PutMessage(c, store.Message{Seq: seq, Role: m.Role(), Timestamp: stamps[i], Hash: records.HashRaw(m.Raw()), Raw: m.Raw()}); err != nil {
+				return err
+			}
+			items[seq] = recalled.Item{ID: MessageDocID(c, seq), Kind: index.KindMessage, Conversation: c.String(), Seq: seq,
+				Role: m.Role(), Timestamp: stamps[i]}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	conv := c.id.String()
-	items := map[uint64]RecallItem{}
-	for i := range texts {
-		seq := uint64(i + 1)
-		items[seq] = RecallItem{ID: messageDocID(c.id, seq), Kind: index.KindMessage, Conversation: conv, Seq: seq,
-			Role: msgs[i].Role(), Timestamp: stamps[i]}
-	}
-	return e, conv, items
+	return Deps{Counter: core.Chars4{}, Store: st, Names: mapNames{}}, c.String(), items
+}
+
+// render renders items as Assemble does (Render, no grep tool).
+func render(ctx context.Context, d Deps, items []recalled.Item, citations string, max int) (core.Message, int, error) {
+	return Render(ctx, d, items, citations, "", max, 1, "", nil)
 }
 
 // TestRecallRunsShareAnItem: adjacent turns of a conversation close in
@@ -54,10 +69,10 @@ func recallRenderFixture(t *testing.T) (*Engine, string, map[uint64]RecallItem) 
 // own; the time is shown to the minute. The block costs fewer tokens than
 // one <item> per turn (#28).
 func TestRecallRunsShareAnItem(t *testing.T) {
-	e, conv, it := recallRenderFixture(t)
+	d, conv, it := renderFixture(t)
 	ctx := context.Background()
-	ranked := []RecallItem{it[3], it[2], it[4], it[6], it[7], it[1]}
-	m, n, err := e.renderRecall(ctx, ranked, "", false, 4000, 1, "", nil)
+	ranked := []recalled.Item{it[3], it[2], it[4], it[6], it[7], it[1]}
+	m, n, err := render(ctx, d, ranked, "", 4000)
 	if err != nil || n == 0 {
 		t.Fatal(n, err)
 	}
@@ -77,17 +92,17 @@ func TestRecallRunsShareAnItem(t *testing.T) {
 	// The same turns one <item> each (as before runs): more tokens.
 	var each int
 	for _, x := range ranked {
-		_, k, err := e.renderRecall(ctx, []RecallItem{x}, "", false, 4000, 1, "", nil)
+		_, k, err := render(ctx, d, []recalled.Item{x}, "", 4000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		each += k - e.tc.CountText(recallHead) // the head once
+		each += k - d.Counter.CountText(recalled.Head) // the head once
 	}
 	if n >= each {
 		t.Errorf("the block of runs takes %d tokens, one block per turn %d", n, each)
 	}
 	// Citations off: no ids, the runs stay.
-	m, _, err = e.renderRecall(ctx, ranked, core.CitationsOff, false, 4000, 1, "", nil)
+	m, _, err = render(ctx, d, ranked, core.CitationsOff, 4000)
 	if err != nil || strings.Contains(m.Text(), "id=") || strings.Count(m.Text(), "<item ") != 2 {
 		t.Errorf("citations off: %v\n%s", err, m.Text())
 	}
@@ -97,16 +112,16 @@ func TestRecallRunsShareAnItem(t *testing.T) {
 // passed over for the shorter ones ranked after it, and cut into what room
 // remains at the end; the best item is cut rather than passed over.
 func TestRecallPassesOverWhatDoesNotFit(t *testing.T) {
-	e, conv, it := recallRenderFixture(t)
+	d, conv, it := renderFixture(t)
 	ctx := context.Background()
 	// Room for turns 1 and 3 and some 80 tokens more, not for the long
 	// turn 8 (some 340 tokens) whole.
-	_, short, err := e.renderRecall(ctx, []RecallItem{it[1], it[3]}, "", false, 4000, 1, "", nil)
+	_, short, err := render(ctx, d, []recalled.Item{it[1], it[3]}, "", 4000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	max := short + 80
-	m, n, err := e.renderRecall(ctx, []RecallItem{it[1], it[8], it[3]}, "", false, max, 1, "", nil)
+	m, n, err := render(ctx, d, []recalled.Item{it[1], it[8], it[3]}, "", max)
 	if err != nil || n == 0 || n > max {
 		t.Fatalf("%d tokens (max %d), %v", n, max, err)
 	}
@@ -121,7 +136,7 @@ func TestRecallPassesOverWhatDoesNotFit(t *testing.T) {
 		t.Errorf("items out of seq order:\n%s", text)
 	}
 	// Best first and too long: cut, not passed over.
-	m, _, err = e.renderRecall(ctx, []RecallItem{it[8], it[3]}, "", false, max, 1, "", nil)
+	m, _, err = render(ctx, d, []recalled.Item{it[8], it[3]}, "", max)
 	if err != nil || !strings.Contains(m.Text(), "She swam for hours") {
 		t.Errorf("the best item was passed over: %v\n%s", err, m.Text())
 	}
