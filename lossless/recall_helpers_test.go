@@ -13,8 +13,6 @@ import (
 
 type recallBodies = recall.Bodies
 
-const recallHead = recalled.Head
-
 // renderRecall renders items into the recall block as Assemble does
 // (recall.Render over the engine's recall.Deps), with the grep tool named when
 // grep is set.

@@ -340,7 +340,7 @@ func Rank(ctx context.Context, d Deps, call *Call, o recalled.Options, window []
 		q.ExcludeTexts = ix.keys.TextKeys(c, known, window)
 		if known {
 			// The summaries the window shows, read from it (the assemble
-			// cache Port.InContext reads may have been dropped since).
+			// cache Shown comes from may have been dropped since).
 			for _, m := range window {
 				if id, ok := recalled.SummaryID(m); ok {
 					if q.ExcludeIDs == nil {

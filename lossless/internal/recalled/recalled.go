@@ -1,3 +1,12 @@
+// Package recalled holds what the engine's parts share about recall in
+// Assemble, as plain values and functions: the recall message's format
+// (Head, Close, IsMessage; Shrink, which cuts a block to a host's count;
+// SummaryID and HoldsSummary, which read a rendered summary; IndexedText,
+// the text a message is indexed by), the host's count (HostCounts,
+// MaxCounter), and what recall reports and returns (Item, Options,
+// Details, Report, WithDetails). lossless/recall makes the block,
+// lossless/assemble fits it to the host's count, lossless/explain
+// explains it; none of them imports another.
 package recalled
 
 import (
