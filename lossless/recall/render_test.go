@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,26 +17,16 @@ import (
 // Render over a memstore (moved from package lossless's white-box tests,
 // which reached it through the engine).
 
-// renderFixture stores one conversation (session key "agent:main:old")
-// of eight turns in a memstore, a second apart, but turn 6 two hours after
-// turn 5 and turn 8 a long one, and returns Deps over it and its items by
-// seq (1-based).
-func renderFixture(t *testing.T) (Deps, string, map[uint64]recalled.Item) {
+// storeTurns stores conversation c (session key "agent:main:old") of
+// turns texts stamped stamps (user first, then alternating) in a memstore
+// and returns Deps over it and its items by seq (1-based).
+func storeTurns(t *testing.T, c store.ConvID, texts []string, stamps []int64) (Deps, map[uint64]recalled.Item) {
 	t.Helper()
-	ctx := context.Background()
-	const t0 = int64(1_700_000_000_000)
-	stamps := []int64{t0, t0 + 1000, t0 + 2000, t0 + 3000, t0 + 4000, t0 + 2*3600_000, t0 + 2*3600_000 + 1000, t0 + 2*3600_000 + 2000}
-	texts := []string{
-		"We adopted a dog in May.", "What is its name?", "Her name is Biscuit.", "Cute! What breed?",
-		"A beagle mix from the shelter.", "Later that day we went to the lake.", "Did Biscuit swim?",
-		strings.Repeat("She swam for hours, chasing sticks and ducks along the shore while we watched. ", 20),
-	}
-	c := store.ConvID{3}
 	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
 	items := map[uint64]recalled.Item{}
-	err := st.Update(ctx, func(tx store.Tx) error {
-		if err := tx.PutConversation(c, store.Conversation{Agent: "main", Key: "agent:main:old", SessionIDs: []string{"old"}, NextSeq: 9}); err != nil {
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.PutConversation(c, store.Conversation{Agent: "main", Key: "agent:main:old", SessionIDs: []string{"old"}, NextSeq: uint64(len(texts) + 1)}); err != nil {
 			return err
 		}
 		for i, s := range texts {
@@ -55,7 +46,23 @@ func renderFixture(t *testing.T) (Deps, string, map[uint64]recalled.Item) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Deps{Counter: core.Chars4{}, Store: st, Names: mapNames{}}, c.String(), items
+	return Deps{Counter: core.Chars4{}, Store: st, Names: mapNames{}}, items
+}
+
+// renderFixture stores one conversation of eight turns, a second apart,
+// but turn 6 two hours after turn 5 and turn 8 a long one (storeTurns).
+func renderFixture(t *testing.T) (Deps, string, map[uint64]recalled.Item) {
+	t.Helper()
+	const t0 = int64(1_700_000_000_000)
+	stamps := []int64{t0, t0 + 1000, t0 + 2000, t0 + 3000, t0 + 4000, t0 + 2*3600_000, t0 + 2*3600_000 + 1000, t0 + 2*3600_000 + 2000}
+	texts := []string{
+		"We adopted a dog in May.", "What is its name?", "Her name is Biscuit.", "Cute! What breed?",
+		"A beagle mix from the shelter.", "Later that day we went to the lake.", "Did Biscuit swim?",
+		strings.Repeat("She swam for hours, chasing sticks and ducks along the shore while we watched. ", 20),
+	}
+	c := store.ConvID{3}
+	d, items := storeTurns(t, c, texts, stamps)
+	return d, c.String(), items
 }
 
 // render renders items as Assemble does (Render, no grep tool).
@@ -139,5 +146,77 @@ func TestRecallPassesOverWhatDoesNotFit(t *testing.T) {
 	m, _, err = render(ctx, d, []recalled.Item{it[8], it[3]}, "", max)
 	if err != nil || !strings.Contains(m.Text(), "She swam for hours") {
 		t.Errorf("the best item was passed over: %v\n%s", err, m.Text())
+	}
+}
+
+// countingCounter counts the texts holding needle that it counts.
+type countingCounter struct {
+	core.TokenCounter
+	needle string
+	n      int
+}
+
+func (c *countingCounter) CountText(s string) int {
+	if strings.Contains(s, c.needle) {
+		c.n++
+	}
+	return c.TokenCounter.CountText(s)
+}
+
+// TestRecallBlockRenderedOnce: the question split sizes the recall block
+// and then renders it (the question path's CPU at 100K messages is mostly
+// rendering and counting). Within one call, an item's text is counted
+// once, and a block rendered whole is returned again, uncounted, for the
+// same items when it fits; a smaller room renders afresh, within it.
+// (Moved from package lossless, where it ran through the engine.)
+func TestRecallBlockRenderedOnce(t *testing.T) {
+	ctx := context.Background()
+	var texts []string
+	var stamps []int64
+	for i := range 6 {
+		texts = append(texts, fmt.Sprintf("Project %d had the code word courier-%d for its releases, and more words around it.", i, i))
+		stamps = append(stamps, int64(1_700_000_000_000+i*7_200_000)) // two hours apart: an item each
+	}
+	here := store.ConvID{4}
+	d, byseq := storeTurns(t, here, texts, stamps)
+	var items []recalled.Item
+	for seq := uint64(1); seq <= 6; seq++ {
+		items = append(items, byseq[seq])
+	}
+	cc := &countingCounter{TokenCounter: d.Counter, needle: "courier"}
+	d.Counter = cc
+	bodies := &Bodies{}
+	first, n1, err := Render(ctx, d, items, core.CitationsOn, "lcm_grep", 4000, 0, here.String(), bodies)
+	if err != nil || n1 == 0 {
+		t.Fatalf("first render: %d tokens, %v", n1, err)
+	}
+	counted := cc.n
+	if counted != len(items)+1 {
+		t.Fatalf("the first render counted %d texts holding the items, want %d (each item, then the block)", counted, len(items)+1)
+	}
+	again, n2, err := Render(ctx, d, items, core.CitationsOn, "lcm_grep", 8000, 42, here.String(), bodies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cc.n != counted || n2 != n1 || again.Text() != first.Text() || again.Timestamp() != 42 {
+		t.Fatalf("rendering the same items again counted %d more texts (%d tokens, was %d; same text %v; timestamp %d): want the block rendered whole reused",
+			cc.n-counted, n2, n1, again.Text() == first.Text(), again.Timestamp())
+	}
+	small, n3, err := Render(ctx, d, items, core.CitationsOn, "lcm_grep", n1-20, 0, here.String(), bodies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n3 == 0 || n3 > n1-20 || small.Text() == first.Text() {
+		t.Fatalf("a room of %d tokens got a block of %d (the whole one is %d)", n1-20, n3, n1)
+	}
+	// Other items (the split ranks again against a smaller window): the
+	// block is counted, its items' texts are not again.
+	before := cc.n
+	fewer, n4, err := Render(ctx, d, items[1:], core.CitationsOn, "lcm_grep", 8000, 0, here.String(), bodies)
+	if err != nil || n4 == 0 || n4 >= n1 {
+		t.Fatalf("a block of %d items: %d tokens (%v), the whole one %d", len(items)-1, n4, err, n1)
+	}
+	if got := cc.n - before; got != 1 {
+		t.Fatalf("rendering %d of the items again counted %d texts holding them, want 1 (the block): %.80s", len(items)-1, got, fewer.Text())
 	}
 }
