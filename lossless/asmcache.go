@@ -75,9 +75,3 @@ func (e *Engine) resolvedPut(key string, c convID) { e.lru.Resolve(key, c) }
 
 // forgetResolved drops every cached resolution to c (c was deleted).
 func (e *Engine) forgetResolved(c convID) { e.lru.Forget(c) }
-
-// cachedName returns c's display name if cached (sessionName).
-func (e *Engine) cachedName(c convID) (string, bool) { return e.lru.Name(c) }
-
-// cacheName caches c's display name with its state.
-func (e *Engine) cacheName(c convID, name string) { e.lru.SetName(c, name) }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/lossless/recall"
@@ -40,12 +41,12 @@ func (e *Engine) storeGeneration() (uint64, error) {
 func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }
 
 // recallMinScore is the relevance gate's threshold for a configured value
-// v (recall.MinScore).
-func recallMinScore(v float64) float64 { return recall.MinScore(v) }
+// v (recalled.MinScore).
+func recallMinScore(v float64) float64 { return recalled.MinScore(v) }
 
 // renderedSummaryID returns the id of a summary as RenderSummary shows it
-// (recall.SummaryID).
-func renderedSummaryID(m core.Message) (string, bool) { return recall.SummaryID(m) }
+// (recalled.SummaryID).
+func renderedSummaryID(m core.Message) (string, bool) { return recalled.SummaryID(m) }
 
 // parseConvID is records.ParseConvID.
 var parseConvID = records.ParseConvID

@@ -49,10 +49,6 @@ func (p subagentPort) Import(ctx context.Context, agent, sessionID, sessionKey, 
 
 func (p subagentPort) BadParams() error { return ErrBadParams }
 
-// Subagents is the engine as lossless/subagent's Port (assemble.Port:
-// the fork prefix).
-func (p assemblePort) Subagents() subagent.Port { return subagentPort(p) }
-
 // sweepOnce sweeps expired preparations once per engine (engine.go's
 // Open, Assemble and the subagent calls).
 func (e *Engine) sweepOnce(ctx context.Context) {

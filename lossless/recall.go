@@ -8,7 +8,7 @@ package lossless
 // Ranking, the question split, the rendered block and the index's
 // lifecycle (open and rebuild, a shared store's catch-up, close) are
 // package lossless/recall's. Here: the engine's side of it, thin wrappers
-// and recallPort, the engine as recall.Port. Hooks in the other files of
+// and the door of recall in Assemble. Hooks in the other files of
 // the package (one line each): ingestInto (ingest.go) and replace
 // (store_conv.go) hand what they committed to the index; Open (engine.go)
 // opens it into Engine.recall and Close closes it; Assemble (assemble.go)
@@ -23,49 +23,50 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/recall"
-	"github.com/lossless-engine/contextengine/store"
 )
 
 // Recall defaults (Config.Recall; package recall's).
 const (
 	// DefaultRecallShare is the share of the token budget recall may use.
-	DefaultRecallShare = recall.DefaultShare
+	DefaultRecallShare = config.DefaultRecallShare
 	// DefaultRecallK is the number of recalled turns.
-	DefaultRecallK = recall.DefaultK
+	DefaultRecallK = config.DefaultRecallK
 	// DefaultRecallMinScore is the relevance gate's threshold
 	// (Config.Recall.MinScore, recall.DefaultMinScore).
-	DefaultRecallMinScore = recall.DefaultMinScore
+	DefaultRecallMinScore = config.DefaultRecallMinScore
 	// DefaultRecallQuestionShare is the share of the budget recall may
 	// take for a question about the past whose answer lies outside the
 	// assembled context (Config.Recall.QuestionShare,
 	// recall.DefaultQuestionShare).
-	DefaultRecallQuestionShare = recall.DefaultQuestionShare
+	DefaultRecallQuestionShare = config.DefaultRecallQuestionShare
 )
 
 // Recall statuses (RecallReport.Status).
 const (
-	RecallInjected = recall.Injected // a recall block ends the context
-	RecallNone     = recall.None     // searched; nothing relevant (or nothing fit)
-	RecallOff      = recall.Off      // not searched: disabled, no prompt or no room
-	RecallFailed   = recall.Failed   // the index or a store read failed (Reason)
+	RecallInjected = recalled.Injected // a recall block ends the context
+	RecallNone     = recalled.None     // searched; nothing relevant (or nothing fit)
+	RecallOff      = recalled.Off      // not searched: disabled, no prompt or no room
+	RecallFailed   = recalled.Failed   // the index or a store read failed (Reason)
 )
 
-// RecallConfig is Config.Recall (recall.Config).
-type RecallConfig = recall.Config
+// RecallConfig is Config.Recall (config.Recall).
+type RecallConfig = config.Recall
 
-// RecallItem is one recalled turn or summary (recall.Item).
-type RecallItem = recall.Item
+// RecallItem is one recalled turn or summary (recalled.Item).
+type RecallItem = recalled.Item
 
-// RecallOptions adjust Engine.RecallWith (recall.Options).
-type RecallOptions = recall.Options
+// RecallOptions adjust Engine.RecallWith (recalled.Options).
+type RecallOptions = recalled.Options
 
 // AssembleDetails says how an Assemble went, beyond its result
-// (AssembleWithDetails; recall.Details).
-type AssembleDetails = recall.Details
+// (AssembleWithDetails; recalled.Details).
+type AssembleDetails = recalled.Details
 
-// RecallReport is what recall did in one Assemble (recall.Report).
-type RecallReport = recall.Report
+// RecallReport is what recall did in one Assemble (recalled.Report).
+type RecallReport = recalled.Report
 
 // recaller is the recall state of one Engine.
 // recaller is the recall state of one Engine: package recall's Index.
@@ -241,8 +242,6 @@ func (e *Engine) Recall(ctx context.Context, p core.AssembleParams, k int) ([]Re
 }
 
 // RecallWith is Recall with options.
-
-// RecallWith is Recall with options.
 func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o RecallOptions) ([]RecallItem, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -253,63 +252,51 @@ func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o Recall
 	c, err := e.lookup(ctx, call.Agent, p.SessionID, p.SessionKey)
 	call.Conv, call.Known = c, err == nil
 	rc := e.recallCall(call)
-	return recall.Rank(ctx, recallPort{e}, &rc, o, nil)
+	return recall.Rank(ctx, e.recallDeps(), &rc, o, nil, e.shown(call))
 }
 
-// assembleWithRecall is Assemble when recall applies (recall.Assemble:
-// enabled, a prompt); ok is false when it does not.
+// assembleWithRecall is Assemble when recall applies (enabled, a
+// prompt; ok false when it does not): the door of recall in Assemble.
+// Recall computes its block from what it is handed: the engine assembles
+// each window it asks for (assembleWindow: package assemble's window under
+// the window lock) and hands it over with what the window cache shows.
 func (e *Engine) assembleWithRecall(ctx context.Context, call *assembleCall) (core.AssembleResult, bool, error) {
 	rc := e.recallCall(call)
-	return recall.Assemble(ctx, recallPort{e}, &rc)
+	a, p, ok := recall.Begin(ctx, e.recallDeps(), &rc)
+	if !ok {
+		return core.AssembleResult{}, false, nil
+	}
+	for more := true; more; {
+		res, err := e.assembleWindow(ctx, call, p)
+		p, more = a.Window(ctx, recall.Window{Result: res, Err: err, Shown: e.shown(call)})
+	}
+	res, err := a.Result()
+	return res, true, err
+}
+
+// recallDeps are what recall reads of the engine.
+func (e *Engine) recallDeps() recall.Deps {
+	return recall.Deps{Config: e.cfg.Recall, Counter: e.tc, Store: e.st, Index: e.recall, Names: e.lru}
 }
 
 // recallCall is call as package recall sees it.
-func (e *Engine) recallCall(call *assembleCall) recall.Call[*assembleCall] {
-	rc := recall.Call[*assembleCall]{Engine: call, Params: call.Params, Agent: call.Agent, Conv: call.Conv, Known: call.Known}
+func (e *Engine) recallCall(call *assembleCall) recall.Call {
+	rc := recall.Call{Params: call.Params, Budget: e.budgetFor(call.Params.TokenBudget, call.Params.RuntimeContext),
+		Agent: call.Agent, Conv: call.Conv, Known: call.Known}
 	if call.Params.HasTool(ToolGrep) {
 		rc.GrepTool = ToolGrep
 	}
 	return rc
 }
 
-// recallPort is the engine as lossless/recall's Port: what recall in
-// Assemble needs of it.
-type recallPort struct{ e *Engine }
-
-var _ recall.Port[*assembleCall] = recallPort{}
-
-// Config is Config.Recall.
-func (p recallPort) Config() recall.Config { return p.e.cfg.Recall }
-
-// Counter is the engine's token counter.
-func (p recallPort) Counter() core.TokenCounter { return p.e.tc }
-
-// Store is the engine's store.
-func (p recallPort) Store() store.Store { return p.e.st }
-
-// Index is the engine's recall index (nil when recall is off).
-func (p recallPort) Index() *recall.Index { return p.e.recall }
-
-// InContext is what the last assembled window of c shows (inContext).
-func (p recallPort) InContext(c convID) (uint64, map[string]bool) { return p.e.inContext(c) }
-
-// SessionName is c's cached name (asmcache.go).
-func (p recallPort) SessionName(c convID) (string, bool) { return p.e.cachedName(c) }
-
-// CacheSessionName caches c's name, with c's state, bounded (asmcache.go).
-func (p recallPort) CacheSessionName(c convID, name string) { p.e.cacheName(c, name) }
-
-// PlainText is MessagePlainText.
-func (p recallPort) PlainText(m core.Message) string { return MessagePlainText(m) }
-
-// Budget is budgetFor the call's explicit budget and runtime context.
-func (p recallPort) Budget(ap core.AssembleParams) int {
-	return p.e.budgetFor(ap.TokenBudget, ap.RuntimeContext)
-}
-
-// AssembleWindow is the inner assemble of the window (assembleWindow).
-func (p recallPort) AssembleWindow(ctx context.Context, call *assembleCall, ap core.AssembleParams) (core.AssembleResult, error) {
-	return p.e.assembleWindow(ctx, call, ap)
+// shown is what the last assembled window of call's conversation shows
+// (nothing when the session is not stored).
+func (e *Engine) shown(call *assembleCall) recall.Shown {
+	if !call.Known {
+		return recall.Shown{}
+	}
+	from, sums := e.inContext(call.Conv)
+	return recall.Shown{From: from, Summaries: sums}
 }
 
 // inContext returns what the last assembled context of c shows: raw
@@ -335,12 +322,12 @@ func (e *Engine) inContext(c convID) (uint64, map[string]bool) {
 }
 
 // IsRecallMessage reports whether m is a recall message that Assemble
-// made (recall.IsMessage): a user message whose text starts with the
+// made (recalled.IsMessage): a user message whose text starts with the
 // recall block's fixed head (after a host's "[...]" time stamp, if any)
 // and ends with its closing tag. Recognised, it is dropped from
 // Assemble's input and window (a fresh one is appended), and never
 // indexed or recalled.
-func IsRecallMessage(m core.Message) bool { return recall.IsMessage(m) }
+func IsRecallMessage(m core.Message) bool { return recalled.IsMessage(m) }
 
 // AssembleWithDetails is Assemble that also says how recall went: whether
 // a block was injected, found nothing, was off or failed (a failure never
@@ -349,7 +336,7 @@ func IsRecallMessage(m core.Message) bool { return recall.IsMessage(m) }
 // rebuild).
 func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams) (core.AssembleResult, AssembleDetails, error) {
 	d := &AssembleDetails{}
-	res, err := e.Assemble(recall.WithDetails(ctx, d), p)
+	res, err := e.Assemble(recalled.WithDetails(ctx, d), p)
 	if d.Recall.Partial && d.Recall.Status != RecallFailed {
 		msg := fmt.Sprintf("the recall index is being rebuilt (%d docs so far): only what the old index holds was searched", d.Recall.Rebuilt)
 		if d.Recall.Reason != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 )
 
@@ -12,17 +13,15 @@ import (
 
 type recallBodies = recall.Bodies
 
-const recallHead = recall.Head
-
 // renderRecall renders items into the recall block as Assemble does
-// (recall.Render over the engine's port), with the grep tool named when
+// (recall.Render over the engine's recall.Deps), with the grep tool named when
 // grep is set.
 func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string, bodies *recallBodies) (core.Message, int, error) {
 	tool := ""
 	if grep {
 		tool = ToolGrep
 	}
-	return recall.Render(ctx, recallPort{e}, items, citations, tool, max, ts, here, bodies)
+	return recall.Render(ctx, e.recallDeps(), items, citations, tool, max, ts, here, bodies)
 }
 
-func holdsSummary(msgs []core.Message) bool { return recall.HoldsSummary(msgs) }
+func holdsSummary(msgs []core.Message) bool { return recalled.HoldsSummary(msgs) }

@@ -11,48 +11,12 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Assemble returns the conversation's active context that fits the token
-// budget (the engine's Assemble; see its documentation): it resolves the
-// call once (Resolve), assembles its window with recall when it applies
-// (Port.Recall, else Inner), then post-processes the result (After: the
-// fork prefix of a subagent, the host's count, the context projection).
-func Assemble(ctx context.Context, port Port, p core.AssembleParams) (core.AssembleResult, error) {
-	call, res, err := assembleCall(ctx, port, p)
-	if err != nil {
-		return core.AssembleResult{}, err
-	}
-	// Fork prefix of a subagent, the host's count, contextProjection
-	// (projection.go; it enters on its own, after the sweep of expired
-	// subagent preparations, which does too).
-	if err := After(ctx, port, call, &res); err != nil {
-		return core.AssembleResult{}, err
-	}
-	return res, nil
-}
-
-// assembleCall resolves the call once (Resolve: everything after takes
-// it) and assembles its window, with recall when it applies.
-func assembleCall(ctx context.Context, port Port, p core.AssembleParams) (*Call, core.AssembleResult, error) {
-	done, err := port.Enter()
-	if err != nil {
-		return nil, core.AssembleResult{}, err
-	}
-	defer done()
-	call, err := Resolve(ctx, port, p)
-	if err != nil {
-		return nil, core.AssembleResult{}, err
-	}
-	res, ok, err := port.Recall(ctx, call)
-	if !ok {
-		res, err = Inner(ctx, port, call, call.Params)
-	}
-	return call, res, err
-}
-
 // Inner assembles call's conversation within p.TokenBudget, without
-// recall (p is call.Params, or recall's inner call: a smaller budget, the
-// host's recall messages dropped).
-func Inner(ctx context.Context, port Port, call *Call, p core.AssembleParams) (core.AssembleResult, error) {
+// recall (p is call.Params, or a window recall asked for: a smaller
+// budget, the host's recall messages dropped). prev is the conversation's
+// cached window (the engine holds its window lock while Inner runs); what
+// Inner parsed comes back in Assembled.Next.
+func Inner(ctx context.Context, d Deps, call *Call, p core.AssembleParams, prev Cached) (Assembled, error) {
 	budget := p.TokenBudget
 	if budget <= 0 {
 		if b, ok := p.RuntimeContext.Int("tokenBudget"); ok && b > 0 {
@@ -60,26 +24,29 @@ func Inner(ctx context.Context, port Port, call *Call, p core.AssembleParams) (c
 		}
 	}
 	if budget <= 0 {
-		budget = port.DefaultTokenBudget()
+		budget = d.DefaultTokenBudget
 	}
-	tc := port.Counter()
+	tc := d.Counter
 	addition := SystemPromptAddition(p.AvailableTools)
 	addTokens := 0
 	if addition != "" {
 		addTokens = tc.CountText(addition)
 	}
 	if !call.Known {
-		return PassThrough(tc, p.Messages, budget), nil
+		return Assembled{Result: PassThrough(tc, p.Messages, budget)}, nil
 	}
-	msgs, used, n, win, err := readWindow(ctx, port, call, budget-addTokens)
+	var out Assembled
+	msgs, used, n, win, err := readWindow(ctx, d, call, budget-addTokens, prev, &out)
 	if errors.Is(err, core.ErrUnknownSession) {
-		return PassThrough(tc, p.Messages, budget), nil
+		out.Result = PassThrough(tc, p.Messages, budget)
+		return out, nil
 	}
 	if err != nil {
-		return core.AssembleResult{}, err
+		return out, err
 	}
 	if n == 0 {
-		return PassThrough(tc, p.Messages, budget), nil
+		out.Result = PassThrough(tc, p.Messages, budget)
+		return out, nil
 	}
 	res := core.AssembleResult{Messages: msgs, EstimatedTokens: used + addTokens,
 		SystemPromptAddition: addition, PromptAuthority: core.PromptAuthorityAssembled}
@@ -97,7 +64,8 @@ func Inner(ctx context.Context, port Port, call *Call, p core.AssembleParams) (c
 		}
 		res.Cut.Reason = strings.Join(why, "; ")
 	}
-	return res, nil
+	out.Result = res
+	return out, nil
 }
 
 // readWindow reads call's conversation's items backwards until avail
@@ -106,24 +74,18 @@ func Inner(ctx context.Context, port Port, call *Call, p core.AssembleParams) (c
 // the conversation has visited (0: the conversation has no items). On a
 // shared store whose conversation another process deleted since the
 // session was resolved, it forgets the resolution and returns an error
-// wrapping core.ErrUnknownSession.
-func readWindow(ctx context.Context, port Port, call *Call, avail int) ([]core.Message, int, int, Window, error) {
+// wrapping core.ErrUnknownSession (out.Gone). What it parsed goes to
+// out.Next, with its size.
+func readWindow(ctx context.Context, d Deps, call *Call, avail int, prev Cached, out *Assembled) ([]core.Message, int, int, Window, error) {
 	c := call.Conv
-	prev, put := port.LockWindow(c)
-	stored := false
-	defer func() {
-		if !stored {
-			put(nil, 0)
-		}
-	}()
-	ws := &windowScan{port: port, c: c, avail: avail, prevMsgs: prev.Msgs, prevSums: prev.Sums, created: prev.Created}
+	ws := &windowScan{d: d, c: c, avail: avail, prevMsgs: prev.Msgs, prevSums: prev.Sums, created: prev.Created}
 	ws.nextMsgs = make(map[uint64]core.Message, len(ws.prevMsgs)+8)
 	ws.nextSums = make(map[string]core.Message, len(ws.prevSums))
-	shared := port.Shared()
+	shared := d.Shared
 	refs := call.windowRefs(shared)
 	wantRec := len(refs) > 0 && refs[0].Kind == store.RefConversation
 	last := prev.Created
-	err := port.Store().View(ctx, func(r store.Reader) error {
+	err := d.Store.View(ctx, func(r store.Reader) error {
 		if len(refs) > 0 {
 			got, err := r.Get(refs)
 			if err != nil {
@@ -146,7 +108,7 @@ func readWindow(ctx context.Context, port Port, call *Call, avail int) ([]core.M
 	if wantRec && !call.HaveRec && errors.Is(err, core.ErrNotFound) {
 		// Deleted since it was resolved (retention; on a shared store,
 		// by another process): the session is resolved afresh next time.
-		port.ForgetResolved(c)
+		out.Gone = true
 		return nil, 0, 0, Window{}, fmt.Errorf("lossless: session %q of agent %q: %w", call.Params.SessionID+call.Params.SessionKey, call.Agent, core.ErrUnknownSession)
 	}
 	if err != nil {
@@ -170,14 +132,13 @@ func readWindow(ctx context.Context, port Port, call *Call, avail int) ([]core.M
 		size += 8*int64(len(m.Raw())) + 256
 	}
 	// Bounded by the engine's cache budget (Config.AssembleCacheBytes).
-	stored = true
-	put(&Cached{Msgs: nextMsgs, Sums: nextSums, Created: created}, size)
-	out, used := win.Chronological()
+	out.Next, out.Size = &Cached{Msgs: nextMsgs, Sums: nextSums, Created: created}, size
+	msgs, used := win.Chronological()
 	if len(ws.lead) > 0 {
-		out = append(append(make([]core.Message, 0, len(ws.lead)+len(out)), ws.lead...), out...)
+		msgs = append(append(make([]core.Message, 0, len(ws.lead)+len(msgs)), ws.lead...), msgs...)
 		used += ws.leadTok
 	}
-	return out, used, win.Scanned, win, nil
+	return msgs, used, win.Scanned, win, nil
 }
 
 // PassThrough returns the host's messages trimmed to budget (newest kept),

@@ -11,16 +11,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// fakePort is a Port whose unset methods panic: what Inner asks of the
-// engine for a session it never stored.
-type fakePort struct {
-	Port
-	def int
-}
-
-func (p fakePort) DefaultTokenBudget() int    { return p.def }
-func (p fakePort) Counter() core.TokenCounter { return core.Chars4{} }
-
 func msg(t *testing.T, role, text string) core.Message {
 	t.Helper()
 	m, err := core.NewMessage(map[string]any{"role": role, "content": []core.Block{{Type: core.BlockText, Text: text}}})
@@ -39,10 +29,11 @@ func TestInnerUnknownPassesThrough(t *testing.T) {
 	tc := core.Chars4{}
 	last2 := core.CountMessages(tc, msgs[2:])
 	budget := last2 + core.CountMessage(tc, msgs[1])
-	res, err := Inner(context.Background(), fakePort{def: budget}, &Call{}, core.AssembleParams{Messages: msgs})
+	out, err := Inner(context.Background(), Deps{DefaultTokenBudget: budget, Counter: tc}, &Call{}, core.AssembleParams{Messages: msgs}, Cached{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	res := out.Result
 	if len(res.Messages) != 2 || res.EstimatedTokens != last2 || res.PromptAuthority != core.PromptAuthorityAssembled {
 		t.Fatalf("%d messages, %d tokens (want 2, %d)", len(res.Messages), res.EstimatedTokens, last2)
 	}

@@ -8,7 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/recall"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 )
 
 // Budgets as the host gives them, and the budget each call really has.
@@ -73,7 +73,7 @@ func ClassifyBudget(tb int, rs *core.RuntimeSettings) (BudgetKind, int) {
 // hostCounts reports whether the call comes from OpenClaw, whose budgets
 // are counted with its own chars/4 estimate (core.Chars4): the assembled
 // context must fit that count as well as the engine's.
-func hostCounts(rs *core.RuntimeSettings) bool { return recall.HostCounts(rs) }
+func hostCounts(rs *core.RuntimeSettings) bool { return recalled.HostCounts(rs) }
 
 // unknownOverheadShare is the share of the host's window kept for the
 // host's own prompt and reserve on a per-call budget when the engine has
@@ -407,7 +407,7 @@ func (t *BudgetTable) Of(agent, sessionID, sessionKey string) *HostBudgets {
 // budget, then any tool results left leading (their calls are gone); the
 // summaries go too only when they alone do not fit. A recall block ending
 // res is never removed whole for the older messages' sake: it goes last,
-// and then only shrunk (recall.Shrink: its last items first) to what the
+// and then only shrunk (recalled.Shrink: its last items first) to what the
 // budget leaves. It records what it removed in res.Cut.
 func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 	counts := make([]int, len(res.Messages))
@@ -420,14 +420,14 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 		return
 	}
 	end := len(res.Messages) // the messages that may go: [lead, end)
-	if end > 0 && recall.IsMessage(res.Messages[end-1]) {
+	if end > 0 && recalled.IsMessage(res.Messages[end-1]) {
 		end--
 	}
 	// The leading summaries stand for everything older: the messages after
 	// them go first, unless the summaries alone are over half the budget.
 	lead, ltok := 0, 0
 	for lead < end {
-		if _, ok := recall.SummaryID(res.Messages[lead]); !ok {
+		if _, ok := recalled.SummaryID(res.Messages[lead]); !ok {
 			break
 		}
 		ltok += counts[lead]
@@ -458,7 +458,7 @@ func fitHostCount(tc core.TokenCounter, res *core.AssembleResult, budget int) {
 		m := res.Messages[end]
 		room := budget - (total - counts[end])
 		before := core.CountMessage(tc, m)
-		if small, ok := recall.Shrink(core.Chars4{}, m, room); ok {
+		if small, ok := recalled.Shrink(core.Chars4{}, m, room); ok {
 			res.Messages[end] = small
 			res.EstimatedTokens -= min(res.EstimatedTokens, before-core.CountMessage(tc, small))
 			shrunk = fmt.Sprintf("; the recall block was cut to %d of its %d tokens", core.CountMessage(core.Chars4{}, small), counts[end])

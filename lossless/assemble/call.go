@@ -1,13 +1,11 @@
 package assemble
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
-	"github.com/lossless-engine/contextengine/lossless/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -33,45 +31,40 @@ type Call struct {
 	// when the call needs it.
 	Rec     store.Conversation
 	HaveRec bool
-	// Sub is the session's subagent lookup, made with the window's read
-	// (Sub.Done) or else by the fork prefix.
-	Sub subagent.Lookup
+	// SubRefs are the session's subagent records (package subagent's
+	// Refs), read with the window; SubGot what that read found (SubRead:
+	// the window read them). The engine's fork prefix makes its subagent
+	// lookup from them, else reads them itself.
+	SubRefs []store.Ref
+	SubGot  []store.Got
+	SubRead bool
 }
 
-// Resolve resolves an Assemble call at its door: its agent, its
-// conversation (once: everything after takes the call) and p.TokenBudget
-// set to the budget the call really has (HostBudgets.AssembleBudget),
-// noted for the turn's compaction decision. An unknown session gets the
-// same budget rules without notes.
-func Resolve(ctx context.Context, port Port, p core.AssembleParams) (*Call, error) {
-	tb := port.Budget(p.TokenBudget, p.RuntimeContext)
-	agent := port.Agent(p.SessionKey)
+// NewCall is an Assemble call resolved at the engine's door, but for its
+// conversation (the door looks the session up and sets Conv and Known):
+// agent is its agent, tb its token budget (explicit, else the runtime
+// context's, else the configured default), hb its session's host budgets,
+// defProjection the configured projection mode (ProjectionMode's def).
+// p.TokenBudget is set to the budget the call really has
+// (HostBudgets.AssembleBudget), noted for the turn's compaction decision;
+// subRefs are the session's subagent records the window reads.
+func NewCall(p core.AssembleParams, agent string, tb int, hb *HostBudgets, defProjection string, subRefs []store.Ref) *Call {
 	outCap, _ := p.RuntimeContext.Int(ModelMaxTokensKey)
 	hints := RequestHints{OutputCap: outCap, Available: p.AvailableTools,
 		Addition: core.Chars4{}.CountText(SystemPromptAddition(p.AvailableTools))}
-	p.TokenBudget = port.Budgets().Of(agent, p.SessionID, p.SessionKey).AssembleBudget(tb, p.RuntimeSettings, p.Prompt, hints)
-	call := &Call{Params: p, Agent: agent, Mode: ProjectionMode(p.RuntimeSettings, p.RuntimeContext, port.DefaultProjection())}
-	// A shared store's cached resolution is checked by the window's read
-	// (readWindow reads the record there).
-	c, err := port.LookupCached(ctx, agent, p.SessionID, p.SessionKey)
-	switch {
-	case err == nil:
-		call.Conv, call.Known = c, true
-	case !errors.Is(err, core.ErrUnknownSession):
-		return nil, err
-	}
-	return call, nil
+	p.TokenBudget = hb.AssembleBudget(tb, p.RuntimeSettings, p.Prompt, hints)
+	return &Call{Params: p, Agent: agent, Mode: ProjectionMode(p.RuntimeSettings, p.RuntimeContext, defProjection), SubRefs: subRefs}
 }
 
 // windowRefs returns what the window's read fetches beside the items:
 // the conversation's record when the store is shared or the host is a
-// thread-bootstrap one, and the session's subagent records.
+// thread-bootstrap one, and the session's subagent records (SubRefs).
 func (call *Call) windowRefs(shared bool) []store.Ref {
 	var refs []store.Ref
 	if shared || call.Mode == core.ProjectionThreadBootstrap {
 		refs = append(refs, store.Ref{Kind: store.RefConversation, Conv: call.Conv})
 	}
-	return append(refs, subagent.Refs(call.Agent, call.Params.SessionID, call.Params.SessionKey)...)
+	return append(refs, call.SubRefs...)
 }
 
 // took notes what the window's read found for refs (windowRefs).
@@ -92,6 +85,6 @@ func (call *Call) took(refs []store.Ref, got []store.Got) error {
 			subs = append(subs, g)
 		}
 	}
-	call.Sub = subagent.Found(call.Agent, call.Params.SessionKey, subs)
+	call.SubGot, call.SubRead = subs, true
 	return nil
 }

@@ -1,62 +1,29 @@
 package assemble
 
 import (
-	"context"
-
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Port is what Assemble needs from the engine (package lossless
-// implements it over its *Engine).
-type Port interface {
-	// Enter marks the start of a call (it fails after the engine's
-	// Close); done ends it.
-	Enter() (done func(), err error)
+// Deps are what assembling a window reads, handed over by the engine's
+// Assemble door.
+type Deps struct {
 	// Store is the engine's store.
-	Store() store.Store
+	Store store.Store
 	// Counter is the engine's token counter.
-	Counter() core.TokenCounter
-	// Shared reports whether several processes share the store.
-	Shared() bool
+	Counter core.TokenCounter
+	// Shared: several processes share the store (the conversation's
+	// record is read with the window, it may have been deleted and made
+	// again by another process).
+	Shared bool
 	// DefaultTokenBudget is the configured budget of a call that names
 	// none.
-	DefaultTokenBudget() int
-	// DefaultProjection is the configured projection mode
-	// (ProjectionMode's def).
-	DefaultProjection() string
-	// Budget is the token budget of a call: explicit, else the runtime
-	// context's tokenBudget, else the configured default.
-	Budget(explicit int, rc *core.RuntimeContext) int
-	// Agent is the agent of a call with sessionKey.
-	Agent(sessionKey string) string
-	// Budgets is the engine's table of the host's budgets by session.
-	Budgets() *BudgetTable
-	// LookupCached resolves a session to its conversation through the
-	// engine's resolution cache; an unknown session is an error wrapping
-	// core.ErrUnknownSession.
-	LookupCached(ctx context.Context, agent, sessionID, sessionKey string) (store.ConvID, error)
-	// Lookup resolves a session to its conversation from the store.
-	Lookup(ctx context.Context, agent, sessionID, sessionKey string) (store.ConvID, error)
-	// ForgetResolved drops every cached resolution to c (c was deleted).
-	ForgetResolved(c store.ConvID)
-	// LockWindow locks c's cached window (the parsed messages and
-	// rendered summaries of its last assembled window) and returns it;
-	// put stores next (when not nil) with its size in bytes, then
-	// unlocks.
-	LockWindow(c store.ConvID) (prev Cached, put func(next *Cached, size int64))
-	// LargeReference is the reference standing for tool result m of
-	// tokens tokens (the stored original's key, size and a description).
-	LargeReference(m core.Message, tokens int) []byte
-	// Recall is Assemble with recall when it applies (ok false: it does
-	// not; the window alone is assembled).
-	Recall(ctx context.Context, call *Call) (res core.AssembleResult, ok bool, err error)
-	// SweepOnce sweeps expired subagent preparations once per engine.
-	SweepOnce(ctx context.Context)
-	// Subagents is the engine as the subagent lifecycle's port (a forked
-	// child's record, its activation and fork cache: the fork prefix).
-	Subagents() subagent.Port
+	DefaultTokenBudget int
+	// Reference is the reference standing for tool result m of tokens
+	// tokens (the stored original's key, size and a description): a plain
+	// function of the message, package ingest's LargeReference over the
+	// engine's message key; it reads no engine state.
+	Reference func(m core.Message, tokens int) []byte
 }
 
 // Cached is a conversation's cached window: the messages and summaries the
@@ -68,4 +35,18 @@ type Cached struct {
 	Msgs    map[uint64]core.Message
 	Sums    map[string]core.Message
 	Created int64
+}
+
+// Assembled is a window Inner assembled and what the engine keeps of it.
+type Assembled struct {
+	// Result is the window.
+	Result core.AssembleResult
+	// Next is the window's parsed messages and summaries, for the engine's
+	// window cache (nil: nothing to keep); Size their bytes in memory.
+	Next *Cached
+	Size int64
+	// Gone is set when the conversation was deleted since its session was
+	// resolved (retention; on a shared store, another process): the
+	// engine forgets the resolution, and Result is the host's messages.
+	Gone bool
 }

@@ -1,11 +1,9 @@
 package assemble
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"strconv"
 	"strings"
 
@@ -14,9 +12,9 @@ import (
 )
 
 // Context projection for hosts with persistent backend threads, and the
-// post-processing of every Assemble (After): the fork prefix of a
-// subagent, the lazy sweep of expired subagent preparations, and
-// contextProjection.
+// post-processing of every Assemble (Finish: the host's count and
+// contextProjection; the engine's door prepends a subagent's fork prefix
+// before it).
 //
 // A thread-bootstrap host (Codex app-server style) seeds a backend thread
 // with the assembled context once and then only appends; it re-seeds when
@@ -80,37 +78,25 @@ func ProjectionMode(rs *core.RuntimeSettings, rc *core.RuntimeContext, def strin
 	return core.ProjectionPerTurn
 }
 
-// After post-processes a successful Assemble: it sweeps expired subagent
-// preparations once per engine, prepends a forked subagent's parent
-// context, fits the host's own count (OpenClaw) and sets
-// ContextProjection. It takes what the call's window read: the subagent
-// records, the record the epoch is counted from.
-func After(ctx context.Context, port Port, call *Call, res *core.AssembleResult) error {
-	port.SweepOnce(ctx)
-	done, err := port.Enter()
-	if err != nil {
-		return err
-	}
-	defer done()
-	p := call.Params
-	budget := port.Budget(p.TokenBudget, p.RuntimeContext)
-	if err := forkPrefix(ctx, port, call, budget, res); err != nil {
-		return err
-	}
-	if hostCounts(p.RuntimeSettings) {
-		fitHostCount(port.Counter(), res, budget) // OpenClaw counts with its own estimate (budget.go)
+// Finish post-processes a successful Assemble after the engine's door
+// prepended a forked subagent's parent context: it fits the host's own
+// count (OpenClaw) within budget and sets ContextProjection. epoch is the
+// conversation's epoch when the call's window did not read its record
+// (call.HaveRec false; unused otherwise).
+func Finish(tc core.TokenCounter, call *Call, budget int, epoch string, res *core.AssembleResult) {
+	if hostCounts(call.Params.RuntimeSettings) {
+		fitHostCount(tc, res, budget) // OpenClaw counts with its own estimate (budget.go)
 	}
 	proj := &core.ContextProjection{Mode: call.Mode}
 	if call.Mode == core.ProjectionThreadBootstrap {
 		if call.HaveRec {
 			proj.Epoch = EpochOf(call.Rec)
 		} else {
-			proj.Epoch = Epoch(ctx, port, call.Agent, p.SessionID, p.SessionKey)
+			proj.Epoch = epoch
 		}
 		proj.Fingerprint = Fingerprint(res.Messages, res.SystemPromptAddition)
 	}
 	res.ContextProjection = proj
-	return nil
 }
 
 // Fingerprint returns the hash of an assembled payload: every message's
@@ -129,43 +115,7 @@ func Fingerprint(msgs []core.Message, addition string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-// Epoch returns the conversation's epoch ("0" for a session the engine
-// never stored): the number of summaries written plus the number of
-// session ids mapped to it, both kept in the conversation record.
-func Epoch(ctx context.Context, port Port, agent, sessionID, sessionKey string) string {
-	c, err := port.Lookup(ctx, agent, sessionID, sessionKey)
-	if err != nil {
-		return "0"
-	}
-	var rec store.Conversation
-	err = port.Store().View(ctx, func(r store.Reader) error {
-		var err error
-		rec, err = r.Conversation(c)
-		return err
-	})
-	if err != nil {
-		return "0"
-	}
-	return EpochOf(rec)
-}
-
 // EpochOf is the projection epoch of a conversation's record.
 func EpochOf(rec store.Conversation) string {
 	return strconv.FormatInt(rec.Summaries+int64(len(rec.SessionIDs)), 10)
-}
-
-// SessionEpoch is the context projection epoch of a session, the engine's
-// Epoch: an error only when the engine is closed or the look-up fails for
-// another reason than an unknown session ("0").
-func SessionEpoch(ctx context.Context, port Port, sessionID, sessionKey string) (string, error) {
-	done, err := port.Enter()
-	if err != nil {
-		return "", err
-	}
-	defer done()
-	agent := port.Agent(sessionKey)
-	if _, err := port.Lookup(ctx, agent, sessionID, sessionKey); err != nil && !errors.Is(err, core.ErrUnknownSession) {
-		return "", err
-	}
-	return Epoch(ctx, port, agent, sessionID, sessionKey), nil
 }

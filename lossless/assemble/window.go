@@ -23,7 +23,7 @@ const skipped = store.FlagHeartbeat | store.FlagHidden | store.FlagSuperseded
 // this one (next*), what is left to parse (todo), and the record's Created
 // (created).
 type windowScan struct {
-	port               Port
+	d                  Deps
 	c                  store.ConvID
 	avail              int
 	prevMsgs, nextMsgs map[uint64]core.Message
@@ -56,7 +56,7 @@ func (w *windowScan) scan(ctx context.Context, r store.Reader) (err error) {
 		return core.Message{}, err
 	}
 	shrink := func(item dag.Item, room int) (core.Message, int, bool, error) {
-		return referenceFor(w.port, r, w.c, item, room)
+		return referenceFor(w.d, r, w.c, item, room)
 	}
 	w.win, err = Walk(ctx, r.Items(w.c, 0, math.MaxUint64, true), w.avail, "assemble", visit, shrink)
 	if err != nil || w.win.Cut == 0 {
@@ -222,9 +222,9 @@ func Walk(ctx context.Context, items iter.Seq2[store.Item, error], avail int, wh
 }
 
 // referenceFor returns the reference message standing for tool result
-// item of c (Port.LargeReference: the original's key, size and a
+// item of c (Deps.Reference: the original's key, size and a
 // description) and its tokens, when they fit room.
-func referenceFor(port Port, r store.Reader, c store.ConvID, item dag.Item, room int) (core.Message, int, bool, error) {
+func referenceFor(d Deps, r store.Reader, c store.ConvID, item dag.Item, room int) (core.Message, int, bool, error) {
 	msg, err := r.Message(c, item.Ref.Seq)
 	if err != nil {
 		return core.Message{}, 0, false, fmt.Errorf("lossless: message %d: %w", item.Ref.Seq, err)
@@ -233,11 +233,11 @@ func referenceFor(port Port, r store.Reader, c store.ConvID, item dag.Item, room
 	if err != nil {
 		return core.Message{}, 0, false, fmt.Errorf("lossless: stored message %d: %w", item.Ref.Seq, err)
 	}
-	ref, err := core.ParseMessage(port.LargeReference(m, item.Tokens))
+	ref, err := core.ParseMessage(d.Reference(m, item.Tokens))
 	if err != nil {
 		return core.Message{}, 0, false, fmt.Errorf("lossless: reference of message %d: %w", item.Ref.Seq, err)
 	}
-	tok := core.CountMessage(port.Counter(), ref)
+	tok := core.CountMessage(d.Counter, ref)
 	if tok > room || tok >= item.Tokens {
 		return core.Message{}, 0, false, nil
 	}

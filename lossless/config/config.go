@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
@@ -117,8 +116,8 @@ type Config struct {
 	// from JSON.
 	Host string `json:"-"`
 	// Recall configures cross-session recall (on by default; see
-	// recall.Config.Enabled and RecallEnabled).
-	Recall recall.Config `json:"recall,omitempty"`
+	// Recall.Enabled and RecallEnabled).
+	Recall Recall `json:"recall,omitempty"`
 	// Retention limits the store's growth. Off by default.
 	Retention RetentionConfig `json:"retention,omitempty"`
 	// Badger overrides the store's Badger sizes.
@@ -254,7 +253,7 @@ func Default() Config {
 		MinFanIn:              DefaultMinFanIn,
 		CompactionConcurrency: DefaultCompactionConcurrency,
 		RotateBytes:           DefaultRotateBytes,
-		Recall:                recall.Config{Share: recall.DefaultShare, K: recall.DefaultK},
+		Recall:                Recall{Share: DefaultRecallShare, K: DefaultRecallK},
 		Badger: BadgerConfig{MemTableSize: 8 << 20, ValueLogFileSize: 64 << 20,
 			BlockCacheSize: 8 << 20, IndexCacheSize: 4 << 20, NumMemtables: 2},
 	}

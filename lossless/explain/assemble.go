@@ -4,13 +4,12 @@ package explain
 // and the totals per part.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -49,14 +48,14 @@ type ContextPart struct {
 }
 
 // AssembleReport is an assembled context explained: the result and how
-// recall went (Port.AssembleWithDetails), each message with its tokens and
-// part, and the totals per part. `lossless assemble --json` and the
+// recall went (the engine's AssembleWithDetails), each message with its
+// tokens and part, and the totals per part. `lossless assemble --json` and the
 // explorer's context view print it, so their numbers cannot differ.
 type AssembleReport struct {
 	Result  core.AssembleResult
-	Details recall.Details
+	Details recalled.Details
 	// Budget is the budget assemble used: the call's, else the runtime
-	// context's, else Config.DefaultTokenBudget (Port.Budget).
+	// context's, else Config.DefaultTokenBudget.
 	Budget int
 	// SystemPromptAdditionTokens is Result.SystemPromptAddition's count.
 	SystemPromptAdditionTokens int
@@ -66,31 +65,25 @@ type AssembleReport struct {
 	Parts []ContextPart
 }
 
-// Assemble assembles p (Port.AssembleWithDetails) and explains the
-// result (lossless.Engine.AssembleReport). Assemble changes nothing in the
-// store.
-func Assemble(ctx context.Context, port Port, p core.AssembleParams) (AssembleReport, error) {
-	res, details, err := port.AssembleWithDetails(ctx, p)
-	if err != nil {
-		return AssembleReport{}, err
-	}
-	rep := AssembleReport{Result: res, Details: details, Budget: port.Budget(p),
+// Assemble explains res, what the engine's AssembleWithDetails returned
+// with details for a call whose budget was budget, its messages counted
+// with tc (the engine's counter). The tail's sequence numbers are
+// TailSeqs's (the engine's AssembleReport calls it when the call's
+// session is stored).
+func Assemble(res core.AssembleResult, details recalled.Details, budget int, tc core.TokenCounter) AssembleReport {
+	rep := AssembleReport{Result: res, Details: details, Budget: budget,
 		Messages: make([]ContextMessage, len(res.Messages))}
-	tc := port.Counter()
 	if res.SystemPromptAddition != "" {
 		rep.SystemPromptAdditionTokens = tc.CountText(res.SystemPromptAddition)
 	}
 	for i, m := range res.Messages {
 		cm := ContextMessage{Part: PartTail, Tokens: core.CountMessage(tc, m), Message: m}
-		if id, ok := recall.SummaryID(m); ok {
+		if id, ok := recalled.SummaryID(m); ok {
 			cm.Part, cm.SummaryID = PartSummaries, id
-		} else if recall.IsMessage(m) {
+		} else if recalled.IsMessage(m) {
 			cm.Part = PartRecall
 		}
 		rep.Messages[i] = cm
-	}
-	if err := tailSeqs(ctx, port, p, rep.Messages); err != nil {
-		return AssembleReport{}, err
 	}
 	rep.Parts = []ContextPart{{Part: PartSummaries}, {Part: PartTail}, {Part: PartRecall},
 		{Part: PartSystem, Tokens: rep.SystemPromptAdditionTokens}}
@@ -105,29 +98,25 @@ func Assemble(ctx context.Context, port Port, p core.AssembleParams) (AssembleRe
 			}
 		}
 	}
-	return rep, nil
+	return rep
 }
 
-// tailSeqs fills in the sequence numbers of the stored messages among
-// msgs (found by their bytes' key), when p names a stored conversation.
-func tailSeqs(ctx context.Context, port Port, p core.AssembleParams, msgs []ContextMessage) error {
-	conv, err := port.Conversation(ctx, p.SessionID, p.SessionKey)
-	if err != nil {
-		return nil // a pass-through: nothing is stored
-	}
-	return port.View(ctx, func(r store.Reader) error {
-		for i := range msgs {
-			if msgs[i].Part != PartTail {
-				continue
-			}
-			seq, err := port.SeqOf(r, conv, msgs[i].Message.Raw())
-			switch {
-			case err == nil:
-				msgs[i].Seq = seq
-			case !errors.Is(err, store.ErrNotFound):
-				return fmt.Errorf("lossless: assemble report: find message: %w", records.FromStore(err))
-			}
+// TailSeqs fills in the sequence numbers of the messages of conversation c
+// among msgs' tail (found by the key of their bytes, records.HashRaw),
+// read from r; a message c does not hold (a large one shown by its
+// reference) keeps 0.
+func TailSeqs(r store.Reader, c store.ConvID, msgs []ContextMessage) error {
+	for i := range msgs {
+		if msgs[i].Part != PartTail {
+			continue
 		}
-		return nil
-	})
+		seq, err := r.SeqByHash(c, records.HashRaw(msgs[i].Message.Raw()))
+		switch {
+		case err == nil:
+			msgs[i].Seq = seq
+		case !errors.Is(err, store.ErrNotFound):
+			return fmt.Errorf("lossless: assemble report: find message: %w", records.FromStore(err))
+		}
+	}
+	return nil
 }

@@ -5,10 +5,13 @@
 // it does (Recall, RecallExplained). Their numbers are the engine's own:
 // the same assemble, counter and recall the engine runs.
 //
-// The package never imports package lossless: it declares what it needs
-// of the engine as Port (assemble, recall, the store's snapshot and the
-// few descriptions the engine gives), which lossless implements over its
-// *Engine (explainPort in lossless/port_explain.go); lossless's
-// AssembleReport and ExplainRecall are thin wrappers, and its types of the
+// The package never imports package lossless nor another part: it takes
+// values and a store.Reader. The engine's AssembleReport assembles (its
+// AssembleWithDetails) and hands the result to Assemble, then the stored
+// conversation's snapshot to TailSeqs; its ExplainRecall ranks twice (its
+// RecallWith) and hands both rankings and a snapshot to Items, then names
+// each item's session and cuts its snippet from the Source Items read
+// (the engine's SessionInfo.Name and grep's snippet). lossless's
+// AssembleReport and ExplainRecall are those doors, and its types of the
 // same names are aliases of these. Nothing here writes.
 package explain

@@ -10,117 +10,74 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/lossless/recall"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
-// fakePort is Port over maps: one stored conversation, conv, whose
-// messages are raw (by seq) and summaries sums; ranked and gated are what
-// RecallWith returns without and with the gate.
-type fakePort struct {
-	res     core.AssembleResult
-	details recall.Details
-	budget  int
-	conv    store.ConvID
-	stored  bool
-	rec     store.Conversation
-	raw     map[uint64][]byte
-	sums    map[string]dag.Summary
-	ranked  []recall.Item
-	gated   []recall.Item
-	cfg     recall.Config
-	views   int
-}
-
-func (f *fakePort) AssembleWithDetails(context.Context, core.AssembleParams) (core.AssembleResult, recall.Details, error) {
-	return f.res, f.details, nil
-}
-func (f *fakePort) Budget(core.AssembleParams) int { return f.budget }
-func (f *fakePort) Counter() core.TokenCounter     { return core.Chars4{} }
-func (f *fakePort) Conversation(_ context.Context, sid, _ string) (store.ConvID, error) {
-	if !f.stored || sid != "s1" {
-		return store.ConvID{}, core.ErrUnknownSession
-	}
-	return f.conv, nil
-}
-func (f *fakePort) View(_ context.Context, fn func(store.Reader) error) error {
-	f.views++
-	return fn(fakeReader{f: f})
-}
-func (f *fakePort) SeqOf(_ store.Reader, c store.ConvID, raw []byte) (uint64, error) {
-	for seq, b := range f.raw {
-		if c == f.conv && string(b) == string(raw) {
-			return seq, nil
+// stored returns a memstore holding conversation c of record rec, its
+// messages msgs (seq 1, 2, ...) with their hash index, and its summaries.
+func stored(t *testing.T, c store.ConvID, rec store.Conversation, msgs []core.Message, sums ...dag.Summary) *memstore.Store {
+	t.Helper()
+	st := memstore.New()
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.PutConversation(c, rec); err != nil {
+			return err
 		}
+		for i, m := range msgs {
+			seq := uint64(i + 1)
+			h := records.HashRaw(m.Raw())
+			if err := tx.PutMessage(c, store.Message{Seq: seq, Role: m.Role(), Timestamp: m.Timestamp(), Hash: h, Raw: m.Raw()}); err != nil {
+				return err
+			}
+			if err := tx.PutHash(c, h, seq); err != nil {
+				return err
+			}
+		}
+		for _, s := range sums {
+			if err := tx.PutSummary(c, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return 0, store.ErrNotFound
-}
-func (f *fakePort) RecallWith(_ context.Context, _ core.AssembleParams, o recall.Options) ([]recall.Item, error) {
-	if o.MinScore < 0 {
-		return f.ranked, nil
-	}
-	return f.gated, nil
-}
-func (f *fakePort) RecallConfig() recall.Config { return f.cfg }
-func (f *fakePort) MessageText(_ store.Reader, c store.ConvID, seq uint64) ([]byte, error) {
-	if b, ok := f.raw[seq]; ok && c == f.conv {
-		return b, nil
-	}
-	return nil, fmt.Errorf("fake: message %d: %w", seq, store.ErrNotFound)
-}
-func (f *fakePort) SessionName(c store.ConvID, rec store.Conversation) string {
-	return rec.SessionIDs[len(rec.SessionIDs)-1]
-}
-func (f *fakePort) Snippet(text string, at int) string { return fmt.Sprintf("%d:%s", at, text) }
-
-// fakeReader reads the fake's conversation and summaries (any other read
-// panics: the explanations make none).
-type fakeReader struct {
-	store.Reader
-	f *fakePort
+	return st
 }
 
-func (r fakeReader) Conversation(c store.ConvID) (store.Conversation, error) {
-	if c != r.f.conv {
-		return store.Conversation{}, store.ErrNotFound
-	}
-	return r.f.rec, nil
-}
-func (r fakeReader) Summary(c store.ConvID, id string) (dag.Summary, error) {
-	if s, ok := r.f.sums[id]; ok && c == r.f.conv {
-		return s, nil
-	}
-	return dag.Summary{}, dag.ErrNotFound
-}
-
-// TestAssemble: each message gets its part, its tokens (the port's
-// counter) and, for the tail, its stored seq; the parts add up; a
-// pass-through call reads nothing.
+// TestAssemble: each message gets its part, its tokens (the counter
+// given) and, for the tail, its stored seq (TailSeqs over a memstore); the
+// parts add up.
 func TestAssemble(t *testing.T) {
 	sum := core.UserText(`<lcm_summary id="sum_7" depth="0">older things</lcm_summary>`, 1)
 	tail := core.UserText("the newest question", 2)
 	unstored := core.AssistantText("an answer not stored", 3)
-	rec := core.UserText(recall.Head+"\nzebra]\n</lcm_recall>", 4)
-	f := &fakePort{budget: 5000, stored: true, conv: store.ConvID{1}, raw: map[uint64][]byte{9: tail.Raw()},
-		res: core.AssembleResult{Messages: []core.Message{sum, tail, unstored, rec}, SystemPromptAddition: "be brief"}}
-	ctx := context.Background()
-	rep, err := Assemble(ctx, f, core.AssembleParams{SessionID: "s1"})
-	if err != nil {
+	rec := core.UserText(recalled.Head+"\nzebra]\n</lcm_recall>", 4)
+	c := store.ConvID{1}
+	older := core.UserText("an older question", 1)
+	st := stored(t, c, store.Conversation{Agent: "main", SessionIDs: []string{"s1"}}, []core.Message{older, tail})
+	res := core.AssembleResult{Messages: []core.Message{sum, tail, unstored, rec}, SystemPromptAddition: "be brief"}
+	tc := core.Chars4{}
+	rep := Assemble(res, recalled.Details{Recall: recalled.Report{Status: recalled.Injected, Items: 1}}, 5000, tc)
+	if err := st.View(context.Background(), func(r store.Reader) error { return TailSeqs(r, c, rep.Messages) }); err != nil {
 		t.Fatal(err)
 	}
-	tc := core.Chars4{}
 	want := []ContextMessage{
 		{Part: PartSummaries, SummaryID: "sum_7", Tokens: core.CountMessage(tc, sum)},
-		{Part: PartTail, Seq: 9, Tokens: core.CountMessage(tc, tail)},
+		{Part: PartTail, Seq: 2, Tokens: core.CountMessage(tc, tail)},
 		{Part: PartTail, Tokens: core.CountMessage(tc, unstored)},
 		{Part: PartRecall, Tokens: core.CountMessage(tc, rec)},
 	}
-	if rep.Budget != 5000 || rep.SystemPromptAdditionTokens != tc.CountText("be brief") || len(rep.Messages) != len(want) {
+	if rep.Budget != 5000 || rep.Details.Recall.Items != 1 || rep.SystemPromptAdditionTokens != tc.CountText("be brief") || len(rep.Messages) != len(want) {
 		t.Fatalf("report %+v", rep)
 	}
 	for i, w := range want {
 		m := rep.Messages[i]
-		if m.Part != w.Part || m.SummaryID != w.SummaryID || m.Seq != w.Seq || m.Tokens != w.Tokens || string(m.Message.Raw()) != string(f.res.Messages[i].Raw()) {
+		if m.Part != w.Part || m.SummaryID != w.SummaryID || m.Seq != w.Seq || m.Tokens != w.Tokens || string(m.Message.Raw()) != string(res.Messages[i].Raw()) {
 			t.Errorf("message %d: %+v, want %+v", i, m, w)
 		}
 	}
@@ -129,32 +86,39 @@ func TestAssemble(t *testing.T) {
 	if !slices.Equal(rep.Parts, wantParts) {
 		t.Fatalf("parts %+v, want %+v", rep.Parts, wantParts)
 	}
-	f.views = 0
-	rep, err = Assemble(ctx, f, core.AssembleParams{SessionID: "nowhere"})
-	if err != nil || f.views != 0 || rep.Messages[1].Seq != 0 {
-		t.Fatalf("pass-through: %d views, %+v %v", f.views, rep.Messages, err)
+	// Another conversation holds none of them.
+	rep = Assemble(res, recalled.Details{}, 5000, tc)
+	if err := st.View(context.Background(), func(r store.Reader) error { return TailSeqs(r, store.ConvID{9}, rep.Messages) }); err != nil || rep.Messages[1].Seq != 0 {
+		t.Fatalf("another conversation: %+v %v", rep.Messages, err)
 	}
 }
 
 // TestRecall: the bare ranking first, then what only the gate passed;
-// each item with its session, the prompt's terms it holds and a snippet at
-// the first; an item the store no longer holds keeps them empty; a bad
-// conversation id is an error.
+// each item with its agent, the prompt's terms it holds and the source
+// the engine names its session and cuts its snippet from (the offset of
+// the first term); an item the store no longer holds keeps them empty; a
+// bad conversation id is an error.
 func TestRecall(t *testing.T) {
 	c := store.ConvID{2}
-	msg := core.UserText("We saw a Zebra near the build server", 1)
-	f := &fakePort{conv: c, rec: store.Conversation{Agent: "main", SessionIDs: []string{"old", "s1"}},
-		raw:  map[uint64][]byte{3: msg.Raw()},
-		sums: map[string]dag.Summary{"sum_1": {ID: "sum_1", Text: "a summary about servers"}},
-		cfg:  recall.Config{MinScore: -1}}
-	item := func(id string, kind string, seq uint64, sid string) recall.Item {
-		return recall.Item{ID: id, Kind: kind, Conversation: c.String(), Seq: seq, SummaryID: sid}
+	msg := core.UserText("filler", 1)
+	msg3 := core.UserText("We saw a Zebra near the build server", 3)
+	rec := store.Conversation{Agent: "main", SessionIDs: []string{"old", "s1"}}
+	st := stored(t, c, rec, []core.Message{msg, core.AssistantText("ok", 2), msg3},
+		dag.Summary{ID: "sum_1", Text: "a summary about servers"})
+	item := func(id string, kind string, seq uint64, sid string) recalled.Item {
+		return recalled.Item{ID: id, Kind: kind, Conversation: c.String(), Seq: seq, SummaryID: sid}
 	}
 	m3, s1, gone := item("m3", index.KindMessage, 3, ""), item("s1", index.KindSummary, 0, "sum_1"), item("m8", index.KindMessage, 8, "")
-	f.ranked = []recall.Item{m3, s1, gone}
-	f.gated = []recall.Item{s1, item("n4", index.KindMessage, 3, "")}
+	ranked := []recalled.Item{m3, s1, gone}
+	gated := []recalled.Item{s1, item("n4", index.KindMessage, 3, "")}
 	ctx := context.Background()
-	x, err := Recall(ctx, f, core.AssembleParams{Prompt: "zebra build servers"}, 8)
+	x := NewRecall("zebra build servers", config.Recall{MinScore: -1})
+	var src []Source
+	err := st.View(ctx, func(r store.Reader) error {
+		var err error
+		src, err = Items(r, &x, ranked, gated)
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,26 +129,30 @@ func TestRecall(t *testing.T) {
 	for _, it := range x.Items {
 		ids = append(ids, fmt.Sprintf("%s:%v", it.ID, it.Passed))
 	}
-	if got := strings.Join(ids, " "); got != "m3:false s1:true m8:false n4:true" {
-		t.Fatalf("items %s", got)
+	if got := strings.Join(ids, " "); got != "m3:false s1:true m8:false n4:true" || len(src) != len(x.Items) {
+		t.Fatalf("items %s, %d sources", got, len(src))
 	}
 	low := "we saw a zebra near the build server"
-	if it := x.Items[0]; it.Agent != "main" || it.Session != "s1" || it.Snippet != fmt.Sprintf("%d:%s", strings.Index(low, "zebra"), recall.IndexedText(msg)) ||
+	if it, s := x.Items[0], src[0]; it.Agent != "main" || !s.HaveRec || s.Conv != c || !slices.Equal(s.Rec.SessionIDs, rec.SessionIDs) ||
+		!s.HaveText || s.Text != recalled.IndexedText(msg3) || s.At != strings.Index(low, "zebra") ||
 		len(it.MatchedTerms) == 0 || !slices.Contains(it.MatchedTerms, x.Terms[0]) {
-		t.Fatalf("message item %+v", it)
+		t.Fatalf("message item %+v, source %+v", it, s)
 	}
-	if it := x.Items[1]; it.Session != "s1" || it.Snippet != fmt.Sprintf("%d:a summary about servers", strings.Index("a summary about servers", "server")) {
-		t.Fatalf("summary item %+v", it)
+	if it, s := x.Items[1], src[1]; !s.HaveRec || s.Text != "a summary about servers" || s.At != strings.Index("a summary about servers", "server") || it.Agent != "main" {
+		t.Fatalf("summary item %+v, source %+v", it, s)
 	}
-	if it := x.Items[2]; it.Agent != "main" || it.Snippet != "" || len(it.MatchedTerms) != 0 || it.MatchedTerms == nil {
-		t.Fatalf("an item the store no longer holds: %+v", it)
+	if it, s := x.Items[2], src[2]; it.Agent != "main" || s.HaveText || len(it.MatchedTerms) != 0 || it.MatchedTerms == nil {
+		t.Fatalf("an item the store no longer holds: %+v %+v", it, s)
 	}
-	f.cfg.MinScore = 0
-	if x, err := Recall(ctx, f, core.AssembleParams{}, 8); err != nil || x.Threshold != recall.DefaultMinScore || x.Terms == nil {
-		t.Fatalf("default gate: %+v %v", x, err)
+	if x := NewRecall("", config.Recall{}); x.Threshold != config.DefaultRecallMinScore || x.Terms == nil || x.Items == nil {
+		t.Fatalf("default gate: %+v", x)
 	}
-	f.ranked = []recall.Item{{ID: "bad", Conversation: "zz"}}
-	if _, err := Recall(ctx, f, core.AssembleParams{}, 8); err == nil || !strings.Contains(err.Error(), `bad conversation id "zz"`) {
+	err = st.View(ctx, func(r store.Reader) error {
+		x := NewRecall("", config.Recall{})
+		_, err := Items(r, &x, []recalled.Item{{ID: "bad", Conversation: "zz"}}, nil)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), `bad conversation id "zz"`) {
 		t.Fatalf("bad id: %v", err)
 	}
 }

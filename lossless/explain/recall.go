@@ -4,7 +4,6 @@ package explain
 // not, the prompt's terms it matched, its session and a snippet.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,14 +11,15 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// RecallItem is an item of the recall ranking (recall.Item; the field
+// RecallItem is an item of the recall ranking (recalled.Item; the field
 // name RecallExplanation embeds it by).
-type RecallItem = recall.Item
+type RecallItem = recalled.Item
 
 // RecallExplanation is one item of the recall ranking with why it ranks
 // where it does.
@@ -50,26 +50,39 @@ type RecallExplained struct {
 	Items []RecallExplanation `json:"items"`
 }
 
-// Recall ranks p.Prompt as the engine's Recall does, twice: without the
-// relevance gate (the bare ranking, k items) and with it (what the
-// engine's Recall returns), and explains each item: passed or not, the prompt's terms it
-// matched, its session and a snippet. p's session (when stored) is the one
-// recall runs for: what its last assembled window showed is left out, as
-// in Assemble.
-func Recall(ctx context.Context, port Port, p core.AssembleParams, k int) (RecallExplained, error) {
-	out := RecallExplained{Terms: index.QueryTerms(p.Prompt), Threshold: recall.MinScore(port.RecallConfig().MinScore),
+// NewRecall is the explanation of prompt before its items: its analysed
+// terms and the relevance gate's threshold of cfg.
+func NewRecall(prompt string, cfg config.Recall) RecallExplained {
+	out := RecallExplained{Terms: index.QueryTerms(prompt), Threshold: recalled.MinScore(cfg.MinScore),
 		Items: []RecallExplanation{}}
 	if out.Terms == nil {
 		out.Terms = []string{}
 	}
-	ranked, err := port.RecallWith(ctx, p, recall.Options{K: k, MinScore: -1})
-	if err != nil {
-		return out, err
-	}
-	gated, err := port.RecallWith(ctx, p, recall.Options{K: k})
-	if err != nil {
-		return out, err
-	}
+	return out
+}
+
+// Source is what Items read of an item for the engine to describe: its
+// conversation's record (HaveRec false: the store no longer holds it) and
+// its text with the byte offset of its first matched term (HaveText false:
+// the item is gone; At -1: no term matched). The engine names the session
+// from Rec and cuts the snippet around At.
+type Source struct {
+	Conv     store.ConvID
+	Rec      store.Conversation
+	HaveRec  bool
+	Text     string
+	HaveText bool
+	At       int
+}
+
+// Items explains the engine's recall of out's prompt: ranked is its bare
+// ranking (without the relevance gate, best first), gated what the gate
+// passed (what the engine's Recall returns and its Assemble would render).
+// out.Items become the ranking, then what only the gate passed, each
+// marked passed or not with the prompt's terms it matched and its agent,
+// read from r; the sources (one per item) are what the engine describes
+// them by (the session's name, a snippet).
+func Items(r store.Reader, out *RecallExplained, ranked, gated []recalled.Item) ([]Source, error) {
 	passed := make(map[string]bool, len(gated))
 	for _, it := range gated {
 		passed[it.ID] = true
@@ -84,25 +97,24 @@ func Recall(ctx context.Context, port Port, p core.AssembleParams, k int) (Recal
 			out.Items = append(out.Items, RecallExplanation{RecallItem: it, Passed: true})
 		}
 	}
-	err = port.View(ctx, func(r store.Reader) error {
-		for i := range out.Items {
-			if err := explainItem(port, r, &out.Items[i], out.Terms); err != nil {
-				return err
-			}
+	src := make([]Source, len(out.Items))
+	for i := range out.Items {
+		if err := explainItem(r, &out.Items[i], out.Terms, &src[i]); err != nil {
+			return src, err
 		}
-		return nil
-	})
-	return out, err
+	}
+	return src, nil
 }
 
-// explainItem fills in x's session, matched terms and snippet from the
+// explainItem fills in x's agent and matched terms, and src, from the
 // store (an item the store no longer holds keeps them empty).
-func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string) error {
+func explainItem(r store.Reader, x *RecallExplanation, terms []string, src *Source) error {
 	x.MatchedTerms = []string{}
 	c, ok := records.ParseConvID(x.Conversation)
 	if !ok {
 		return fmt.Errorf("lossless: recall: item %s: bad conversation id %q", x.ID, x.Conversation)
 	}
+	src.Conv = c
 	gone := func(err error) bool { return errors.Is(err, store.ErrNotFound) || errors.Is(err, dag.ErrNotFound) }
 	rec, err := r.Conversation(c)
 	if gone(err) {
@@ -112,7 +124,7 @@ func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string
 		return fmt.Errorf("lossless: recall: item %s: %w", x.ID, records.FromStore(err))
 	}
 	x.Agent = rec.Agent
-	x.Session = port.SessionName(c, rec)
+	src.Rec, src.HaveRec = rec, true
 	var text string
 	if x.Kind == index.KindSummary {
 		s, err := r.Summary(c, x.SummaryID)
@@ -124,7 +136,7 @@ func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string
 		}
 		text = s.Text
 	} else {
-		raw, err := port.MessageText(r, c, x.Seq)
+		_, raw, err := records.GetMsgText(r, c, x.Seq)
 		if gone(err) {
 			return nil
 		}
@@ -135,7 +147,7 @@ func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string
 		if err != nil {
 			return fmt.Errorf("lossless: recall: item %s: %w", x.ID, err)
 		}
-		text = recall.IndexedText(m)
+		text = recalled.IndexedText(m)
 	}
 	x.MatchedTerms = matchedTerms(terms, text)
 	at := -1
@@ -145,7 +157,7 @@ func explainItem(port Port, r store.Reader, x *RecallExplanation, terms []string
 			at = i
 		}
 	}
-	x.Snippet = port.Snippet(text, at)
+	src.Text, src.HaveText, src.At = text, true, at
 	return nil
 }
 

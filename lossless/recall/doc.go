@@ -14,10 +14,22 @@
 // what the engine commits (doc ids, indexed texts and their keys:
 // docs.go).
 //
-// The package never imports package lossless: it declares what it needs of
-// the engine as Port (the store, the token counter, the per-conversation
-// window state, the inner assemble of the window), which lossless
-// implements over its *Engine (recallPort in lossless/recall.go); the
-// engine calls Index's methods from its write path and its Open and
-// Close.
+// Recall in Assemble computes its block from arguments, without calling
+// back: the engine's Assemble door asks Begin for the first window's
+// parameters (the budget less the recall share), assembles that window
+// itself (package assemble, under the engine's window lock) and hands it
+// to the Assembly with what the window cache shows (Window, Shown); a
+// question whose recalled turns need more room asks for a smaller window
+// the same way (split.go); Result is the context with its block. It was
+// kept apart from package assemble rather than merged with it: the two
+// meet only at that exchange of values, and the index's lifecycle (open,
+// rebuild, catch-up, the docs of what the engine commits) is recall's
+// alone.
+//
+// The package never imports package lossless nor another part: it takes
+// Deps (config.Recall, the token counter, the store, its Index, and Names,
+// the cache of conversations' names, the one interface left: the engine's
+// state cache implements it, the tests a map) and a Call resolved at the
+// engine's door (its budget included); the engine calls Index's methods
+// from its write path and its Open and Close.
 package recall

@@ -3,7 +3,6 @@ package recall
 import (
 	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -11,12 +10,9 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
-
-// MaxIndexedText caps the text indexed per message (large tool output
-// beyond it is still stored and expandable, only not searchable).
-const MaxIndexedText = 64 << 10
 
 // MessageDocID is the recall index's doc id of message seq of
 // conversation c: "<conv>:<seq>".
@@ -40,23 +36,14 @@ func SummaryDoc(c store.ConvID, agent string, s dag.Summary) index.Doc {
 // never indexed: a heartbeat, or a recall block a host stored back (the
 // engine's own output, never recalled in turn).
 func MessageDoc(c store.ConvID, agent string, seq uint64, role string, ts int64, heartbeat bool, m core.Message) (index.Doc, bool) {
-	if heartbeat || IsMessage(m) {
+	if heartbeat || recalled.IsMessage(m) {
 		return index.Doc{}, false
 	}
 	return index.Doc{ID: MessageDocID(c, seq), Agent: agent, Conversation: c.String(), Session: c.String(),
-		Role: role, Kind: index.KindMessage, Seq: seq, Timestamp: ts, Text: IndexedText(m)}, true
+		Role: role, Kind: index.KindMessage, Seq: seq, Timestamp: ts, Text: recalled.IndexedText(m)}, true
 }
 
-// IndexedText is the text a message is indexed (and de-duplicated) by.
-func IndexedText(m core.Message) string {
-	text := m.SearchText(false)
-	if len(text) > MaxIndexedText {
-		text = strings.ToValidUTF8(text[:MaxIndexedText], "")
-	}
-	return text
-}
-
-// MessageTextKey is index.TextKey(IndexedText(m)), without building the
+// MessageTextKey is index.TextKey(recalled.IndexedText(m)), without building the
 // text (assemble keys every message of its window): the key folds away the
 // separators SearchText puts between the parts, so the parts are hashed
 // one by one.
@@ -64,15 +51,15 @@ func MessageTextKey(m core.Message) uint64 {
 	role := m.Role()
 	switch role {
 	case core.RoleBashExecution, core.RoleBranchSummary, core.RoleCompactionSummary:
-		return index.TextKey(IndexedText(m))
+		return index.TextKey(recalled.IndexedText(m))
 	}
 	blocks := m.Blocks()
 	size := len(m.ToolName())
 	for _, b := range blocks {
 		size += len(b.Text) + len(b.Name) + len(b.Arguments) + 2
 	}
-	if size >= MaxIndexedText {
-		return index.TextKey(IndexedText(m)) // cut at MaxIndexedText
+	if size >= recalled.MaxIndexedText {
+		return index.TextKey(recalled.IndexedText(m)) // cut at recalled.MaxIndexedText
 	}
 	var k index.TextKeyer
 	for _, b := range blocks {

@@ -7,6 +7,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/synth"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -31,7 +32,7 @@ func TestMessageTextKey(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	for i, m := range msgs {
-		if got, want := MessageTextKey(m), index.TextKey(IndexedText(m)); got != want {
+		if got, want := MessageTextKey(m), index.TextKey(recalled.IndexedText(m)); got != want {
 			t.Fatalf("message %d (%s): key %x, want %x", i, m.Role(), got, want)
 		}
 	}

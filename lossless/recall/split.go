@@ -18,14 +18,14 @@ package recall
 
 import (
 	"context"
-	"fmt"
-	"log/slog"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
 )
 
 const (
@@ -166,13 +166,13 @@ func pastTense(w string) bool {
 // (the base share for a task; Config.QuestionShare for a question
 // about the past, and midway between the two for another question).
 // Never below base.
-func questionShare(cfg Config, i promptIntent, base float64) float64 {
+func questionShare(cfg config.Recall, i promptIntent, base float64) float64 {
 	q := cfg.QuestionShare
 	switch {
 	case q < 0 || i == intentTask:
 		return base
 	case q == 0:
-		q = DefaultQuestionShare
+		q = config.DefaultRecallQuestionShare
 	}
 	if i == intentQuestion {
 		q = (q + base) / 2
@@ -191,8 +191,8 @@ func expandedK(k, room int) int {
 // (want: the reserve for a task; for a question its share of the budget,
 // at most maxQuestionRoom unless the reserve is larger) and the K to rank it with (the
 // configured K, scaled to want when want is larger than the reserve).
-func questionRoom[C any](cfg Config, call *Call[C], budget, reserve int) (want, k int) {
-	k = cfg.k()
+func questionRoom(cfg config.Recall, call *Call, budget, reserve int) (want, k int) {
+	k = kOf(cfg)
 	if budget <= 0 {
 		return reserve, k
 	}
@@ -205,78 +205,10 @@ func questionRoom[C any](cfg Config, call *Call[C], budget, reserve int) (want, 
 	return want, expandedK(k, want)
 }
 
-// splitForQuestion moves the split for a question once the probe (more:
-// ranked against res, the context assembled within budget - reserve, with
-// K scaled to want, see questionRoom) found gate-passing turns outside the
-// context: recall may take up to want tokens of the budget. The block is
-// sized from more; when it needs more than the context leaves, the context
-// (inner) is assembled again in the rest (its newest part kept, down to
-// budget - want), and recall ranked again against that window. It returns
-// the context, the room of the recall block and its items.
-func splitForQuestion[C any](ctx context.Context, port Port[C], call *Call[C], inner core.AssembleParams, budget int, res core.AssembleResult, reserve, want int, more []Item, bodies *Bodies) (core.AssembleResult, int, []Item, error) {
-	slack := budget - res.EstimatedTokens
-	need, err := recallNeed(ctx, port, call, more, want, bodies)
-	if err != nil {
-		return res, reserve, more, err
-	}
-	if need <= slack {
-		// The context leaves room enough: the block keeps to its bound
-		// (want), not to all the room the context leaves.
-		return res, max(reserve, min(slack, want)), more, nil
-	}
-	// The context assembled again in what the block leaves; a window that
-	// lost every summary of a context that held some is not taken (its
-	// summaries stand for everything older, and once one reached the model
-	// every later request holds one, #8): the context is tried once more
-	// halfway between, and failing that, recall takes the room the whole
-	// context leaves.
-	var small core.AssembleResult
-	for _, b := range []int{budget - need, (2*budget - need - reserve) / 2} {
-		inner.TokenBudget = b
-		small, err = port.AssembleWindow(ctx, call.Engine, inner)
-		if err != nil {
-			// The probe's split stands.
-			slog.Warn("lossless: recall: assembling the context for a question failed; the base split stands", "err", err)
-			return res, max(slack, reserve), more, nil
-		}
-		var dropped int
-		small.Messages, dropped, _ = withoutMessages(port.Counter(), small.Messages, true)
-		small.EstimatedTokens -= min(dropped, small.EstimatedTokens)
-		if !HoldsSummary(res.Messages) || HoldsSummary(small.Messages) {
-			break
-		}
-		small.Messages = nil
-	}
-	if small.Messages == nil {
-		return res, max(slack, reserve), more, nil
-	}
-	if small.Cut != nil {
-		small.Cut.Budget = budget
-		small.Cut.Reason += fmt.Sprintf("; recall took up to %d tokens of the budget for a question (recall.questionShare)", need)
-	}
-	room := budget - small.EstimatedTokens
-	more, err = Rank(ctx, port, call, Options{K: expandedK(port.Config().k(), room)}, small.Messages)
-	return small, room, more, err
-}
-
 // recallNeed returns the tokens the recall block of items takes within
 // max (0: none).
-func recallNeed[C any](ctx context.Context, port Port[C], call *Call[C], items []Item, max int, bodies *Bodies) (int, error) {
+func recallNeed(ctx context.Context, d Deps, call *Call, items []recalled.Item, max int, bodies *Bodies) (int, error) {
 	p := call.Params
-	_, n, err := Render(ctx, port, items, p.CitationsMode, call.GrepTool, max, 0, call.here(), bodies)
+	_, n, err := Render(ctx, d, items, p.CitationsMode, call.GrepTool, max, 0, call.here(), bodies)
 	return n, err
-}
-
-// HoldsSummary reports whether an assembled window holds a summary
-// (rendered by the engine's RenderSummary).
-func HoldsSummary(msgs []core.Message) bool {
-	for _, m := range msgs {
-		if m.Role() != core.RoleUser {
-			continue
-		}
-		if b := m.Blocks(); len(b) > 0 && strings.HasPrefix(b[0].Text, "<lcm_summary ") {
-			return true
-		}
-	}
-	return false
 }
