@@ -89,7 +89,7 @@ type Engine struct {
 	// subagents is the subagent state: the lock of record changes, the
 	// sweep of expired preparations and the fork caches (subagent.go).
 	subagents subagents
-	// retention is the automatic retention pass (port_retention.go).
+	// retention is the automatic retention pass (retention.go).
 	retention *retentionLoop
 
 	// space is the free-space guard of the store's directory (space.go;
@@ -354,7 +354,7 @@ func (e *Engine) enter() (func(), error) {
 // wait for in-flight calls, as their runs make such calls; the subagent
 // state holds nothing to close and goes with the engine.
 func (e *Engine) Close() error {
-	e.stopRetention()   // the periodic retention pass (port_retention.go)
+	e.stopRetention()   // the periodic retention pass (retention.go)
 	e.compaction.stop() // background compactions (lossless/orchestrate)
 	e.life.Lock()
 	defer e.life.Unlock()
