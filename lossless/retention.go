@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
@@ -184,13 +182,9 @@ func (e *Engine) forgetRetired(c convID, s *convState, rec store.Conversation) {
 	e.asmForget(w)
 }
 
-// retentionLoop is the open engine's periodic retention pass
-// (startRetention; stopRetention).
-type retentionLoop struct {
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
-}
+// retentionLoop paces the open engine's periodic retention pass
+// (retention.Loop).
+type retentionLoop = retention.Loop
 
 // retentionFirstDelay and retentionUnit time the automatic pass: the first
 // one retentionFirstDelay after Open, then every IntervalMinutes
@@ -205,46 +199,16 @@ const retentionFirstDelay, retentionUnit = time.Minute, time.Minute
 func (e *Engine) startRetention() {
 	every, interruptedOnly := retention.Schedule(e.retentionLimits(), retention.Timing{
 		Unit: cmp.Or(e.cfg.hooks.retentionUnit, retentionUnit), DefaultIntervalMinutes: DefaultRetentionIntervalMinutes})
-	if interruptedOnly {
-		retiring, err := retention.AnyRetiring(context.Background(), e.st)
-		if err != nil {
-			// Cannot tell: the pass runs and finds out (it reports what it
-			// cannot read).
-			slog.Warn("lossless: retention: could not list conversations", "err", err)
-		} else if !retiring {
-			return
-		}
+	if !retention.Needed(context.Background(), e.st, interruptedOnly) {
+		return
 	}
-	l := &retentionLoop{stop: make(chan struct{}), done: make(chan struct{})}
+	l := retention.NewLoop(cmp.Or(e.cfg.hooks.retentionFirst, retentionFirstDelay), every, interruptedOnly)
 	e.retention = l
 	go func() {
-		defer close(l.done)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			<-l.stop
-			cancel()
-		}()
-		tm := time.NewTimer(cmp.Or(e.cfg.hooks.retentionFirst, retentionFirstDelay))
-		defer tm.Stop()
-		for {
-			select {
-			case <-l.stop:
-				return
-			case <-tm.C:
-			}
-			res, err := e.retain(ctx, time.Time{}, retention.Options{InterruptedOnly: interruptedOnly})
-			switch {
-			case err != nil && ctx.Err() == nil:
-				slog.Warn("lossless: retention pass failed", "err", err)
-			case len(res.Deleted) > 0:
-				slog.Info("lossless: retention deleted conversations", "conversations", len(res.Deleted),
-					"messages", res.Messages, "bytes", res.Bytes)
-			}
-			if interruptedOnly {
-				return
-			}
-			tm.Reset(every)
+		defer l.Exit()
+		for l.Next() {
+			res, err := e.retain(l.Context(), time.Time{}, retention.Options{InterruptedOnly: interruptedOnly})
+			l.Report(res, err)
 		}
 	}()
 }
@@ -252,14 +216,7 @@ func (e *Engine) startRetention() {
 // stopRetention stops the periodic pass and waits for a pass in progress
 // (cancelled) to end. Close calls it before taking the lifecycle lock that
 // Retain holds shared.
-func (e *Engine) stopRetention() {
-	l := e.retention
-	if l == nil {
-		return
-	}
-	l.once.Do(func() { close(l.stop) })
-	<-l.done
-}
+func (e *Engine) stopRetention() { e.retention.Stop() }
 
 // retiringErr is the error of a read of, or a write to, conversation c
 // while it is being deleted by retention (records.RetiringErr).

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/lossless-engine/contextengine/store"
@@ -21,10 +22,8 @@ type Limits struct {
 	IntervalMinutes int
 }
 
-// Timing times the periodic pass.
+// Timing times the periodic pass (the delay of the first is NewLoop's).
 type Timing struct {
-	// First is the delay of the first pass after the engine opens.
-	First time.Duration
 	// Unit is the unit of Limits.IntervalMinutes (a minute; tests
 	// shorten it).
 	Unit time.Duration
@@ -36,7 +35,7 @@ type Timing struct {
 // Schedule is how the periodic pass runs with limits l: every is the
 // interval between passes; interruptedOnly is true when no limit is set
 // or the periodic pass is turned off (Limits.IntervalMinutes -1), in
-// which case one pass, t.First after the start, finishes the deletions a
+// which case one pass, the first, finishes the deletions a
 // stopped pass began (when AnyRetiring finds one) and nothing else.
 func Schedule(l Limits, t Timing) (every time.Duration, interruptedOnly bool) {
 	interruptedOnly = (l.MaxAgeDays <= 0 && l.MaxBytesPerAgent <= 0) || l.IntervalMinutes < 0
@@ -64,4 +63,20 @@ func AnyRetiring(ctx context.Context, st store.Store) (bool, error) {
 		return nil
 	})
 	return found, err
+}
+
+// Needed reports whether a periodic pass of schedule interruptedOnly
+// (Schedule) has anything to do: always, unless interruptedOnly; then when
+// a stopped pass left a conversation of st Retiring, or when that cannot
+// be told (logged: the pass runs and reports what it cannot read).
+func Needed(ctx context.Context, st store.Store, interruptedOnly bool) bool {
+	if !interruptedOnly {
+		return true
+	}
+	retiring, err := AnyRetiring(ctx, st)
+	if err != nil {
+		slog.Warn("lossless: retention: could not list conversations", "err", err)
+		return true
+	}
+	return retiring
 }

@@ -197,7 +197,7 @@ func TestDeleteSteps(t *testing.T) {
 // interrupted deletions; the interval is IntervalMinutes units, the
 // default for 0.
 func TestSchedule(t *testing.T) {
-	tm := Timing{First: time.Hour, Unit: time.Second, DefaultIntervalMinutes: 60}
+	tm := Timing{Unit: time.Second, DefaultIntervalMinutes: 60}
 	for _, c := range []struct {
 		l           Limits
 		every       time.Duration
@@ -212,5 +212,80 @@ func TestSchedule(t *testing.T) {
 		if every != c.every || interrupted != c.interrupted {
 			t.Errorf("Schedule(%+v) = %v, %v; want %v, %v", c.l, every, interrupted, c.every, c.interrupted)
 		}
+	}
+}
+
+// TestLoop: a loop runs its passes at its pace until stopped, a once loop
+// one pass; Stop cancels the passes' context and waits for Exit; a nil
+// loop stops at once.
+func TestLoop(t *testing.T) {
+	var nilLoop *Loop
+	nilLoop.Stop()
+
+	l := NewLoop(time.Millisecond, time.Millisecond, false)
+	passes := make(chan struct{})
+	go func() {
+		defer l.Exit()
+		for l.Next() {
+			passes <- struct{}{}
+		}
+	}()
+	<-passes
+	<-passes
+	go func() { // a pass blocked sending is let go once stopped
+		for range passes {
+		}
+	}()
+	l.Stop()
+	if l.Context().Err() == nil {
+		t.Error("Stop left the passes' context live")
+	}
+	l.Stop() // again: a no-op
+	close(passes)
+
+	once := NewLoop(time.Millisecond, time.Hour, true)
+	n := 0
+	go func() {
+		defer once.Exit()
+		for once.Next() {
+			n++
+		}
+	}()
+	select {
+	case <-once.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a once loop did not end after its pass")
+	}
+	if n != 1 {
+		t.Errorf("once loop: %d passes, want 1", n)
+	}
+	once.Stop()
+
+	idle := NewLoop(time.Hour, time.Hour, false)
+	go func() {
+		defer idle.Exit()
+		for idle.Next() {
+			t.Error("a pass before its time")
+		}
+	}()
+	idle.Stop() // returns at once, not after the hour
+}
+
+// TestNeeded: without a limit, the loop is needed only for a Retiring
+// conversation.
+func TestNeeded(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	if !Needed(ctx, st, false) || Needed(ctx, st, true) {
+		t.Error("Needed over an empty store: want true with limits, false without")
+	}
+	putConvs(t, st, conv{store.ConvID{1}, "k", 5, 1})
+	if err := st.Update(ctx, func(tx store.Tx) error {
+		return tx.PutConversation(store.ConvID{1}, store.Conversation{Agent: "a", Retiring: true})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !Needed(ctx, st, true) {
+		t.Error("Needed with a Retiring conversation: false")
 	}
 }
