@@ -283,26 +283,10 @@ func openEngine(ctx context.Context, cfg Config, h testHooks, st store.Store, wh
 	return e, nil
 }
 
-// Factory is the core.Factory registered as "lossless": it decodes
-// FactoryOptions.Config (JSON) over DefaultConfig and resolves the store
-// directory (DefaultStoreDir(opts.AgentDir) when storeDir and storeUrl are
-// empty). opts.Host sets Config.Host (under OpenClaw the default
-// summarizer is the host's model).
-var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
-	cfg, err := ParseConfig(opts.Config)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Host = opts.Host
-	if cfg.StoreDir == "" && cfg.StoreURL == "" {
-		dir, err := DefaultStoreDir(opts.AgentDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.StoreDir = dir
-	}
-	return Open(ctx, cfg)
-}
+// Factory makes an engine from core.FactoryOptions (NewFactory), each
+// with a summarizer spend cap of its own; the factory registered as
+// "lossless" shares one among the engines of the process.
+var Factory core.Factory = NewFactory(nil)
 
 // ParseConfig decodes raw JSON (nil or empty: the defaults) into a Config
 // with defaults filled. Unknown fields are refused, so a typo is reported.

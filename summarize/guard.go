@@ -30,7 +30,7 @@ type GuardOptions struct {
 	// Spend limits model requests; nil means DefaultSpend, shared by the process.
 	Spend *SpendGuard
 	// Cap limits model requests and tokens per hour; nil means none
-	// (FromConfig gives every model a SharedSpendCap).
+	// (FromConfig gives every model its Config.Spend's).
 	Cap *SpendCap
 	// Breaker is the circuit breaker; nil means a new one from
 	// BreakerFailures and BreakerCooldown.
@@ -335,8 +335,8 @@ func (g *Guard) estimate(req core.SummarizeRequest) (prompt, most int) {
 
 // SpendGuard limits model requests per sliding time window: a Guard
 // charges it one unit per call and one per retry of the model's SDK. One
-// instance is shared by every Guard that uses it: DefaultSpend is the
-// process-wide one.
+// instance is shared by every Guard that uses it (Spend.Guard); DefaultSpend
+// is the one of a Guard given none.
 type SpendGuard struct {
 	mu     sync.Mutex
 	max    int
@@ -365,28 +365,6 @@ func NewSpendGuard(max int, window time.Duration) *SpendGuard {
 // DefaultSpend is the process-wide spend guard (DefaultMaxCallsPerWindow
 // calls per DefaultSpendWindow) used when GuardOptions.Spend is nil.
 var DefaultSpend = NewSpendGuard(DefaultMaxCallsPerWindow, DefaultSpendWindow)
-
-var (
-	sharedSpendMu sync.Mutex
-	sharedSpend   = map[[2]int64]*SpendGuard{}
-)
-
-// SharedSpendGuard returns the process-wide spend guard for these limits,
-// creating it once: every session configured alike shares one budget.
-func SharedSpendGuard(max int, window time.Duration) *SpendGuard {
-	if (max == 0 || max == DefaultMaxCallsPerWindow) && (window <= 0 || window == DefaultSpendWindow) {
-		return DefaultSpend
-	}
-	sharedSpendMu.Lock()
-	defer sharedSpendMu.Unlock()
-	k := [2]int64{int64(max), int64(window)}
-	if s, ok := sharedSpend[k]; ok {
-		return s
-	}
-	s := NewSpendGuard(max, window)
-	sharedSpend[k] = s
-	return s
-}
 
 // Allow records a call and reports true when the window has room for it.
 func (s *SpendGuard) Allow() bool {
