@@ -202,3 +202,47 @@ func TestCheckReadsMessageMeta(t *testing.T) {
 		t.Errorf("Check problems = %+v, want item 2's tokens over its message's", res.Problems)
 	}
 }
+
+// TestSessionsReportMessageTimes: Sessions reports when a conversation
+// took place by its messages' own timestamps, the earlier first; a message
+// without a timestamp counts as the other one.
+func TestSessionsReportMessageTimes(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	put := func(sid string, times ...int64) {
+		t.Helper()
+		c := records.NewConvID("a", sid)
+		err := st.Update(ctx, func(tx store.Tx) error {
+			rec := store.Conversation{Agent: "a", SessionIDs: []string{sid}, Messages: int64(len(times)), NextSeq: uint64(len(times)) + 1, Updated: 99_000}
+			if err := tx.PutConversation(c, rec); err != nil {
+				return err
+			}
+			for i, ts := range times {
+				raw := []byte(`{"role":"user","content":"x"}`)
+				if err := tx.PutMessage(c, store.Message{Seq: uint64(i + 1), Timestamp: ts, Role: "user", Raw: raw}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("imported", 7000, 8000, 9000)
+	put("no-time", 0, 42)
+	put("backwards", 5000, 3000)
+	put("empty")
+	infos, err := inspect.Sessions(ctx, st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int64{}
+	for _, in := range infos {
+		got[in.SessionIDs[0]] = [2]int64{in.FirstMessage, in.LastMessage}
+	}
+	want := map[string][2]int64{"imported": {7000, 9000}, "no-time": {42, 42}, "backwards": {3000, 5000}, "empty": {0, 0}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("message times %v, want %v", got, want)
+	}
+}

@@ -289,3 +289,49 @@ func TestNeeded(t *testing.T) {
 		t.Error("Needed with a Retiring conversation: false")
 	}
 }
+
+// TestPlanAgesByMessageTime: a conversation ages by its last message's own
+// timestamp (an imported history of two months ago is old on the day it
+// is stored, one of yesterday is not), and one whose messages carry no
+// plausible time (none, or 1970) by its last write.
+func TestPlanAgesByMessageTime(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	at := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
+	const d = 24 * time.Hour
+	st := memstore.New()
+	put := func(id store.ConvID, times ...int64) {
+		t.Helper()
+		err := st.Update(ctx, func(tx store.Tx) error {
+			key := "k" + id.String()
+			rec := store.Conversation{Agent: "a", Key: key, Created: now.UnixMilli(), Updated: now.UnixMilli(), Messages: int64(len(times)), NextSeq: uint64(len(times)) + 1}
+			if err := tx.PutConversation(id, rec); err != nil {
+				return err
+			}
+			for i, ts := range times {
+				raw := []byte(`{"role":"user","content":"x"}`)
+				if err := tx.PutMessage(id, store.Message{Seq: uint64(i + 1), Timestamp: ts, Role: "user", Raw: raw}); err != nil {
+					return err
+				}
+			}
+			return tx.PutName(store.Name{Agent: "a", Kind: store.NameSessionKey, Value: key}, id)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, recent, noTime := store.ConvID{7: 1}, store.ConvID{7: 2}, store.ConvID{7: 3}
+	put(old, at(70*d), at(65*d), at(60*d))
+	put(recent, at(3*d), at(1*d))
+	put(noTime, 0, 42) // no timestamp, then one in 1970 (implausible)
+	limits := Limits{MaxAgeDays: 30}
+	if got := plan(t, st, limits, now, Options{}); len(got) != 1 || got[old] != "age" {
+		t.Errorf("plan at now: %v, want the old import by age", got)
+	}
+	if got := plan(t, st, limits, now.Add(30*d), Options{}); len(got) != 2 || got[recent] != "age" {
+		t.Errorf("plan a month later: %v, want the recent import too", got)
+	}
+	if got := plan(t, st, limits, now.Add(31*d), Options{}); len(got) != 3 || got[noTime] != "age" {
+		t.Errorf("plan 31 days after the writes: %v, want the one without a time too", got)
+	}
+}
