@@ -33,7 +33,7 @@ const (
 // core.SubagentEndListener and core.ToolCaller, and io.Closer. It is safe
 // for concurrent use.
 type Engine struct {
-	cfg engineConfig // port_config.go
+	cfg engineConfig // config.go
 	// st is the store (store/badgerstore's in a directory, or a
 	// registered backend's: RegisterStore). The engine uses it only
 	// through the store.Store interface (and its optional interfaces).

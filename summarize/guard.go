@@ -27,7 +27,8 @@ type GuardOptions struct {
 	// retry policy ((MaxRetries+1) × its per-request timeout + MaxRetries ×
 	// its longest wait); for any other summarizer, DefaultTimeout.
 	Timeout time.Duration
-	// Spend limits model requests; nil means DefaultSpend, shared by the process.
+	// Spend limits model requests; nil means one of the Guard's own, with
+	// the defaults (share one through Spend.Guard).
 	Spend *SpendGuard
 	// Cap limits model requests and tokens per hour; nil means none
 	// (FromConfig gives every model its Config.Spend's).
@@ -107,7 +108,7 @@ func NewGuard(inner core.Summarizer, fallback core.Summarizer, opts GuardOptions
 		}
 	}
 	if opts.Spend == nil {
-		opts.Spend = DefaultSpend
+		opts.Spend = NewSpendGuard(DefaultMaxCallsPerWindow, DefaultSpendWindow)
 	}
 	if opts.Breaker == nil {
 		opts.Breaker = NewBreaker(opts.BreakerFailures, opts.BreakerCooldown)
@@ -335,8 +336,7 @@ func (g *Guard) estimate(req core.SummarizeRequest) (prompt, most int) {
 
 // SpendGuard limits model requests per sliding time window: a Guard
 // charges it one unit per call and one per retry of the model's SDK. One
-// instance is shared by every Guard that uses it (Spend.Guard); DefaultSpend
-// is the one of a Guard given none.
+// instance is shared by every Guard that uses it (Spend.Guard).
 type SpendGuard struct {
 	mu     sync.Mutex
 	max    int
@@ -361,10 +361,6 @@ func NewSpendGuard(max int, window time.Duration) *SpendGuard {
 	}
 	return s
 }
-
-// DefaultSpend is the process-wide spend guard (DefaultMaxCallsPerWindow
-// calls per DefaultSpendWindow) used when GuardOptions.Spend is nil.
-var DefaultSpend = NewSpendGuard(DefaultMaxCallsPerWindow, DefaultSpendWindow)
 
 // Allow records a call and reports true when the window has room for it.
 func (s *SpendGuard) Allow() bool {
