@@ -47,7 +47,7 @@ type Registry struct {
 // NewRegistry returns a registry with legacy registered by core.
 func NewRegistry() *Registry {
 	r := &Registry{entries: map[string]registration{}, quarantined: map[string]QuarantineRecord{}}
-	r.entries[LegacyID] = registration{factory: legacyFactory, owner: CoreOwner}
+	r.entries[LegacyID] = registration{factory: newLegacyFactory(), owner: CoreOwner}
 	return r
 }
 

@@ -90,15 +90,30 @@ func (c Config) Options() (Options, error) {
 		MaxSummaryChars: c.MaxSummaryChars}}, nil
 }
 
-// Factory builds a legacy engine from its JSON config (ParseConfig).
-var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
-	c, err := ParseConfig(opts.Config)
-	if err != nil {
-		return nil, err
+// Factory builds a legacy engine from its JSON config (ParseConfig), its
+// model summarizer with a spend cap of its own (NewFactory).
+var Factory core.Factory = NewFactory(nil)
+
+// NewFactory returns a core.Factory that builds a legacy engine from its
+// JSON config (ParseConfig), its model summarizer's spend guard and cap
+// spend's (summarize.Config.Spend): a process that makes several engines
+// hands them one spend so that they share the cap; with nil each has its
+// own.
+func NewFactory(spend *summarize.Spend) core.Factory {
+	return func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
+		c, err := ParseConfig(opts.Config)
+		if err != nil {
+			return nil, err
+		}
+		if c.Summarizer != nil {
+			sc := *c.Summarizer
+			sc.Spend = spend
+			c.Summarizer = &sc
+		}
+		o, err := c.Options()
+		if err != nil {
+			return nil, err
+		}
+		return New(o), nil
 	}
-	o, err := c.Options()
-	if err != nil {
-		return nil, err
-	}
-	return New(o), nil
 }

@@ -33,7 +33,7 @@ const (
 // core.SubagentEndListener and core.ToolCaller, and io.Closer. It is safe
 // for concurrent use.
 type Engine struct {
-	cfg engineConfig // port_config.go
+	cfg engineConfig // config.go
 	// st is the store (store/badgerstore's in a directory, or a
 	// registered backend's: RegisterStore). The engine uses it only
 	// through the store.Store interface (and its optional interfaces).
@@ -89,7 +89,7 @@ type Engine struct {
 	// subagents is the subagent state: the lock of record changes, the
 	// sweep of expired preparations and the fork caches (subagent.go).
 	subagents subagents
-	// retention is the automatic retention pass (port_retention.go).
+	// retention is the automatic retention pass (retention.go).
 	retention *retentionLoop
 
 	// space is the free-space guard of the store's directory (space.go;
@@ -283,26 +283,10 @@ func openEngine(ctx context.Context, cfg Config, h testHooks, st store.Store, wh
 	return e, nil
 }
 
-// Factory is the core.Factory registered as "lossless": it decodes
-// FactoryOptions.Config (JSON) over DefaultConfig and resolves the store
-// directory (DefaultStoreDir(opts.AgentDir) when storeDir and storeUrl are
-// empty). opts.Host sets Config.Host (under OpenClaw the default
-// summarizer is the host's model).
-var Factory core.Factory = func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
-	cfg, err := ParseConfig(opts.Config)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Host = opts.Host
-	if cfg.StoreDir == "" && cfg.StoreURL == "" {
-		dir, err := DefaultStoreDir(opts.AgentDir)
-		if err != nil {
-			return nil, err
-		}
-		cfg.StoreDir = dir
-	}
-	return Open(ctx, cfg)
-}
+// Factory makes an engine from core.FactoryOptions (NewFactory), each
+// with a summarizer spend cap of its own; the factory registered as
+// "lossless" shares one among the engines of the process.
+var Factory core.Factory = NewFactory(nil)
 
 // ParseConfig decodes raw JSON (nil or empty: the defaults) into a Config
 // with defaults filled. Unknown fields are refused, so a typo is reported.
@@ -354,7 +338,7 @@ func (e *Engine) enter() (func(), error) {
 // wait for in-flight calls, as their runs make such calls; the subagent
 // state holds nothing to close and goes with the engine.
 func (e *Engine) Close() error {
-	e.stopRetention()   // the periodic retention pass (port_retention.go)
+	e.stopRetention()   // the periodic retention pass (retention.go)
 	e.compaction.stop() // background compactions (lossless/orchestrate)
 	e.life.Lock()
 	defer e.life.Unlock()

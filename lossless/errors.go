@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
@@ -44,7 +45,7 @@ var ErrKeyReused = ingest.ErrKeyReused
 // conversation that an interrupted retention pass left partly deleted; the
 // next pass (lossless retain, or the engine's periodic one) finishes
 // deleting it.
-var ErrRetiring = errors.New("lossless: conversation is being deleted by retention")
+var ErrRetiring = records.ErrRetiring
 
 // ErrCorrupt is wrapped by errors that find the store damaged: a missing
 // range of messages, a record that does not decode. What could be read is

@@ -23,23 +23,25 @@ import (
 // summarizer stays the default. An explicit kind wins either way, and
 // settings without a kind apply to the default kind.
 func TestDefaultSummarizerByHost(t *testing.T) {
+	spend := summarize.NewSpend()
 	for _, tc := range []struct {
 		name, host, summarizer string
 		wantName               string
 		wantCap                *summarize.SpendCap
 	}{
 		{"cli", "", "", "extractive", nil},
-		{"openclaw", core.HostOpenClaw, "", summarize.KindHost, summarize.SharedSpendCap(0, 0)},
-		{"openclaw-null", core.HostOpenClaw, "null", summarize.KindHost, summarize.SharedSpendCap(0, 0)},
+		{"openclaw", core.HostOpenClaw, "", summarize.KindHost, spend.Cap(0, 0)},
+		{"openclaw-null", core.HostOpenClaw, "null", summarize.KindHost, spend.Cap(0, 0)},
 		{"openclaw-explicit-extractive", core.HostOpenClaw, `{"kind":"extractive"}`, "extractive", nil},
-		{"openclaw-cap-only", core.HostOpenClaw, `{"maxCallsPerHour":30,"maxTokensPerHour":200000}`, summarize.KindHost, summarize.SharedSpendCap(30, 200_000)},
+		{"openclaw-cap-only", core.HostOpenClaw, `{"maxCallsPerHour":30,"maxTokensPerHour":200000}`, summarize.KindHost, spend.Cap(30, 200_000)},
 		{"cli-cap-only", "", `{"maxTokensPerHour":200000}`, "extractive", nil},
-		{"cli-explicit-host", "", `{"kind":"host"}`, summarize.KindHost, summarize.SharedSpendCap(0, 0)},
+		{"cli-explicit-host", "", `{"kind":"host"}`, summarize.KindHost, spend.Cap(0, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := openTest(t, func(c *Config) {
 				c.Host = tc.host
 				c.Summarizer = json.RawMessage(tc.summarizer)
+				c.Spend = spend
 			})
 			s, err := e.Summarizer()
 			if err != nil {
@@ -72,6 +74,60 @@ func TestDefaultSummarizerByHost(t *testing.T) {
 		}
 		if err := e.Close(); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestEnginesShareSpend: the engines one factory makes with a spend (the
+// process's: lossless serve's, the registered factory's) share the
+// summarizer's spend cap and guard, so that what one spends counts
+// against the other; the engines of Factory, or of another spend, do
+// not.
+func TestEnginesShareSpend(t *testing.T) {
+	ctx := context.Background()
+	open := func(f core.Factory) *Engine {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{"storeDir": t.TempDir(), "summarizer": map[string]any{"kind": "host", "maxCallsPerHour": 1}})
+		eng, err := f(ctx, core.FactoryOptions{Config: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := eng.(*Engine)
+		t.Cleanup(func() { _ = e.Close() })
+		return e
+	}
+	guardOf := func(e *Engine) *summarize.Guard {
+		t.Helper()
+		s, err := e.Summarizer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, ok := s.(*summarize.Guard)
+		if !ok {
+			t.Fatalf("summarizer %T, want a Guard", s)
+		}
+		return g
+	}
+	process := NewFactory(summarize.NewSpend())
+	a, b := guardOf(open(process)), guardOf(open(process))
+	if a.Cap() != b.Cap() {
+		t.Fatal("two engines of one process have two spend caps")
+	}
+	// One call by a's engine takes the hour's only call from b's too.
+	host := summarize.WithHostLLM(ctx, func(context.Context, string, string, int) (string, error) { return "summary", nil })
+	req := core.SummarizeRequest{Text: strings.Repeat("a long enough text to summarize. ", 40), TargetTokens: 50}
+	if _, err := a.Summarize(host, req); err != nil {
+		t.Fatal(err)
+	}
+	if u := b.Cap().Usage(); u.Calls != 1 || u.MaxCalls != 1 {
+		t.Fatalf("b's cap after a's call: %+v, want 1 call of 1", u)
+	}
+	for _, other := range []*summarize.Guard{guardOf(open(Factory)), guardOf(open(NewFactory(summarize.NewSpend())))} {
+		if other.Cap() == a.Cap() {
+			t.Fatal("an engine of another spend shares the process's cap")
+		}
+		if u := other.Cap().Usage(); u.Calls != 0 {
+			t.Fatalf("another spend's cap counts a's call: %+v", u)
 		}
 	}
 }

@@ -46,18 +46,19 @@ type Config struct {
 	// MaxOutputTokens caps the model's answer (default: the request's target, at least 256).
 	MaxOutputTokens int `json:"maxOutputTokens,omitempty"`
 	// MaxCallsPerWindow is the spend guard's limit of model requests (the
-	// SDK's retries included) per window for the whole process (default 60;
+	// SDK's retries included) per window for every summarizer sharing Spend
+	// (the whole process, when it hands one Spend to its engines; default 60;
 	// -1 for unlimited).
 	MaxCallsPerWindow int `json:"maxCallsPerWindow,omitempty"`
 	// WindowMs is the spend guard's window (default 60000).
 	WindowMs int `json:"windowMs,omitempty"`
 	// MaxCallsPerHour caps the model requests (the SDK's retries included)
-	// in any hour, for the whole process (default DefaultMaxCallsPerHour;
+	// in any hour, for every summarizer sharing Spend (default DefaultMaxCallsPerHour;
 	// -1 for unlimited). Beyond it the extractive summarizer answers.
 	MaxCallsPerHour int `json:"maxCallsPerHour,omitempty"`
 	// MaxTokensPerHour caps the tokens of the model's calls (prompt and
 	// answer, as the provider or host reports them, else counted with the
-	// engine's tokenizer) in any hour, for the whole process (default
+	// engine's tokenizer) in any hour, for every summarizer sharing Spend (default
 	// DefaultMaxTokensPerHour; -1 for unlimited). A call whose prompt and
 	// longest answer would pass it is not made: the extractive summarizer
 	// answers it.
@@ -68,6 +69,12 @@ type Config struct {
 	// BreakerCooldownMs is how long the breaker stays open before a trial
 	// call (default 60000).
 	BreakerCooldownMs int `json:"breakerCooldownMs,omitempty"`
+
+	// Spend is where the spend guard and cap of these limits come from:
+	// the process's, shared by its engines (NewSpend, made once by the
+	// process and handed to each); nil gives the summarizer a Spend of its
+	// own. Not configuration: never read from JSON.
+	Spend *Spend `json:"-"`
 }
 
 // Validate reports a Config FromConfig would refuse for its values (an
@@ -107,9 +114,9 @@ func (cfg Config) Validate() error {
 // (core.DefaultCounter when nil). The extractive kind needs no network. The
 // model kinds retry through their SDK (MaxRetries, TimeoutMs per request)
 // and are wrapped in a Guard (a bound on the whole call, a spend guard per
-// window and an hourly spend cap of calls and tokens, both shared by the
-// process for these limits, circuit breaker) that falls back to the
-// extractive summarizer.
+// window and an hourly spend cap of calls and tokens, both cfg.Spend's for
+// these limits, circuit breaker) that falls back to the extractive
+// summarizer.
 func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -138,9 +145,13 @@ func FromConfig(cfg Config, tc core.TokenCounter) (core.Summarizer, error) {
 	if err != nil {
 		return nil, err
 	}
+	spend := cfg.Spend
+	if spend == nil {
+		spend = NewSpend()
+	}
 	return NewGuard(m, ext, GuardOptions{
-		Spend:           SharedSpendGuard(cfg.MaxCallsPerWindow, time.Duration(cfg.WindowMs)*time.Millisecond),
-		Cap:             SharedSpendCap(cfg.MaxCallsPerHour, cfg.MaxTokensPerHour),
+		Spend:           spend.Guard(cfg.MaxCallsPerWindow, time.Duration(cfg.WindowMs)*time.Millisecond),
+		Cap:             spend.Cap(cfg.MaxCallsPerHour, cfg.MaxTokensPerHour),
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerCooldown: time.Duration(cfg.BreakerCooldownMs) * time.Millisecond,
 		Counter:         tc,

@@ -26,13 +26,16 @@
 //     input, the input's identifiers lost) and, when refused, asked for
 //     once more with a stricter prompt saying why, then answered by the
 //     fallback (core.SummarizeReport tells the caller, which stores it as
-//     dag.MethodRefused), a process-wide SpendGuard charged for
-//     every request the SDK sends, a process-wide SpendCap of requests and
-//     tokens per hour (the tokens the provider or host reports through
+//     dag.MethodRefused), a SpendGuard charged for every request the SDK
+//     sends, a SpendCap of requests and tokens per hour (the tokens the
+//     provider or host reports through
 //     ReportUsage, else counted) and a circuit Breaker counting failed
 //     calls; on failure, or over a limit, it falls back to Extractive, so
 //     compaction always converges. A Tally in the context counts how one
-//     compaction's requests were answered.
+//     compaction's requests were answered. The guard and the cap come from
+//     a Spend (Config.Spend), which a process makes once and hands to each
+//     of its engines so that they share them; a summarizer given none has
+//     its own.
 //
 // FromConfig builds one from Config (plugins.entries.lossless.config.summarizer).
 // The identifiers it keeps are those of package ident, the project's one

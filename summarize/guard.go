@@ -27,10 +27,11 @@ type GuardOptions struct {
 	// retry policy ((MaxRetries+1) × its per-request timeout + MaxRetries ×
 	// its longest wait); for any other summarizer, DefaultTimeout.
 	Timeout time.Duration
-	// Spend limits model requests; nil means DefaultSpend, shared by the process.
+	// Spend limits model requests; nil means one of the Guard's own, with
+	// the defaults (share one through Spend.Guard).
 	Spend *SpendGuard
 	// Cap limits model requests and tokens per hour; nil means none
-	// (FromConfig gives every model a SharedSpendCap).
+	// (FromConfig gives every model its Config.Spend's).
 	Cap *SpendCap
 	// Breaker is the circuit breaker; nil means a new one from
 	// BreakerFailures and BreakerCooldown.
@@ -107,7 +108,7 @@ func NewGuard(inner core.Summarizer, fallback core.Summarizer, opts GuardOptions
 		}
 	}
 	if opts.Spend == nil {
-		opts.Spend = DefaultSpend
+		opts.Spend = NewSpendGuard(DefaultMaxCallsPerWindow, DefaultSpendWindow)
 	}
 	if opts.Breaker == nil {
 		opts.Breaker = NewBreaker(opts.BreakerFailures, opts.BreakerCooldown)
@@ -335,8 +336,7 @@ func (g *Guard) estimate(req core.SummarizeRequest) (prompt, most int) {
 
 // SpendGuard limits model requests per sliding time window: a Guard
 // charges it one unit per call and one per retry of the model's SDK. One
-// instance is shared by every Guard that uses it: DefaultSpend is the
-// process-wide one.
+// instance is shared by every Guard that uses it (Spend.Guard).
 type SpendGuard struct {
 	mu     sync.Mutex
 	max    int
@@ -359,32 +359,6 @@ func NewSpendGuard(max int, window time.Duration) *SpendGuard {
 	if max > 0 {
 		s.calls = make([]time.Time, 0, max)
 	}
-	return s
-}
-
-// DefaultSpend is the process-wide spend guard (DefaultMaxCallsPerWindow
-// calls per DefaultSpendWindow) used when GuardOptions.Spend is nil.
-var DefaultSpend = NewSpendGuard(DefaultMaxCallsPerWindow, DefaultSpendWindow)
-
-var (
-	sharedSpendMu sync.Mutex
-	sharedSpend   = map[[2]int64]*SpendGuard{}
-)
-
-// SharedSpendGuard returns the process-wide spend guard for these limits,
-// creating it once: every session configured alike shares one budget.
-func SharedSpendGuard(max int, window time.Duration) *SpendGuard {
-	if (max == 0 || max == DefaultMaxCallsPerWindow) && (window <= 0 || window == DefaultSpendWindow) {
-		return DefaultSpend
-	}
-	sharedSpendMu.Lock()
-	defer sharedSpendMu.Unlock()
-	k := [2]int64{int64(max), int64(window)}
-	if s, ok := sharedSpend[k]; ok {
-		return s
-	}
-	s := NewSpendGuard(max, window)
-	sharedSpend[k] = s
 	return s
 }
 

@@ -105,10 +105,11 @@ func TestSpendGuardSharedByGuards(t *testing.T) {
 	if sa, sb := ga.Stats(), gb.Stats(); sa.Skipped != 1 || sb.Skipped != 1 || sa.Fallbacks != 1 {
 		t.Fatalf("stats %+v %+v", sa, sb)
 	}
-	same5a, same5b := SharedSpendGuard(5, time.Second), SharedSpendGuard(5, time.Second)
-	if SharedSpendGuard(0, 0) != DefaultSpend || same5a != same5b ||
-		SharedSpendGuard(5, time.Second) == SharedSpendGuard(6, time.Second) {
-		t.Fatal("SharedSpendGuard does not share by limits")
+	sp := NewSpend()
+	same5a, same5b := sp.Guard(5, time.Second), sp.Guard(5, time.Second)
+	if sp.Guard(0, 0) != sp.Guard(DefaultMaxCallsPerWindow, DefaultSpendWindow) || same5a != same5b ||
+		sp.Guard(5, time.Second) == sp.Guard(6, time.Second) || NewSpend().Guard(5, time.Second) == same5a {
+		t.Fatal("Spend.Guard does not share by limits within one Spend, or shares across Spends")
 	}
 }
 
@@ -273,6 +274,7 @@ func TestFromConfig(t *testing.T) {
 		"maxRetries":-1,"maxCallsPerWindow":7,"windowMs":1000,"breakerFailures":1,"breakerCooldownMs":5000}`), &cfg); err != nil {
 		t.Fatal(err)
 	}
+	cfg.Spend = NewSpend()
 	s, err := FromConfig(cfg, tc)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +285,7 @@ func TestFromConfig(t *testing.T) {
 	}
 	m := g.inner.(*Model)
 	if m.timeout != 1500*time.Millisecond || m.retries != 0 || g.opts.Timeout != 1500*time.Millisecond ||
-		g.opts.Spend != SharedSpendGuard(7, time.Second) || g.opts.Breaker.threshold != 1 || g.opts.Breaker.cooldown != 5*time.Second {
+		g.opts.Spend != cfg.Spend.Guard(7, time.Second) || g.opts.Breaker.threshold != 1 || g.opts.Breaker.cooldown != 5*time.Second {
 		t.Fatalf("options not applied: model %+v guard %+v", m, g.opts)
 	}
 	// defaults: two SDK retries, 60 s per request, the guard bounds the worst case

@@ -10,8 +10,8 @@ import (
 
 // Spend cap defaults: a model summarizer may make DefaultMaxCallsPerHour
 // requests and spend DefaultMaxTokensPerHour tokens (prompt and answer)
-// per hour, for the whole process, before its requests fall back to the
-// extractive summarizer.
+// per hour, shared by every summarizer of one Spend (the process's),
+// before its requests fall back to the extractive summarizer.
 const (
 	DefaultMaxCallsPerHour  = 120
 	DefaultMaxTokensPerHour = 1_000_000
@@ -27,7 +27,7 @@ const (
 // the charge with the call's real tokens once it ends; a request whose
 // estimate would take the hour past the cap is refused (ErrSpendLimit) and
 // the Guard's fallback answers it. One instance is shared by every Guard
-// that uses it (SharedSpendCap); it is safe for concurrent use.
+// that uses it (Spend.Cap); it is safe for concurrent use.
 type SpendCap struct {
 	mu        sync.Mutex
 	maxCalls  int // < 0: unlimited
@@ -59,15 +59,28 @@ func NewSpendCap(maxCalls, maxTokens int) *SpendCap {
 	return &SpendCap{maxCalls: maxCalls, maxTokens: maxTokens, window: capWindow, now: time.Now}
 }
 
-var (
-	sharedCapMu sync.Mutex
-	sharedCap   = map[[2]int]*SpendCap{}
-)
+// Spend owns the spend limits that the summarizers of one process share:
+// one SpendCap per set of hourly limits and one SpendGuard per window's
+// limits, made on first use. A process that hosts several engines (a
+// gateway's agents) creates one with NewSpend and hands it to each
+// (Config.Spend; lossless.Config.Spend; the factories' NewFactory); a
+// summarizer given none has a Spend of its own. It is safe for concurrent
+// use.
+type Spend struct {
+	mu     sync.Mutex
+	caps   map[[2]int]*SpendCap
+	guards map[[2]int64]*SpendGuard
+}
 
-// SharedSpendCap returns the process-wide spend cap for these limits
-// (0: the defaults; negative: unlimited), creating it once: every session
-// configured alike shares one hourly budget.
-func SharedSpendCap(maxCalls, maxTokens int) *SpendCap {
+// NewSpend returns a Spend with no cap or guard made yet.
+func NewSpend() *Spend {
+	return &Spend{caps: map[[2]int]*SpendCap{}, guards: map[[2]int64]*SpendGuard{}}
+}
+
+// Cap returns the spend cap of s for these limits (0: the defaults;
+// negative: unlimited), creating it once: every summarizer configured alike
+// shares one hourly budget.
+func (s *Spend) Cap(maxCalls, maxTokens int) *SpendCap {
 	if maxCalls == 0 {
 		maxCalls = DefaultMaxCallsPerHour
 	}
@@ -80,15 +93,36 @@ func SharedSpendCap(maxCalls, maxTokens int) *SpendCap {
 	if maxTokens < 0 {
 		maxTokens = -1
 	}
-	sharedCapMu.Lock()
-	defer sharedCapMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	k := [2]int{maxCalls, maxTokens}
-	if s, ok := sharedCap[k]; ok {
-		return s
+	if c, ok := s.caps[k]; ok {
+		return c
 	}
-	s := NewSpendCap(maxCalls, maxTokens)
-	sharedCap[k] = s
-	return s
+	c := NewSpendCap(maxCalls, maxTokens)
+	s.caps[k] = c
+	return c
+}
+
+// Guard returns the spend guard of s for these limits (max 0:
+// DefaultMaxCallsPerWindow; window 0: DefaultSpendWindow), creating it
+// once: every summarizer configured alike shares one budget.
+func (s *Spend) Guard(max int, window time.Duration) *SpendGuard {
+	if max == 0 {
+		max = DefaultMaxCallsPerWindow
+	}
+	if window <= 0 {
+		window = DefaultSpendWindow
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]int64{int64(max), int64(window)}
+	if g, ok := s.guards[k]; ok {
+		return g
+	}
+	g := NewSpendGuard(max, window)
+	s.guards[k] = g
+	return g
 }
 
 // CapUsage is what a SpendCap counted in the last hour.

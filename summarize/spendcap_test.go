@@ -160,26 +160,36 @@ func TestSpendCapLogsTransitions(t *testing.T) {
 	}
 }
 
-// TestSharedSpendCap: one cap per limits for the process, the defaults
-// filled in; FromConfig gives a model its limits' cap.
-func TestSharedSpendCap(t *testing.T) {
-	if SharedSpendCap(0, 0) != SharedSpendCap(DefaultMaxCallsPerHour, DefaultMaxTokensPerHour) ||
-		SharedSpendCap(-1, 5) != SharedSpendCap(-7, 5) || SharedSpendCap(3, 5) == SharedSpendCap(3, 6) {
-		t.Fatal("shared caps not keyed by their limits")
+// TestSpendCaps: one cap per limits in a Spend, the defaults filled in,
+// none shared between two Spends; FromConfig gives a model its Spend's cap
+// for its limits, and a Spend of its own when given none.
+func TestSpendCaps(t *testing.T) {
+	sp := NewSpend()
+	if sp.Cap(0, 0) != sp.Cap(DefaultMaxCallsPerHour, DefaultMaxTokensPerHour) ||
+		sp.Cap(-1, 5) != sp.Cap(-7, 5) || sp.Cap(3, 5) == sp.Cap(3, 6) {
+		t.Fatal("a Spend's caps not keyed by their limits")
 	}
-	if u := SharedSpendCap(0, 0).Usage(); u.MaxCalls != DefaultMaxCallsPerHour || u.MaxTokens != DefaultMaxTokensPerHour {
+	if NewSpend().Cap(0, 0) == sp.Cap(0, 0) {
+		t.Fatal("two Spends share a cap")
+	}
+	if u := sp.Cap(0, 0).Usage(); u.MaxCalls != DefaultMaxCallsPerHour || u.MaxTokens != DefaultMaxTokensPerHour {
 		t.Fatalf("defaults %+v", u)
 	}
-	s, err := FromConfig(Config{Kind: KindHost, MaxCallsPerHour: 7, MaxTokensPerHour: 5000}, core.Chars4{})
+	s, err := FromConfig(Config{Kind: KindHost, MaxCallsPerHour: 7, MaxTokensPerHour: 5000, Spend: sp}, core.Chars4{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.(*Guard).Cap() != SharedSpendCap(7, 5000) {
+	if s.(*Guard).Cap() != sp.Cap(7, 5000) {
 		t.Fatal("FromConfig: the cap of the configured limits not used")
 	}
-	s, _ = FromConfig(Config{Kind: KindHost}, core.Chars4{})
-	if s.(*Guard).Cap() != SharedSpendCap(0, 0) {
+	s, _ = FromConfig(Config{Kind: KindHost, Spend: sp}, core.Chars4{})
+	if s.(*Guard).Cap() != sp.Cap(0, 0) {
 		t.Fatal("FromConfig: the default cap not used")
+	}
+	a, _ := FromConfig(Config{Kind: KindHost}, core.Chars4{})
+	b, _ := FromConfig(Config{Kind: KindHost}, core.Chars4{})
+	if a.(*Guard).Cap() == b.(*Guard).Cap() || a.(*Guard).Cap() == sp.Cap(0, 0) {
+		t.Fatal("FromConfig without a Spend: summarizers share a cap")
 	}
 }
 

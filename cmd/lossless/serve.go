@@ -16,6 +16,7 @@ import (
 	"github.com/lossless-engine/contextengine/bridge"
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/summarize"
 	"github.com/lossless-engine/contextengine/ui"
 )
 
@@ -201,12 +202,15 @@ func serveExplorer(ctx context.Context, c *cmdEnv, addr string, factory core.Fac
 	return wrapped, info, stop, nil
 }
 
-// serveFactory wraps lossless.Factory: the config comes from initialize
+// serveFactory wraps lossless.NewFactory, with one summarizer spend
+// (summarize.NewSpend) for every engine the process makes, so that they
+// share the spend cap: the config comes from initialize
 // (plugins.entries.lossless.config); when it names no storeDir the
 // command's store is used (--store, $LOSSLESS_STORE, the per-user default),
 // so `lossless stats` and the plugin see the same store by default. --agent,
 // when given, is the default agent unless the config sets agentId.
 func serveFactory(c *cmdEnv) core.Factory {
+	factory := lossless.NewFactory(summarize.NewSpend())
 	return func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
 		defaults := map[string]any{"storeDir": c.store}
 		if c.storeURL() {
@@ -225,7 +229,7 @@ func serveFactory(c *cmdEnv) core.Factory {
 			return nil, err
 		}
 		opts.Config = cfg
-		return lossless.Factory(ctx, opts)
+		return factory(ctx, opts)
 	}
 }
 

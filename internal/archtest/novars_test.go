@@ -29,10 +29,6 @@ var allowedVars = map[string]string{
 	// Process-wide on purpose: what they guard is shared by every engine
 	// of the process.
 	"github.com/lossless-engine/contextengine/compaction.pathLocks":      "one lock per session transcript for the whole process: two legacy engines of one process compacting one file must not interleave",
-	"github.com/lossless-engine/contextengine/summarize.sharedCapMu":     "guards sharedCap",
-	"github.com/lossless-engine/contextengine/summarize.sharedCap":       "the spend cap is per engine process (README, REFERENCE.md: a gateway's agents share it): one cap per set of limits",
-	"github.com/lossless-engine/contextengine/summarize.sharedSpendMu":   "guards sharedSpend",
-	"github.com/lossless-engine/contextengine/summarize.sharedSpend":     "the spend guard is per engine process, as the spend cap: one guard per set of limits",
 	"github.com/lossless-engine/contextengine/index/bleveindex.failures": "Bleve's asynchronous errors reach a process-wide callback, which knows only the index's path: they are kept by path until the Index of that path reads them",
 
 	// Computed once, then read only.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
+	"github.com/lossless-engine/contextengine/summarize"
 )
 
 // Config is the engine's configuration: the JSON object at
@@ -115,6 +116,11 @@ type Config struct {
 	// empty otherwise. It chooses the default summarizer. Not settable
 	// from JSON.
 	Host string `json:"-"`
+	// Spend is where the summarizer's spend guard and cap come from
+	// (summarize.Config.Spend): the process's, shared by its engines (a
+	// gateway's agents; lossless.NewFactory hands one to each engine it
+	// makes); nil gives the engine its own. Not settable from JSON.
+	Spend *summarize.Spend `json:"-"`
 	// Recall configures cross-session recall (on by default; see
 	// Recall.Enabled and RecallEnabled).
 	Recall Recall `json:"recall,omitempty"`

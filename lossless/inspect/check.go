@@ -56,21 +56,22 @@ var checkNotRead = []string{
 // items, order records, host entries, links, names, checkpoints,
 // subagents and fork snapshots) are each read and checked as well, and
 // CheckResult.NotRead says what was not read. It changes nothing: no
-// index rebuild, no retention pass.
-func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
+// index rebuild, no retention pass. st is read in several snapshots, one
+// per step; the caller keeps it open throughout.
+func Check(ctx context.Context, st store.Store, deep bool) (CheckResult, error) {
 	res := CheckResult{Deep: deep, Problems: []CheckProblem{}}
 	if !deep {
 		res.NotRead = checkNotRead
 	} else {
 		res.NotRead = checkNotRead[1:]
 	}
-	infos, err := Sessions(ctx, p, "")
+	infos, err := Sessions(ctx, st, "")
 	if err != nil {
 		return res, err
 	}
 	// The store-wide records (names, checkpoints, subagents and their
 	// fork snapshots): small, each read and checked.
-	if err := p.View(ctx, func(r store.Reader) error { return checkGlobal(r, &res) }); err != nil {
+	if err := st.View(ctx, func(r store.Reader) error { return checkGlobal(r, &res) }); err != nil {
 		if errors.Is(err, context.Canceled) {
 			return res, err
 		}
@@ -95,11 +96,11 @@ func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
 		}
 		if in.Retiring {
 			// Not corruption: a deletion to finish (ErrRetiring).
-			report(p.Retiring(c, sid))
+			report(records.RetiringErr(c, sid))
 			continue
 		}
 		var seqs []uint64 // in transcript order (lossless/transcript's reconcile.go)
-		err := p.View(ctx, func(r store.Reader) error {
+		err := st.View(ctx, func(r store.Reader) error {
 			var err error
 			seqs, err = records.OrderedSeqs(r, c, in.Messages)
 			return err
@@ -111,7 +112,7 @@ func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
 			report(err)
 			continue
 		}
-		if err := dag.Check(ctx, p.DAG(c, in.Agent), seqs); err != nil {
+		if err := dag.Check(ctx, storeDAG{st, c}, seqs); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return res, err
 			}
@@ -122,7 +123,7 @@ func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
 		// the record cross-checked with the messages, items and summaries
 		// stored (checkAgreement).
 		var disagree []string
-		err = p.View(ctx, func(r store.Reader) error {
+		err = st.View(ctx, func(r store.Reader) error {
 			rec, err := r.Conversation(c)
 			if err != nil {
 				return fmt.Errorf("lossless: check: conversation %s: %w", c, records.FromStore(err))
@@ -143,7 +144,16 @@ func Check(ctx context.Context, p Port, deep bool) (CheckResult, error) {
 		}
 		if deep && sid != "" {
 			n := int64(0)
-			err := Messages(ctx, p, in.Agent, sid, func(uint64, core.Message) error { n++; return nil })
+			// The session's conversation as a call resolves it (the names
+			// records), which a damaged store may map elsewhere.
+			err := st.View(ctx, func(r store.Reader) error {
+				var err error
+				c, err = records.LookupName(r, in.Agent, sid, "")
+				return err
+			})
+			if err == nil {
+				err = Messages(ctx, st, c, sid, func(uint64, core.Message) error { n++; return nil })
+			}
 			res.Messages += n
 			if err != nil {
 				if errors.Is(err, context.Canceled) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,58 +16,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
-
-var errRetiring = errors.New("fake: retiring")
-
-// fakePort is inspect.Port over a memstore, resolving a session id by the
-// names records as the engine does.
-type fakePort struct {
-	st      *memstore.Store
-	entered int
-}
-
-func (p *fakePort) Enter() (func(), error) { p.entered++; return func() {}, nil }
-func (p *fakePort) View(ctx context.Context, fn func(store.Reader) error) error {
-	return p.st.View(ctx, fn)
-}
-func (p *fakePort) Resolve(ctx context.Context, agent, sessionID string) (store.ConvID, error) {
-	var c store.ConvID
-	err := p.st.View(ctx, func(r store.Reader) error {
-		var err error
-		c, err = records.LookupName(r, agent, sessionID, "")
-		return err
-	})
-	return c, err
-}
-func (p *fakePort) DAG(c store.ConvID, _ string) dag.Store { return fakeDAG{p.st, c} }
-func (p *fakePort) Retiring(c store.ConvID, sid string) error {
-	return fmt.Errorf("conversation %s (session %s): %w", c, sid, errRetiring)
-}
-func (p *fakePort) Size(ctx context.Context) (int64, error) { return p.st.Size(ctx) }
-func (p *fakePort) IndexDir() string                        { return "" }
-func (p *fakePort) Format() int                             { return 7 }
-
-// fakeDAG reads a conversation's items, messages and summaries.
-type fakeDAG struct {
-	st *memstore.Store
-	c  store.ConvID
-}
-
-func (d fakeDAG) Items(ctx context.Context) (out []dag.Item, err error) {
-	err = d.st.View(ctx, func(r store.Reader) error { out, err = records.ReadItems(ctx, r, d.c); return err })
-	return out, err
-}
-func (d fakeDAG) MessageText(ctx context.Context, seq uint64) (s string, err error) {
-	err = d.st.View(ctx, func(r store.Reader) error { s, err = records.ReadPlainText(r, d.c, seq); return err })
-	return s, err
-}
-func (d fakeDAG) Summary(ctx context.Context, id string) (s dag.Summary, err error) {
-	err = d.st.View(ctx, func(r store.Reader) error { s, err = records.GetSummary(r, d.c, id); return err })
-	return s, err
-}
-func (fakeDAG) Replace(context.Context, []dag.Item, dag.Summary, dag.Item) error {
-	return errors.New("fake: read-only")
-}
 
 // putConv stores conversation sid of agent with n messages (timestamps
 // 1000*seq), leaving out the message numbered skip (0: none).
@@ -102,14 +52,17 @@ func putConv(t *testing.T, st *memstore.Store, agent, sid string, n int, skip ui
 	return c
 }
 
-func TestSessionsMessagesStatsOverAPort(t *testing.T) {
+// TestSessionsMessagesStats: over a memstore, Sessions lists by agent then
+// creation with the first and last message times, Messages reads a
+// conversation in order, and ReadStats totals by agent, with the size of
+// the index directory it is given.
+func TestSessionsMessagesStats(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	p := &fakePort{st: st}
-	putConv(t, st, "b", "s-long", 3, 0)
+	long := putConv(t, st, "b", "s-long", 3, 0)
 	putConv(t, st, "a", "s1", 2, 0)
 
-	infos, err := inspect.Sessions(ctx, p, "")
+	infos, err := inspect.Sessions(ctx, st, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +72,12 @@ func TestSessionsMessagesStatsOverAPort(t *testing.T) {
 	if in := infos[1]; in.Messages != 3 || in.FirstMessage != 1000 || in.LastMessage != 3000 || in.Name() != "s-long" {
 		t.Errorf("b's session = %+v", in)
 	}
-	if only, err := inspect.Sessions(ctx, p, "a"); err != nil || len(only) != 1 {
+	if only, err := inspect.Sessions(ctx, st, "a"); err != nil || len(only) != 1 {
 		t.Errorf("Sessions(a) = %+v, %v", only, err)
 	}
 
 	var seqs []uint64
-	err = inspect.Messages(ctx, p, "b", "s-long", func(seq uint64, m core.Message) error {
+	err = inspect.Messages(ctx, st, long, "s-long", func(seq uint64, m core.Message) error {
 		seqs = append(seqs, seq)
 		if want := fmt.Sprintf("m%d", seq); m.Text() != want {
 			t.Errorf("message %d text %q, want %q", seq, m.Text(), want)
@@ -134,23 +87,61 @@ func TestSessionsMessagesStatsOverAPort(t *testing.T) {
 	if err != nil || fmt.Sprint(seqs) != "[1 2 3]" {
 		t.Errorf("Messages = %v, %v", seqs, err)
 	}
-	if err := inspect.Messages(ctx, p, "b", "nope", func(uint64, core.Message) error { return nil }); !errors.Is(err, core.ErrUnknownSession) {
-		t.Errorf("Messages of an unknown session: %v", err)
+	if err := inspect.Messages(ctx, st, store.ConvID{1}, "nope", func(uint64, core.Message) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Messages of an unknown conversation: %v", err)
+	}
+	stop := errors.New("stop")
+	if err := inspect.Messages(ctx, st, long, "s-long", func(uint64, core.Message) error { return stop }); err != stop {
+		t.Errorf("Messages with fn failing: %v, want fn's error", err)
 	}
 
-	s, err := inspect.ReadStats(ctx, p)
+	s, err := inspect.ReadStats(ctx, st, 7, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Format != 7 || s.Agents["a"].Messages != 2 || s.Agents["b"].Conversations != 1 || s.IndexBytes != 0 {
+	if s.Format != 7 || s.Agents["a"].Messages != 2 || s.Agents["b"].Conversations != 1 || s.Agents["b"].Messages != 3 || s.IndexBytes != 0 {
 		t.Errorf("Stats = %+v", s)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index"), make([]byte, 5000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := inspect.ReadStats(ctx, st, 7, dir); err != nil || s.IndexBytes < 5000 {
+		t.Errorf("Stats with an index directory = %+v, %v; want IndexBytes >= 5000", s, err)
 	}
 }
 
-func TestMessagesGapIsCorrupt(t *testing.T) {
+// TestMessagesReportsMissingRange: a message gone from the store (a lost
+// key, as a corrupt block would lose it) makes reading the conversation
+// fail with the conversation and the missing range (store.ErrCorrupt:
+// lossless.ErrCorrupt), instead of returning a short list; so does a lost
+// tail (the record's count says more). A deep Check reports it too (the
+// DAG's items are all there: the lost message's names it). Moved from
+// package lossless's corrupt_test.go.
+func TestMessagesReportsMissingRange(t *testing.T) {
+	ctx := context.Background()
+	for _, lost := range []uint64{5, 10} {
+		t.Run(fmt.Sprint(lost), func(t *testing.T) {
+			st := memstore.New()
+			c := putConv(t, st, "a", "s", 10, 0)
+			if err := st.Update(ctx, func(tx store.Tx) error { return tx.DeleteMessage(c, lost) }); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			err := inspect.Messages(ctx, st, c, "s", func(uint64, core.Message) error { n++; return nil })
+			want := fmt.Sprintf("messages %d-%d are missing", lost, lost)
+			if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), c.String()) {
+				t.Fatalf("lost message %d: err %v after %d messages", lost, err, n)
+			}
+			cr, err := inspect.Check(ctx, st, true)
+			if err != nil || len(cr.Problems) == 0 || !strings.Contains(fmt.Sprint(cr.Problems), want) {
+				t.Fatalf("deep check after losing message %d: %+v %v", lost, cr, err)
+			}
+		})
+	}
 	st := memstore.New()
-	putConv(t, st, "a", "gap", 4, 2)
-	err := inspect.Messages(context.Background(), &fakePort{st: st}, "a", "gap", func(uint64, core.Message) error { return nil })
+	c := putConv(t, st, "a", "gap", 4, 2)
+	err := inspect.Messages(ctx, st, c, "gap", func(uint64, core.Message) error { return nil })
 	if !errors.Is(err, store.ErrCorrupt) || !strings.Contains(err.Error(), "messages 2-2 are missing") {
 		t.Errorf("Messages over a gap: %v, want messages 2-2 missing (store.ErrCorrupt)", err)
 	}
@@ -159,11 +150,10 @@ func TestMessagesGapIsCorrupt(t *testing.T) {
 func TestCheckReportsWhatItFinds(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	p := &fakePort{st: st}
 	putConv(t, st, "a", "ok", 3, 0)
 	putConv(t, st, "a", "gap", 4, 3)
 
-	res, err := inspect.Check(ctx, p, false)
+	res, err := inspect.Check(ctx, st, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +165,7 @@ func TestCheckReportsWhatItFinds(t *testing.T) {
 		t.Errorf("Check problems = %+v, want one, of session gap", res.Problems)
 	}
 
-	deep, err := inspect.Check(ctx, p, true)
+	deep, err := inspect.Check(ctx, st, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,15 +195,81 @@ func TestCheckRetiringIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &fakePort{st: st}
-	res, err := inspect.Check(ctx, p, true)
+	res, err := inspect.Check(ctx, st, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Problem, errRetiring.Error()) {
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Problem, records.ErrRetiring.Error()) {
 		t.Errorf("Check problems = %+v, want the retiring conversation", res.Problems)
 	}
-	if err := inspect.Messages(ctx, p, "a", "old", func(uint64, core.Message) error { return nil }); !errors.Is(err, errRetiring) {
+	if err := inspect.Messages(ctx, st, c, "old", func(uint64, core.Message) error { return nil }); !errors.Is(err, records.ErrRetiring) {
 		t.Errorf("Messages of a retiring conversation: %v", err)
+	}
+}
+
+// TestCheckReadsMessageMeta: Check's DAG reads each message's metadata
+// (dag.MessageMetaReader), so an item costing more tokens than its
+// message is found.
+func TestCheckReadsMessageMeta(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	c := putConv(t, st, "a", "s", 2, 0)
+	err := st.Update(ctx, func(tx store.Tx) error {
+		it := dag.Item{Pos: 2 * records.PosStep, Ref: dag.MessageRef(2), Depth: -1, Tokens: 50, Timestamp: 2000}
+		return tx.PutItem(c, store.Item{Item: it})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := inspect.Check(ctx, st, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Problem, "tokens 50, message has only 0") {
+		t.Errorf("Check problems = %+v, want item 2's tokens over its message's", res.Problems)
+	}
+}
+
+// TestSessionsReportMessageTimes: Sessions reports when a conversation
+// took place by its messages' own timestamps, the earlier first; a message
+// without a timestamp counts as the other one.
+func TestSessionsReportMessageTimes(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	put := func(sid string, times ...int64) {
+		t.Helper()
+		c := records.NewConvID("a", sid)
+		err := st.Update(ctx, func(tx store.Tx) error {
+			rec := store.Conversation{Agent: "a", SessionIDs: []string{sid}, Messages: int64(len(times)), NextSeq: uint64(len(times)) + 1, Updated: 99_000}
+			if err := tx.PutConversation(c, rec); err != nil {
+				return err
+			}
+			for i, ts := range times {
+				raw := []byte(`{"role":"user","content":"x"}`)
+				if err := tx.PutMessage(c, store.Message{Seq: uint64(i + 1), Timestamp: ts, Role: "user", Raw: raw}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("imported", 7000, 8000, 9000)
+	put("no-time", 0, 42)
+	put("backwards", 5000, 3000)
+	put("empty")
+	infos, err := inspect.Sessions(ctx, st, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int64{}
+	for _, in := range infos {
+		got[in.SessionIDs[0]] = [2]int64{in.FirstMessage, in.LastMessage}
+	}
+	want := map[string][2]int64{"imported": {7000, 9000}, "no-time": {42, 42}, "backwards": {3000, 5000}, "empty": {0, 0}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("message times %v, want %v", got, want)
 	}
 }

@@ -2,7 +2,6 @@ package inspect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
@@ -50,47 +49,10 @@ func (s SessionInfo) Name() string {
 	return s.ID
 }
 
-// MessageTimes returns the timestamps (Unix ms) of the first and the last
-// stored message of c (sequence numbers 1 and rec.Messages), the earlier
-// first; a message without a timestamp counts as the other one, and 0, 0
-// means neither has one.
-func MessageTimes(r store.Reader, c store.ConvID, rec store.Conversation) (first, last int64, err error) {
-	if rec.Messages <= 0 {
-		return 0, 0, nil
-	}
-	at := func(seq uint64) (int64, error) {
-		m, err := r.MessageHeader(c, seq)
-		switch {
-		case err == nil:
-			return m.Timestamp, nil
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
-			// A missing record, or one that does not decode, has no
-			// time: Check reports it.
-			return 0, nil
-		}
-		return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
-	}
-	if first, err = at(1); err != nil {
-		return 0, 0, err
-	}
-	if last, err = at(uint64(rec.Messages)); err != nil {
-		return 0, 0, err
-	}
-	switch {
-	case first == 0:
-		first = last
-	case last == 0:
-		last = first
-	case last < first:
-		first, last = last, first
-	}
-	return first, last, nil
-}
-
 // Describe describes conversation c of record rec, with the times of its
-// first and last messages (MessageTimes).
+// first and last messages (records.MessageTimes).
 func Describe(r store.Reader, c store.ConvID, rec store.Conversation) (SessionInfo, error) {
-	first, last, err := MessageTimes(r, c, rec)
+	first, last, err := records.MessageTimes(r, c, rec)
 	if err != nil {
 		return SessionInfo{}, err
 	}
@@ -102,14 +64,9 @@ func Describe(r store.Reader, c store.ConvID, rec store.Conversation) (SessionIn
 
 // Sessions lists the stored conversations of agent ("" = all agents),
 // ordered by agent then creation.
-func Sessions(ctx context.Context, p Port, agent string) ([]SessionInfo, error) {
-	done, err := p.Enter()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
+func Sessions(ctx context.Context, st store.Store, agent string) ([]SessionInfo, error) {
 	var out []SessionInfo
-	err = p.View(ctx, func(r store.Reader) error {
+	err := st.View(ctx, func(r store.Reader) error {
 		for cr, err := range r.Conversations() {
 			if err != nil {
 				return fmt.Errorf("lossless: read conversations: %w", err)
@@ -138,28 +95,21 @@ func Sessions(ctx context.Context, p Port, agent string) ([]SessionInfo, error) 
 	return out, err
 }
 
-// Messages calls fn with the stored messages of agent's session sessionID
-// in order, bytes exactly as ingested. An error from fn stops and is
+// Messages calls fn with the stored messages of conversation c (of
+// session sessionID, which errors name) in order, bytes exactly as ingested. An error from fn stops and is
 // returned. A gap in the sequence numbers, or a count short of the
 // conversation record's, is an error wrapping store.ErrCorrupt
 // (lossless.ErrCorrupt) naming the missing range, never a short list.
-func Messages(ctx context.Context, p Port, agent, sessionID string, fn func(seq uint64, m core.Message) error) error {
-	c, err := p.Resolve(ctx, agent, sessionID)
-	if err != nil {
-		return err
-	}
-	done, err := p.Enter()
-	if err != nil {
-		return err
-	}
-	defer done()
-	return p.View(ctx, func(r store.Reader) error {
+// A conversation a stopped retention pass left partly deleted is
+// refused with records.RetiringErr.
+func Messages(ctx context.Context, st store.Store, c store.ConvID, sessionID string, fn func(seq uint64, m core.Message) error) error {
+	return st.View(ctx, func(r store.Reader) error {
 		rec, err := r.Conversation(c)
 		if err != nil {
 			return fmt.Errorf("lossless: conversation %s: read record: %w", c, records.FromStore(err))
 		}
 		if rec.Retiring {
-			return p.Retiring(c, sessionID)
+			return records.RetiringErr(c, sessionID)
 		}
 		// Sequence numbers run from 1 without a gap; a gap or a short count
 		// is corruption, reported with the missing range, never a short list.

@@ -36,16 +36,13 @@ type Stats struct {
 	Format int `json:"format"`
 }
 
-// ReadStats returns per-agent totals and the disk size. It reads the
-// conversation records only.
-func ReadStats(ctx context.Context, p Port) (Stats, error) {
-	done, err := p.Enter()
-	if err != nil {
-		return Stats{}, err
-	}
-	defer done()
-	st := Stats{Agents: map[string]AgentStats{}, Format: p.Format()}
-	err = p.View(ctx, func(r store.Reader) error {
+// ReadStats returns per-agent totals and the disk size of s, written in
+// store format version format, with the size of the recall index in
+// directory indexDir ("" when there is none beside the store). It reads
+// the conversation records only.
+func ReadStats(ctx context.Context, s store.Store, format int, indexDir string) (Stats, error) {
+	st := Stats{Agents: map[string]AgentStats{}, Format: format}
+	err := s.View(ctx, func(r store.Reader) error {
 		for cr, err := range r.Conversations() {
 			if err != nil {
 				return fmt.Errorf("lossless: read conversations: %w", err)
@@ -67,13 +64,12 @@ func ReadStats(ctx context.Context, p Port) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	if st.DiskBytes, err = p.Size(ctx); err != nil {
+	if st.DiskBytes, err = s.Size(ctx); err != nil {
 		return Stats{}, fmt.Errorf("lossless: stats: %w", err)
 	}
-	dir := p.IndexDir()
-	if dir == "" {
+	if indexDir == "" {
 		return st, nil // no Bleve index beside the store
 	}
-	st.IndexBytes, _ = diskusage.Dir(dir) // a figure, not a check: an unreadable file counts 0
+	st.IndexBytes, _ = diskusage.Dir(indexDir) // a figure, not a check: an unreadable file counts 0
 	return st, nil
 }

@@ -9,63 +9,50 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Delete removes every key of conversation c, then its mappings,
-// checkpoints and record (last, so that an interrupted deletion is found
-// again by the next pass).
+// Deleting a conversation takes three steps, each over the store alone;
+// the caller (package lossless's door) holds the conversation's locks
+// around them and keeps its caches right:
 //
-// updated is the record's Updated time the decision was made on; when the
-// conversation was written to since (an acknowledged ingest), nothing is
-// deleted and an error is returned that Retain takes for "keep it" (as
-// when another pass deleted it first).
-func Delete(ctx context.Context, p Port, c store.ConvID, updated int64) error {
-	s, err := p.Lock(context.WithoutCancel(ctx), c)
-	if err != nil {
-		return err
-	}
-	locked := true
-	defer func() {
-		if locked {
-			s.Unlock()
-		}
-	}()
-	// The record is read and marked whatever ctx: a pass stopped from here
-	// on leaves the conversation marked for the next one to finish.
-	var now store.Conversation
-	err = p.View(context.WithoutCancel(ctx), func(r store.Reader) error {
-		var err error
-		now, err = r.Conversation(c)
-		return err
-	})
+//  1. Recheck, under the conversation's lock: the record is read again and
+//     the deletion given up (ErrChanged, ErrGone) when the conversation
+//     was written to since the decision or deleted; else, unless already
+//     so, the caller stores it marked Retiring (readers and writers then
+//     refuse it) and removes the conversation's recall index docs;
+//  2. DeleteData, under the same lock: the conversation's data and the
+//     links of its ended subagents;
+//  3. DeleteRecord, under the names lock and the conversation's lock again
+//     (the names lock comes before a conversation's lock, so the caller
+//     lets the latter go in between; the Retiring mark keeps every writer
+//     out meanwhile): its session names, import checkpoints and the
+//     record last.
+//
+// A pass stopped at any point leaves the Retiring record, which the next
+// pass finds (Plan: "interrupted") and finishes.
+
+// Recheck reads conversation c's record in r and returns it when its
+// Updated time is still updated, the one the pass decided on: ErrChanged
+// when it was written to since (an acknowledged ingest), ErrGone when a
+// concurrent pass deleted it.
+func Recheck(r store.Reader, c store.ConvID, updated int64) (store.Conversation, error) {
+	now, err := r.Conversation(c)
 	if errors.Is(err, store.ErrNotFound) {
-		return errConvGone // deleted by a concurrent pass
+		return store.Conversation{}, ErrGone
 	}
 	if err != nil {
-		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
+		return store.Conversation{}, fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
 	if now.Updated != updated {
-		return errConvChanged
+		return store.Conversation{}, ErrChanged
 	}
-	if !now.Retiring {
-		now.Retiring = true
-		if err := p.Update(context.WithoutCancel(ctx), func(tx store.Tx) error { return tx.PutConversation(c, now) }); err != nil {
-			return fmt.Errorf("lossless: retain: %w", err)
-		}
-		s.MarkRetiring()
-	}
-	// The recall index's docs go first: found in the index itself, so that
-	// a pass interrupted midway (Close, a crash) leaves none behind; the
-	// next pass finds the conversation record (deleted last) and the docs
-	// left, whatever store keys are already gone.
-	if err := p.Unindex(ctx, c); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("lossless: retain: %w", err)
-	}
-	// The conversation's data, and the links of its ended subagents, in a
-	// batch (written in parts as it grows).
+	return now, nil
+}
+
+// DeleteData deletes conversation c's data and the links of its ended
+// subagents from st, in batch b (written in parts as it grows; flushed
+// here).
+func DeleteData(ctx context.Context, st store.Store, b store.Batch, c store.ConvID) error {
 	var links []store.SubID
-	if err := p.View(ctx, func(r store.Reader) error {
+	if err := st.View(ctx, func(r store.Reader) error {
 		for l, err := range r.SubagentLinks(c) {
 			if err != nil {
 				return err
@@ -76,44 +63,27 @@ func Delete(ctx context.Context, p Port, c store.ConvID, updated int64) error {
 	}); err != nil {
 		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
-	wb, err := p.Batch(ctx)
-	if err != nil {
-		return err
-	}
-	defer wb.Cancel()
-	if err := wb.DeleteConversationData(c); err != nil {
+	if err := b.DeleteConversationData(c); err != nil {
 		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
 	for _, sub := range links {
-		if err := wb.DeleteSubagentLink(c, sub); err != nil {
+		if err := b.DeleteSubagentLink(c, sub); err != nil {
 			return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 		}
 	}
-	if err := wb.Flush(); err != nil {
+	if err := b.Flush(); err != nil {
 		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
-	// Names, checkpoints and the record go together, under the names
-	// lock: a session resolved meanwhile either finds the conversation
-	// whole or creates it afresh after, never names without a record. The
-	// names lock comes before a conversation's lock (the engine's
-	// resolution takes them in that order), so the conversation's lock is
-	// let go and taken again; meanwhile the Retiring mark keeps every
-	// writer out.
-	s.Unlock()
-	locked = false
-	release, err := p.LockNames(context.WithoutCancel(ctx), now.Agent)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if s, err = p.Lock(context.WithoutCancel(ctx), c); err != nil {
-		return err
-	}
-	locked = true
+	return nil
+}
+
+// DeleteRecord deletes conversation c's session names, its import
+// checkpoints and its record (last) from st, in batch b (flushed here).
+func DeleteRecord(ctx context.Context, st store.Store, b store.Batch, c store.ConvID) error {
 	var names []store.Name
 	var files []store.CheckpointRecord
 	id := c.String()
-	err = p.View(ctx, func(r store.Reader) error {
+	err := st.View(ctx, func(r store.Reader) error {
 		for n, err := range r.Names() {
 			if err != nil {
 				return err
@@ -135,33 +105,27 @@ func Delete(ctx context.Context, p Port, c store.ConvID, updated int64) error {
 	if err != nil {
 		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
-	last, err := p.Batch(ctx)
-	if err != nil {
-		return err
-	}
-	defer last.Cancel()
 	for _, n := range names {
-		if err := last.DeleteName(n); err != nil {
+		if err := b.DeleteName(n); err != nil {
 			return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 		}
 	}
 	for _, cp := range files {
 		var err error
 		if cp.Host != nil {
-			err = last.DeleteHostCheckpoint(cp.Agent, cp.HostConv)
+			err = b.DeleteHostCheckpoint(cp.Agent, cp.HostConv)
 		} else {
-			err = last.DeleteFileCheckpoint(cp.Agent, cp.Path)
+			err = b.DeleteFileCheckpoint(cp.Agent, cp.Path)
 		}
 		if err != nil {
 			return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 		}
 	}
-	if err := last.DeleteConversation(c); err != nil {
+	if err := b.DeleteConversation(c); err != nil {
 		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
-	if err := last.Flush(); err != nil {
+	if err := b.Flush(); err != nil {
 		return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 	}
-	s.Forget(now)
 	return nil
 }

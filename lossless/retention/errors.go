@@ -2,9 +2,10 @@ package retention
 
 import "errors"
 
-// errConvChanged reports a conversation written to after retention decided
-// to delete it.
-var errConvChanged = errors.New("lossless: conversation changed since the retention decision")
+// ErrChanged reports a conversation written to after the pass decided to
+// delete it: the pass keeps it (Recheck).
+var ErrChanged = errors.New("lossless: conversation changed since the retention decision")
 
-// errConvGone reports a conversation a concurrent pass deleted first.
-var errConvGone = errors.New("lossless: conversation already deleted")
+// ErrGone reports a conversation a concurrent pass deleted first
+// (Recheck).
+var ErrGone = errors.New("lossless: conversation already deleted")

@@ -7,87 +7,96 @@ import (
 	"time"
 )
 
-// Loop is the open engine's periodic retention pass (Start; Stop).
+// Loop paces the open engine's periodic retention pass, which the engine
+// runs in its own goroutine:
+//
+//	l := NewLoop(first, every, once)
+//	go func() {
+//		defer l.Exit()
+//		for l.Next() {
+//			res, err := pass(l.Context())
+//			l.Report(res, err)
+//		}
+//	}()
+//
+// and stops with Stop (Close).
 type Loop struct {
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	first, every time.Duration
+	once         bool
+	runs         int
+	ctx          context.Context
+	cancel       context.CancelFunc
+	stop         chan struct{}
+	done         chan struct{}
+	stopOnce     sync.Once
+	tm           *time.Timer
 }
 
-// Timing times the periodic pass.
-type Timing struct {
-	// First is the delay of the first pass after Start.
-	First time.Duration
-	// Unit is the unit of Limits.IntervalMinutes (a minute; tests
-	// shorten it).
-	Unit time.Duration
-	// DefaultIntervalMinutes is the interval when Limits.IntervalMinutes
-	// is 0.
-	DefaultIntervalMinutes int
+// NewLoop returns a Loop whose first pass comes first after Next is first
+// called, then one every every; with once, the first pass is the only
+// one.
+func NewLoop(first, every time.Duration, once bool) *Loop {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Loop{first: first, every: every, once: once, ctx: ctx, cancel: cancel,
+		stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// Start starts the periodic retention pass when a limit is set and the
-// pass is not turned off (Limits.IntervalMinutes -1). Otherwise, when a
-// stopped pass left a conversation partly deleted (Retiring), one pass
-// t.First after Start finishes that deletion and nothing else; nil when
-// there is nothing to run.
-func Start(p Port, t Timing) *Loop {
-	r := p.Limits()
-	interruptedOnly := (r.MaxAgeDays <= 0 && r.MaxBytesPerAgent <= 0) || r.IntervalMinutes < 0
-	if interruptedOnly {
-		retiring, err := AnyRetiring(context.Background(), p)
-		if err != nil {
-			// Cannot tell: the pass runs and finds out (it reports what it
-			// cannot read).
-			slog.Warn("lossless: retention: could not list conversations", "err", err)
-		} else if !retiring {
-			return nil
-		}
+// Context is the passes' context, ended by Stop.
+func (l *Loop) Context() context.Context { return l.ctx }
+
+// Next waits for the next pass's time and reports whether to run it:
+// false once the loop is stopped, or after the only pass of a once loop.
+func (l *Loop) Next() bool {
+	if l.once && l.runs > 0 {
+		return false
 	}
-	every := time.Duration(r.IntervalMinutes) * t.Unit
-	if r.IntervalMinutes == 0 {
-		every = time.Duration(t.DefaultIntervalMinutes) * t.Unit
+	d := l.every
+	if l.runs == 0 {
+		d = l.first
 	}
-	l := &Loop{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(l.done)
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() {
-			<-l.stop
-			cancel()
-		}()
-		tm := time.NewTimer(t.First)
-		defer tm.Stop()
-		for {
-			select {
-			case <-l.stop:
-				return
-			case <-tm.C:
-			}
-			res, err := Retain(ctx, p, time.Time{}, Options{InterruptedOnly: interruptedOnly})
-			switch {
-			case err != nil && ctx.Err() == nil:
-				slog.Warn("lossless: retention pass failed", "err", err)
-			case len(res.Deleted) > 0:
-				slog.Info("lossless: retention deleted conversations", "conversations", len(res.Deleted),
-					"messages", res.Messages, "bytes", res.Bytes)
-			}
-			if interruptedOnly {
-				return
-			}
-			tm.Reset(every)
-		}
-	}()
-	return l
+	l.runs++
+	if l.tm == nil {
+		l.tm = time.NewTimer(d)
+	} else {
+		l.tm.Reset(d)
+	}
+	select {
+	case <-l.stop:
+		return false
+	case <-l.tm.C:
+		return true
+	}
 }
 
-// Stop stops the periodic pass and waits for a pass in progress
-// (cancelled) to end. A nil Loop (nothing started) is stopped already.
+// Report logs a pass's outcome: its error unless the loop was stopped,
+// else what it deleted, if anything.
+func (l *Loop) Report(res Result, err error) {
+	switch {
+	case err != nil && l.ctx.Err() == nil:
+		slog.Warn("lossless: retention pass failed", "err", err)
+	case len(res.Deleted) > 0:
+		slog.Info("lossless: retention deleted conversations", "conversations", len(res.Deleted),
+			"messages", res.Messages, "bytes", res.Bytes)
+	}
+}
+
+// Exit ends the loop's goroutine: Stop returns after it.
+func (l *Loop) Exit() {
+	if l.tm != nil {
+		l.tm.Stop()
+	}
+	close(l.done)
+}
+
+// Stop stops the loop, cancels a pass in progress and waits for its
+// goroutine to Exit. A nil Loop (nothing started) is stopped already.
 func (l *Loop) Stop() {
 	if l == nil {
 		return
 	}
-	l.once.Do(func() { close(l.stop) })
+	l.stopOnce.Do(func() {
+		close(l.stop)
+		l.cancel()
+	})
 	<-l.done
 }

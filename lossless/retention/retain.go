@@ -1,7 +1,6 @@
 package retention
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -46,8 +45,29 @@ type Options struct {
 // small number) ages the conversation by its last write instead.
 const plausibleSince = 946_684_800_000
 
-// Retain runs one pass at now (time.Now() when zero) with p's limits
-// (both off by default), deleting:
+// Candidate is a conversation a pass deletes, with its record as the pass
+// read it and the reason.
+type Candidate struct {
+	ID  store.ConvID
+	Rec store.Conversation
+	// Reason is DeletedConversation.Reason.
+	Reason string
+}
+
+// Add counts candidate c, deleted (or, in a dry run, to be deleted), in
+// r.
+func (r *Result) Add(c Candidate) {
+	session := c.Rec.Key
+	if session == "" && len(c.Rec.SessionIDs) > 0 {
+		session = c.Rec.SessionIDs[len(c.Rec.SessionIDs)-1]
+	}
+	r.Deleted = append(r.Deleted, DeletedConversation{Agent: c.Rec.Agent, ID: c.ID.String(), Session: session, Reason: c.Reason})
+	r.Messages += c.Rec.Messages
+	r.Bytes += c.Rec.Bytes
+}
+
+// Plan reads r and returns the conversations a pass at now with limits
+// deletes, in the order it deletes them:
 //   - age: conversations whose last message is older than
 //     Limits.MaxAgeDays, by the message's own timestamp (an imported
 //     history ages from when it took place, not from its import); by the
@@ -61,102 +81,69 @@ const plausibleSince = 946_684_800_000
 //   - interrupted: conversations a stopped pass began to delete
 //     (Retiring), whatever the limits.
 //
-// Deleting a conversation (Delete) removes its messages, items, summaries,
-// session mappings and import checkpoints, in batches, under the
-// conversation's lock; a crash midway leaves a conversation that the next
-// pass finishes deleting.
-func Retain(ctx context.Context, p Port, now time.Time, o Options) (Result, error) {
-	done, err := p.Enter()
-	if err != nil {
-		return Result{}, err
-	}
-	defer done()
-	if now.IsZero() {
-		now = time.Now()
-	}
+// With Options.InterruptedOnly, only the last. Options.DryRun changes
+// nothing here: Plan never writes. Deleting a candidate is the caller's
+// (Recheck, DeleteData, DeleteRecord, under the conversation's locks); a
+// candidate the caller finds changed since (ErrChanged) or gone (ErrGone)
+// is skipped, and the size limit counts it deleted all the same.
+func Plan(r store.Reader, limits Limits, now time.Time, o Options) ([]Candidate, error) {
 	type conv struct {
 		id  store.ConvID
 		rec store.Conversation
-		// last is the time of the last message (messageTimes), else
-		// rec.Updated.
+		// last is the time of the last message (records.MessageTimes),
+		// else rec.Updated.
 		last int64
 	}
 	var convs []conv
 	mapped := map[store.ConvID]bool{}
-	err = p.View(ctx, func(r store.Reader) error {
-		for cr, err := range r.Conversations() {
-			if err != nil {
-				if errors.Is(err, store.ErrCorrupt) {
-					return fmt.Errorf("%w: conversation: %w", records.ErrBadRecord, err)
-				}
-				return records.FromStore(err)
+	for cr, err := range r.Conversations() {
+		if err != nil {
+			if errors.Is(err, store.ErrCorrupt) {
+				return nil, fmt.Errorf("%w: conversation: %w", records.ErrBadRecord, err)
 			}
-			c := conv{id: cr.ID, rec: cr.Conversation}
-			_, last, err := p.MessageTimes(r, c.id, c.rec)
-			if err != nil {
-				return err
-			}
-			c.last = last
-			if c.last < plausibleSince || c.last > c.rec.Updated+24*3600*1000 {
-				// No timestamp, or one no message of this store can have
-				// (seconds taken for milliseconds, a clock far ahead).
-				c.last = c.rec.Updated
-			}
-			convs = append(convs, c)
+			return nil, records.FromStore(err)
 		}
-		// A name that does not decode fails the pass: skipping it could
-		// take its conversation for an orphan.
-		for n, err := range r.Names() {
-			if err != nil {
-				return fmt.Errorf("lossless: retain: %w", records.FromStore(err))
-			}
-			mapped[n.Conv] = true
+		c := conv{id: cr.ID, rec: cr.Conversation}
+		_, last, err := records.MessageTimes(r, c.id, c.rec)
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return Result{}, err
+		c.last = last
+		if c.last < plausibleSince || c.last > c.rec.Updated+24*3600*1000 {
+			// No timestamp, or one no message of this store can have
+			// (seconds taken for milliseconds, a clock far ahead).
+			c.last = c.rec.Updated
+		}
+		convs = append(convs, c)
 	}
-	var res Result
-	del := func(c conv, reason string) error {
-		if !o.DryRun {
-			p.BeforeDelete()
-			if err := Delete(ctx, p, c.id, c.rec.Updated); err != nil {
-				if errors.Is(err, errConvChanged) || errors.Is(err, errConvGone) {
-					return nil // written to since the decision, or deleted by another pass
-				}
-				return err
-			}
+	// A name that does not decode fails the pass: skipping it could take
+	// its conversation for an orphan.
+	for n, err := range r.Names() {
+		if err != nil {
+			return nil, fmt.Errorf("lossless: retain: %w", records.FromStore(err))
 		}
-		session := c.rec.Key
-		if session == "" && len(c.rec.SessionIDs) > 0 {
-			session = c.rec.SessionIDs[len(c.rec.SessionIDs)-1]
-		}
-		res.Deleted = append(res.Deleted, DeletedConversation{Agent: c.rec.Agent, ID: c.id.String(), Session: session, Reason: reason})
-		res.Messages += c.rec.Messages
-		res.Bytes += c.rec.Bytes
-		return nil
+		mapped[n.Conv] = true
 	}
-	limits := p.Limits()
+	var plan []Candidate
+	del := func(c conv, reason string) {
+		plan = append(plan, Candidate{ID: c.id, Rec: c.rec, Reason: reason})
+	}
 	nowMs := now.UnixMilli()
 	maxAge := int64(limits.MaxAgeDays) * 24 * 3600 * 1000
 	var kept []conv
 	for _, c := range convs {
 		switch {
 		case c.rec.Retiring:
-			err = del(c, "interrupted") // a pass stopped midway: finish it
+			del(c, "interrupted") // a pass stopped midway: finish it
 		case o.InterruptedOnly:
 		case !mapped[c.id]:
-			err = del(c, "orphan")
+			del(c, "orphan")
 		case c.rec.Messages == 0 && nowMs-c.rec.Created > 24*3600*1000:
-			err = del(c, "orphan")
+			del(c, "orphan")
 		case maxAge > 0 && nowMs-c.last > maxAge:
-			err = del(c, "age")
+			del(c, "age")
 		default:
 			kept = append(kept, c)
-		}
-		if err != nil {
-			return res, err
 		}
 	}
 	if limit := limits.MaxBytesPerAgent; limit > 0 && !o.InterruptedOnly {
@@ -178,31 +165,10 @@ func Retain(ctx context.Context, p Port, now time.Time, o Options) (Result, erro
 			sort.Slice(cs, func(i, j int) bool { return cs[i].last < cs[j].last })
 			// Never delete the agent's most recent conversation.
 			for i := 0; total > limit && i < len(cs)-1; i++ {
-				if err := del(cs[i], "size"); err != nil {
-					return res, err
-				}
+				del(cs[i], "size")
 				total -= cs[i].rec.Bytes
 			}
 		}
 	}
-	return res, nil
-}
-
-// AnyRetiring reports whether a conversation is marked Retiring (a stopped
-// retention pass left it partly deleted).
-func AnyRetiring(ctx context.Context, p Port) (bool, error) {
-	found := false
-	err := p.View(ctx, func(r store.Reader) error {
-		for cr, err := range r.Conversations() {
-			if err != nil {
-				return err
-			}
-			if cr.Retiring {
-				found = true
-				break
-			}
-		}
-		return nil
-	})
-	return found, err
+	return plan, nil
 }

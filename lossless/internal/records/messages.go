@@ -121,3 +121,40 @@ func PlainText(m core.Message) string {
 	}
 	return sb.String()
 }
+
+// MessageTimes returns the timestamps (Unix ms) of the first and the last
+// stored message of c (sequence numbers 1 and rec.Messages), the earlier
+// first; a message without a timestamp counts as the other one, and 0, 0
+// means neither has one.
+func MessageTimes(r store.Reader, c store.ConvID, rec store.Conversation) (first, last int64, err error) {
+	if rec.Messages <= 0 {
+		return 0, 0, nil
+	}
+	at := func(seq uint64) (int64, error) {
+		m, err := r.MessageHeader(c, seq)
+		switch {
+		case err == nil:
+			return m.Timestamp, nil
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrCorrupt):
+			// A missing record, or one that does not decode, has no
+			// time: Check reports it.
+			return 0, nil
+		}
+		return 0, fmt.Errorf("lossless: conversation %s: read message %d: %w", c, seq, err)
+	}
+	if first, err = at(1); err != nil {
+		return 0, 0, err
+	}
+	if last, err = at(uint64(rec.Messages)); err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case first == 0:
+		first = last
+	case last == 0:
+		last = first
+	case last < first:
+		first, last = last, first
+	}
+	return first, last, nil
+}

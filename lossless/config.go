@@ -71,8 +71,13 @@ type engineConfig struct {
 	hooks testHooks
 }
 
-// summarizerConfig is Config.SummarizerConfig.
-func (c engineConfig) summarizerConfig() (summarize.Config, error) { return c.SummarizerConfig() }
+// summarizerConfig is Config.SummarizerConfig with the engine's
+// Config.Spend (nil: the summarizer's own).
+func (c engineConfig) summarizerConfig() (summarize.Config, error) {
+	sc, err := c.SummarizerConfig()
+	sc.Spend = c.Spend
+	return sc, err
+}
 
 // validate reports a configuration that Open refuses: no store named
 // (StoreDir or StoreURL), or one Config.Validate refuses.

@@ -1,0 +1,91 @@
+package lossless
+
+import (
+	"context"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+)
+
+// Inspection: the list of conversations, a session's messages, the
+// store's totals and the doctor's check are lossless/inspect's, over the
+// store; the doors below enter the engine, resolve the session and hand
+// over the store, the format version and the recall index's directory.
+
+// SessionInfo describes one stored conversation (inspect.SessionInfo).
+type SessionInfo = inspect.SessionInfo
+
+// AgentStats are one agent's totals (inspect.AgentStats).
+type AgentStats = inspect.AgentStats
+
+// Stats are the store's totals (inspect.Stats).
+type Stats = inspect.Stats
+
+// CheckProblem is one thing Check found wrong in one conversation
+// (inspect.CheckProblem).
+type CheckProblem = inspect.CheckProblem
+
+// CheckResult is what Check read and found (inspect.CheckResult).
+type CheckResult = inspect.CheckResult
+
+// Sessions lists the stored conversations of agent ("" = all agents),
+// ordered by agent then creation.
+func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, error) {
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return inspect.Sessions(ctx, e.st, agent)
+}
+
+// Messages calls fn with the stored messages of agent's session sessionID
+// in order, bytes exactly as ingested. An error from fn stops and is
+// returned.
+func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(seq uint64, m core.Message) error) error {
+	conv, err := e.Conversation(ctx, agent, sessionID)
+	if err != nil {
+		return err
+	}
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	return inspect.Messages(ctx, e.st, conv.id, sessionID, fn)
+}
+
+// Stats returns per-agent totals and the disk size. It reads the
+// conversation records only.
+func (e *Engine) Stats(ctx context.Context) (Stats, error) {
+	done, err := e.enter()
+	if err != nil {
+		return Stats{}, err
+	}
+	defer done()
+	indexDir := "" // none without a store directory
+	if e.cfg.StoreDir != "" {
+		indexDir = e.indexDir()
+	}
+	return inspect.ReadStats(ctx, e.st, FormatVersion, indexDir)
+}
+
+// Check verifies the store's invariants, reading only (inspect.Check says
+// what it reads): for every conversation, the summary DAG (dag.Check), the
+// records that are not one per message, and with deep every message
+// record as well. It changes nothing: no index rebuild, no retention pass.
+func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
+	done, err := e.enter()
+	if err != nil {
+		return CheckResult{}, err
+	}
+	defer done()
+	return inspect.Check(ctx, e.st, deep)
+}
+
+// missingErr is the error of messages from to to of conversation c (of
+// session sessionID) missing from the store (records.MissingErr).
+func missingErr(c convID, sessionID string, from, to uint64) error {
+	return records.MissingErr(c, sessionID, from, to)
+}
