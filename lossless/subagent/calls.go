@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -51,7 +51,7 @@ func Spawn(ctx context.Context, p Port, sp core.SubagentSpawnParams) (*core.Suba
 	}
 	for _, f := range [...]struct{ field, v string }{{"childSessionKey", sp.ChildSessionKey}, {"childSessionId", sp.ChildSessionID},
 		{"parentSessionKey", sp.ParentSessionKey}, {"parentSessionId", sp.ParentSessionID}} {
-		if err := ingest.CheckName(f.field, f.v); err != nil {
+		if err := records.CheckName(f.field, f.v); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +238,7 @@ func Linked(ctx context.Context, p Port, sessionID, sessionKey string) ([]string
 }
 
 // Holder returns the conversation that holds summary id (or the
-// large-content reference ingest.LargeRefPrefix+"<key>") for a tool call
+// large-content reference records.LargeRefPrefix+"<key>") for a tool call
 // made in conv, when it is not conv itself: a forked child's parent (the
 // child sees the parent's summaries) when conv does not hold it, else an
 // ended child linked to conv. ok is false when none of them does (the
@@ -248,7 +248,7 @@ func Holder(ctx context.Context, p Port, conv store.ConvID, id string) (holder s
 	// has reports whether c holds the record (whole or not: a damaged one
 	// is c's too).
 	has := func(r store.Reader, c store.ConvID) (bool, error) {
-		if key, ok := bytes.CutPrefix([]byte(id), []byte(ingest.LargeRefPrefix)); ok {
+		if key, ok := bytes.CutPrefix([]byte(id), []byte(records.LargeRefPrefix)); ok {
 			b, err := hex.DecodeString(string(key))
 			if err != nil || len(b) != 16 {
 				return false, nil // not a reference any conversation holds
