@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
@@ -15,7 +16,7 @@ import (
 // ErrBadParams is wrapped by the errors of lifecycle calls whose parameters
 // cannot be used (an empty advancement key, an unknown context mode or end
 // reason, ...).
-var ErrBadParams = errors.New("lossless: bad parameters")
+var ErrBadParams = records.ErrBadParams
 
 // ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
 // they cannot use.

@@ -188,10 +188,7 @@ func compactLockName(c convID) string   { return records.CompactLockName(c) }
 func namesLockName(agent string) string { return records.NamesLockName(agent) }
 func importLockName(key string) string  { return records.ImportLockName(key) }
 
-const (
-	subagentsLockName = records.SubagentsLockName
-	metaLockName      = records.MetaLockName
-)
+const metaLockName = records.MetaLockName
 
 // lockShared returns c's state with its write lock held and, when the
 // store is shared by several processes (e.locker), the store's lock of the

@@ -19,7 +19,7 @@ import (
 // cache (subagent.Forks) for its next assemble.
 func forkPrefix(ctx context.Context, port Port, call *Call, budget int, res *core.AssembleResult) error {
 	sp := port.Subagents()
-	sub, rec, ok, err := subagent.Started(ctx, sp, call.Sub, call.Agent, call.Params.SessionID, call.Params.SessionKey)
+	sub, rec, ok, err := sp.Started(ctx, call.Sub, call.Agent, call.Params.SessionID, call.Params.SessionKey)
 	if err != nil || !ok || rec.Mode != core.ContextModeFork || rec.SnapshotItems == 0 {
 		return err
 	}
@@ -33,7 +33,7 @@ func forkPrefix(ctx context.Context, port Port, call *Call, budget int, res *cor
 	}
 	// The messages of the last assembly of this fork, reused (the
 	// snapshot never changes; only the budget's cut moves).
-	cache := sp.Forks().Get(sub)
+	cache := sp.Forks.Get(sub)
 	cache.Mu.Lock()
 	defer cache.Mu.Unlock()
 	if cache.Token != rec.Token {

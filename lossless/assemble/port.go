@@ -54,9 +54,9 @@ type Port interface {
 	Recall(ctx context.Context, call *Call) (res core.AssembleResult, ok bool, err error)
 	// SweepOnce sweeps expired subagent preparations once per engine.
 	SweepOnce(ctx context.Context)
-	// Subagents is the engine as the subagent lifecycle's port (a forked
-	// child's record, its activation and fork cache: the fork prefix).
-	Subagents() subagent.Port
+	// Subagents is the engine's subagent records (a forked child's
+	// record and fork caches).
+	Subagents() subagent.Lifecycle
 }
 
 // Cached is a conversation's cached window: the messages and summaries the
