@@ -6,7 +6,6 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless/inspect"
-	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -62,12 +61,6 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 // message of c (inspect.MessageTimes).
 func messageTimes(r store.Reader, c convID, rec convRecord) (first, last int64, err error) {
 	return inspect.MessageTimes(r, c, rec)
-}
-
-// missingErr is the error of messages from to to of conversation c (of
-// session sessionID) missing from the store (records.MissingErr).
-func missingErr(c convID, sessionID string, from, to uint64) error {
-	return records.MissingErr(c, sessionID, from, to)
 }
 
 // inspectPort is inspect.Port over the engine.

@@ -37,3 +37,17 @@ func CheckName(field, v string) error {
 	}
 	return nil
 }
+
+// AgentOfKey returns <id> of a session key "agent:<id>:...", or ""
+// (lossless.AgentFromSessionKey).
+func AgentOfKey(key string) string {
+	rest, ok := strings.CutPrefix(key, "agent:")
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return ""
+	}
+	return id
+}
