@@ -251,6 +251,21 @@ func TestResolveTx(t *testing.T) {
 	if r, err := f.resolve(t, "other", "s1", "", false); !errors.Is(err, core.ErrUnknownSession) {
 		t.Errorf("another agent's session: %+v, %v", r, err)
 	}
+	// The state an older version could leave: the name mapped, the record
+	// without the session id; resolving it asks for the id to be added.
+	orphan := records.NewConvID("main", "s:old")
+	err = f.st.Update(context.Background(), func(tx store.Tx) error {
+		if err := tx.PutConversation(orphan, store.Conversation{Agent: "main", NextSeq: 1, NextPos: records.PosStep}); err != nil {
+			return err
+		}
+		return tx.PutName(store.Name{Agent: "main", Kind: store.NameSessionID, Value: "old"}, orphan)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := f.resolve(t, "main", "old", "", false); err != nil || r != (Resolution{Conv: orphan, AddID: true}) {
+		t.Errorf("a record without its session id: %+v, %v; want AddID", r, err)
+	}
 }
 
 // TestAddSessionID: a session id is added once, with the key when the
