@@ -219,3 +219,66 @@ func TestGrepCoveredBy(t *testing.T) {
 		t.Fatalf("kind message: %+v %v", hits, err)
 	}
 }
+
+// TestGrepMatching: words match whole in any case and order, a regular
+// expression as written; a bad one is refused; time bounds filter
+// messages (by their timestamp) and summaries (by their latest), recency
+// sorts newest first; kind "summary" gives summary hits only; the limit
+// cuts.
+func TestGrepMatching(t *testing.T) {
+	ctx := context.Background()
+	texts := make([]string, 40)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("message %d about routine things", i+1)
+	}
+	texts[9] = "we saw a zebra near the build server"
+	texts[29] = "the proxy answered error 404 twice"
+	f := newFixture(t, map[string][]string{"s1": texts}, "s1")
+	c := f.conv("s1")
+	err := f.st.Update(ctx, func(tx store.Tx) error {
+		return tx.PutSummary(c, dag.Summary{ID: "sum_1", Kind: dag.KindLeaf, Sources: []dag.Ref{dag.MessageRef(1), dag.MessageRef(2)},
+			Text: "SUMMARYMARK of two routine turns", Earliest: 1, Latest: 2})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := f.grep(ctx, GrepParams{Query: "Zebra build"}, c)
+	if err != nil || len(hits) != 1 || hits[0].Seq != 10 || !strings.Contains(hits[0].Snippet, "zebra near the build") || hits[0].Role != "user" {
+		t.Fatalf("words: %+v %v", hits, err)
+	}
+	if hits, err := f.grep(ctx, GrepParams{Query: "build zebra lion"}, c); err != nil || len(hits) != 0 {
+		t.Fatalf("a word missing: %+v %v", hits, err)
+	}
+	if hits, err := f.grep(ctx, GrepParams{Query: `error \d{3}`, Regex: true}, c); err != nil || len(hits) != 1 || !strings.Contains(hits[0].Snippet, "404") {
+		t.Fatalf("regex: %+v %v", hits, err)
+	}
+	if _, err := f.grep(ctx, GrepParams{Query: `(unclosed`, Regex: true}, c); !errors.Is(err, ErrBadArgs) {
+		t.Fatalf("bad regex: %v", err)
+	}
+	// The zebra (time 10) is outside [20, 35].
+	if hits, err := f.grep(ctx, GrepParams{Query: "zebra", Since: 20, Until: 35}, c); err != nil || len(hits) != 0 {
+		t.Fatalf("time filter let through %+v %v", hits, err)
+	}
+	hits, err = f.grep(ctx, GrepParams{Query: "routine", Since: 20, Until: 35, Sort: SortRecency, Limit: 200, Kind: "message"}, c)
+	if err != nil || len(hits) != 15 {
+		t.Fatalf("routine messages in [20, 35]: %d, %v; want 15", len(hits), err)
+	}
+	for i, h := range hits {
+		if h.Timestamp < 20 || h.Timestamp > 35 || (i > 0 && h.Timestamp > hits[i-1].Timestamp) {
+			t.Fatalf("hit %d at %d out of range or order", i, h.Timestamp)
+		}
+	}
+	hits, err = f.grep(ctx, GrepParams{Query: "summarymark", Kind: "summary"}, c)
+	if err != nil || len(hits) != 1 || hits[0].SummaryID != "sum_1" || hits[0].Kind != "summary" {
+		t.Fatalf("summary hits: %+v %v", hits, err)
+	}
+	if hits, err := f.grep(ctx, GrepParams{Query: "summarymark", Kind: "summary", Since: 3}, c); err != nil || len(hits) != 0 {
+		t.Fatalf("a summary before the bound: %+v %v", hits, err)
+	}
+	if hits, err := f.grep(ctx, GrepParams{Query: "routine", Limit: 3}, c); err != nil || len(hits) != 3 {
+		t.Fatalf("limit: %d hits, %v", len(hits), err)
+	}
+	if hits, err := f.grep(ctx, GrepParams{Query: "routine", Limit: 1000, Kind: "message"}, c); err != nil || len(hits) != 38 {
+		t.Fatalf("limit over the most: %d hits, %v; want all 38", len(hits), err)
+	}
+}
