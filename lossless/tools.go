@@ -118,8 +118,8 @@ func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
 // the agent's conversation holding it): its content, sources and lineage
 // (dag.Describe). A message id is refused: DescribeMessage describes it.
 func (e *Engine) DescribeSummary(ctx context.Context, agentID, sessionID, sessionKey, id string) (dag.Description, error) {
-	if _, _, ok := tools.ParseMessageID(id); ok {
-		return tools.Describe(ctx, tools.Conv{}, id) // refused
+	if err := tools.CheckSummaryID(id); err != nil {
+		return dag.Description{}, err
 	}
 	c, err := e.locate(ctx, agentID, sessionID, sessionKey, id)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 // Lifecycle is the subagent records of one engine's store, with what
 // changing them takes: the store, its free-space guard, the fork caches
 // and the lock of record changes. The engine makes one per call from its
-// own fields; the zero Mu and a nil Locker and Space are usable (tests).
+// own fields; a nil Space or Locker is none (Lock then needs only Mu).
 // The caller of Remove, Snapshot, Prepare, End, Activate and Sweep holds
 // Lock.
 type Lifecycle struct {

@@ -20,10 +20,19 @@ import (
 // which the caller located): its content, sources and lineage
 // (dag.Describe). A message id is refused (DescribeMessage describes it).
 func Describe(ctx context.Context, conv Conv, id string) (dag.Description, error) {
-	if _, _, ok := ParseMessageID(id); ok {
-		return dag.Description{}, fmt.Errorf("%w: %q is a message id, not a summary id", ErrBadArgs, id)
+	if err := CheckSummaryID(id); err != nil {
+		return dag.Description{}, err
 	}
 	return dag.Describe(ctx, conv, id)
+}
+
+// CheckSummaryID refuses a message id where a summary id is wanted (an
+// error wrapping ErrBadArgs).
+func CheckSummaryID(id string) error {
+	if _, _, ok := ParseMessageID(id); ok {
+		return fmt.Errorf("%w: %q is a message id, not a summary id", ErrBadArgs, id)
+	}
+	return nil
 }
 
 // Holds reports whether conversation c of st holds summary id (a record
