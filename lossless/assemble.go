@@ -181,12 +181,12 @@ func (e *Engine) afterAssemble(ctx context.Context, call *assembleCall, res *cor
 // (subagent.Started). The parsed parent messages are kept in the fork's
 // cache (subagent.Forks) for its next assemble.
 func (e *Engine) forkPrefix(ctx context.Context, call *assembleCall, budget int, res *core.AssembleResult) error {
-	sp := subagentPort{e}
+	sp := e.subagentLifecycle()
 	var l subagent.Lookup
 	if call.SubRead {
 		l = subagent.Found(call.Agent, call.Params.SessionKey, call.SubGot)
 	}
-	sub, rec, ok, err := subagent.Started(ctx, sp, l, call.Agent, call.Params.SessionID, call.Params.SessionKey)
+	sub, rec, ok, err := sp.Started(ctx, l, call.Agent, call.Params.SessionID, call.Params.SessionKey)
 	if err != nil || !ok || rec.Mode != core.ContextModeFork || rec.SnapshotItems == 0 {
 		return err
 	}
@@ -200,7 +200,7 @@ func (e *Engine) forkPrefix(ctx context.Context, call *assembleCall, budget int,
 	}
 	// The messages of the last assembly of this fork, reused (the
 	// snapshot never changes; only the budget's cut moves).
-	cache := sp.Forks().Get(sub)
+	cache := sp.Forks.Get(sub)
 	cache.Mu.Lock()
 	defer cache.Mu.Unlock()
 	if cache.Token != rec.Token {

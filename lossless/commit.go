@@ -56,13 +56,63 @@ func (e *Engine) CommitTurn(ctx context.Context, p core.CommitTurnParams) (core.
 		sessionKey = p.Admission.SessionKey
 	}
 	agent, sessionID, sessionKey := e.sessionIdentity(explicit, sessionID, sessionKey, p.SessionTarget)
-	res, t, err := ingest.CommitTurn(ctx, ingestPort{e}, agent, sessionID, sessionKey, p)
-	if err == nil && t.Stored > 0 {
+	res, c, recAgent, stored, err := e.commitTurn(ctx, agent, sessionID, sessionKey, p)
+	if err == nil && stored > 0 {
 		// The compaction decision, off the request path: OpenClaw's turns
 		// arrive here (it never calls afterTurn on its durable path).
-		e.startCompaction(&Conversation{e: e, id: t.Conv, Agent: t.Agent}, e.turnBudget(agent, sessionID, sessionKey, p.RuntimeContext))
+		e.startCompaction(&Conversation{e: e, id: c, Agent: recAgent}, e.turnBudget(agent, sessionID, sessionKey, p.RuntimeContext))
 	}
 	return res, err
+}
+
+// commitTurn commits turn p of agent's session (sessionID, sessionKey:
+// resolved from p and its admission anchor) durably: the messages
+// validated, the conversation resolved (a turn without messages makes
+// none), the messages prepared, then under the conversation's lock
+// ingest.CommitLocked, run again on a conflict (ingest.Retry); the
+// messages stored go to the recall index. It returns the conversation, its
+// record's agent and how many messages it stored.
+func (e *Engine) commitTurn(ctx context.Context, agent, sessionID, sessionKey string, p core.CommitTurnParams) (core.CommitTurnResult, convID, string, int, error) {
+	if err := ingest.ValidateAll(p.Messages, e.cfg.MaxMessageBytes); err != nil {
+		return core.CommitTurnResult{}, convID{}, "", 0, err
+	}
+	// A turn without messages makes no conversation (a run that never
+	// receives a message leaves no record); for a stored one its key is
+	// recorded as for any turn.
+	c, err := e.resolve(ctx, agent, sessionID, sessionKey, len(p.Messages) > 0)
+	if len(p.Messages) == 0 && errors.Is(err, core.ErrUnknownSession) {
+		return core.CommitTurnResult{Status: core.CommitCommitted}, convID{}, "", 0, nil
+	}
+	if err != nil {
+		return core.CommitTurnResult{}, convID{}, "", 0, err
+	}
+	ps, err := e.prepare(ctx, p.Messages, p.IsHeartbeat)
+	if err != nil {
+		return core.CommitTurnResult{}, convID{}, "", 0, err
+	}
+	if err := e.checkSpace(); err != nil {
+		return core.CommitTurnResult{}, convID{}, "", 0, fmt.Errorf("lossless: commit turn: %w", err)
+	}
+	// Another process's write to the conversation between this one's read
+	// and its commit is retried (nothing of the attempt was written).
+	var fresh []*pending
+	var recAgent string
+	res, err := ingest.Retry(ctx, func() (core.CommitTurnResult, error) {
+		s, err := e.lockConv(ctx, c)
+		if err != nil {
+			return core.CommitTurnResult{}, err
+		}
+		defer s.unlock()
+		recAgent = s.rec.Agent
+		var res core.CommitTurnResult
+		res, fresh, err = ingest.CommitLocked(ctx, e.st, c, &s.rec, e.locker != nil, p, ps)
+		return res, err
+	})
+	if err != nil || res.Status == core.CommitDuplicate {
+		return res, convID{}, "", 0, err
+	}
+	e.indexMessages(c, recAgent, fresh) // recall.go
+	return res, c, recAgent, len(fresh), nil
 }
 
 // TurnCommitted reports whether advancementKey is recorded as committed in

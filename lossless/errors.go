@@ -16,7 +16,7 @@ import (
 // ErrBadParams is wrapped by the errors of lifecycle calls whose parameters
 // cannot be used (an empty advancement key, an unknown context mode or end
 // reason, ...).
-var ErrBadParams = errors.New("lossless: bad parameters")
+var ErrBadParams = records.ErrBadParams
 
 // ErrBadToolArgs is wrapped by the errors of tool handlers given arguments
 // they cannot use.

@@ -5,7 +5,6 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/inspect"
-	"github.com/lossless-engine/contextengine/lossless/internal/records"
 )
 
 // Inspection: the list of conversations, a session's messages, the
@@ -84,8 +83,3 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 	return inspect.Check(ctx, e.st, deep)
 }
 
-// missingErr is the error of messages from to to of conversation c (of
-// session sessionID) missing from the store (records.MissingErr).
-func missingErr(c convID, sessionID string, from, to uint64) error {
-	return records.MissingErr(c, sessionID, from, to)
-}

@@ -301,6 +301,14 @@ func testSharedEngines(t *testing.T, engines []*Engine) {
 // runs it again itself, so the caller sees success, and it stores the
 // message beside the late one, both coming back byte for byte.
 func TestSharedLateCommit(t *testing.T) {
+	for _, commit := range []bool{false, true} {
+		t.Run(map[bool]string{false: "ingest", true: "commit turn"}[commit], func(t *testing.T) { testSharedLateCommit(t, commit) })
+	}
+}
+
+// testSharedLateCommit is TestSharedLateCommit with B's write an Ingest,
+// or a CommitTurn (commit).
+func testSharedLateCommit(t *testing.T, commit bool) {
 	es := openShared(t, 2)
 	a, b := es[0], es[1]
 	ctx := context.Background()
@@ -338,7 +346,15 @@ func TestSharedLateCommit(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if r, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB}); err != nil || !r.Ingested {
+	if commit {
+		r, err := b.CommitTurn(ctx, core.CommitTurnParams{SessionID: "late", AdvancementKey: "k1", Messages: []core.Message{fromB}})
+		if err != nil || r.Status != core.CommitCommitted {
+			t.Fatalf("B's turn commit over the late commit: %+v, %v (a conflict must be retried inside the engine)", r, err)
+		}
+		if ok, seqs, err := b.TurnCommitted(ctx, "late", "", "k1"); err != nil || !ok || len(seqs) != 1 || seqs[0] != 3 {
+			t.Fatalf("the committed turn: %v %v %v; want message 3", ok, seqs, err)
+		}
+	} else if r, err := b.Ingest(ctx, core.IngestParams{SessionID: "late", Message: fromB}); err != nil || !r.Ingested {
 		t.Fatalf("B's ingest over the late commit: %+v, %v (a conflict must be retried inside the engine)", r, err)
 	}
 	if !fired {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/internal/lru"
 	"github.com/lossless-engine/contextengine/lossless/ingest"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
@@ -189,10 +188,7 @@ func compactLockName(c convID) string   { return records.CompactLockName(c) }
 func namesLockName(agent string) string { return records.NamesLockName(agent) }
 func importLockName(key string) string  { return records.ImportLockName(key) }
 
-const (
-	subagentsLockName = records.SubagentsLockName
-	metaLockName      = records.MetaLockName
-)
+const metaLockName = records.MetaLockName
 
 // lockShared returns c's state with its write lock held and, when the
 // store is shared by several processes (e.locker), the store's lock of the
@@ -276,23 +272,6 @@ func (e *Engine) lockConv(ctx context.Context, c convID) (*convState, error) {
 	}
 	return s, nil
 }
-
-// countCache caches token counts by content hash (an LRU bounded in
-// bytes: internal/lru). A miss costs a count, never a wrong one.
-type countCache struct{ c *lru.Cache[msgHash, int] }
-
-// countCacheBytes bounds the count cache: about 60,000 counts.
-const countCacheBytes = 8 << 20
-
-func newCountCache() *countCache {
-	return &countCache{lru.New(countCacheBytes, 16, func(msgHash, int) int {
-		return len(msgHash{}) + 8 + lru.EntryOverhead
-	})}
-}
-
-func (c *countCache) get(h msgHash) (int, bool) { return c.c.Get(h) }
-
-func (c *countCache) put(h msgHash, n int) { c.c.Add(h, n) }
 
 // lockNames takes metaMu, then the agent's names lock in a shared store
 // (resolve's order: metaMu comes before a conversation's lock); the

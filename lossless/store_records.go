@@ -13,10 +13,6 @@ type msgHash = store.Hash
 
 func hashRaw(raw []byte) msgHash { return records.HashRaw(raw) }
 
-// hashMessageRaw is hashRaw for the raw bytes of a parsed message
-// (records.HashMessageRaw).
-func hashMessageRaw(raw []byte) msgHash { return records.HashMessageRaw(raw) }
-
 // Record flags.
 const (
 	flagHeartbeat = store.FlagHeartbeat // the message was delivered with isHeartbeat

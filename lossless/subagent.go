@@ -2,7 +2,10 @@ package lossless
 
 import (
 	"context"
+	"errors"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/subagent"
@@ -10,9 +13,11 @@ import (
 )
 
 // Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents — the
-// engine's doors, thin wrappers of lossless/subagent's calls (Spawn, OnEnded,
-// SweepExpired; its package doc describes the records), reached through
-// subagentPort (port_subagent.go), which holds the engine's lock. The
+// engine's doors: they enter the engine, resolve the call's agent and the
+// parent's conversation (importing its transcript when needed), take the
+// subagent lock and run lossless/subagent's steps over the engine's store
+// (a subagent.Lifecycle made from its fields; the package doc describes
+// the records). The
 // child's own messages are stored under the child's conversation by the
 // ordinary write path. Assemble of a forked child returns its own context
 // after the parent's snapshot (lossless/assemble's fork prefix: the
@@ -65,7 +70,59 @@ type subagents struct {
 // safe to call more than once. Preparing a child again replaces its
 // previous preparation. Nothing of the parent is written.
 func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnParams) (*core.SubagentPreparation, error) {
-	return subagent.Spawn(ctx, subagentPort{e}, p)
+	e.sweepOnce(ctx)
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	mode, err := subagent.CheckSpawn(p)
+	if err != nil {
+		return nil, err
+	}
+	parentAgent := e.agentFor("", p.ParentSessionKey)
+	sub, rec := subagent.NewPreparation(e.agentFor("", p.ChildSessionKey), parentAgent, mode, p, time.Now().UnixMilli())
+	var parent *convID
+	if p.ParentSessionID != "" || p.ParentSessionKey != "" {
+		c, err := e.lookup(ctx, parentAgent, p.ParentSessionID, p.ParentSessionKey)
+		if errors.Is(err, core.ErrUnknownSession) && subagent.ImportsParent(p, mode) {
+			// A parent the engine never saw: import its transcript first.
+			if _, ierr := e.importFile(ctx, parentAgent, p.ParentSessionID, p.ParentSessionKey, p.ParentSessionFile); ierr != nil && !errors.Is(ierr, os.ErrNotExist) {
+				return nil, ierr
+			}
+			c, err = e.lookup(ctx, parentAgent, p.ParentSessionID, p.ParentSessionKey)
+		}
+		switch {
+		case err == nil:
+			parent = &c
+			rec.ParentConv = c.String()
+		case !errors.Is(err, core.ErrUnknownSession):
+			return nil, err
+		}
+	}
+	l := e.subagentLifecycle()
+	unlock, err := l.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := l.Prepare(ctx, sub, rec, parent); err != nil {
+		return nil, err
+	}
+	token := rec.Token
+	return &core.SubagentPreparation{Rollback: func(ctx context.Context) error {
+		done, err := e.enter()
+		if err != nil {
+			return err
+		}
+		defer done()
+		unlock, err := l.Lock(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		return l.Remove(ctx, sub, token)
+	}}, nil
 }
 
 // OnSubagentEnded handles the end of a child run. "deleted" and "swept"
@@ -77,7 +134,22 @@ func (e *Engine) PrepareSubagentSpawn(ctx context.Context, p core.SubagentSpawnP
 // ids, and recall finds it as another conversation of the agent. A child
 // the engine never prepared is not an error.
 func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams) error {
-	return subagent.OnEnded(ctx, subagentPort{e}, p)
+	done, err := e.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := subagent.CheckEnded(p); err != nil {
+		return err
+	}
+	sub := subagent.ID(e.agentFor("", p.ChildSessionKey), p.ChildSessionKey)
+	l := e.subagentLifecycle()
+	unlock, err := l.Lock(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return l.Ended(ctx, sub, p.Reason)
 }
 
 // SweepSubagents removes the preparations whose TTL expired while their
@@ -86,16 +158,83 @@ func (e *Engine) OnSubagentEnded(ctx context.Context, p core.SubagentEndedParams
 // sweeps once after open (first Assemble or subagent call) and whenever it
 // meets an expired preparation.
 func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
-	return subagent.SweepExpired(ctx, subagentPort{e})
+	done, err := e.enter()
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	l := e.subagentLifecycle()
+	unlock, err := l.Lock(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	return l.Sweep(ctx)
 }
 
 // Subagent returns the record of the child with session key childKey.
 func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, bool, error) {
-	return subagent.Info(ctx, subagentPort{e}, childKey)
+	done, err := e.enter()
+	if err != nil {
+		return SubagentInfo{}, false, err
+	}
+	defer done()
+	return e.subagentLifecycle().Info(ctx, e.agentFor("", childKey), childKey)
 }
 
 // LinkedChildren returns the conversation ids (hex) of the ended subagents
 // linked to the session's conversation.
 func (e *Engine) LinkedChildren(ctx context.Context, sessionID, sessionKey string) ([]string, error) {
-	return subagent.Linked(ctx, subagentPort{e}, sessionID, sessionKey)
+	done, err := e.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	c, err := e.lookup(ctx, e.agentFor("", sessionKey), sessionID, sessionKey)
+	if err != nil {
+		return nil, err
+	}
+	kids, err := e.linkedChildren(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, k := range kids {
+		out = append(out, k.String())
+	}
+	return out, nil
+}
+
+// subagentLifecycle is the engine's subagent records: its store, free-space
+// guard, fork caches and subagent lock.
+func (e *Engine) subagentLifecycle() subagent.Lifecycle {
+	return subagent.Lifecycle{St: e.st, Space: e.space, Forks: &e.subagents.forks, Mu: &e.subagents.mu, Locker: e.locker}
+}
+
+// sweepOnce sweeps expired preparations once per engine (engine.go's
+// Open, Assemble and the subagent calls).
+func (e *Engine) sweepOnce(ctx context.Context) {
+	e.subagents.swept.Do(func() { _, _ = e.SweepSubagents(ctx) })
+}
+
+// linkedChildren returns the conversations of the ended children linked to
+// conversation parent (subagent.Lifecycle.Children).
+func (e *Engine) linkedChildren(ctx context.Context, parent convID) ([]convID, error) {
+	return e.subagentLifecycle().Children(ctx, parent)
+}
+
+// convHolding returns the conversation that holds summary id (or the
+// large-content reference "lcm-large:<key>") for a tool call made in conv
+// (subagent.Lifecycle.Holder): conv itself, else a forked child's parent,
+// else an ended child linked to conv. conv when none does; a failed read is
+// returned.
+func (e *Engine) convHolding(ctx context.Context, conv *Conversation, id string) (*Conversation, error) {
+	c, ok, err := e.subagentLifecycle().Holder(ctx, conv.id, id)
+	switch {
+	case err != nil:
+		return nil, err
+	case ok:
+		return &Conversation{e: e, id: c, Agent: conv.Agent}, nil
+	}
+	return conv, nil
 }

@@ -58,6 +58,9 @@ func toolFixture(t *testing.T) *Engine {
 	return e
 }
 
+// TestGrep: the door searches the session's conversation, or every
+// conversation of its agent (scope "agent"), and a hit's seq is the stored
+// message's; the matching itself is lossless/tools' (TestGrepMatching).
 func TestGrep(t *testing.T) {
 	e := toolFixture(t)
 	ctx := context.Background()
@@ -75,34 +78,14 @@ func TestGrep(t *testing.T) {
 	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "zebra", Scope: ScopeAgent}); len(hits) != 2 {
 		t.Fatalf("agent scope: %+v", hits)
 	}
-	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: `error \d{3}`, Regex: true}); len(hits) != 1 || !strings.Contains(hits[0].Snippet, "404") {
-		t.Fatalf("regex: %+v", hits)
-	}
-	if _, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: `(unclosed`, Regex: true}); !errors.Is(err, ErrBadToolArgs) {
-		t.Fatalf("bad regex: %v", err)
-	}
 	if _, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "x", Scope: "galaxy"}); !errors.Is(err, ErrBadToolArgs) {
 		t.Fatalf("bad scope: %v", err)
 	}
-	// Time filters: the zebra (minute 10) is outside [minute 20, minute 40].
-	from, to := int64(1_700_000_000_000+20*60_000), int64(1_700_000_000_000+40*60_000)
-	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "zebra", Since: from, Until: to}); len(hits) != 0 {
-		t.Fatalf("time filter let through %+v", hits)
-	}
-	hits, _ = e.Grep(ctx, GrepParams{SessionID: "s1", Query: "routine", Since: from, Until: to, Sort: SortRecency, Limit: 200, Kind: "message"})
-	if len(hits) == 0 {
-		t.Fatal("no routine messages in the window")
-	}
-	for i, h := range hits {
-		if h.Timestamp < from || h.Timestamp > to || (i > 0 && h.Timestamp > hits[i-1].Timestamp) {
-			t.Fatalf("hit %d at %d out of range or order", i, h.Timestamp)
-		}
+	if _, err := e.Grep(ctx, GrepParams{SessionID: "nope", Query: "zebra"}); !errors.Is(err, core.ErrUnknownSession) {
+		t.Fatalf("unknown session: %v", err)
 	}
 	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "summarymark", Kind: "summary"}); len(hits) == 0 || hits[0].SummaryID == "" {
 		t.Fatalf("summary hits: %+v", hits)
-	}
-	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "routine", Limit: 3}); len(hits) != 3 {
-		t.Fatalf("limit: %d hits", len(hits))
 	}
 }
 

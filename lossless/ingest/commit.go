@@ -41,85 +41,40 @@ func DeclareLifecycle(info *core.Info) {
 	}
 }
 
-// Committed is what a turn commit stored: in conversation Conv of Agent,
-// Stored new messages (0 for a duplicate or a turn of stored messages
-// only).
-type Committed struct {
-	Conv   store.ConvID
-	Agent  string
-	Stored int
-}
-
-// CommitTurn commits turn p of agent's session (sessionID, sessionKey:
-// resolved by the caller from p and its admission anchor) durably: the
-// messages of p not already stored and the advancement key are written in
-// one store transaction, run again on a conflict; a key already recorded
-// stores nothing and returns status "duplicate". A turn without messages
-// makes no conversation. The caller checks the advancement key is not
-// empty.
-func CommitTurn(ctx context.Context, pt Port, agent, sessionID, sessionKey string, p core.CommitTurnParams) (core.CommitTurnResult, Committed, error) {
-	if err := ValidateAll(p.Messages, pt.Limits().MaxMessageBytes); err != nil {
-		return core.CommitTurnResult{}, Committed{}, err
-	}
-	// A turn without messages makes no conversation (a run that never
-	// receives a message leaves no record); for a stored one its key is
-	// recorded as for any turn.
-	c, err := Resolve(ctx, pt, agent, sessionID, sessionKey, len(p.Messages) > 0)
-	if len(p.Messages) == 0 && errors.Is(err, core.ErrUnknownSession) {
-		return core.CommitTurnResult{Status: core.CommitCommitted}, Committed{}, nil
-	}
-	if err != nil {
-		return core.CommitTurnResult{}, Committed{}, err
-	}
-	ps, err := Prepare(ctx, pt, p.Messages, p.IsHeartbeat)
-	if err != nil {
-		return core.CommitTurnResult{}, Committed{}, err
-	}
-	if err := pt.CheckSpace(); err != nil {
-		return core.CommitTurnResult{}, Committed{}, fmt.Errorf("lossless: commit turn: %w", err)
-	}
-	// Another process's write to the conversation between this one's read
-	// and its commit is retried (nothing of the attempt was written).
+// CommitLocked is one attempt of the commit of turn p to conversation c
+// (CommitTurn's door resolves c, prepares the messages ps, checks the
+// free space, takes c's lock and runs it again on a conflict: Retry): the
+// messages of ps not already stored and the advancement key are written
+// in one store transaction, based on c's record *recp (advanced when the
+// commit writes; shared as for CheckBase). A key already recorded stores
+// nothing and returns status "duplicate". It returns the messages it
+// stored, for the recall index.
+func CommitLocked(ctx context.Context, st store.Store, c store.ConvID, recp *store.Conversation, shared bool, p core.CommitTurnParams, ps []Pending) (core.CommitTurnResult, []*Pending, error) {
+	rec := *recp
 	var fresh []*Pending
-	var rec store.Conversation
-	res, err := Retry(ctx, func() (core.CommitTurnResult, error) {
-		recp, unlock, err := pt.LockConv(ctx, c)
-		if err != nil {
-			return core.CommitTurnResult{}, err
-		}
-		defer unlock()
-		rec = *recp
-		fresh = fresh[:0]
-		dup := false
-		// fnErr is the error fn returned (already explained); any other
-		// error of the Update is its own (the commit, the context, a full
-		// disk).
-		var fnErr error
-		err = pt.Store().Update(ctx, func(tx store.Tx) error {
-			if fnErr = pt.CheckBase(tx, c, rec); fnErr != nil {
-				return fnErr
-			}
-			fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
+	dup := false
+	// fnErr is the error fn returned (already explained); any other
+	// error of the Update is its own (the commit, the context, a full
+	// disk).
+	var fnErr error
+	err := st.Update(ctx, func(tx store.Tx) error {
+		rec, fresh, dup = *recp, fresh[:0], false
+		if fnErr = CheckBase(tx, c, rec, shared); fnErr != nil {
 			return fnErr
-		})
-		switch {
-		case err != nil && err == fnErr:
-			return core.CommitTurnResult{}, err
-		case err != nil:
-			return core.CommitTurnResult{}, commitErr(err)
-		case dup:
-			return core.CommitTurnResult{Status: core.CommitDuplicate}, nil
 		}
-		*recp = rec
-		return core.CommitTurnResult{Status: core.CommitCommitted}, nil
+		fnErr = commitTurnTx(tx, c, &rec, p, ps, &fresh, &dup)
+		return fnErr
 	})
-	if err != nil || res.Status == core.CommitDuplicate {
-		return res, Committed{}, err
+	switch {
+	case err != nil && err == fnErr:
+		return core.CommitTurnResult{}, nil, err
+	case err != nil:
+		return core.CommitTurnResult{}, nil, commitErr(err)
+	case dup:
+		return core.CommitTurnResult{Status: core.CommitDuplicate}, nil, nil
 	}
-	if len(fresh) > 0 {
-		pt.IndexMessages(c, rec.Agent, fresh) // recall index
-	}
-	return core.CommitTurnResult{Status: core.CommitCommitted}, Committed{Conv: c, Agent: rec.Agent, Stored: len(fresh)}, nil
+	*recp = rec
+	return core.CommitTurnResult{Status: core.CommitCommitted}, fresh, nil
 }
 
 // commitTurnTx writes, in tx, the turn's messages not stored yet (into

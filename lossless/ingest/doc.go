@@ -7,13 +7,18 @@
 // advancement key atomically (the committed-turn records), and runs a
 // write again when another process's write made it conflict.
 //
-// It never imports package lossless: what it needs of the engine (the
-// store, the free-space guard, the conversation locks and records, the
-// token counter and its cache, the resolution cache, the recall index) is
-// its Port, which lossless implements over its *Engine (ingestPort in
-// lossless/port_ingest.go). The engine keeps the calls' doors (Ingest,
-// IngestBatch, AfterTurn, CommitTurn, TurnCommitted: entering the engine,
-// the call's agent, the compaction after a turn).
+// It never imports package lossless and never calls back into it: its
+// functions take concrete values — the store (store.Store, or a store.Tx
+// for the steps that run inside the caller's transaction), a
+// conversation's id and its record (read under the caller's lock and
+// advanced as the writes commit), whether the store is shared by several
+// processes, and a Preparer (the token counter, a TokenCache this package
+// owns, the large-content threshold). The engine keeps the doors
+// (Ingest, IngestBatch, AfterTurn, CommitTurn, TurnCommitted in
+// lossless/ingest.go and commit.go): entering the engine, the call's
+// agent, its resolution cache, the agent's names lock, the conversation's
+// lock, the free-space guard, the recall index fed with what StoreMessages
+// and CommitLocked return, the compaction after a turn.
 //
 // A message is stored in one transaction with its key index, its context
 // item and, for large content, its reference message:

@@ -11,16 +11,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // LargeRefPrefix starts the id of stored large content in reference
-// messages: "lcm-large:" + the hex message key. The full message is
-// retrievable with lossless's Engine.MessageByKey.
-const LargeRefPrefix = "lcm-large:"
+// messages: "lcm-large:" + the hex message key (records.LargeRefPrefix).
+const LargeRefPrefix = records.LargeRefPrefix
 
 // LargeReference builds the message that stands for a large message m of
-// key h (its Port.Hash) in the active context: the same role (and
+// key h (records.HashMessageRaw) in the active context: the same role (and
 // toolCallId/toolName for a tool result, the tool calls' ids and names for
 // an assistant message, so pairs stay intact), with one text block holding
 // a short deterministic description of the content. The same message

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/lru"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -15,7 +17,7 @@ import (
 type Pending struct {
 	// Msg is the message.
 	Msg core.Message
-	// Hash is its key: the hash of its bytes (Port.Hash).
+	// Hash is its key: the hash of its bytes (records.HashMessageRaw).
 	Hash store.Hash
 	// Tokens is its token count.
 	Tokens int
@@ -36,9 +38,51 @@ type Pending struct {
 	Seq uint64
 }
 
+// Preparer is what preparing a message takes: the engine's token
+// counter, its cache of counts and the size from which content is large.
+type Preparer struct {
+	// Counter counts a message's tokens.
+	Counter core.TokenCounter
+	// Counts caches counts by message key; nil caches nothing.
+	Counts *TokenCache
+	// LargeContentTokens: a message over it is represented in the context
+	// by a reference message (store.FlagLarge).
+	LargeContentTokens int
+}
+
+// TokenCache caches token counts by message key (an LRU bounded in bytes:
+// internal/lru). A miss costs a count, never a wrong one. It is safe for
+// concurrent use.
+type TokenCache struct{ c *lru.Cache[store.Hash, int] }
+
+// tokenCacheBytes bounds the count cache: about 60,000 counts.
+const tokenCacheBytes = 8 << 20
+
+// NewTokenCache returns an empty count cache.
+func NewTokenCache() *TokenCache {
+	return &TokenCache{lru.New(tokenCacheBytes, 16, func(store.Hash, int) int {
+		return len(store.Hash{}) + 8 + lru.EntryOverhead
+	})}
+}
+
+// Get returns the count cached for the message of key h, if any.
+func (c *TokenCache) Get(h store.Hash) (int, bool) {
+	if c == nil {
+		return 0, false
+	}
+	return c.c.Get(h)
+}
+
+// Put caches n as the count of the message of key h.
+func (c *TokenCache) Put(h store.Hash, n int) {
+	if c != nil {
+		c.c.Add(h, n)
+	}
+}
+
 // Prepare hashes and counts msgs in parallel across cores (token counting
-// is the costly part of ingest), using the port's count cache for repeats.
-func Prepare(ctx context.Context, p Port, msgs []core.Message, heartbeat bool) ([]Pending, error) {
+// is the costly part of ingest), using p's count cache for repeats.
+func Prepare(ctx context.Context, p Preparer, msgs []core.Message, heartbeat bool) ([]Pending, error) {
 	out := make([]Pending, len(msgs))
 	var flags byte
 	if heartbeat {
@@ -60,28 +104,28 @@ func Prepare(ctx context.Context, p Port, msgs []core.Message, heartbeat bool) (
 // of Prepare and of the import pipeline's workers), with a cheaper hash of
 // JSON that is already compact; flags already set on pp are kept. When
 // ctx is done it may leave pp incomplete.
-func PrepareOne(ctx context.Context, p Port, pp *Pending, m core.Message) {
+func PrepareOne(ctx context.Context, p Preparer, pp *Pending, m core.Message) {
 	pp.Msg = m
-	pp.Hash = p.Hash(m.Raw())
-	if n, ok := p.CachedTokens(pp.Hash); ok {
+	pp.Hash = records.HashMessageRaw(m.Raw())
+	if n, ok := p.Counts.Get(pp.Hash); ok {
 		pp.Tokens = n
 	} else {
-		n, err := core.CountMessageContext(ctx, p.Counter(), m)
+		n, err := core.CountMessageContext(ctx, p.Counter, m)
 		if err != nil {
 			return // ctx is done: the caller sees it and drops pp
 		}
 		pp.Tokens = n
-		p.CacheTokens(pp.Hash, pp.Tokens)
+		p.Counts.Put(pp.Hash, pp.Tokens)
 	}
 	if (m.Role() == core.RoleAssistant && !m.HasVisibleContent()) ||
 		(m.Role() == core.RoleBashExecution && m.ExcludeFromContext()) {
 		pp.Flags |= store.FlagHidden
 	}
-	if pp.Tokens > p.Limits().LargeContentTokens {
+	if pp.Tokens > p.LargeContentTokens {
 		pp.Flags |= store.FlagLarge
 		pp.Ref = LargeReference(m, pp.Hash, pp.Tokens)
 		if rm, err := core.ParseMessage(pp.Ref); err == nil {
-			pp.RefTokens = core.CountMessage(p.Counter(), rm)
+			pp.RefTokens = core.CountMessage(p.Counter, rm)
 		}
 	}
 }

@@ -2,42 +2,16 @@ package ingest
 
 import (
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 )
 
-// CheckName refuses a session id, session key or agent id (field names it
-// as the contract does: "sessionId", "sessionKey", "agentId") that no
-// store keeps as given: one that is not valid UTF-8, or holds a NUL byte
-// (PostgreSQL's text refuses both; Badger would store it, and a terminal
-// show it as something else). The error wraps core.ErrInvalidSessionID
-// and is returned before anything is written. An empty value is the
-// caller's to check.
-func CheckName(field, v string) error {
-	if !utf8.ValidString(v) {
-		i := 0
-		for i < len(v) {
-			r, n := utf8.DecodeRuneInString(v[i:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
-			i += n
-		}
-		return fmt.Errorf("lossless: %s is not valid UTF-8 (byte %d of %d): %w", field, i, len(v), core.ErrInvalidSessionID)
-	}
-	if i := strings.IndexByte(v, 0); i >= 0 {
-		return fmt.Errorf("lossless: %s holds a NUL byte (byte %d of %d): %w", field, i, len(v), core.ErrInvalidSessionID)
-	}
-	return nil
-}
-
 // CheckSession checks a call's agent id, session id and session key
-// (CheckName).
+// (records.CheckName).
 func CheckSession(agent, sessionID, sessionKey string) error {
 	for _, f := range [...]struct{ field, v string }{{"sessionId", sessionID}, {"sessionKey", sessionKey}, {"agentId", agent}} {
-		if err := CheckName(f.field, f.v); err != nil {
+		if err := records.CheckName(f.field, f.v); err != nil {
 			return err
 		}
 	}

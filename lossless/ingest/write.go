@@ -12,29 +12,6 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Messages is the write of one Ingest, IngestBatch or AfterTurn call of
-// agent's session: msgs validated as a whole, the conversation resolved
-// (created if new), the messages not stored yet stored (StoreMessages,
-// run again on a conflict). It returns how many it stored.
-func Messages(ctx context.Context, p Port, agent, sessionID, sessionKey string, msgs []core.Message, heartbeat bool) (int, error) {
-	if err := ValidateAll(msgs, p.Limits().MaxMessageBytes); err != nil {
-		return 0, err
-	}
-	c, err := Resolve(ctx, p, agent, sessionID, sessionKey, true)
-	if err != nil {
-		return 0, err
-	}
-	if len(msgs) == 0 {
-		return 0, nil
-	}
-	ps, err := Prepare(ctx, p, msgs, heartbeat)
-	if err != nil {
-		return 0, err
-	}
-	// A write another process's write made fail is run again (retry.go).
-	return Retry(ctx, func() (int, error) { return StoreMessages(ctx, p, c, ps) })
-}
-
 // Limits of one write transaction: at most txnMaxMessages messages and
 // about the store's MaxTxnBytes (whole keys and values).
 const (
@@ -50,22 +27,17 @@ const (
 )
 
 // StoreMessages stores the prepared messages not already in conversation
-// c and returns how many it stored; every p's Seq is set, new or already
-// stored. Each transaction (one store Update) holds whole messages
-// (message, key index, context item, optional large reference) and the
-// conversation record, so a crash leaves the store consistent: a message
-// is either fully stored or absent. A batch larger than one transaction is
-// split into several, each of whole messages.
-func StoreMessages(ctx context.Context, p Port, c store.ConvID, ps []Pending) (int, error) {
-	if err := p.CheckSpace(); err != nil {
-		return 0, err
-	}
-	recp, unlock, err := p.LockConv(ctx, c)
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	st := p.Store()
+// c and returns those it stored, in order; every ps's Seq is set, new or
+// already stored. The caller holds c's lock and passes its record recp,
+// advanced here as each transaction commits; shared says the store is
+// shared by several processes (CheckBase). Each transaction (one store
+// Update) holds whole messages (message, key index, context item, optional
+// large reference) and the conversation record, so a crash leaves the
+// store consistent: a message is either fully stored or absent. A batch
+// larger than one transaction is split into several, each of whole
+// messages; on an error, what it returns was stored by the transactions
+// before.
+func StoreMessages(ctx context.Context, st store.Store, c store.ConvID, recp *store.Conversation, shared bool, ps []Pending) ([]*Pending, error) {
 	// Drop duplicates: within the batch and against the store.
 	fresh := make([]*Pending, 0, len(ps))
 	seen := make(map[store.Hash]*Pending, len(ps))
@@ -82,7 +54,7 @@ func StoreMessages(ctx context.Context, p Port, c store.ConvID, ps []Pending) (i
 		uniq = append(uniq, pp)
 		hs = append(hs, pp.Hash)
 	}
-	err = st.View(ctx, func(r store.Reader) error {
+	err := st.View(ctx, func(r store.Reader) error {
 		seqs, found, err := SeqsByHash(r, c, hs)
 		if err != nil {
 			return err
@@ -97,7 +69,7 @@ func StoreMessages(ctx context.Context, p Port, c store.ConvID, ps []Pending) (i
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer func() {
 		for _, d := range dups {
@@ -116,7 +88,7 @@ func StoreMessages(ctx context.Context, p Port, c store.ConvID, ps []Pending) (i
 		})
 	}
 	maxBytes := st.MaxTxnBytes()
-	stored := 0
+	var stored []*Pending
 	for len(fresh) > 0 {
 		if err := ctx.Err(); err != nil {
 			return stored, fmt.Errorf("lossless: ingest: %w", err)
@@ -134,7 +106,7 @@ func StoreMessages(ctx context.Context, p Port, c store.ConvID, ps []Pending) (i
 		}
 		rec := *recp
 		err := st.Update(ctx, func(tx store.Tx) error {
-			if err := p.CheckBase(tx, c, rec); err != nil {
+			if err := CheckBase(tx, c, rec, shared); err != nil {
 				return err
 			}
 			for _, pp := range fresh[:n] {
@@ -158,8 +130,7 @@ func StoreMessages(ctx context.Context, p Port, c store.ConvID, ps []Pending) (i
 			return stored, fmt.Errorf("lossless: commit: %w", err)
 		}
 		*recp = rec
-		p.IndexMessages(c, rec.Agent, fresh[:n]) // recall index
-		stored += n
+		stored = append(stored, fresh[:n]...)
 		fresh = fresh[n:]
 	}
 	return stored, nil

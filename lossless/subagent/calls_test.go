@@ -9,76 +9,104 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
-var errFakeBadParams = errors.New("fake: bad parameters")
-
-// fakePort is a Port whose store is never reached: the calls' checks
-// refuse before reading or writing.
-type fakePort struct {
-	entered, locked int
+// newLifecycle is a Lifecycle over a fresh in-memory store.
+func newLifecycle() Lifecycle {
+	return Lifecycle{St: memstore.New(), Forks: new(Forks), Mu: new(sync.Mutex)}
 }
 
-func (f *fakePort) View(context.Context, func(store.Reader) error) error { panic("View") }
-func (f *fakePort) Update(context.Context, func(store.Tx) error) error   { panic("Update") }
-func (f *fakePort) Batch(context.Context) (store.Batch, error)           { panic("Batch") }
-func (f *fakePort) Forks() *Forks                                        { panic("Forks") }
-func (f *fakePort) Enter() (func(), error)                               { f.entered++; return func() {}, nil }
-func (f *fakePort) Lock(context.Context) (func(), error)                 { f.locked++; return func() {}, nil }
-func (f *fakePort) SweepOnce(context.Context)                            {}
-func (f *fakePort) Agent(string) string                                  { return "main" }
-func (f *fakePort) Lookup(context.Context, string, string, string) (store.ConvID, error) {
-	panic("Lookup")
-}
-func (f *fakePort) Import(context.Context, string, string, string, string) error { panic("Import") }
-func (f *fakePort) BadParams() error                                             { return errFakeBadParams }
-
-func TestSpawnRefusesBadParams(t *testing.T) {
+func TestCheckSpawnRefusesBadParams(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		sp   core.SubagentSpawnParams
 		want error
 	}{
-		{"no child key", core.SubagentSpawnParams{}, errFakeBadParams},
-		{"mode", core.SubagentSpawnParams{ChildSessionKey: "c", ContextMode: "clone"}, errFakeBadParams},
-		{"ttl", core.SubagentSpawnParams{ChildSessionKey: "c", TTLMs: -1}, errFakeBadParams},
+		{"no child key", core.SubagentSpawnParams{}, records.ErrBadParams},
+		{"mode", core.SubagentSpawnParams{ChildSessionKey: "c", ContextMode: "clone"}, records.ErrBadParams},
+		{"ttl", core.SubagentSpawnParams{ChildSessionKey: "c", TTLMs: -1}, records.ErrBadParams},
 		{"name", core.SubagentSpawnParams{ChildSessionKey: "c", ParentSessionID: "p\x00"}, core.ErrInvalidSessionID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &fakePort{}
-			_, err := Spawn(context.Background(), p, tc.sp)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("Spawn: %v, want %v", err, tc.want)
-			}
-			if p.entered != 1 || p.locked != 0 {
-				t.Fatalf("entered %d, locked %d: want 1, 0", p.entered, p.locked)
+			if _, err := CheckSpawn(tc.sp); !errors.Is(err, tc.want) {
+				t.Fatalf("CheckSpawn: %v, want %v", err, tc.want)
 			}
 		})
 	}
+	if mode, err := CheckSpawn(core.SubagentSpawnParams{ChildSessionKey: "c"}); err != nil || mode != core.ContextModeIsolated {
+		t.Fatalf("no mode: %q, %v; want isolated", mode, err)
+	}
 }
 
-func TestOnEndedRefusesBadParams(t *testing.T) {
-	for _, ep := range []core.SubagentEndedParams{{Reason: core.SubagentCompleted}, {ChildSessionKey: "c", Reason: "gone"}} {
-		if err := OnEnded(context.Background(), &fakePort{}, ep); !errors.Is(err, errFakeBadParams) {
-			t.Fatalf("OnEnded(%+v): %v, want the port's bad-parameters sentinel", ep, err)
+func TestNewPreparation(t *testing.T) {
+	sp := core.SubagentSpawnParams{ChildSessionKey: "agent:main:sub:1", ChildSessionID: "cs", ParentSessionKey: "agent:main:p", TTLMs: 500}
+	sub, rec := NewPreparation("main", "main", core.ContextModeFork, sp, 1000)
+	if sub != ID("main", sp.ChildSessionKey) || rec.State != Prepared || rec.ExpiresAt != 1500 || rec.Created != 1000 ||
+		rec.Mode != core.ContextModeFork || rec.ChildSessionID != "cs" || rec.ParentKey != "agent:main:p" || rec.Token == "" {
+		t.Fatalf("NewPreparation: %v %+v", sub, rec)
+	}
+	sp.TTLMs = 0
+	if _, rec := NewPreparation("main", "main", core.ContextModeFork, sp, 1000); rec.ExpiresAt != 0 {
+		t.Fatalf("no TTL: expires at %d", rec.ExpiresAt)
+	}
+	for _, tc := range []struct {
+		sp   core.SubagentSpawnParams
+		mode string
+		want bool
+	}{
+		{core.SubagentSpawnParams{ParentSessionFile: "/t.jsonl", ParentSessionID: "p"}, core.ContextModeFork, true},
+		{core.SubagentSpawnParams{ParentSessionFile: "/t.jsonl", ParentSessionID: "p"}, core.ContextModeIsolated, false},
+		{core.SubagentSpawnParams{ParentSessionID: "p"}, core.ContextModeFork, false},
+		{core.SubagentSpawnParams{ParentSessionFile: "/t.jsonl"}, core.ContextModeFork, false},
+	} {
+		if got := ImportsParent(tc.sp, tc.mode); got != tc.want {
+			t.Errorf("ImportsParent(%+v, %s) = %v", tc.sp, tc.mode, got)
 		}
 	}
 }
 
+func TestEndedRefusesBadParams(t *testing.T) {
+	if err := CheckEnded(core.SubagentEndedParams{Reason: core.SubagentCompleted}); !errors.Is(err, records.ErrBadParams) {
+		t.Fatalf("no child key: %v", err)
+	}
+	if err := newLifecycle().Ended(context.Background(), ID("main", "c"), "gone"); !errors.Is(err, records.ErrBadParams) {
+		t.Fatalf("reason gone: %v, want ErrBadParams", err)
+	}
+}
+
+// locker is a store.Locker whose Lock fails with err (nil: succeeds and
+// counts its releases).
+type locker struct {
+	err      error
+	released int
+}
+
+func (l *locker) Lock(context.Context, string) (func(), error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	return func() { l.released++ }, nil
+}
+
+func (l *locker) TryLock(context.Context, string) (func(), bool, error) { panic("TryLock") }
+
 func TestLockReleasesTheEngineLockWhenTheStoreLockFails(t *testing.T) {
 	var mu sync.Mutex
 	boom := errors.New("store lock")
-	if _, err := Lock(context.Background(), &mu, func(context.Context) (func(), error) { return nil, boom }); !errors.Is(err, boom) {
+	l := Lifecycle{Mu: &mu, Locker: &locker{err: boom}}
+	if _, err := l.Lock(context.Background()); !errors.Is(err, boom) {
 		t.Fatalf("Lock: %v, want %v", err, boom)
 	}
 	if !mu.TryLock() {
 		t.Fatal("the engine's lock is still held after a failed store lock")
 	}
 	mu.Unlock()
-	released := false
-	unlock, err := Lock(context.Background(), &mu, func(context.Context) (func(), error) { return func() { released = true }, nil })
+	lk := &locker{}
+	l.Locker = lk
+	unlock, err := l.Lock(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,8 +114,8 @@ func TestLockReleasesTheEngineLockWhenTheStoreLockFails(t *testing.T) {
 		t.Fatal("the engine's lock is free while held")
 	}
 	unlock()
-	if !released || !mu.TryLock() {
-		t.Fatalf("unlock: store lock released %v, engine lock free: want both", released)
+	if lk.released != 1 || !mu.TryLock() {
+		t.Fatalf("unlock: store lock released %d times, engine lock free: want both", lk.released)
 	}
 }
 
@@ -102,16 +130,14 @@ func (r failingReader) Summary(store.ConvID, string) (dag.Summary, error) {
 	return dag.Summary{}, r.err
 }
 
-// readPort is a fakePort whose View reads a memstore through a reader
-// that fails with err.
-type readPort struct {
-	fakePort
-	st  store.Store
+// failingStore is a memstore whose reads go through a failingReader.
+type failingStore struct {
+	store.Store
 	err error
 }
 
-func (p *readPort) View(ctx context.Context, fn func(store.Reader) error) error {
-	return p.st.View(ctx, func(r store.Reader) error { return fn(failingReader{r, p.err}) })
+func (s *failingStore) View(ctx context.Context, fn func(store.Reader) error) error {
+	return s.Store.View(ctx, func(r store.Reader) error { return fn(failingReader{r, s.err}) })
 }
 
 // TestHolderReturnsReadErrors: a read that fails while looking for the
@@ -121,17 +147,18 @@ func (p *readPort) View(ctx context.Context, fn func(store.Reader) error) error 
 func TestHolderReturnsReadErrors(t *testing.T) {
 	ctx := context.Background()
 	ioErr := errors.New("read /store/000012.sst: input/output error")
-	p := &readPort{st: memstore.New(), err: ioErr}
+	st := &failingStore{Store: memstore.New(), err: ioErr}
+	l := Lifecycle{St: st}
 	conv := store.ConvID{1}
-	if _, ok, err := Holder(ctx, p, conv, "sum_00000000000000aa"); !errors.Is(err, ioErr) || ok {
+	if _, ok, err := l.Holder(ctx, conv, "sum_00000000000000aa"); !errors.Is(err, ioErr) || ok {
 		t.Fatalf("Holder on a failing read: ok %v, err %v; want the read's error", ok, err)
 	}
-	p.err = store.ErrNotFound
-	if _, ok, err := Holder(ctx, p, conv, "sum_00000000000000aa"); err != nil || ok {
+	st.err = store.ErrNotFound
+	if _, ok, err := l.Holder(ctx, conv, "sum_00000000000000aa"); err != nil || ok {
 		t.Fatalf("Holder of a summary nobody holds: ok %v, err %v; want not held, no error", ok, err)
 	}
-	p.err = fmt.Errorf("summary sum_00000000000000aa: %w", store.ErrCorrupt)
-	if c, ok, err := Holder(ctx, p, conv, "sum_00000000000000aa"); err != nil || ok || c != (store.ConvID{}) {
+	st.err = fmt.Errorf("summary sum_00000000000000aa: %w", store.ErrCorrupt)
+	if c, ok, err := l.Holder(ctx, conv, "sum_00000000000000aa"); err != nil || ok || c != (store.ConvID{}) {
 		t.Fatalf("Holder of a damaged summary of conv: %v %v %v; want conv itself (not ok, no error)", c, ok, err)
 	}
 }

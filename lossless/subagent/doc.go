@@ -6,15 +6,18 @@
 // children to their parent, and the cache of a fork's parsed parent
 // messages.
 //
-// It holds the logic of the engine's subagent calls (calls.go: Spawn,
-// OnEnded, SweepExpired, Info, Linked, and for the rest of the engine
-// Started, Children and Holder); package lossless keeps thin wrappers
-// (PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents, Subagent,
-// LinkedChildren). It never imports package lossless: the calls take a
-// Port, which lossless implements over its *Engine (subagentPort in
-// lossless/port_subagent.go, which also holds the engine's subagent lock).
-// Assemble's fork prefix (lossless/assemble) reaches the records and fork
-// caches through the same Port.
+// It never imports package lossless and never calls back into it: its
+// steps are methods of a Lifecycle, a value of concrete dependencies the
+// engine makes from its fields (the store, its free-space guard, the fork
+// caches, the subagent lock's mutex and, on a shared store, the store's
+// store.Locker), plus pure functions of the call's parameters (CheckSpawn,
+// NewPreparation, ImportsParent, CheckEnded). Package lossless keeps the
+// doors (PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents, Subagent,
+// LinkedChildren in lossless/subagent.go): entering the engine, the
+// call's agent, the parent's look-up and the import of its transcript,
+// taking Lifecycle.Lock. Refused parameters wrap records.ErrBadParams
+// (lossless.ErrBadParams). Assemble's fork prefix (lossless/assemble)
+// uses Lifecycle.Started and the fork caches.
 //
 // A preparation is a subagent record keyed by the child (its agent and
 // session key) and, for a fork, a snapshot of the parent's active context

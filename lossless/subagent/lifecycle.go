@@ -15,20 +15,20 @@ import (
 // rec.Mode core.ContextModeFork), the parent's snapshot first (its item
 // count and tokens set in the stored record), then the record and, when the
 // child has a session id, its alias. On an error everything it wrote is
-// removed again. The caller holds the engine's subagent lock.
-func Prepare(ctx context.Context, p Port, sub store.SubID, rec store.Subagent, parent *store.ConvID) error {
-	if err := Remove(ctx, p, sub, ""); err != nil { // a previous preparation of this child
+// removed again. The caller holds Lock.
+func (l Lifecycle) Prepare(ctx context.Context, sub store.SubID, rec store.Subagent, parent *store.ConvID) error {
+	if err := l.Remove(ctx, sub, ""); err != nil { // a previous preparation of this child
 		return err
 	}
 	if rec.Mode == core.ContextModeFork && parent != nil {
-		n, tokens, err := Snapshot(ctx, p, *parent, sub)
+		n, tokens, err := l.Snapshot(ctx, *parent, sub)
 		if err != nil {
-			_ = Remove(context.WithoutCancel(ctx), p, sub, "")
+			_ = l.Remove(context.WithoutCancel(ctx), sub, "")
 			return err
 		}
 		rec.SnapshotItems, rec.SnapshotTokens = n, tokens
 	}
-	err := p.Update(ctx, func(tx store.Tx) error {
+	err := l.update(ctx, func(tx store.Tx) error {
 		if err := tx.PutSubagent(sub, rec); err != nil {
 			return fmt.Errorf("lossless: write: %w", err)
 		}
@@ -40,7 +40,7 @@ func Prepare(ctx context.Context, p Port, sub store.SubID, rec store.Subagent, p
 		return nil
 	})
 	if err != nil {
-		_ = Remove(context.WithoutCancel(ctx), p, sub, "")
+		_ = l.Remove(context.WithoutCancel(ctx), sub, "")
 		return fmt.Errorf("lossless: prepare subagent: %w", err)
 	}
 	return nil
@@ -48,11 +48,10 @@ func Prepare(ctx context.Context, p Port, sub store.SubID, rec store.Subagent, p
 
 // End marks sub's record ended for reason (core.SubagentCompleted or
 // core.SubagentReleased), links the child to its parent and forgets its
-// fork cache. A child never prepared is not an error. The caller holds the
-// engine's subagent lock.
-func End(ctx context.Context, p Port, sub store.SubID, reason string) error {
-	defer p.Forks().Drop(sub) // the child is done: its parsed fork prefix goes
-	return p.Update(ctx, func(tx store.Tx) error {
+// fork cache. A child never prepared is not an error. The caller holds Lock.
+func (l Lifecycle) End(ctx context.Context, sub store.SubID, reason string) error {
+	defer l.Forks.Drop(sub) // the child is done: its parsed fork prefix goes
+	return l.update(ctx, func(tx store.Tx) error {
 		rec, ok, err := Get(tx, sub)
 		if err != nil || !ok {
 			return err
@@ -73,11 +72,11 @@ func End(ctx context.Context, p Port, sub store.SubID, reason string) error {
 // Activate marks a prepared sub (rec, as read before the lock) active (its
 // child started) and returns its current record. An expired preparation is
 // removed instead and reported not found, as is a record gone meanwhile.
-// The caller holds the engine's subagent lock.
-func Activate(ctx context.Context, p Port, sub store.SubID, rec store.Subagent) (store.Subagent, bool, error) {
+// The caller holds Lock.
+func (l Lifecycle) Activate(ctx context.Context, sub store.SubID, rec store.Subagent) (store.Subagent, bool, error) {
 	now := time.Now().UnixMilli()
 	found := true
-	err := p.Update(ctx, func(tx store.Tx) error {
+	err := l.update(ctx, func(tx store.Tx) error {
 		cur, ok, err := Get(tx, sub)
 		if err != nil || !ok {
 			found = false
@@ -101,7 +100,7 @@ func Activate(ctx context.Context, p Port, sub store.SubID, rec store.Subagent) 
 		return rec, false, err
 	}
 	if !found {
-		return rec, false, Remove(ctx, p, sub, "")
+		return rec, false, l.Remove(ctx, sub, "")
 	}
 	return rec, true, nil
 }

@@ -60,13 +60,13 @@ func Found(agent, sessionKey string, got []store.Got) Lookup {
 
 // Find reads a session's subagent records in one batched read (Refs, then
 // Found). A session without a key or id is no child (Lookup.Done false).
-func Find(ctx context.Context, p Port, agent, sessionID, sessionKey string) (Lookup, error) {
+func (l Lifecycle) Find(ctx context.Context, agent, sessionID, sessionKey string) (Lookup, error) {
 	refs := Refs(agent, sessionID, sessionKey)
 	if len(refs) == 0 {
 		return Lookup{}, nil
 	}
-	var l Lookup
-	err := p.View(ctx, func(sr store.Reader) error {
+	var lk Lookup
+	err := l.St.View(ctx, func(sr store.Reader) error {
 		got, err := sr.Get(refs)
 		if err != nil {
 			return fmt.Errorf("lossless: read subagent: %w", records.FromStore(err))
@@ -76,8 +76,8 @@ func Find(ctx context.Context, p Port, agent, sessionID, sessionKey string) (Loo
 				return fmt.Errorf("lossless: read subagent: %w", records.FromStore(g.Err))
 			}
 		}
-		l = Found(agent, sessionKey, got)
+		lk = Found(agent, sessionKey, got)
 		return nil
 	})
-	return l, err
+	return lk, err
 }

@@ -9,12 +9,19 @@
 // A message is named by its id "<conv>:<seq>" (MessageID, the recall
 // block's citation of a turn): Grep's message hits carry it with the leaf
 // summary covering the message (CoveredBy), and DescribeMessage and Expand
-// take it (lcm_describe hands a message id to DescribeMessage). A bare summary id is looked for in the session's
-// conversation, the ones Port.Holding reaches, then the agent's others.
+// take it (lcm_describe hands a message id to DescribeMessage).
 //
-// It never imports package lossless: it takes a Port, which lossless
-// implements over its *Engine (toolsPort in lossless/port_tools.go), with
-// the engine's conversation handle as its type parameter. Package lossless
-// keeps the doors (Engine.Grep, DescribeSummary, ExpandSummary, Tools,
-// ToolDefs, CallTool) as thin wrappers and re-exports the types.
+// It never imports package lossless and never calls back into it: it
+// computes over the store (store.Store, read in its own transactions) and
+// the conversations the caller resolved — Grep over a list of conversation
+// ids, Describe, DescribeMessage and Expand over a Conv (a read-only
+// dag.Store of one stored conversation) — and reads a tool call's
+// arguments (GrepArgs, DescribeToolArgs, ExpandArgs) and writes its result
+// (GrepOutput, Output). Package lossless keeps the doors (Engine.Grep,
+// DescribeSummary, DescribeMessage, ExpandSummary, Tools, ToolDefs,
+// CallTool in lossless/tools.go): the call's session and agent, the
+// conversation holding an id (the session's, a forked child's parent or
+// an ended subagent's, else the agent's other conversations: Holds and
+// AgentHolding), entering the engine, and the tools' handlers; it
+// re-exports the types.
 package tools

@@ -16,75 +16,30 @@ import (
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Describe returns summary id of the session's conversation (or of the
-// conversation holding it: locate): its content, sources and lineage
+// Describe returns summary id of conv (the conversation that holds it,
+// which the caller located): its content, sources and lineage
 // (dag.Describe). A message id is refused (DescribeMessage describes it).
-func Describe[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, id string) (dag.Description, error) {
-	if _, _, ok := ParseMessageID(id); ok {
-		return dag.Description{}, fmt.Errorf("%w: %q is a message id, not a summary id", ErrBadArgs, id)
-	}
-	conv, err := locate(ctx, pt, agentID, sessionID, sessionKey, id)
-	if err != nil {
+func Describe(ctx context.Context, conv Conv, id string) (dag.Description, error) {
+	if err := CheckSummaryID(id); err != nil {
 		return dag.Description{}, err
 	}
 	return dag.Describe(ctx, conv, id)
 }
 
-// locate returns the conversation that holds id for a call made in the
-// session (agentID, sessionID, sessionKey):
-//   - a message id ("<conv>:<seq>", MessageID): the conversation it names,
-//     when the call may read it (one of the call's agent's, or an ended
-//     subagent's linked to the session's);
-//   - a summary id or a large-content reference: the session's
-//     conversation or the one Port.Holding finds (a forked child's parent,
-//     an ended subagent's); a summary id none of those holds is looked for
-//     in the agent's other conversations (where grep's scope "agent" finds
-//     it).
-//
-// When no conversation holds a summary id, the session's is returned: the
-// caller's read of it fails naming the id.
-func locate[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, id string) (C, error) {
-	var zero C
-	agent := pt.AgentFor(agentID, sessionKey)
-	if c, _, ok := ParseMessageID(id); ok {
-		return named(ctx, pt, agentID, sessionID, sessionKey, agent, c, id)
+// CheckSummaryID refuses a message id where a summary id is wanted (an
+// error wrapping ErrBadArgs).
+func CheckSummaryID(id string) error {
+	if _, _, ok := ParseMessageID(id); ok {
+		return fmt.Errorf("%w: %q is a message id, not a summary id", ErrBadArgs, id)
 	}
-	conv, convErr := pt.Conversation(ctx, agentID, sessionID, sessionKey)
-	switch {
-	case convErr != nil && !errors.Is(convErr, core.ErrUnknownSession):
-		return zero, convErr
-	case convErr == nil:
-		if conv, convErr = pt.Holding(ctx, conv, id); convErr != nil { // fork parent, ended subagents
-			return zero, convErr
-		}
-		if pt.IsLargeRef(id) {
-			return conv, nil
-		}
-		held, err := holds(ctx, pt, conv.StoreID(), id)
-		if err != nil || held {
-			return conv, err
-		}
-	case pt.IsLargeRef(id):
-		return zero, convErr
-	}
-	other, found, err := agentHolding(ctx, pt, agent, id)
-	if err != nil {
-		return zero, err
-	}
-	if found {
-		return other, nil
-	}
-	if convErr != nil {
-		return zero, convErr
-	}
-	return conv, nil
+	return nil
 }
 
-// holds reports whether conversation c holds summary id (a record that
-// does not decode included: the reads then report it).
-func holds[C Conversation](ctx context.Context, pt Port[C], c store.ConvID, id string) (bool, error) {
+// Holds reports whether conversation c of st holds summary id (a record
+// that does not decode included: the reads then report it).
+func Holds(ctx context.Context, st store.Store, c store.ConvID, id string) (bool, error) {
 	found := false
-	err := pt.View(ctx, func(r store.Reader) error {
+	err := st.View(ctx, func(r store.Reader) error {
 		_, err := r.Summary(c, id)
 		switch {
 		case err == nil, errors.Is(err, store.ErrCorrupt):
@@ -97,12 +52,11 @@ func holds[C Conversation](ctx context.Context, pt Port[C], c store.ConvID, id s
 	return found, err
 }
 
-// agentHolding returns the conversation of agent that holds summary id;
-// found is false when none does. It reads the conversation records and
+// AgentHolding returns the conversation of agent in st that holds summary
+// id; found is false when none does. It reads the conversation records and
 // one summary key of each of agent's.
-func agentHolding[C Conversation](ctx context.Context, pt Port[C], agent, id string) (conv C, found bool, err error) {
-	var holder store.ConvID
-	err = pt.View(ctx, func(r store.Reader) error {
+func AgentHolding(ctx context.Context, st store.Store, agent, id string) (holder store.ConvID, found bool, err error) {
+	err = st.View(ctx, func(r store.Reader) error {
 		for cr, err := range r.Conversations() {
 			if err != nil {
 				return fmt.Errorf("lossless: summary %q: %w", id, records.FromStore(err))
@@ -121,47 +75,10 @@ func agentHolding[C Conversation](ctx context.Context, pt Port[C], agent, id str
 		}
 		return nil
 	})
-	if err != nil || !found {
-		return conv, false, err
-	}
-	conv, _, err = pt.ConversationByID(ctx, holder)
-	return conv, err == nil, err
-}
-
-// named returns conversation c, named by message id id, when a call of
-// agent in the session may read it: the session's own, one of agent's, or
-// an ended subagent's linked to the session's. Any other is reported as
-// not found (dag.ErrNotFound), as a conversation that is not stored.
-func named[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, agent string, c store.ConvID, id string) (C, error) {
-	var zero C
-	own, ownErr := pt.Conversation(ctx, agentID, sessionID, sessionKey)
-	switch {
-	case ownErr == nil && own.StoreID() == c:
-		return own, nil
-	case ownErr != nil && !errors.Is(ownErr, core.ErrUnknownSession):
-		return zero, ownErr
-	}
-	notFound := fmt.Errorf("lossless: message %s: no conversation %s in this agent's history: %w", id, c, dag.ErrNotFound)
-	conv, owner, err := pt.ConversationByID(ctx, c)
-	if errors.Is(err, core.ErrNotFound) {
-		return zero, notFound
-	}
 	if err != nil {
-		return zero, err
+		return store.ConvID{}, false, err
 	}
-	if owner == agent {
-		return conv, nil
-	}
-	if ownErr == nil {
-		kids, err := pt.LinkedChildren(ctx, own.StoreID())
-		if err != nil {
-			return zero, err
-		}
-		if slices.Contains(kids, c) {
-			return conv, nil
-		}
-	}
-	return zero, notFound
+	return holder, found, nil
 }
 
 // DescribeTextBytes is the most bytes of a message's text DescribeMessage
@@ -189,33 +106,32 @@ type MessageDescription struct {
 	// down to its parent (dag.Description's); empty when CoveredBy is
 	// itself a context item.
 	Ancestors []string `json:"ancestors,omitempty"`
-	// Text is the message as grep matches it (Port.PlainText; stored large
+	// Text is the message as grep matches it (records.PlainText; stored large
 	// content as its reference), cut at DescribeTextBytes ("…" at the
 	// cut, Truncated set).
 	Text      string `json:"text"`
 	Truncated bool   `json:"truncated,omitempty"`
 }
 
-// DescribeMessage returns message id ("<conv>:<seq>", MessageID) and where
-// it sits: in the active context, or under the leaf summary that covers it
-// and that summary's ancestors.
-func DescribeMessage[C Conversation](ctx context.Context, pt Port[C], agentID, sessionID, sessionKey, id string) (MessageDescription, error) {
+// CheckMessageID returns the conversation and sequence number message id
+// id names; one that is not a message id is an error wrapping ErrBadArgs.
+func CheckMessageID(id string) (store.ConvID, uint64, error) {
 	c, seq, ok := ParseMessageID(id)
 	if !ok {
-		return MessageDescription{}, fmt.Errorf("%w: %q is not a message id (want <conversation>:<seq>, as lcm_grep gives)", ErrBadArgs, id)
+		return c, 0, fmt.Errorf("%w: %q is not a message id (want <conversation>:<seq>, as lcm_grep gives)", ErrBadArgs, id)
 	}
-	conv, err := locate(ctx, pt, agentID, sessionID, sessionKey, id)
-	if err != nil {
-		return MessageDescription{}, err
-	}
-	done, err := pt.Enter()
-	if err != nil {
-		return MessageDescription{}, err
-	}
-	defer done()
+	return c, seq, nil
+}
+
+// DescribeMessage returns message id ("<conv>:<seq>", MessageID: message
+// seq of conversation conv.ID, which the caller checked the call may read)
+// and where it sits: in the active context, or under the leaf summary that
+// covers it and that summary's ancestors.
+func DescribeMessage(ctx context.Context, conv Conv, id string, seq uint64) (MessageDescription, error) {
+	c := conv.ID
 	d := MessageDescription{ID: id, Conversation: c.String(), Seq: seq}
 	coverSize := 0
-	err = pt.View(ctx, func(r store.Reader) error {
+	err := conv.St.View(ctx, func(r store.Reader) error {
 		rec, raw, err := records.GetMsgText(r, c, seq)
 		if err != nil {
 			return err
@@ -225,7 +141,7 @@ func DescribeMessage[C Conversation](ctx context.Context, pt Port[C], agentID, s
 			return fmt.Errorf("lossless: stored message %s: %w", id, err)
 		}
 		d.Role, d.Timestamp, d.Tokens = rec.Role, rec.Timestamp, rec.Tokens
-		d.Text = pt.PlainText(m)
+		d.Text = records.PlainText(m)
 		if len(d.Text) > DescribeTextBytes {
 			cut := DescribeTextBytes
 			for cut > 0 && !utf8.RuneStart(d.Text[cut]) {
@@ -313,21 +229,18 @@ const (
 	DefaultMessageExpandTokens = 2000
 )
 
-// Expand returns the raw messages summary p.ID covers, in order, byte for
+// Expand returns, from conv (the conversation that holds p.ID, which the
+// caller located), the raw messages summary p.ID covers, in order, byte for
 // byte as ingested, one page of at most p.MaxTokens tokens at a time. A
 // large-content reference returns its one message. A message id returns
 // the message with its neighbours in the conversation (one before, one
 // after, in turn, while they fit), then, from its nextCursor, the
 // messages after them.
-func Expand[C Conversation](ctx context.Context, pt Port[C], p ExpandParams) (ExpandPage, error) {
-	conv, err := locate(ctx, pt, p.AgentID, p.SessionID, p.SessionKey, p.ID)
-	if err != nil {
-		return ExpandPage{}, err
-	}
+func Expand(ctx context.Context, conv Conv, p ExpandParams) (ExpandPage, error) {
 	if _, seq, ok := ParseMessageID(p.ID); ok {
-		return expandMessage(ctx, pt, conv.StoreID(), p, seq)
+		return expandMessage(ctx, conv, p, seq)
 	}
-	if pt.IsLargeRef(p.ID) {
+	if IsLargeRef(p.ID) {
 		seq, m, err := conv.MessageByKey(ctx, p.ID)
 		if err != nil {
 			return ExpandPage{}, err
@@ -357,21 +270,17 @@ func Expand[C Conversation](ctx context.Context, pt Port[C], p ExpandParams) (Ex
 	return out, nil
 }
 
-// expandMessage is Expand of message seq of conversation c (p.ID its id):
+// expandMessage is Expand of message seq of conversation conv (p.ID its id):
 // without a cursor, the message and its neighbours within p.MaxTokens;
 // from a cursor, the messages from its offset on.
-func expandMessage[C Conversation](ctx context.Context, pt Port[C], c store.ConvID, p ExpandParams, seq uint64) (ExpandPage, error) {
+func expandMessage(ctx context.Context, conv Conv, p ExpandParams, seq uint64) (ExpandPage, error) {
 	max := p.MaxTokens
 	if max <= 0 {
 		max = DefaultMessageExpandTokens
 	}
-	done, err := pt.Enter()
-	if err != nil {
-		return ExpandPage{}, err
-	}
-	defer done()
+	c := conv.ID
 	out := ExpandPage{ID: p.ID}
-	err = pt.View(ctx, func(r store.Reader) error {
+	err := conv.St.View(ctx, func(r store.Reader) error {
 		rec, err := r.Conversation(c)
 		if err != nil {
 			return fmt.Errorf("lossless: expand %s: %w", p.ID, records.FromStore(err))

@@ -90,14 +90,12 @@ type Matcher struct {
 	// in the raw JSON too). A message whose raw bytes lack one is not
 	// parsed (rawMayMatch).
 	rawParts [][]byte
-	// plain renders a message's plain text (what messages are matched on).
-	plain func(core.Message) string
 }
 
 // NewMatcher returns the matcher of p.Query (p.Regex: a regular
-// expression), matching messages on their text as plain renders it; a bad
-// query is an error wrapping ErrBadArgs.
-func NewMatcher(p GrepParams, plain func(core.Message) string) (*Matcher, error) {
+// expression), matching messages on their plain text (records.PlainText);
+// a bad query is an error wrapping ErrBadArgs.
+func NewMatcher(p GrepParams) (*Matcher, error) {
 	q := strings.TrimSpace(p.Query)
 	if q == "" {
 		return nil, fmt.Errorf("%w: empty query", ErrBadArgs)
@@ -107,9 +105,9 @@ func NewMatcher(p GrepParams, plain func(core.Message) string) (*Matcher, error)
 		if err != nil {
 			return nil, fmt.Errorf("%w: regex: %v", ErrBadArgs, err)
 		}
-		return &Matcher{re: re, plain: plain}, nil
+		return &Matcher{re: re}, nil
 	}
-	m := &Matcher{words: strings.Fields(strings.ToLower(q)), plain: plain}
+	m := &Matcher{words: strings.Fields(strings.ToLower(q))}
 	for _, w := range m.words {
 		for _, part := range strings.FieldsFunc(w, func(r rune) bool { return !('a' <= r && r <= 'z' || '0' <= r && r <= '9') }) {
 			m.rawParts = append(m.rawParts, []byte(part))
@@ -171,7 +169,7 @@ func (m *Matcher) MessageHit(c store.ConvID, rec store.Message) (GrepHit, bool) 
 	if err != nil {
 		return GrepHit{}, false
 	}
-	text := m.plain(msg)
+	text := records.PlainText(msg)
 	score, at := m.match(text)
 	if score <= 0 {
 		return GrepHit{}, false
@@ -225,13 +223,53 @@ func Snippet(text string, at int) string {
 	return s
 }
 
-// Grep searches stored messages and summaries (full text or regex) of the
-// session's conversation, or of every conversation of its agent, with time
-// filters, sorted by relevance or recency. It scans the store; messages are
-// matched on their plain text (Port.PlainText), summaries on their text.
-func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]GrepHit, error) {
-	m, err := NewMatcher(p, pt.PlainText)
-	if err != nil {
+// CheckSort refuses a sort Grep does not know (an error wrapping
+// ErrBadArgs).
+func CheckSort(sort string) error {
+	switch sort {
+	case "", SortRelevance, SortRecency:
+		return nil
+	}
+	return fmt.Errorf("%w: sort %q (want relevance or recency)", ErrBadArgs, sort)
+}
+
+// AgentScope reports whether scope is ScopeAgent (every conversation of
+// the agent) rather than ScopeConversation (the session's and its ended
+// subagents'); another scope is an error wrapping ErrBadArgs.
+func AgentScope(scope string) (bool, error) {
+	switch scope {
+	case "", ScopeConversation:
+		return false, nil
+	case ScopeAgent:
+		return true, nil
+	}
+	return false, fmt.Errorf("%w: scope %q (want conversation or agent)", ErrBadArgs, scope)
+}
+
+// ParseConvIDs returns the conversations of ids (hex, as
+// store.ConvID.String prints them), skipping any that is not one.
+func ParseConvIDs(ids []string) []store.ConvID {
+	var out []store.ConvID
+	for _, id := range ids {
+		b, err := hex.DecodeString(id)
+		if err != nil || len(b) != 8 {
+			continue
+		}
+		var c store.ConvID
+		copy(c[:], b)
+		out = append(out, c)
+	}
+	return out
+}
+
+// Grep searches the stored messages and summaries of conversations convs
+// (the caller resolved them from p's session and scope) in st with m (p's
+// matcher, NewMatcher), with p's time filters, kind, sort (CheckSort) and
+// limit. Messages are matched on their plain text, summaries on their
+// text. A gap in a conversation's messages is an error wrapping
+// store.ErrCorrupt (records.MissingErr), never a short answer.
+func Grep(ctx context.Context, st store.Store, m *Matcher, p GrepParams, convs []store.ConvID) ([]GrepHit, error) {
+	if err := CheckSort(p.Sort); err != nil {
 		return nil, err
 	}
 	limit := p.Limit
@@ -241,56 +279,16 @@ func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]Grep
 	if limit > MaxGrepLimit {
 		limit = MaxGrepLimit
 	}
-	var convs []store.ConvID
-	switch p.Scope {
-	case "", ScopeConversation:
-		conv, err := pt.Conversation(ctx, p.AgentID, p.SessionID, p.SessionKey)
-		if err != nil {
-			return nil, err
-		}
-		convs = append(convs, conv.StoreID())
-		kids, err := pt.LinkedChildren(ctx, conv.StoreID()) // ended subagents
-		if err != nil {
-			return nil, err
-		}
-		convs = append(convs, kids...)
-	case ScopeAgent:
-		ids, err := pt.AgentConversations(ctx, pt.AgentFor(p.AgentID, p.SessionKey))
-		if err != nil {
-			return nil, err
-		}
-		for _, id := range ids {
-			b, err := hex.DecodeString(id)
-			if err != nil || len(b) != 8 {
-				continue
-			}
-			var c store.ConvID
-			copy(c[:], b)
-			convs = append(convs, c)
-		}
-	default:
-		return nil, fmt.Errorf("%w: scope %q (want conversation or agent)", ErrBadArgs, p.Scope)
-	}
-	switch p.Sort {
-	case "", SortRelevance, SortRecency:
-	default:
-		return nil, fmt.Errorf("%w: sort %q (want relevance or recency)", ErrBadArgs, p.Sort)
-	}
 	inTime := func(ts int64) bool {
 		return (p.Since == 0 || ts >= p.Since) && (p.Until == 0 || ts <= p.Until)
 	}
-	done, err := pt.Enter()
-	if err != nil {
-		return nil, err
-	}
-	defer done()
 	// Without time bounds every message's body is read: the scan reads
 	// them with the headers. With bounds only those in time are: the scan
 	// reads headers, then the bodies of those.
 	bounded := p.Since != 0 || p.Until != 0
 	var hits []GrepHit
 	for _, c := range convs {
-		err := pt.View(ctx, func(r store.Reader) error {
+		err := st.View(ctx, func(r store.Reader) error {
 			first := len(hits) // c's message hits start here
 			if p.Kind == "" || p.Kind == "message" {
 				conv, err := r.Conversation(c)
@@ -314,14 +312,14 @@ func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]Grep
 						return fmt.Errorf("lossless: grep: %w", err)
 					}
 					if rec.Seq != want {
-						return fmt.Errorf("lossless: grep: %w", pt.Missing(c, want, rec.Seq-1))
+						return fmt.Errorf("lossless: grep: %w", records.MissingErr(c, "", want, rec.Seq-1))
 					}
 					want++
 					if !inTime(rec.Timestamp) {
 						continue
 					}
 					if bounded {
-						if rec, err = pt.ReadMessage(r, c, rec.Seq); err != nil {
+						if rec, err = records.GetMsg(r, c, rec.Seq); err != nil {
 							return err
 						}
 					}
@@ -330,7 +328,7 @@ func Grep[C Conversation](ctx context.Context, pt Port[C], p GrepParams) ([]Grep
 					}
 				}
 				if conv.NextSeq > want {
-					return fmt.Errorf("lossless: grep: %w", pt.Missing(c, want, conv.NextSeq-1))
+					return fmt.Errorf("lossless: grep: %w", records.MissingErr(c, "", want, conv.NextSeq-1))
 				}
 			}
 			// The summaries are read for their hits, and for the leaf

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 )
 
 // Tool is a recall tool as offered to the model: a name, a description, a
@@ -36,16 +37,16 @@ func WithToolSession(ctx context.Context, s ToolSession) context.Context {
 }
 
 // sessionFrom fills a call's session from ctx's ToolSession when its
-// arguments name none, and refuses another agent's (agentOf: the agent a
-// session key names).
-func sessionFrom(ctx context.Context, agentOf func(string) string, agent, id, key *string) error {
+// arguments name none, and refuses another agent's (records.AgentOfKey:
+// the agent a session key names).
+func sessionFrom(ctx context.Context, agent, id, key *string) error {
 	if s, ok := ctx.Value(toolSessionKey{}).(ToolSession); ok {
 		if s.AgentID != "" && *agent != "" && *agent != s.AgentID {
 			return fmt.Errorf("%w: this session's tools read agent %q only, not %q", ErrBadArgs, s.AgentID, *agent)
 		}
 		// A session key names its agent ("agent:<id>:…"), which would win
 		// over the bound one: refuse another agent's key too.
-		if a := agentOf(*key); s.AgentID != "" && a != "" && a != s.AgentID {
+		if a := records.AgentOfKey(*key); s.AgentID != "" && a != "" && a != s.AgentID {
 			return fmt.Errorf("%w: this session's tools read agent %q only, not %q (session key %q)", ErrBadArgs, s.AgentID, a, *key)
 		}
 		if *id == "" && *key == "" {
@@ -85,7 +86,8 @@ func DecodeGrepArgs(raw json.RawMessage) (GrepParams, error) {
 	return p, nil
 }
 
-type describeArgs struct {
+// DescribeArgs are lcm_describe's arguments.
+type DescribeArgs struct {
 	AgentID    string `json:"agentId,omitempty"`
 	SessionID  string `json:"sessionId,omitempty"`
 	SessionKey string `json:"sessionKey,omitempty"`
@@ -109,83 +111,70 @@ func DecodeExpandArgs(raw json.RawMessage) (ExpandParams, error) {
 
 const sessionProps = `"sessionId":{"type":"string","description":"Session id (default: the current session)."},"sessionKey":{"type":"string"},"agentId":{"type":"string"}`
 
-// Tools returns the recall tools lcm_grep, lcm_describe and lcm_expand,
-// run through pt. Their definitions (Defs) need no engine: pt is only
-// called by the handlers.
-func Tools[C Conversation](pt Port[C]) []Tool {
+// Tools returns the recall tools lcm_grep, lcm_describe and lcm_expand:
+// their names, descriptions and schemas. Their handlers are the engine's
+// (package lossless sets them: GrepArgs, DescribeToolArgs and ExpandArgs
+// read a call's arguments, GrepOutput and Output write its result).
+func Tools() []Tool {
 	return []Tool{
 		{
 			Name:        NameGrep,
 			Description: "Search the full stored history of this conversation (or of every conversation of this agent) — raw messages and summaries — by words or a regular expression, with optional time bounds. Returns matches with ids to pass to lcm_describe / lcm_expand: a message hit's id (\"<conversation>:<seq>\") and coveredBy (the summary that holds it, once summarised); a summary hit's summaryId.",
 			Schema:      json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Words that must all occur, or a regular expression when regex is true."},"regex":{"type":"boolean"},"scope":{"type":"string","enum":["conversation","agent"]},"since":{"type":"integer","description":"Unix ms lower bound."},"until":{"type":"integer","description":"Unix ms upper bound."},"sort":{"type":"string","enum":["relevance","recency"]},"limit":{"type":"integer","minimum":1,"maximum":200},"kind":{"type":"string","enum":["message","summary"]},` + sessionProps + `},"required":["query"],"additionalProperties":false}`),
-			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
-				p, err := DecodeGrepArgs(args)
-				if err != nil {
-					return "", err
-				}
-				if err := sessionFrom(ctx, pt.AgentOfKey, &p.AgentID, &p.SessionID, &p.SessionKey); err != nil {
-					return "", err
-				}
-				hits, err := Grep(ctx, pt, p)
-				if err != nil {
-					return "", err
-				}
-				out := make([]modelHit, len(hits))
-				for i, h := range hits {
-					out[i] = toModelHit(h)
-				}
-				return marshalForModel(map[string]any{"hits": out})
-			},
 		},
 		{
 			Name:        NameDescribe,
 			Description: "Show a summary of the conversation's history (its text, kind, depth, time range, the summaries or messages it covers, the summaries above it), or a message by its id \"<conversation>:<seq>\" (its text, and the summary covering it or its place in the current context).",
 			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id (as shown in an <lcm_summary> block, or lcm_grep's summaryId or coveredBy), or message id \"<conversation>:<seq>\" (lcm_grep's id)."},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
-			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
-				var a describeArgs
-				if err := decodeArgs(args, &a); err != nil {
-					return "", err
-				}
-				if a.ID == "" {
-					return "", fmt.Errorf("%w: id is required", ErrBadArgs)
-				}
-				if err := sessionFrom(ctx, pt.AgentOfKey, &a.AgentID, &a.SessionID, &a.SessionKey); err != nil {
-					return "", err
-				}
-				if _, _, ok := ParseMessageID(a.ID); ok {
-					d, err := DescribeMessage(ctx, pt, a.AgentID, a.SessionID, a.SessionKey, a.ID)
-					if err != nil {
-						return "", err
-					}
-					return marshalForModel(d)
-				}
-				d, err := Describe(ctx, pt, a.AgentID, a.SessionID, a.SessionKey, a.ID)
-				if err != nil {
-					return "", err
-				}
-				return marshalForModel(d)
-			},
 		},
 		{
 			Name:        NameExpand,
 			Description: "Return the original messages behind a summary (or a stored large content id), verbatim, in order; or a message (by its id \"<conversation>:<seq>\") with the messages around it. Paged by tokens: pass nextCursor back as cursor for the next page.",
 			Schema:      json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","description":"Summary id, message id \"<conversation>:<seq>\", or lcm-large:<key>."},"maxTokens":{"type":"integer","minimum":1,"description":"Most tokens a page holds (default 8000; 2000 around a message)."},"cursor":{"type":"string"},` + sessionProps + `},"required":["id"],"additionalProperties":false}`),
-			Handler: func(ctx context.Context, args json.RawMessage) (string, error) {
-				p, err := DecodeExpandArgs(args)
-				if err != nil {
-					return "", err
-				}
-				if err := sessionFrom(ctx, pt.AgentOfKey, &p.AgentID, &p.SessionID, &p.SessionKey); err != nil {
-					return "", err
-				}
-				page, err := Expand(ctx, pt, p)
-				if err != nil {
-					return "", err
-				}
-				return page.JSON(), nil
-			},
 		},
 	}
+}
+
+// GrepArgs decodes lcm_grep's arguments and fills their session from
+// ctx's ToolSession when they name none (another agent's is refused).
+func GrepArgs(ctx context.Context, raw json.RawMessage) (GrepParams, error) {
+	p, err := DecodeGrepArgs(raw)
+	if err != nil {
+		return p, err
+	}
+	return p, sessionFrom(ctx, &p.AgentID, &p.SessionID, &p.SessionKey)
+}
+
+// DescribeToolArgs decodes lcm_describe's arguments and fills their
+// session as GrepArgs does.
+func DescribeToolArgs(ctx context.Context, raw json.RawMessage) (DescribeArgs, error) {
+	var a DescribeArgs
+	if err := decodeArgs(raw, &a); err != nil {
+		return a, err
+	}
+	if a.ID == "" {
+		return a, fmt.Errorf("%w: id is required", ErrBadArgs)
+	}
+	return a, sessionFrom(ctx, &a.AgentID, &a.SessionID, &a.SessionKey)
+}
+
+// ExpandArgs decodes lcm_expand's arguments and fills their session as
+// GrepArgs does.
+func ExpandArgs(ctx context.Context, raw json.RawMessage) (ExpandParams, error) {
+	p, err := DecodeExpandArgs(raw)
+	if err != nil {
+		return p, err
+	}
+	return p, sessionFrom(ctx, &p.AgentID, &p.SessionID, &p.SessionKey)
+}
+
+// GrepOutput is lcm_grep's output of hits.
+func GrepOutput(hits []GrepHit) (string, error) {
+	out := make([]modelHit, len(hits))
+	for i, h := range hits {
+		out[i] = toModelHit(h)
+	}
+	return Output(map[string]any{"hits": out})
 }
 
 // modelHit is a GrepHit as lcm_grep gives it to the model: a message
@@ -212,9 +201,9 @@ func toModelHit(h GrepHit) modelHit {
 	return m
 }
 
-// marshalForModel encodes a tool result for the model without HTML escaping,
-// so "<", ">" and "&" in snippets and summaries reach it as written.
-func marshalForModel(v any) (string, error) {
+// Output encodes a tool result for the model without HTML escaping, so
+// "<", ">" and "&" in snippets and summaries reach it as written.
+func Output(v any) (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -234,25 +223,10 @@ func Defs(tools []Tool) []core.ToolDef {
 	return out
 }
 
-// Call runs tool p.Name of Tools(pt) with p.Arguments in the session p
-// names (the session the model runs in: arguments naming another session
-// win), and returns its output (core.ToolCaller). An unknown tool or bad
-// arguments give an error wrapping ErrBadArgs.
-func Call[C Conversation](ctx context.Context, pt Port[C], p core.ToolCallParams) (core.ToolCallResult, error) {
-	for _, t := range Tools(pt) {
-		if t.Name != p.Name {
-			continue
-		}
-		agent := p.AgentID
-		if agent == "" {
-			agent = pt.AgentFor("", p.SessionKey)
-		}
-		ctx = WithToolSession(ctx, ToolSession{AgentID: agent, SessionID: p.SessionID, SessionKey: p.SessionKey})
-		text, err := t.Handler(ctx, p.Arguments)
-		if err != nil {
-			return core.ToolCallResult{}, fmt.Errorf("lossless: %s: %w", p.Name, err)
-		}
-		return core.ToolCallResult{Text: text}, nil
-	}
-	return core.ToolCallResult{}, fmt.Errorf("lossless: unknown tool %q: %w", p.Name, ErrBadArgs)
-}
+// The tools' names as offered to the model (lossless.ToolGrep,
+// ToolDescribe and ToolExpand).
+const (
+	NameGrep     = "lcm_grep"
+	NameDescribe = "lcm_describe"
+	NameExpand   = "lcm_expand"
+)

@@ -31,7 +31,7 @@ func FuzzToolArgs(f *testing.F) {
 
 // Tool results reach the model as written: no HTML escaping of <, >, &.
 func TestToolResultsNotHTMLEscaped(t *testing.T) {
-	out, err := marshalForModel(map[string]string{"snippet": "if a < b && c > d"})
+	out, err := Output(map[string]string{"snippet": "if a < b && c > d"})
 	if err != nil {
 		t.Fatal(err)
 	}

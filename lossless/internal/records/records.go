@@ -4,7 +4,10 @@
 // errors to the engine's sentinels, the order positions of messages a
 // reconciliation moved, conversation ids in hex, the reads of messages and
 // context items with their errors, a message's key (its hash) and plain
-// text, and the names of the store's cross-process locks.
+// text, the names of the store's cross-process locks, and what several
+// parts check the same way: session names (CheckName), the agent a
+// session key names (AgentOfKey), the large-content reference prefix and
+// the sentinel of refused call parameters (ErrBadParams).
 package records
 
 import (

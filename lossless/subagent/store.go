@@ -5,54 +5,93 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// Port is what the subagent lifecycle needs from the engine (package
-// lossless implements it over its *Engine). The caller of Remove, Snapshot
-// and Sweep holds the engine's subagent lock; the calls (calls.go) take it.
-type Port interface {
-	// View runs fn in a read transaction of the engine's store.
-	View(ctx context.Context, fn func(store.Reader) error) error
-	// Update runs fn in a write transaction behind the engine's free-space
-	// guard, its error mapped to the engine's sentinels.
-	Update(ctx context.Context, fn func(store.Tx) error) error
-	// Batch starts a write batch behind the engine's free-space guard.
-	Batch(ctx context.Context) (store.Batch, error)
+// Lifecycle is the subagent records of one engine's store, with what
+// changing them takes: the store, its free-space guard, the fork caches
+// and the lock of record changes. The engine makes one per call from its
+// own fields; a nil Space or Locker is none (Lock then needs only Mu).
+// The caller of Remove, Snapshot, Prepare, End, Activate and Sweep holds
+// Lock.
+type Lifecycle struct {
+	// St is the engine's store.
+	St store.Store
+	// Space refuses writes when the store's filesystem is too full
+	// (store.ErrDiskFull); nil refuses nothing.
+	Space *diskspace.Guard
 	// Forks is the engine's fork caches.
-	Forks() *Forks
-	// Enter marks the start of an engine call (it fails after the
-	// engine's Close); done ends it.
-	Enter() (done func(), err error)
-	// Lock takes the engine's subagent lock (and the store's, on a shared
-	// store); unlock releases both.
-	Lock(ctx context.Context) (unlock func(), err error)
-	// SweepOnce sweeps expired preparations once per engine (SweepExpired).
-	SweepOnce(ctx context.Context)
-	// Agent is the agent of a call with sessionKey.
-	Agent(sessionKey string) string
-	// Lookup resolves a session to its conversation; an unknown session
-	// is an error wrapping core.ErrUnknownSession.
-	Lookup(ctx context.Context, agent, sessionID, sessionKey string) (store.ConvID, error)
-	// Import imports the transcript file at path as the session's
-	// conversation (a missing file is an error wrapping os.ErrNotExist).
-	Import(ctx context.Context, agent, sessionID, sessionKey, path string) error
-	// BadParams is the engine's sentinel for refused call parameters
-	// (lossless.ErrBadParams), wrapped by the calls' errors.
-	BadParams() error
+	Forks *Forks
+	// Mu serialises subagent record changes in this process.
+	Mu *sync.Mutex
+	// Locker, when the store is shared by several processes, serialises
+	// them across processes (the lock records.SubagentsLockName); nil
+	// otherwise.
+	Locker store.Locker
+}
+
+// Lock takes the lock of subagent record changes: l.Mu, then the store's
+// (on a shared store, the lock other processes take). The returned func
+// releases both.
+func (l Lifecycle) Lock(ctx context.Context) (func(), error) {
+	l.Mu.Lock()
+	if l.Locker == nil {
+		return l.Mu.Unlock, nil
+	}
+	release, err := l.Locker.Lock(ctx, records.SubagentsLockName)
+	if err != nil {
+		l.Mu.Unlock()
+		return nil, fmt.Errorf("lossless: take lock %q in the shared store: %w", records.SubagentsLockName, err)
+	}
+	return func() {
+		release()
+		l.Mu.Unlock()
+	}, nil
+}
+
+// checkSpace returns an error wrapping store.ErrDiskFull when the store's
+// filesystem is too full to write.
+func (l Lifecycle) checkSpace() error {
+	if err := l.Space.Check(); err != nil {
+		return fmt.Errorf("lossless: %w: %w", store.ErrDiskFull, err)
+	}
+	return nil
+}
+
+// update runs fn in a write transaction behind the free-space guard, its
+// error mapped by records.FromStore.
+func (l Lifecycle) update(ctx context.Context, fn func(store.Tx) error) error {
+	if err := l.checkSpace(); err != nil {
+		return err
+	}
+	return records.FromStore(l.St.Update(ctx, fn))
+}
+
+// batch starts a write batch behind the free-space guard.
+func (l Lifecycle) batch(ctx context.Context) (store.Batch, error) {
+	if err := l.checkSpace(); err != nil {
+		return nil, err
+	}
+	b, err := l.St.NewBatch(ctx)
+	if err != nil {
+		return nil, records.FromStore(err)
+	}
+	return b, nil
 }
 
 // Snapshot copies the parent's context item records (references) to the
 // fork snapshot of sub, in transactions of at most 2048 items. It returns
 // how many items it copied and the tokens of those the context shows.
-func Snapshot(ctx context.Context, p Port, parent store.ConvID, sub store.SubID) (int, int, error) {
+func (l Lifecycle) Snapshot(ctx context.Context, parent store.ConvID, sub store.SubID) (int, int, error) {
 	const snapshotTxnItems = 2048
 	var all []store.Item
 	tokens := 0
-	err := p.View(ctx, func(r store.Reader) error {
+	err := l.St.View(ctx, func(r store.Reader) error {
 		for it, err := range r.Items(parent, 0, math.MaxUint64, false) {
 			if err != nil {
 				if errors.Is(err, store.ErrCorrupt) {
@@ -78,7 +117,7 @@ func Snapshot(ctx context.Context, p Port, parent store.ConvID, sub store.SubID)
 	count := len(all)
 	for len(all) > 0 {
 		n := min(len(all), snapshotTxnItems)
-		err := p.Update(ctx, func(tx store.Tx) error {
+		err := l.update(ctx, func(tx store.Tx) error {
 			for _, it := range all[:n] {
 				if err := tx.PutForkItem(sub, it); err != nil {
 					return fmt.Errorf("lossless: prepare subagent: write snapshot: %w", err)
@@ -98,10 +137,10 @@ func Snapshot(ctx context.Context, p Port, parent store.ConvID, sub store.SubID)
 // forgets its fork cache. With a non-empty token it removes only the
 // preparation that token names (a rollback of an older preparation leaves
 // a newer one alone). Absent state is not an error.
-func Remove(ctx context.Context, p Port, sub store.SubID, token string) error {
+func (l Lifecycle) Remove(ctx context.Context, sub store.SubID, token string) error {
 	var rec store.Subagent
 	var have bool
-	err := p.View(ctx, func(r store.Reader) error {
+	err := l.St.View(ctx, func(r store.Reader) error {
 		var err error
 		rec, have, err = Get(r, sub)
 		return err
@@ -112,12 +151,12 @@ func Remove(ctx context.Context, p Port, sub store.SubID, token string) error {
 	if token != "" && (!have || rec.Token != token) {
 		return nil
 	}
-	p.Forks().Drop(sub)
+	l.Forks.Drop(sub)
 	// Snapshot first (possibly many items, in a batch), the record last: a
 	// crash in between leaves a record whose snapshot is partly gone, which
 	// the next removal finishes.
 	snapshot := false
-	err = p.View(ctx, func(r store.Reader) error {
+	err = l.St.View(ctx, func(r store.Reader) error {
 		for _, err := range r.ForkItems(sub) {
 			if err != nil && !errors.Is(err, store.ErrCorrupt) {
 				return err
@@ -134,7 +173,7 @@ func Remove(ctx context.Context, p Port, sub store.SubID, token string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("lossless: remove subagent: %w", err)
 		}
-		wb, err := p.Batch(ctx)
+		wb, err := l.batch(ctx)
 		if err != nil {
 			return fmt.Errorf("lossless: remove subagent: %w", err)
 		}
@@ -149,7 +188,7 @@ func Remove(ctx context.Context, p Port, sub store.SubID, token string) error {
 	if !have {
 		return nil
 	}
-	return p.Update(ctx, func(tx store.Tx) error {
+	return l.update(ctx, func(tx store.Tx) error {
 		if rec.ChildSessionID != "" {
 			if err := tx.DeleteSubagentByChild(rec.Agent, rec.ChildSessionID); err != nil {
 				return fmt.Errorf("lossless: remove subagent: %w", err)
@@ -170,11 +209,11 @@ func Remove(ctx context.Context, p Port, sub store.SubID, token string) error {
 // Sweep removes the preparations whose TTL expired while their child never
 // started, and fork snapshots left without a record by a crash. It returns
 // how many preparations it removed.
-func Sweep(ctx context.Context, p Port) (int, error) {
+func (l Lifecycle) Sweep(ctx context.Context) (int, error) {
 	now := time.Now().UnixMilli()
 	var expired []store.SubID
 	orphans := map[store.SubID]bool{}
-	err := p.View(ctx, func(r store.Reader) error {
+	err := l.St.View(ctx, func(r store.Reader) error {
 		for sr, err := range r.Subagents() {
 			if err != nil {
 				if errors.Is(err, store.ErrCorrupt) {
@@ -201,12 +240,12 @@ func Sweep(ctx context.Context, p Port) (int, error) {
 		return 0, err
 	}
 	for _, sub := range expired {
-		if err := Remove(ctx, p, sub, ""); err != nil {
+		if err := l.Remove(ctx, sub, ""); err != nil {
 			return 0, err
 		}
 	}
 	for sub := range orphans {
-		if err := Remove(ctx, p, sub, ""); err != nil {
+		if err := l.Remove(ctx, sub, ""); err != nil {
 			return 0, err
 		}
 	}
