@@ -24,7 +24,7 @@ import (
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless/config"
-	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 )
 
@@ -105,7 +105,7 @@ func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index
 // RecallStatus reports the recall index: whether it is rebuilding, how
 // many docs the rebuild indexed so far, and how many added docs are not yet
 // searchable (recall.Status).
-type RecallStatus = recall.Status
+type RecallStatus = recalled.Status
 
 // RecallStatus returns the state of the recall index.
 func (e *Engine) RecallStatus() RecallStatus {

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/lossless/recall"
 )
 

@@ -8,7 +8,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 // Budgets as the host gives them, and the budget each call really has.

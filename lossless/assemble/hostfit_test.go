@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 // recallBlock is a recall message of n items of size chars each, as

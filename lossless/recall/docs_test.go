@@ -7,7 +7,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/synth"
-	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 

@@ -23,6 +23,7 @@ import (
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -163,25 +164,9 @@ func (r *Index) RebuildProgress() int64 {
 	return r.rebuildDone.Load()
 }
 
-// Status reports the recall index: whether it is rebuilding, how
-// many docs the rebuild indexed so far, and how many added docs are not yet
-// searchable.
-type Status struct {
-	// Enabled is set when the engine has a recall index.
-	Enabled bool `json:"enabled"`
-	// Rebuilding is set while the opening rebuild (or catch-up) runs.
-	Rebuilding bool `json:"rebuilding"`
-	// Rebuilt is the docs the opening rebuild indexed so far.
-	Rebuilt int64 `json:"rebuilt"`
-	// Lag is the added docs not yet searchable.
-	Lag int `json:"lag"`
-	// Error is the opening rebuild's failure, if any.
-	Error string `json:"error,omitempty"`
-}
-
 // Status returns the state of the index.
-func (r *Index) Status() Status {
-	st := Status{Enabled: true, Lag: r.ix.Lag()}
+func (r *Index) Status() recalled.Status {
+	st := recalled.Status{Enabled: true, Lag: r.ix.Lag()}
 	st.Rebuilding = r.Rebuilding()
 	st.Rebuilt = r.rebuildDone.Load()
 	r.errMu.Lock()

@@ -25,7 +25,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless/config"
-	"github.com/lossless-engine/contextengine/lossless/internal/recalled"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 const (

@@ -4,8 +4,10 @@
 // SummaryID and HoldsSummary, which read a rendered summary; IndexedText,
 // the text a message is indexed by), the host's count (HostCounts,
 // MaxCounter), and what recall reports and returns (Item, Options,
-// Details, Report, WithDetails). lossless/recall makes the block,
-// lossless/assemble fits it to the host's count, lossless/explain
+// Details, Report, WithDetails; Status, the recall index's state). It is
+// public: the engine's API names its types (Engine.RecallStatus,
+// AssembleWithDetails, ExplainRecall). The engine's recall part makes the
+// block, its assemble part fits it to the host's count, lossless/explain
 // explains it; none of them imports another.
 package recalled
 
@@ -298,4 +300,20 @@ func IndexedText(m core.Message) string {
 		text = strings.ToValidUTF8(text[:MaxIndexedText], "")
 	}
 	return text
+}
+
+// Status reports the engine's recall index: whether it is rebuilding, how
+// many docs the rebuild indexed so far, and how many added docs are not yet
+// searchable.
+type Status struct {
+	// Enabled is set when the engine has a recall index.
+	Enabled bool `json:"enabled"`
+	// Rebuilding is set while the opening rebuild (or catch-up) runs.
+	Rebuilding bool `json:"rebuilding"`
+	// Rebuilt is the docs the opening rebuild indexed so far.
+	Rebuilt int64 `json:"rebuilt"`
+	// Lag is the added docs not yet searchable.
+	Lag int `json:"lag"`
+	// Error is the opening rebuild's failure, if any.
+	Error string `json:"error,omitempty"`
 }
