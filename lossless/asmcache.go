@@ -1,7 +1,7 @@
 package lossless
 
 import (
-	"github.com/lossless-engine/contextengine/lossless/assemble"
+	"github.com/lossless-engine/contextengine/lossless/internal/assemble"
 )
 
 // Per-conversation state is a cache, bounded in bytes (assemble.Cache):

@@ -7,10 +7,10 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
-	"github.com/lossless-engine/contextengine/lossless/assemble"
 	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/assemble"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
-	"github.com/lossless-engine/contextengine/lossless/subagent"
+	"github.com/lossless-engine/contextengine/lossless/internal/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -57,7 +57,7 @@ const (
 // oldest items slide out of the window each turn; the engine's compaction
 // (at contextThreshold) replaces them by summaries before that happens.
 //
-// The budget is the one the call really has (lossless/assemble's budget.go): OpenClaw's
+// The budget is the one the call really has (lossless/internal/assemble's budget.go): OpenClaw's
 // per-model-call budgets, net only of the turn's pending messages, lose
 // the host's system prompt and reserve, learned from the turn's first
 // assemble. Under OpenClaw the result also fits the host's own chars/4

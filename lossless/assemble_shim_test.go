@@ -2,7 +2,7 @@ package lossless
 
 import (
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/assemble"
+	"github.com/lossless-engine/contextengine/lossless/internal/assemble"
 )
 
 // Names the tests of this package use for what moved to lossless/assemble.

@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/ingest"
 )
 
-// Durable turn commits (CommitTurn: lossless/ingest's commit.go) and the
+// Durable turn commits (CommitTurn: lossless/internal/ingest's commit.go) and the
 // lifecycle declarations of Info (transcriptSemantics, hostRequirements).
 
 // UnsupportedAgentRunMessage is the engine's hostRequirements

@@ -10,12 +10,12 @@
 // state, subagents, retention, token counter, the per-conversation cache),
 // the *Conversation handle over the store, the locks, and one adapter per
 // part, the engine as that part's Port. The parts are packages of their
-// own, each along the data flow: lossless/config (the Config), lossless/ingest
+// own, each along the data flow: lossless/config (the Config), lossless/internal/ingest
 // (the write path), lossless/transcript (import, reconciliation, the host
-// reader, rotation's file), lossless/assemble (Assemble: the call resolved
-// once, the window, its rendering), lossless/recall (recall in Assemble and
+// reader, rotation's file), lossless/internal/assemble (Assemble: the call resolved
+// once, the window, its rendering), lossless/internal/recall (recall in Assemble and
 // the recall index's lifecycle), lossless/orchestrate (when to compact,
-// rotate and Maintain), lossless/subagent (the subagent lifecycle and fork
+// rotate and Maintain), lossless/internal/subagent (the subagent lifecycle and fork
 // snapshots), lossless/tools (the agent tools), lossless/retention,
 // lossless/inspect (sessions, messages, stats and the store check) and
 // lossless/explain (the explorer's explanations); lossless/explore answers

@@ -3,7 +3,7 @@ package lossless
 import (
 	"errors"
 
-	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/ingest"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
@@ -32,13 +32,13 @@ var ErrNotSessionFile = transcript.ErrNotSessionFile
 // another process that committed after its lock was released (its process
 // killed or its connection cut while its commit was in flight). The write
 // is refused, nothing of it stored; retrying it reads the record again.
-// It is lossless/ingest's, whose writes run again on it.
+// It is lossless/internal/ingest's, whose writes run again on it.
 var ErrConcurrentWrite = ingest.ErrConcurrentWrite
 
 // ErrKeyReused is wrapped by the error of a CommitTurn whose advancement key
 // is already recorded for a turn that lacks one of its messages: answering
 // "duplicate" would drop them, so the commit is refused and nothing of it
-// stored. It is lossless/ingest's.
+// stored. It is lossless/internal/ingest's.
 var ErrKeyReused = ingest.ErrKeyReused
 
 // ErrRetiring is wrapped by the error of a read of, or a write to, a

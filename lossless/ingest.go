@@ -4,13 +4,13 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/ingest"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // The write path (validating and preparing messages, resolving the
 // conversation, storing with dedup, large content, committed turns, the
-// retry of conflicting writes) is lossless/ingest's; the doors below enter
+// retry of conflicting writes) is lossless/internal/ingest's; the doors below enter
 // the engine, take its locks (names, conversation), check the free space,
 // keep its resolution cache and hand what was stored to the recall index.
 

@@ -82,4 +82,3 @@ func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
 	defer done()
 	return inspect.Check(ctx, e.st, deep)
 }
-

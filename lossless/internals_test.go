@@ -5,11 +5,11 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
-	"github.com/lossless-engine/contextengine/lossless/recalled"
+	"github.com/lossless-engine/contextengine/lossless/internal/recall"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/internal/subagent"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
-	"github.com/lossless-engine/contextengine/lossless/recall"
-	"github.com/lossless-engine/contextengine/lossless/subagent"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )

@@ -7,7 +7,7 @@ package lossless
 //
 // Ranking, the question split, the rendered block and the index's
 // lifecycle (open and rebuild, a shared store's catch-up, close) are
-// package lossless/recall's. Here: the engine's side of it, thin wrappers
+// package lossless/internal/recall's. Here: the engine's side of it, thin wrappers
 // and the door of recall in Assemble. Hooks in the other files of
 // the package (one line each): ingestInto (ingest.go) and replace
 // (store_conv.go) hand what they committed to the index; Open (engine.go)
@@ -24,8 +24,8 @@ import (
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/recall"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 )
 
 // Recall defaults (Config.Recall; package recall's).

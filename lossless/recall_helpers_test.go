@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/internal/recall"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
-	"github.com/lossless-engine/contextengine/lossless/recall"
 )
 
 // The engine's tests of recall in Assemble reach package recall's block

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/ingest"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -132,7 +132,7 @@ func (e *Engine) storeUpdate(ctx context.Context, fn func(store.Tx) error) error
 
 // convState is the in-memory state of one conversation: its record and
 // its last assembled window. It lives in a cache bounded in bytes and may
-// be evicted at any time (asmcache.go, lossless/assemble's Cache), even
+// be evicted at any time (asmcache.go, lossless/internal/assemble's Cache), even
 // while its conversation is locked: the locks live outside the cache
 // (Engine.convLocks, Engine.winLocks), and a state evicted while locked is
 // only forgotten (the next one reads the record again). Get a state locked

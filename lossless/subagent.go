@@ -8,19 +8,19 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/subagent"
+	"github.com/lossless-engine/contextengine/lossless/internal/subagent"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // Subagents: PrepareSubagentSpawn, OnSubagentEnded, SweepSubagents — the
 // engine's doors: they enter the engine, resolve the call's agent and the
 // parent's conversation (importing its transcript when needed), take the
-// subagent lock and run lossless/subagent's steps over the engine's store
+// subagent lock and run lossless/internal/subagent's steps over the engine's store
 // (a subagent.Lifecycle made from its fields; the package doc describes
 // the records). The
 // child's own messages are stored under the child's conversation by the
 // ordinary write path. Assemble of a forked child returns its own context
-// after the parent's snapshot (lossless/assemble's fork prefix: the
+// after the parent's snapshot (lossless/internal/assemble's fork prefix: the
 // snapshot fills what the child's own context leaves of the budget, newest
 // first; nothing of the parent is read beyond that). Nothing of the parent
 // is ever written.

@@ -462,7 +462,7 @@ func TestSubagentTTL(t *testing.T) {
 	if n, _ := e.SweepSubagents(ctx); n != 0 {
 		t.Fatalf("a second sweep removed %d", n)
 	}
-	// A snapshot left without a record is swept too: lossless/subagent's
+	// A snapshot left without a record is swept too: lossless/internal/subagent's
 	// TestSweep.
 }
 

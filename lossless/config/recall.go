@@ -20,7 +20,7 @@ const (
 )
 
 // Recall configures cross-session recall (Config.Recall; package
-// lossless/recall takes it).
+// lossless/internal/recall takes it).
 type Recall struct {
 	// Enabled turns cross-session recall on or off: the Bleve index of
 	// every stored message and summary (<StoreDir>/index) and the recalled

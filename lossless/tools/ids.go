@@ -10,7 +10,7 @@ import (
 // MessageID returns the id the tools give message seq of conversation c:
 // "<conv>:<seq>", the conversation's 16 hex digits and the message's
 // sequence number (from 1). It is the id the recall block cites a turn by
-// (lossless/recall's MessageDocID), and lcm_describe and lcm_expand take it.
+// (lossless/internal/recall's MessageDocID), and lcm_describe and lcm_expand take it.
 func MessageID(c store.ConvID, seq uint64) string {
 	return c.String() + ":" + strconv.FormatUint(seq, 10)
 }

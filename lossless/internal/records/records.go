@@ -1,5 +1,5 @@
 // Package records holds what package lossless and its parts (such as
-// lossless/transcript, lossless/recall and lossless/subagent) need to read
+// lossless/transcript, lossless/internal/recall and lossless/subagent) need to read
 // the engine's store records the same way: the mapping of the store's
 // errors to the engine's sentinels, the order positions of messages a
 // reconciliation moved, conversation ids in hex, the reads of messages and

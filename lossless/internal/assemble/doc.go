@@ -40,7 +40,7 @@
 // window (Cached), which Inner gets and hands back (Assembled) while the
 // engine holds the window lock. The engine's door does the rest: it enters
 // and leaves the engine, takes the lock, composes the window with recall's
-// block (lossless/recall computes it from the windows the door hands it),
+// block (lossless/internal/recall computes it from the windows the door hands it),
 // prepends a forked subagent's parent context (lossless/subagent), and
 // ends with Finish (the host's count, the projection).
 package assemble
