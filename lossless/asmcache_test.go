@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // TestAssembleCacheBounded: assembling many conversations keeps the cached
@@ -23,7 +24,7 @@ import (
 func TestAssembleCacheBounded(t *testing.T) {
 	ctx := context.Background()
 	const max = 64 << 10
-	e := openTest(t, func(c *Config) { c.AssembleCacheBytes = max })
+	e := openTest(t, func(c *config.Config) { c.AssembleCacheBytes = max })
 	first := make(map[string][]byte)
 	for i := 0; i < 40; i++ {
 		id := fmt.Sprintf("s%d", i)
@@ -80,7 +81,7 @@ func TestStateCacheEvicts(t *testing.T) {
 		workers = 4
 		rounds  = 3
 	)
-	e := openTest(t, func(c *Config) { c.AssembleCacheBytes = max; off := false; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.AssembleCacheBytes = max; off := false; c.Recall.Enabled = &off })
 	session := func(i int) string { return fmt.Sprintf("conv-%03d", i) }
 	var peakStates atomic.Int64
 	errs := make(chan error, workers)
@@ -165,7 +166,7 @@ func TestStateCacheEvicts(t *testing.T) {
 func TestStateCacheEvictionRace(t *testing.T) {
 	ctx := context.Background()
 	const convs, workers, rounds = 6, 8, 40
-	e := openTest(t, func(c *Config) { c.AssembleCacheBytes = 1; off := false; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.AssembleCacheBytes = 1; off := false; c.Recall.Enabled = &off })
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -220,7 +221,7 @@ func rawJoin(msgs []core.Message) []byte {
 func BenchmarkSessionsHeap(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
-		e := openTest(b, func(c *Config) { off := false; c.Recall.Enabled = &off })
+		e := openTest(b, func(c *config.Config) { off := false; c.Recall.Enabled = &off })
 		var lat []float64
 		for i := 0; i < 10_000; i++ {
 			id := fmt.Sprintf("s%d", i)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 )
 
 // prose returns about n characters of English-like text (deterministic per
@@ -106,7 +108,7 @@ func commitNote(t *testing.T, e *Engine, session string, n, noteChars int) {
 func TestBudgetsFollowOpenClaw(t *testing.T) {
 	ctx := context.Background()
 	off := false
-	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
 	// 12 turns of ~6 KB notes: ~18K o200k tokens, more than the first
 	// budget, less than the window: without the learned share the per-call
 	// assemble would fill the window.
@@ -186,7 +188,7 @@ func TestBudgetsFollowOpenClaw(t *testing.T) {
 func TestCompactTakesOffTheHostShare(t *testing.T) {
 	ctx := context.Background()
 	off := false
-	e := openTest(t, func(c *Config) {
+	e := openTest(t, func(c *config.Config) {
 		c.Tokenizer = core.EncodingO200k
 		c.Recall.Enabled = &off
 		c.ContextThreshold = 0.99 // background compaction out of the way: the compact call must do it
@@ -262,7 +264,7 @@ func TestTurnBudgetIsTheTurnsSmallest(t *testing.T) {
 func TestTinyBudget(t *testing.T) {
 	ctx := context.Background()
 	off := false
-	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
 	for n := 0; n < 4; n++ {
 		commitNote(t, e, "s", n, 3000)
 	}
@@ -292,7 +294,7 @@ func TestTinyBudget(t *testing.T) {
 }
 
 // dagGoal is the background compaction's goal at budget b.
-func dagGoal(b int) int { th := DefaultContextThreshold; return int(th * float64(b)) }
+func dagGoal(b int) int { th := config.DefaultContextThreshold; return int(th * float64(b)) }
 
 // TestFloorReferencesToolResults: when the budget cannot hold the current
 // turn (its user message, a tool call and a large result), the result is
@@ -302,7 +304,7 @@ func dagGoal(b int) int { th := DefaultContextThreshold; return int(th * float64
 func TestFloorReferencesToolResults(t *testing.T) {
 	ctx := context.Background()
 	off := false
-	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
 	commitNote(t, e, "s", 0, 3000)
 	ts := int64(1_700_001_000_000)
 	big := prose(24000, 7)
@@ -388,7 +390,7 @@ func TestRecordedBudgetSequence(t *testing.T) {
 		t.Run(window, func(t *testing.T) {
 			ctx := context.Background()
 			off := false
-			e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+			e := openTest(t, func(c *config.Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
 			key := "agent:main:long-" + window
 			first, w, reserve := 0, 0, 0
 			var msgs []core.Message
@@ -470,7 +472,7 @@ func TestRecordedBudgetSequence(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%s: %v", where, err)
 					}
-					var d CompactDetails
+					var d orchestrate.CompactDetails
 					if err := json.Unmarshal(res.Result.Details, &d); err != nil {
 						t.Fatal(err)
 					}
@@ -667,7 +669,7 @@ func TestCutKeepsASummaryLargerThanHalf(t *testing.T) {
 func cutTestEngine(t *testing.T) *Engine {
 	t.Helper()
 	off := false
-	return openTest(t, func(c *Config) {
+	return openTest(t, func(c *config.Config) {
 		c.Tokenizer = core.EncodingO200k
 		c.Recall.Enabled = &off
 		c.ContextThreshold = 0.99
@@ -698,7 +700,7 @@ func contextItems(t *testing.T, e *Engine, session string) []dag.Item {
 func TestModelMaxTokensFromHost(t *testing.T) {
 	ctx := context.Background()
 	off := false
-	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.Tokenizer = core.EncodingO200k; c.Recall.Enabled = &off })
 	prompt := "What was in the third note?"
 	p4 := (core.Chars4{}).CountText(prompt)
 	system := int(math.Ceil(float64(recWindow-recReserve-recFirst)/1.2)) - 24 - p4

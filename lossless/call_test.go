@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // texts returns the texts of msgs.
@@ -61,7 +62,7 @@ func TestSharedAssembleDeletedPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := openPG(ctx, url, func(c *Config) { c.Retention.MaxAgeDays = 1 })
+	b, err := openPG(ctx, url, func(c *config.Config) { c.Retention.MaxAgeDays = 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

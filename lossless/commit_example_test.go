@@ -8,10 +8,11 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 func openExample(dir string) *lossless.Engine {
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	cfg.Tokenizer = "chars4"
 	e, err := lossless.Open(context.Background(), cfg)

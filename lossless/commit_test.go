@@ -17,6 +17,7 @@ import (
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // turnMessages is turn n of a test conversation: a user prompt, a tool
@@ -169,7 +170,7 @@ func TestCommitTurnRefusesAtomically(t *testing.T) {
 		t.Fatal("a refused turn recorded its key")
 	}
 	// A turn too large for one transaction is refused whole.
-	small := openTest(t, func(c *Config) { c.Badger.MemTableSize = 1 << 20 })
+	small := openTest(t, func(c *config.Config) { c.Badger.MemTableSize = 1 << 20 })
 	big := commitParams("s", "big", 1)
 	big.Messages = nil
 	for i := 0; i < 20000; i++ {

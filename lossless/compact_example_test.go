@@ -8,6 +8,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // Compact a long session, then expand one of its summaries back to the
@@ -15,7 +17,7 @@ import (
 func ExampleEngine_Compact() {
 	dir, _ := os.MkdirTemp("", "lossless-example-")
 	defer os.RemoveAll(dir)
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir, cfg.Tokenizer, cfg.FreshTailMessages = dir, "chars4", 8
 	e, err := lossless.Open(context.Background(), cfg)
 	if err != nil {
@@ -43,7 +45,7 @@ func ExampleEngine_Compact() {
 
 	conv, _ := e.Conversation(ctx, "", "demo")
 	items, _ := conv.Items(ctx)
-	page, err := e.ExpandSummary(ctx, lossless.ExpandParams{SessionID: "demo", ID: items[0].Ref.ID, MaxTokens: 100000})
+	page, err := e.ExpandSummary(ctx, tools.ExpandParams{SessionID: "demo", ID: items[0].Ref.ID, MaxTokens: 100000})
 	if err != nil {
 		panic(err)
 	}

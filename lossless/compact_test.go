@@ -14,6 +14,9 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // allSeqs returns the conversation's message seqs in order.
@@ -35,7 +38,7 @@ func expandAll(t testing.TB, e *Engine, session, id string, maxTokens int) [][]b
 	var out [][]byte
 	cursor := ""
 	for pages := 0; ; pages++ {
-		p, err := e.ExpandSummary(context.Background(), ExpandParams{SessionID: session, ID: id, MaxTokens: maxTokens, Cursor: cursor})
+		p, err := e.ExpandSummary(context.Background(), tools.ExpandParams{SessionID: session, ID: id, MaxTokens: maxTokens, Cursor: cursor})
 		if err != nil {
 			t.Fatalf("expand %s: %v", id, err)
 		}
@@ -74,7 +77,7 @@ func TestCompactPiMonoExpandsByteForByte(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d CompactDetails
+	var d orchestrate.CompactDetails
 	if err := json.Unmarshal(res.Result.Details, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +222,7 @@ func turnMessages(n, words int, ts0 int64) []core.Message {
 // on the same session return promptly; when it is let go, the context has
 // been compacted under the threshold.
 func TestProactiveCompactionDoesNotBlock(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 8; c.LeafChunkTokens = 2000 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 8; c.LeafChunkTokens = 2000 })
 	g := &gateSummarizer{gate: make(chan struct{}), entered: make(chan struct{})}
 	e.SetSummarizer(g)
 	ctx := context.Background()
@@ -296,7 +299,7 @@ func TestCompactResults(t *testing.T) {
 		}
 	})
 	t.Run("compacted only when tokens went down", func(t *testing.T) {
-		e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+		e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 4 })
 		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(200, 30, 1)}); err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +308,7 @@ func TestCompactResults(t *testing.T) {
 		if err != nil || !res.OK || !res.Compacted || res.Result.TokensAfter >= res.Result.TokensBefore || res.Result.TokensAfter > 6000 {
 			t.Fatalf("first: %+v %v", res, err)
 		}
-		var d CompactDetails
+		var d orchestrate.CompactDetails
 		if err := json.Unmarshal(res.Result.Details, &d); err != nil || d.Summarizer != "extractive" || d.SummarizerCalls == 0 {
 			t.Fatalf("default summarizer: %+v %v", d, err)
 		}
@@ -315,7 +318,7 @@ func TestCompactResults(t *testing.T) {
 		}
 	})
 	t.Run("budget from runtime context", func(t *testing.T) {
-		e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+		e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 4 })
 		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(100, 30, 1)}); err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +327,7 @@ func TestCompactResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d CompactDetails
+		var d orchestrate.CompactDetails
 		_ = json.Unmarshal(res.Result.Details, &d)
 		if d.Goal != 3750 || d.ContextTokensAfter > 3750 || !res.Compacted {
 			t.Fatalf("goal %d after %d: %+v", d.Goal, d.ContextTokensAfter, res)
@@ -342,7 +345,7 @@ func TestCompactResults(t *testing.T) {
 		}
 		// At its floor: no failure (a host would fail its preflight), but
 		// "nothing to compact" and why.
-		var d CompactDetails
+		var d orchestrate.CompactDetails
 		_ = json.Unmarshal(res.Result.Details, &d)
 		if !res.OK || !d.TailTooLarge || !strings.HasPrefix(res.Reason, "nothing to compact") || !strings.Contains(res.Reason, "floor") {
 			t.Fatalf("want ok, tailTooLarge and 'nothing to compact … floor', got %+v %+v", res, d)
@@ -355,8 +358,8 @@ func TestCompactResults(t *testing.T) {
 // system prompt and tool schemas take ~40% of a 24K window by default).
 func TestCompactReservesHostTokens(t *testing.T) {
 	ctx := context.Background()
-	run := func(current int) (CompactDetails, int) {
-		e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+	run := func(current int) (orchestrate.CompactDetails, int) {
+		e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 4 })
 		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turnMessages(100, 30, 1)}); err != nil {
 			t.Fatal(err)
 		}
@@ -364,7 +367,7 @@ func TestCompactReservesHostTokens(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var d CompactDetails
+		var d orchestrate.CompactDetails
 		_ = json.Unmarshal(res.Result.Details, &d)
 		return d, res.Result.TokensBefore
 	}
@@ -382,7 +385,7 @@ func TestCompactReservesHostTokens(t *testing.T) {
 // TestCompactWhileIngesting: compactions and ingests race on one
 // conversation; nothing is lost and the DAG invariants hold.
 func TestCompactWhileIngesting(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 6; c.LeafChunkTokens = 800 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 6; c.LeafChunkTokens = 800 })
 	e.SetSummarizer(markSummarizer{})
 	ctx := context.Background()
 	const n = 300
@@ -431,7 +434,7 @@ func TestCompactWhileIngesting(t *testing.T) {
 // summarizerConcurrency reaches the compactor (0 keeps dag's default).
 func TestSummarizerConcurrencyConfig(t *testing.T) {
 	for _, tc := range []struct{ set, want int }{{0, 4}, {1, 1}, {6, 6}} {
-		e := openTest(t, func(c *Config) { c.SummarizerConcurrency = tc.set })
+		e := openTest(t, func(c *config.Config) { c.SummarizerConcurrency = tc.set })
 		comp, err := e.Compactor()
 		if err != nil {
 			t.Fatal(err)

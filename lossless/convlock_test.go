@@ -1,6 +1,7 @@
 package lossless
 
 import (
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"testing"
 	"time"
 )
@@ -12,7 +13,7 @@ import (
 // With a lock that lived in the evicted state, the second locker would make
 // a new state with a free lock and get in beside the holder.
 func TestConvLockOutlivesEviction(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.AssembleCacheBytes = 1; off := false; c.Recall.Enabled = &off })
+	e := openTest(t, func(c *config.Config) { c.AssembleCacheBytes = 1; off := false; c.Recall.Enabled = &off })
 	a, b := convID{1}, convID{2}
 	cached := func(c convID) bool {
 		for _, en := range e.lru.Inspect().Entries {

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -125,7 +127,7 @@ func TestCorruptionNeverShortensReads(t *testing.T) {
 // changes nothing.
 func TestCheckHealthyStore(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 4; c.LeafChunkTokens = 300 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 4; c.LeafChunkTokens = 300 })
 	for i := 0; i < 40; i++ {
 		if _, err := e.CommitTurn(ctx, commitParams("s", fmt.Sprintf("k%d", i), i)); err != nil {
 			t.Fatal(err)
@@ -165,17 +167,17 @@ func TestGrepFailsOnMissingMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hits, err := e.Grep(ctx, GrepParams{SessionID: "s", Query: "needle", Limit: 50}); err != nil || len(hits) != 10 {
+			if hits, err := e.Grep(ctx, tools.GrepParams{SessionID: "s", Query: "needle", Limit: 50}); err != nil || len(hits) != 10 {
 				t.Fatalf("healthy grep: %d hits, %v", len(hits), err)
 			}
 			if err := e.st.Update(ctx, func(tx store.Tx) error { return tx.DeleteMessage(conv.id, lost) }); err != nil {
 				t.Fatal(err)
 			}
 			want := fmt.Sprintf("messages %d-%d are missing", lost, lost)
-			for _, p := range []GrepParams{
+			for _, p := range []tools.GrepParams{
 				{SessionID: "s", Query: "needle", Limit: 50},
 				{SessionID: "s", Query: "needle", Limit: 50, Since: 1, Until: 100},
-				{SessionID: "s", Query: "needle", Limit: 50, Scope: ScopeAgent},
+				{SessionID: "s", Query: "needle", Limit: 50, Scope: tools.ScopeAgent},
 			} {
 				hits, err := e.Grep(ctx, p)
 				if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), want) {

@@ -2,7 +2,6 @@ package lossless
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -122,10 +121,12 @@ var (
 // every other process opened on it. An unparsable URL, an unreachable
 // server and a schema newer than this binary are errors naming what is
 // wrong.
-func Open(ctx context.Context, cfg Config) (*Engine, error) { return openHooked(ctx, cfg, testHooks{}) }
+func Open(ctx context.Context, cfg config.Config) (*Engine, error) {
+	return openHooked(ctx, cfg, testHooks{})
+}
 
 // openHooked is Open with the tests' seams h (hooks.go; zero in production).
-func openHooked(ctx context.Context, cfg Config, h testHooks) (*Engine, error) {
+func openHooked(ctx context.Context, cfg config.Config, h testHooks) (*Engine, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lossless: open: %w", err)
 	}
@@ -203,12 +204,12 @@ func openHooked(ctx context.Context, cfg Config, h testHooks) (*Engine, error) {
 // failed OpenStore. cfg.StoreDir is not used (there is no directory: no
 // Bleve index, no free-space guard). When st implements store.Locker the
 // engine treats it as shared by several processes (see store.Locker).
-func OpenStore(ctx context.Context, cfg Config, st store.Store, rec index.Recall) (*Engine, error) {
+func OpenStore(ctx context.Context, cfg config.Config, st store.Store, rec index.Recall) (*Engine, error) {
 	return openStoreHooked(ctx, cfg, testHooks{}, st, rec)
 }
 
 // openStoreHooked is OpenStore with the tests' seams h (hooks.go).
-func openStoreHooked(ctx context.Context, cfg Config, h testHooks, st store.Store, rec index.Recall) (*Engine, error) {
+func openStoreHooked(ctx context.Context, cfg config.Config, h testHooks, st store.Store, rec index.Recall) (*Engine, error) {
 	closeAll := func() {
 		st.Close()
 		if rec != nil {
@@ -247,7 +248,7 @@ func openStoreHooked(ctx context.Context, cfg Config, h testHooks, st store.Stor
 // checked, before any write, so that the generation the index counts from
 // is exact (its error, when ctx ended it, fails the open: it owns nothing
 // then). h are the tests' seams.
-func openEngine(ctx context.Context, cfg Config, h testHooks, st store.Store, where string, openRecall func(context.Context, *Engine) (*recaller, error)) (*Engine, error) {
+func openEngine(ctx context.Context, cfg config.Config, h testHooks, st store.Store, where string, openRecall func(context.Context, *Engine) (*recaller, error)) (*Engine, error) {
 	if cfg.ReadOnly {
 		off := false
 		cfg.Recall.Enabled = &off // the index is written as it is read
@@ -288,12 +289,8 @@ func openEngine(ctx context.Context, cfg Config, h testHooks, st store.Store, wh
 // "lossless" shares one among the engines of the process.
 var Factory core.Factory = NewFactory(nil)
 
-// ParseConfig decodes raw JSON (nil or empty: the defaults) into a Config
-// with defaults filled. Unknown fields are refused, so a typo is reported.
-func ParseConfig(raw json.RawMessage) (Config, error) { return config.Parse(raw) }
-
 // Config returns the engine's configuration, defaults filled.
-func (e *Engine) Config() Config { return e.cfg.Config }
+func (e *Engine) Config() config.Config { return e.cfg.Config }
 
 // TokenCounter returns the counter the engine counts tokens with.
 func (e *Engine) TokenCounter() core.TokenCounter { return e.tc }
@@ -373,7 +370,7 @@ func (e *Engine) agentFor(explicit, sessionKey string) string {
 	if e.cfg.AgentID != "" {
 		return e.cfg.AgentID
 	}
-	return DefaultAgentID
+	return config.DefaultAgentID
 }
 
 // AgentFromSessionKey returns <id> of a session key "agent:<id>:...", or "".

@@ -10,6 +10,7 @@ import (
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -156,17 +157,17 @@ func TestFactoryConfig(t *testing.T) {
 	defer e.Close()
 	c := e.Config()
 	if c.StoreDir != filepath.Join(agentDir, "lossless") || c.FreshTailMessages != 10 || !c.RecallEnabled() ||
-		c.Badger.MemTableSize != 4<<20 || c.DefaultTokenBudget != DefaultTokenBudget || c.Tokenizer != "chars4" {
+		c.Badger.MemTableSize != 4<<20 || c.DefaultTokenBudget != config.DefaultTokenBudget || c.Tokenizer != "chars4" {
 		t.Fatalf("config %+v", c)
 	}
-	if _, err := ParseConfig(json.RawMessage(`{"storDir":"typo"}`)); err == nil {
+	if _, err := config.Parse(json.RawMessage(`{"storDir":"typo"}`)); err == nil {
 		t.Fatal("unknown field accepted")
 	}
 	if _, err := Factory(context.Background(), core.FactoryOptions{Config: json.RawMessage(`{"storeDir":"` + t.TempDir() + `","tokenizer":"nope"}`)}); err == nil {
 		t.Fatal("bad tokenizer accepted")
 	}
 	t.Setenv("XDG_DATA_HOME", "/data")
-	if d, _ := DefaultStoreDir(""); d != "/data/lossless" {
+	if d, _ := config.DefaultStoreDir(""); d != "/data/lossless" {
 		t.Fatalf("default dir %q", d)
 	}
 }

@@ -8,13 +8,14 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // Open a store, ingest a turn, replay it (stored once), and assemble.
 func Example() {
 	dir, _ := os.MkdirTemp("", "lossless-example")
 	defer os.RemoveAll(dir)
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	cfg.Tokenizer = "chars4"
 	ctx := context.Background()
@@ -60,7 +61,7 @@ func ExampleEngine_Import() {
 	_ = os.WriteFile(path, []byte(`{"type":"session","version":4,"id":"abc","timestamp":"2026-01-01T00:00:00Z"}
 {"type":"message","id":"1","message":{"role":"user","content":"hello","timestamp":1}}
 `), 0o644)
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = dir + "/store"
 	cfg.Tokenizer = "chars4"
 	e, err := lossless.Open(context.Background(), cfg)

@@ -12,49 +12,17 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/explain"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// The parts of an assembled context (ContextMessage.Part, ContextPart).
-const (
-	// PartSummaries: summaries of older history (RenderSummary).
-	PartSummaries = explain.PartSummaries
-	// PartTail: the stored messages of the window, newest last.
-	PartTail = explain.PartTail
-	// PartRecall: the recall block (IsRecallMessage).
-	PartRecall = explain.PartRecall
-	// PartSystem: the system prompt addition.
-	PartSystem = explain.PartSystem
-)
-
-// ContextMessage is one message of an assembled context with its token
-// count and the part it belongs to (explain.ContextMessage).
-type ContextMessage = explain.ContextMessage
-
-// ContextPart is one part's total in an AssembleReport
-// (explain.ContextPart).
-type ContextPart = explain.ContextPart
-
-// AssembleReport is an assembled context explained
-// (explain.AssembleReport): the result and how recall went
-// (AssembleWithDetails), each message with its tokens and part, and the
-// totals per part. `lossless assemble --json` and the explorer's context
-// view print it, so their numbers cannot differ.
-type AssembleReport = explain.AssembleReport
-
-// RecallExplanation is one item of the recall ranking with why it ranks
-// where it does (explain.RecallExplanation).
-type RecallExplanation = explain.RecallExplanation
-
-// RecallExplained is what ExplainRecall found (explain.RecallExplained).
-type RecallExplained = explain.RecallExplained
-
 // AssembleReport assembles p (AssembleWithDetails) and explains the
 // result. Assemble changes nothing in the store.
-func (e *Engine) AssembleReport(ctx context.Context, p core.AssembleParams) (AssembleReport, error) {
+func (e *Engine) AssembleReport(ctx context.Context, p core.AssembleParams) (explain.AssembleReport, error) {
 	res, details, err := e.AssembleWithDetails(ctx, p)
 	if err != nil {
-		return AssembleReport{}, err
+		return explain.AssembleReport{}, err
 	}
 	rep := explain.Assemble(res, details, e.budgetFor(p.TokenBudget, p.RuntimeContext), e.tc)
 	conv, err := e.ConversationFor(ctx, "", p.SessionID, p.SessionKey)
@@ -62,7 +30,7 @@ func (e *Engine) AssembleReport(ctx context.Context, p core.AssembleParams) (Ass
 		return rep, nil // a pass-through: nothing is stored
 	}
 	if err := e.View(ctx, func(r store.Reader) error { return explain.TailSeqs(r, conv.id, rep.Messages) }); err != nil {
-		return AssembleReport{}, err
+		return explain.AssembleReport{}, err
 	}
 	return rep, nil
 }
@@ -73,13 +41,13 @@ func (e *Engine) AssembleReport(ctx context.Context, p core.AssembleParams) (Ass
 // matched, its session and a snippet. p's session (when stored) is the one
 // recall runs for: what its last assembled window showed is left out, as
 // in Assemble.
-func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int) (RecallExplained, error) {
+func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int) (explain.RecallExplained, error) {
 	out := explain.NewRecall(p.Prompt, e.cfg.Recall)
-	ranked, err := e.RecallWith(ctx, p, RecallOptions{K: k, MinScore: -1})
+	ranked, err := e.RecallWith(ctx, p, recalled.Options{K: k, MinScore: -1})
 	if err != nil {
 		return out, err
 	}
-	gated, err := e.RecallWith(ctx, p, RecallOptions{K: k})
+	gated, err := e.RecallWith(ctx, p, recalled.Options{K: k})
 	if err != nil {
 		return out, err
 	}
@@ -92,7 +60,7 @@ func (e *Engine) ExplainRecall(ctx context.Context, p core.AssembleParams, k int
 	for i, s := range src {
 		x := &out.Items[i]
 		if s.HaveRec {
-			x.Session = SessionInfo{ID: s.Conv.String(), SessionIDs: s.Rec.SessionIDs, Key: s.Rec.Key}.Name()
+			x.Session = inspect.SessionInfo{ID: s.Conv.String(), SessionIDs: s.Rec.SessionIDs, Key: s.Rec.Key}.Name()
 		}
 		if s.HaveText {
 			x.Snippet = snippet(s.Text, s.At)

@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/explain"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 func TestAssembleReport(t *testing.T) {
@@ -34,14 +37,14 @@ func TestAssembleReport(t *testing.T) {
 	if rep.Budget != 3000 || rep.SystemPromptAdditionTokens == 0 || rep.SystemPromptAdditionTokens != e.tc.CountText(res.SystemPromptAddition) {
 		t.Fatalf("budget %d, addition %d tokens", rep.Budget, rep.SystemPromptAdditionTokens)
 	}
-	parts := map[string]ContextPart{}
+	parts := map[string]explain.ContextPart{}
 	for _, pt := range rep.Parts {
 		parts[pt.Part] = pt
 	}
-	if len(rep.Parts) != 4 || parts[PartSystem].Count != 1 || parts[PartSystem].Tokens != rep.SystemPromptAdditionTokens {
+	if len(rep.Parts) != 4 || parts[explain.PartSystem].Count != 1 || parts[explain.PartSystem].Tokens != rep.SystemPromptAdditionTokens {
 		t.Fatalf("parts %+v", rep.Parts)
 	}
-	if parts[PartSummaries].Count == 0 || parts[PartTail].Count == 0 || parts[PartRecall].Count != 1 || details.Recall.Status != RecallInjected {
+	if parts[explain.PartSummaries].Count == 0 || parts[explain.PartTail].Count == 0 || parts[explain.PartRecall].Count != 1 || details.Recall.Status != recalled.Injected {
 		t.Fatalf("parts %+v, recall %+v", rep.Parts, details.Recall)
 	}
 	conv := mustConv(t, e, "s1")
@@ -52,27 +55,27 @@ func TestAssembleReport(t *testing.T) {
 		}
 		sum += m.Tokens
 		switch m.Part {
-		case PartSummaries:
+		case explain.PartSummaries:
 			if _, err := conv.Summary(ctx, m.SummaryID); err != nil {
 				t.Fatalf("message %d renders summary %q: %v", i, m.SummaryID, err)
 			}
-		case PartTail:
+		case explain.PartTail:
 			stored, err := conv.Message(ctx, m.Seq)
 			if err != nil || !bytes.Equal(stored.Raw(), m.Message.Raw()) {
 				t.Fatalf("tail message %d (seq %d) is not the stored one: %v", i, m.Seq, err)
 			}
-		case PartRecall:
+		case explain.PartRecall:
 			if i != len(rep.Messages)-1 || !strings.Contains(m.Message.Text(), "zebra") {
 				t.Fatalf("recall message %d of %d: %q", i, len(rep.Messages), m.Message.Text())
 			}
 		}
 	}
-	if got := parts[PartSummaries].Tokens + parts[PartTail].Tokens + parts[PartRecall].Tokens; got != sum {
+	if got := parts[explain.PartSummaries].Tokens + parts[explain.PartTail].Tokens + parts[explain.PartRecall].Tokens; got != sum {
 		t.Fatalf("parts hold %d tokens, messages %d", got, sum)
 	}
 	// A session never stored: a pass-through, no sequence numbers.
 	rep, err = e.AssembleReport(ctx, core.AssembleParams{SessionID: "nowhere", Messages: []core.Message{core.UserText("hi", 1)}})
-	if err != nil || len(rep.Messages) != 1 || rep.Messages[0].Seq != 0 || rep.Messages[0].Part != PartTail {
+	if err != nil || len(rep.Messages) != 1 || rep.Messages[0].Seq != 0 || rep.Messages[0].Part != explain.PartTail {
 		t.Fatalf("pass-through: %+v %v", rep.Messages, err)
 	}
 }
@@ -88,7 +91,7 @@ func TestExplainRecall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(x.Terms, "zebra") || x.Threshold != DefaultRecallMinScore {
+	if !slices.Contains(x.Terms, "zebra") || x.Threshold != config.DefaultRecallMinScore {
 		t.Fatalf("terms %v, threshold %v", x.Terms, x.Threshold)
 	}
 	gated, err := e.Recall(ctx, p, 8)
@@ -96,7 +99,7 @@ func TestExplainRecall(t *testing.T) {
 		t.Fatal(err)
 	}
 	passed := 0
-	var zebra *RecallExplanation
+	var zebra *explain.RecallExplanation
 	for i := range x.Items {
 		it := &x.Items[i]
 		if it.Passed {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // BenchmarkHostSummarizerCost measures what OpenClaw's default summarizer
@@ -31,7 +32,7 @@ func BenchmarkHostSummarizerCost(b *testing.B) {
 		b.Run(filepath.Base(path), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				e := openTest(b, func(c *Config) {
+				e := openTest(b, func(c *config.Config) {
 					c.Host = core.HostOpenClaw
 					c.Summarizer = json.RawMessage(`{"maxCallsPerHour":-1,"maxTokensPerHour":-1}`)
 				})

@@ -11,6 +11,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/summarize"
 )
@@ -38,7 +40,7 @@ func TestDefaultSummarizerByHost(t *testing.T) {
 		{"cli-explicit-host", "", `{"kind":"host"}`, summarize.KindHost, spend.Cap(0, 0)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := openTest(t, func(c *Config) {
+			e := openTest(t, func(c *config.Config) {
 				c.Host = tc.host
 				c.Summarizer = json.RawMessage(tc.summarizer)
 				c.Spend = spend
@@ -165,9 +167,9 @@ func hostSession(t *testing.T, e *Engine, from, to int) {
 }
 
 // compactDetails decodes a compact result's details.
-func compactDetails(t *testing.T, res core.CompactResult) CompactDetails {
+func compactDetails(t *testing.T, res core.CompactResult) orchestrate.CompactDetails {
 	t.Helper()
-	var d CompactDetails
+	var d orchestrate.CompactDetails
 	if res.Result == nil || json.Unmarshal(res.Result.Details, &d) != nil {
 		t.Fatalf("no details in %+v", res)
 	}
@@ -191,7 +193,7 @@ func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
 				return core.LLMResponse{Text: modelSummary(req, "HOST-SUMMARY"), Usage: &core.LLMUsage{InputTokens: 1000, OutputTokens: 10}}, nil
 			}}
 	}
-	compact := func(e *Engine, rc *core.RuntimeContext) CompactDetails {
+	compact := func(e *Engine, rc *core.RuntimeContext) orchestrate.CompactDetails {
 		t.Helper()
 		res, err := e.Compact(ctx, core.CompactParams{SessionID: "sess-1", SessionKey: hostKey, SessionTarget: hostTarget,
 			SessionFile: hostKey, TokenBudget: 800, Force: true, RuntimeContext: rc})
@@ -203,7 +205,7 @@ func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
 
 	t.Run("default", func(t *testing.T) {
 		calls.Store(0)
-		e := openTest(t, func(c *Config) {
+		e := openTest(t, func(c *config.Config) {
 			c.Host = core.HostOpenClaw
 			c.FreshTailMessages = 4
 			c.LeafChunkTokens = 400
@@ -230,7 +232,7 @@ func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
 
 	t.Run("tiny-cap", func(t *testing.T) {
 		calls.Store(0)
-		e := openTest(t, func(c *Config) {
+		e := openTest(t, func(c *config.Config) {
 			c.Host = core.HostOpenClaw
 			c.FreshTailMessages = 4
 			c.LeafChunkTokens = 400
@@ -254,9 +256,9 @@ func TestOpenClawDefaultSummarizerCompacts(t *testing.T) {
 func TestHostModelCannedRepliesRefused(t *testing.T) {
 	ctx := context.Background()
 	type request struct{ system, user string }
-	run := func(t *testing.T, answer func(n int, req core.LLMRequest) string) (*Engine, CompactDetails, []request) {
+	run := func(t *testing.T, answer func(n int, req core.LLMRequest) string) (*Engine, orchestrate.CompactDetails, []request) {
 		t.Helper()
-		e := openTest(t, func(c *Config) {
+		e := openTest(t, func(c *config.Config) {
 			c.Host = core.HostOpenClaw
 			c.FreshTailMessages = 4
 			c.LeafChunkTokens = 400

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 )
 
 // fakeHost is a host that keeps a session's transcript itself, as OpenClaw
@@ -259,7 +261,7 @@ func TestBootstrapHostNeverOpensSessionKey(t *testing.T) {
 
 func TestMaintainHostRewritesThroughReader(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
 	h := &fakeHost{}
 	var bigs [][]byte
 	for i := 0; i < 6; i++ {
@@ -332,7 +334,7 @@ func TestMaintainHostRewritesThroughReader(t *testing.T) {
 		t.Fatalf("second maintain stored %d messages", got-n)
 	}
 	// Entries appended since the read: the host refuses, nothing lost.
-	e3 := openTest(t, func(c *Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
+	e3 := openTest(t, func(c *config.Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
 	h3 := &fakeHost{}
 	h3.entries = append(h3.entries, h.entries...)
 	h3.nextSeq = h.nextSeq
@@ -368,7 +370,7 @@ func TestMaintainHostRewritesThroughReader(t *testing.T) {
 
 func TestCompactHostNeverRotates(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.RotateBytes = 1; c.FreshTailMessages = 4 })
+	e := openTest(t, func(c *config.Config) { c.RotateBytes = 1; c.FreshTailMessages = 4 })
 	h := &fakeHost{}
 	for i := 0; i < 40; i++ {
 		h.add(commitTurnMsgs(i)...)
@@ -389,7 +391,7 @@ func TestCompactHostNeverRotates(t *testing.T) {
 	if out.SessionID != "" || out.SessionFile != "" || string(out.SessionTarget) != string(hostTarget) {
 		t.Fatalf("a SQLite host got a successor: id %q file %q target %s", out.SessionID, out.SessionFile, out.SessionTarget)
 	}
-	var d CompactDetails
+	var d orchestrate.CompactDetails
 	if err := json.Unmarshal(out.Details, &d); err != nil || d.Rotated {
 		t.Fatalf("details %s: %v", out.Details, err)
 	}
@@ -401,7 +403,7 @@ func TestCompactHostNeverRotates(t *testing.T) {
 
 func TestCompactWithHostSummarizer(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) {
+	e := openTest(t, func(c *config.Config) {
 		c.Summarizer = json.RawMessage(`{"kind":"host"}`)
 		c.FreshTailMessages = 4
 		c.LeafChunkTokens = 400
@@ -458,7 +460,7 @@ func TestCompactWithHostSummarizer(t *testing.T) {
 
 func TestCommitTurnStartsCompaction(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 4; c.LeafChunkTokens = 300 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 4; c.LeafChunkTokens = 300 })
 	commit := func(i int) {
 		p := commitParams("sess-1", fmt.Sprintf("adv-%d", i), i)
 		p.SessionKey, p.SessionTarget = hostKey, hostTarget

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // BenchmarkImportRecall imports before-compaction.jsonl (2.4 MB) into a
@@ -25,7 +26,7 @@ func BenchmarkImportRecall(b *testing.B) {
 			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				cfg := DefaultConfig()
+				cfg := config.Default()
 				cfg.StoreDir = b.TempDir()
 				// Through JSON, as a user's config file sets it.
 				if err := json.Unmarshal([]byte(`{"recall":{"enabled":`+map[string]string{"on": "true", "off": "false"}[recall]+`}}`), &cfg); err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // dumpStore returns every record of e's store (dumpRecords), with the
@@ -137,7 +138,7 @@ func BenchmarkImportWorkers(b *testing.B) {
 			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				cfg := DefaultConfig()
+				cfg := config.Default()
 				cfg.StoreDir = b.TempDir()
 				if err := json.Unmarshal([]byte(`{"recall":{"enabled":false}}`), &cfg); err != nil {
 					b.Fatal(err)

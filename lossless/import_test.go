@@ -14,6 +14,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 func TestImportRoundTrip(t *testing.T) {
@@ -242,7 +243,7 @@ func TestImportCompactionsAsSummaries(t *testing.T) {
 // margin is reported with its number and skipped, the lines around it
 // imported; a re-import finds nothing new.
 func TestImportLongLineSkipped(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.MaxMessageBytes = 64 << 10 })
+	e := openTest(t, func(c *config.Config) { c.MaxMessageBytes = 64 << 10 })
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "long.jsonl")
 	huge := `{"type":"message","id":"big","message":{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"` +

@@ -14,6 +14,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -26,7 +28,7 @@ func benchEngine(b *testing.B, dir, tokenizer string) *Engine {
 // benchEngineRecall is benchEngine with the recall index on or off.
 func benchEngineRecall(b *testing.B, dir, tokenizer string, recall bool) *Engine {
 	b.Helper()
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	if tokenizer != "" {
 		cfg.Tokenizer = tokenizer
@@ -354,7 +356,7 @@ func benchQuestions(b *testing.B, e *Engine, p core.AssembleParams) ([]string, i
 		if err != nil {
 			b.Fatal(err)
 		}
-		if d.Recall.Status == RecallInjected && d.Recall.Items > 0 {
+		if d.Recall.Status == recalled.Injected && d.Recall.Items > 0 {
 			out = append(out, q)
 			items = append(items, d.Recall.Items)
 		}
@@ -403,7 +405,7 @@ func BenchmarkAssemble(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					if st := d.Recall.Status; (st != RecallInjected && st != RecallNone) || d.Recall.Partial {
+					if st := d.Recall.Status; (st != recalled.Injected && st != recalled.None) || d.Recall.Partial {
 						b.Fatalf("recall did not run: %+v", d.Recall)
 					}
 					items = d.Recall.Items

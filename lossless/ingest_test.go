@@ -9,6 +9,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -114,7 +115,7 @@ func mustParse(t testing.TB, raw []byte) core.Message {
 }
 
 func TestIngestBadInput(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.MaxMessageBytes = 64 << 10 })
+	e := openTest(t, func(c *config.Config) { c.MaxMessageBytes = 64 << 10 })
 	ctx := context.Background()
 	good := turn(1)
 	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: good}); err != nil {
@@ -195,7 +196,7 @@ func TestConversationSurvivesSessionIDChange(t *testing.T) {
 }
 
 func TestAgentResolution(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.AgentID = "def" })
+	e := openTest(t, func(c *config.Config) { c.AgentID = "def" })
 	cases := []struct{ explicit, key, want string }{
 		{"x", "agent:y:z", "y"}, // the session key wins, so every method meets in one conversation
 		{"x", "other", "x"},
@@ -239,7 +240,7 @@ func TestHeartbeatStoredButFlagged(t *testing.T) {
 }
 
 func TestLargeContent(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.LargeContentTokens = 1000 })
+	e := openTest(t, func(c *config.Config) { c.LargeContentTokens = 1000 })
 	ctx := context.Background()
 	var rows []string
 	rows = append(rows, "id,name,score")

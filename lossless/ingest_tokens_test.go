@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/tokens"
 )
 
@@ -34,7 +35,7 @@ func TestIngestCancelledDuringCount(t *testing.T) {
 	if testing.Short() {
 		t.Skip("counts a 30 MiB message")
 	}
-	e := openTest(t, func(c *Config) { c.Tokenizer = core.EncodingO200k })
+	e := openTest(t, func(c *config.Config) { c.Tokenizer = core.EncodingO200k })
 	f, err := tokens.NewO200k()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +74,7 @@ func TestIngestCancelledDuringCount(t *testing.T) {
 // spaces 100 ms into its count and reports how long after the cancel the
 // call returned (ms-after-cancel; the target: under 100 ms).
 func BenchmarkCancelLatency(b *testing.B) {
-	e := openTest(b, func(c *Config) { c.Tokenizer = core.EncodingO200k })
+	e := openTest(b, func(c *config.Config) { c.Tokenizer = core.EncodingO200k })
 	m := core.ToolResult("c", "read", base64Run(30<<20, 5), false, 1)
 	b.ReportAllocs()
 	var worst time.Duration

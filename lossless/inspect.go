@@ -12,25 +12,9 @@ import (
 // store; the doors below enter the engine, resolve the session and hand
 // over the store, the format version and the recall index's directory.
 
-// SessionInfo describes one stored conversation (inspect.SessionInfo).
-type SessionInfo = inspect.SessionInfo
-
-// AgentStats are one agent's totals (inspect.AgentStats).
-type AgentStats = inspect.AgentStats
-
-// Stats are the store's totals (inspect.Stats).
-type Stats = inspect.Stats
-
-// CheckProblem is one thing Check found wrong in one conversation
-// (inspect.CheckProblem).
-type CheckProblem = inspect.CheckProblem
-
-// CheckResult is what Check read and found (inspect.CheckResult).
-type CheckResult = inspect.CheckResult
-
 // Sessions lists the stored conversations of agent ("" = all agents),
 // ordered by agent then creation.
-func (e *Engine) Sessions(ctx context.Context, agent string) ([]SessionInfo, error) {
+func (e *Engine) Sessions(ctx context.Context, agent string) ([]inspect.SessionInfo, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, err
@@ -57,10 +41,10 @@ func (e *Engine) Messages(ctx context.Context, agent, sessionID string, fn func(
 
 // Stats returns per-agent totals and the disk size. It reads the
 // conversation records only.
-func (e *Engine) Stats(ctx context.Context) (Stats, error) {
+func (e *Engine) Stats(ctx context.Context) (inspect.Stats, error) {
 	done, err := e.enter()
 	if err != nil {
-		return Stats{}, err
+		return inspect.Stats{}, err
 	}
 	defer done()
 	indexDir := "" // none without a store directory
@@ -74,10 +58,10 @@ func (e *Engine) Stats(ctx context.Context) (Stats, error) {
 // what it reads): for every conversation, the summary DAG (dag.Check), the
 // records that are not one per message, and with deep every message
 // record as well. It changes nothing: no index rebuild, no retention pass.
-func (e *Engine) Check(ctx context.Context, deep bool) (CheckResult, error) {
+func (e *Engine) Check(ctx context.Context, deep bool) (inspect.CheckResult, error) {
 	done, err := e.enter()
 	if err != nil {
-		return CheckResult{}, err
+		return inspect.CheckResult{}, err
 	}
 	defer done()
 	return inspect.Check(ctx, e.st, deep)

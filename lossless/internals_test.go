@@ -55,7 +55,7 @@ var parseConvID = records.ParseConvID
 func (e *Engine) waitBackground() { e.compaction.runs.WaitIdle() }
 
 // lastBackground returns the last background result of conv (tests).
-func (e *Engine) lastBackground(conv *Conversation) (BackgroundResult, bool) {
+func (e *Engine) lastBackground(conv *Conversation) (orchestrate.BackgroundResult, bool) {
 	return e.compaction.runs.Last(conv.id)
 }
 

@@ -55,15 +55,15 @@ func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	defer done()
 	agent, sessionID, sessionKey := e.sessionIdentity("", p.SessionID, p.SessionKey, p.SessionTarget)
 	if p.RuntimeContext == nil || p.RuntimeContext.RewriteTranscriptEntries == nil {
-		return core.MaintainResult{Reason: MaintainNoRewriter}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainNoRewriter}, nil
 	}
 	host := core.HostKeepsTranscript(p.SessionFile, p.RuntimeContext)
 	if p.SessionFile == "" && !host {
-		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainNoSessionFile}, nil
 	}
 	c, err := e.lookup(ctx, agent, sessionID, sessionKey)
 	if errors.Is(err, core.ErrUnknownSession) {
-		return core.MaintainResult{Reason: MaintainUnknownSession}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainUnknownSession}, nil
 	}
 	if err != nil {
 		return core.MaintainResult{}, err
@@ -78,7 +78,7 @@ func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.Main
 	}
 	t, err := core.ReadTranscript(p.SessionFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return core.MaintainResult{Reason: MaintainNoSessionFile}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainNoSessionFile}, nil
 	}
 	if err != nil {
 		return core.MaintainResult{}, fmt.Errorf("lossless: maintain: %w", err)
@@ -97,7 +97,7 @@ func (e *Engine) maintain(ctx context.Context, p core.MaintainParams) (core.Main
 		return core.MaintainResult{}, err
 	}
 	if len(reps) == 0 {
-		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainNothingToDo}, nil
 	}
 	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: orchestrate.RewriteSuffix(t.ActiveBranch(), reps)}
 	return e.requestRewrite(ctx, p.RuntimeContext, c, aliases, req)
@@ -152,7 +152,7 @@ func (e *Engine) writeAliases(ctx context.Context, c convID, aliases []orchestra
 func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent string, c convID) (core.MaintainResult, error) {
 	rc := p.RuntimeContext
 	if rc.ReadTranscript == nil {
-		return core.MaintainResult{Reason: MaintainHostNoReader}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainHostNoReader}, nil
 	}
 	r, err := e.syncHost(ctx, agent, c, rc.ReadTranscript)
 	if err != nil {
@@ -179,11 +179,11 @@ func (e *Engine) maintainHost(ctx context.Context, p core.MaintainParams, agent 
 		return core.MaintainResult{}, err
 	}
 	if len(reps) == 0 {
-		return core.MaintainResult{Reason: MaintainNothingToDo}, nil
+		return core.MaintainResult{Reason: orchestrate.MaintainNothingToDo}, nil
 	}
 	req := core.RewriteRequest{Replacements: reps, AllowedRewriteSuffixEntryIDs: orchestrate.HostSuffix(entries, first)}
 	out, err := e.requestRewrite(ctx, rc, c, aliases, req)
-	if err == nil && (out.Changed || strings.HasPrefix(out.Reason, MaintainRewriteDeferred)) {
+	if err == nil && (out.Changed || strings.HasPrefix(out.Reason, orchestrate.MaintainRewriteDeferred)) {
 		// The host re-appended the suffix with new ids (or failed part way,
 		// which it may have done after writing): read again next time.
 		err = e.dropHostMap(ctx, agent, c)

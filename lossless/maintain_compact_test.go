@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // TestMaintainCompact: with the host's model as summarizer (kind "host"),
@@ -19,7 +20,7 @@ import (
 // nothing.
 func TestMaintainCompact(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) {
+	e := openTest(t, func(c *config.Config) {
 		c.Summarizer = json.RawMessage(`{"kind":"host"}`)
 		c.FreshTailMessages = 4
 		c.LeafChunkTokens = 300

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // FuzzMaintainTranscript feeds arbitrary transcript bytes (the host's file
@@ -26,7 +27,7 @@ func FuzzMaintainTranscript(f *testing.F) {
 	f.Add([]byte(`{"type":"session","version":3,"id":"x"}` + "\n" + `{"type":"message","id":"a","parentId":null,"message":{"role":"toolResult","toolCallId":"c","toolName":"t","content":"` + string(make([]byte, 0)) + `"}}`))
 	f.Add([]byte("not json\n{\"type\":\"message\"}\n"))
 	f.Add(append([]byte(nil), seed[:len(seed)/2]...))
-	e := openTest(f, func(c *Config) { c.FreshTailMessages = 1; c.MaintainMinTokens = 10 })
+	e := openTest(f, func(c *config.Config) { c.FreshTailMessages = 1; c.MaintainMinTokens = 10 })
 	n := 0
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n++

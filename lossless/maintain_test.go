@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // writeToolSession writes a transcript of n turns (user, tool call, a tool
@@ -138,7 +141,7 @@ func TestMaintainRewritesOldToolResults(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path, results := writeToolSession(t, dir, 6, 12000)
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 5 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 5 })
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +182,7 @@ func TestMaintainRewritesOldToolResults(t *testing.T) {
 		if !strings.Contains(ref.Text(), largeID) {
 			t.Fatalf("entry %s: reference does not name %s: %s", id, largeID, ref.Text())
 		}
-		page, err := e.ExpandSummary(ctx, ExpandParams{SessionID: "sess", ID: largeID})
+		page, err := e.ExpandSummary(ctx, tools.ExpandParams{SessionID: "sess", ID: largeID})
 		if err != nil || len(page.Messages) != 1 || !bytes.Equal(page.Messages[0].Message.Raw(), raw) {
 			t.Fatalf("entry %s: expand of %s: %v", id, largeID, err)
 		}
@@ -190,7 +193,7 @@ func TestMaintainRewritesOldToolResults(t *testing.T) {
 	}
 	// Idempotent: nothing left to rewrite, the host is not called.
 	res, err = e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
-	if err != nil || res.Changed || res.RewrittenEntries != 0 || res.Reason != MaintainNothingToDo || fr.calls != 1 {
+	if err != nil || res.Changed || res.RewrittenEntries != 0 || res.Reason != orchestrate.MaintainNothingToDo || fr.calls != 1 {
 		t.Fatalf("second maintain: %+v %v (host called %d times)", res, err, fr.calls)
 	}
 	// Reading the rewritten transcript again stores nothing new: the
@@ -221,7 +224,7 @@ func TestMaintainSuffixGuard(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path, results := writeToolSession(t, dir, 6, 12000)
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 5 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 5 })
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}
@@ -272,13 +275,13 @@ func TestMaintainWithoutHelper(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path, _ := writeToolSession(t, dir, 4, 12000)
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 2 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 2 })
 	old, _ := os.ReadFile(path)
 	// Unknown session, with a helper: nothing.
 	fr := &fileRewriter{path: path}
 	rc := &core.RuntimeContext{RewriteTranscriptEntries: fr.rewrite}
 	res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
-	if err != nil || res.Changed || res.Reason != MaintainUnknownSession {
+	if err != nil || res.Changed || res.Reason != orchestrate.MaintainUnknownSession {
 		t.Fatalf("unknown session: %+v %v", res, err)
 	}
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
@@ -286,7 +289,7 @@ func TestMaintainWithoutHelper(t *testing.T) {
 	}
 	for _, rc := range []*core.RuntimeContext{nil, {}} {
 		res, err := e.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
-		if err != nil || res.Changed || res.BytesFreed != 0 || res.RewrittenEntries != 0 || res.Reason != MaintainNoRewriter {
+		if err != nil || res.Changed || res.BytesFreed != 0 || res.RewrittenEntries != 0 || res.Reason != orchestrate.MaintainNoRewriter {
 			t.Fatalf("no helper: %+v %v", res, err)
 		}
 	}
@@ -294,16 +297,16 @@ func TestMaintainWithoutHelper(t *testing.T) {
 		t.Fatal("the transcript changed without the helper")
 	}
 	res, err = e.Maintain(ctx, core.MaintainParams{SessionID: "sess", RuntimeContext: rc})
-	if err != nil || res.Changed || res.Reason != MaintainNoSessionFile || fr.calls != 0 {
+	if err != nil || res.Changed || res.Reason != orchestrate.MaintainNoSessionFile || fr.calls != 0 {
 		t.Fatalf("no session file: %+v %v", res, err)
 	}
 	// Small tool results are left alone.
-	small := openTest(t, func(c *Config) { c.MaintainMinTokens = 1 << 20 })
+	small := openTest(t, func(c *config.Config) { c.MaintainMinTokens = 1 << 20 })
 	if _, err := small.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = small.Maintain(ctx, core.MaintainParams{SessionID: "sess", SessionFile: path, RuntimeContext: rc})
-	if err != nil || res.Changed || res.Reason != MaintainNothingToDo || fr.calls != 0 {
+	if err != nil || res.Changed || res.Reason != orchestrate.MaintainNothingToDo || fr.calls != 0 {
 		t.Fatalf("nothing large: %+v %v", res, err)
 	}
 }
@@ -357,7 +360,7 @@ func TestMaintainBeforeCompaction(t *testing.T) {
 	if err := core.AppendTranscript(path, last...); err != nil {
 		t.Fatal(err)
 	}
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 3 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 3 })
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +392,7 @@ func TestMaintainBeforeCompaction(t *testing.T) {
 // the host ready, makes the rewrite.
 func TestMaintainRewriteDeferred(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 8; c.MaintainMinTokens = 500 })
 	h := &fakeHost{}
 	for i := 0; i < 6; i++ {
 		ts := int64(1_767_000_000_000 + i*1000)
@@ -413,7 +416,7 @@ func TestMaintainRewriteDeferred(t *testing.T) {
 	if err != nil {
 		t.Fatalf("maintain failed the turn on a deferred rewrite: %v", err)
 	}
-	if calls != 1 || res.Changed || !strings.HasPrefix(res.Reason, MaintainRewriteDeferred) {
+	if calls != 1 || res.Changed || !strings.HasPrefix(res.Reason, orchestrate.MaintainRewriteDeferred) {
 		t.Fatalf("deferred rewrite: %d calls, %+v", calls, res)
 	}
 	// Every message of the transcript is stored, whatever the host did.

@@ -2,6 +2,7 @@ package lossless
 
 import (
 	"encoding/json"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -39,8 +40,8 @@ func TestPluginManifestSchema(t *testing.T) {
 		}
 	}
 	props := man.ConfigSchema.Properties
-	check("config", props, reflect.TypeOf(Config{}))
-	for name, typ := range map[string]reflect.Type{"recall": reflect.TypeOf(RecallConfig{}), "retention": reflect.TypeOf(RetentionConfig{})} {
+	check("config", props, reflect.TypeOf(config.Config{}))
+	for name, typ := range map[string]reflect.Type{"recall": reflect.TypeOf(config.Recall{}), "retention": reflect.TypeOf(config.RetentionConfig{})} {
 		var sub schema
 		if err := json.Unmarshal(props[name], &sub); err != nil {
 			t.Fatalf("configSchema.%s: %v", name, err)

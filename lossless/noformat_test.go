@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/third_party/badger"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -270,7 +271,7 @@ func TestNoFormatRefusedPostgres(t *testing.T) {
 	}
 	before := count()
 	for _, ro := range []bool{false, true} {
-		e, err := openPG(ctx, url, func(c *Config) { c.ReadOnly = ro })
+		e, err := openPG(ctx, url, func(c *config.Config) { c.ReadOnly = ro })
 		if err == nil {
 			e.Close()
 			t.Fatalf("read-only %v: a database with data and no format record opened", ro)

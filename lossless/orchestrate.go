@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 )
 
@@ -24,38 +25,6 @@ import (
 // calls compact, AfterTurn calls afterTurnCompact, CommitTurn
 // startCompaction, Close compaction.stop.
 
-// DefaultMaintainMinTokens is Config.MaintainMinTokens's default.
-const DefaultMaintainMinTokens = orchestrate.DefaultMaintainMinTokens
-
-// Reasons Maintain gives when it changes nothing.
-const (
-	MaintainNoRewriter     = orchestrate.MaintainNoRewriter
-	MaintainNoSessionFile  = orchestrate.MaintainNoSessionFile
-	MaintainUnknownSession = orchestrate.MaintainUnknownSession
-	MaintainNothingToDo    = orchestrate.MaintainNothingToDo
-	// MaintainRewriteDeferred starts the reason when the host's rewrite
-	// failed: nothing changed, a later maintain asks again.
-	MaintainRewriteDeferred = orchestrate.MaintainRewriteDeferred
-)
-
-// MaintainHostNoReader is Maintain's reason when the host keeps the
-// transcript but offers no way to read it (no entry ids to rewrite).
-const MaintainHostNoReader = orchestrate.MaintainHostNoReader
-
-// RuntimeContextRotate is the runtime-context key that asks Compact to
-// rotate the transcript whatever its size ("rotateTranscript": true).
-const RuntimeContextRotate = orchestrate.RuntimeContextRotate
-
-// CompactDetails is the JSON of CompactResult.result.details.
-type CompactDetails = orchestrate.CompactDetails
-
-// BackgroundResult is the outcome of a conversation's last background
-// compaction.
-type BackgroundResult = orchestrate.BackgroundResult
-
-// RotateResult names the successor session.
-type RotateResult = orchestrate.RotateResult
-
 var _ core.Maintainer = (*Engine)(nil)
 
 // compactionState is the compaction state of one Engine: the runs'
@@ -67,15 +36,15 @@ type compactionState struct {
 	convMus keyLocks[convID]
 	// last is runs' cache of the last background results (tests and
 	// diagnostics read it).
-	last *lru.Cache[convID, BackgroundResult]
+	last *lru.Cache[convID, orchestrate.BackgroundResult]
 }
 
 // newCompactionState returns the compaction state of an engine opened with
 // cfg (Open calls it).
-func newCompactionState(cfg Config) *compactionState {
+func newCompactionState(cfg config.Config) *compactionState {
 	n := cfg.CompactionConcurrency
 	if n <= 0 {
-		n = DefaultCompactionConcurrency
+		n = config.DefaultCompactionConcurrency
 	}
 	runs := orchestrate.NewState(n)
 	return &compactionState{runs: runs, last: runs.Results()}
@@ -407,7 +376,7 @@ func (e *Engine) backgroundCompaction(conv *Conversation, budget int) {
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, core.ErrClosed) {
 		slog.Warn("lossless: background compaction failed", "conversation", conv.id.String(), "err", err)
 	}
-	runs.Record(conv.id, BackgroundResult{Result: out.Result, Err: err})
+	runs.Record(conv.id, orchestrate.BackgroundResult{Result: out.Result, Err: err})
 }
 
 // WaitCompactions waits until no background compaction runs (those that

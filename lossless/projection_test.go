@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 )
 
 func TestProjectionPerTurn(t *testing.T) {
@@ -26,7 +28,7 @@ func TestProjectionPerTurn(t *testing.T) {
 			t.Fatalf("projection %+v", p)
 		}
 	}
-	tb := openTest(t, func(c *Config) { c.ContextProjection = core.ProjectionThreadBootstrap })
+	tb := openTest(t, func(c *config.Config) { c.ContextProjection = core.ProjectionThreadBootstrap })
 	res, err := tb.Assemble(ctx, core.AssembleParams{SessionID: "s", Messages: []core.Message{core.UserText("hi", 1)}})
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +44,7 @@ func TestProjectionPerTurn(t *testing.T) {
 func TestProjectionEpoch(t *testing.T) {
 	ctx := context.Background()
 	path, _ := writeToolSession(t, t.TempDir(), 8, 600)
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 4 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 4 })
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: "sess", SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func TestProjectionEpoch(t *testing.T) {
 	if p := assemble(); p.Epoch != p1.Epoch {
 		t.Fatalf("epoch changed on ingest after compaction: %s -> %s", p1.Epoch, p.Epoch)
 	}
-	rot, err := e.Rotate(ctx, RotateParams{SessionID: session, SessionFile: path, TokenBudget: 100000})
+	rot, err := e.Rotate(ctx, orchestrate.RotateParams{SessionID: session, SessionFile: path, TokenBudget: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}

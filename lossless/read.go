@@ -10,6 +10,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -39,7 +40,7 @@ func (c *Conversation) StoreID() store.ConvID { return c.id }
 // DescribeConversation returns the SessionInfo of the conversation of
 // record cr (as Sessions gives it), reading the times of its first and
 // last messages from r.
-func DescribeConversation(r store.Reader, cr store.ConvRecord) (SessionInfo, error) {
+func DescribeConversation(r store.Reader, cr store.ConvRecord) (inspect.SessionInfo, error) {
 	return inspect.Describe(r, cr.ID, cr.Conversation)
 }
 
@@ -65,7 +66,7 @@ type GrepMatcher struct{ m *matcher }
 
 // NewGrepMatcher returns the matcher of p.Query (p.Regex: a regular
 // expression); a bad query is an error wrapping ErrBadToolArgs.
-func NewGrepMatcher(p GrepParams) (*GrepMatcher, error) {
+func NewGrepMatcher(p tools.GrepParams) (*GrepMatcher, error) {
 	m, err := newMatcher(p)
 	if err != nil {
 		return nil, err
@@ -75,13 +76,13 @@ func NewGrepMatcher(p GrepParams) (*GrepMatcher, error) {
 
 // MessageHit returns the hit of stored message rec (read with its body)
 // of conversation c, as Grep gives it, when it matches.
-func (g *GrepMatcher) MessageHit(c store.ConvID, rec store.Message) (GrepHit, bool) {
+func (g *GrepMatcher) MessageHit(c store.ConvID, rec store.Message) (tools.GrepHit, bool) {
 	return g.m.messageHit(c, rec)
 }
 
 // SummaryHit returns the hit of summary s of conversation c, as Grep gives
 // it, when it matches.
-func (g *GrepMatcher) SummaryHit(c store.ConvID, s dag.Summary) (GrepHit, bool) {
+func (g *GrepMatcher) SummaryHit(c store.ConvID, s dag.Summary) (tools.GrepHit, bool) {
 	return g.m.summaryHit(c, s)
 }
 

@@ -23,50 +23,9 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/internal/recall"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
-
-// Recall defaults (Config.Recall; package recall's).
-const (
-	// DefaultRecallShare is the share of the token budget recall may use.
-	DefaultRecallShare = config.DefaultRecallShare
-	// DefaultRecallK is the number of recalled turns.
-	DefaultRecallK = config.DefaultRecallK
-	// DefaultRecallMinScore is the relevance gate's threshold
-	// (Config.Recall.MinScore, recall.DefaultMinScore).
-	DefaultRecallMinScore = config.DefaultRecallMinScore
-	// DefaultRecallQuestionShare is the share of the budget recall may
-	// take for a question about the past whose answer lies outside the
-	// assembled context (Config.Recall.QuestionShare,
-	// recall.DefaultQuestionShare).
-	DefaultRecallQuestionShare = config.DefaultRecallQuestionShare
-)
-
-// Recall statuses (RecallReport.Status).
-const (
-	RecallInjected = recalled.Injected // a recall block ends the context
-	RecallNone     = recalled.None     // searched; nothing relevant (or nothing fit)
-	RecallOff      = recalled.Off      // not searched: disabled, no prompt or no room
-	RecallFailed   = recalled.Failed   // the index or a store read failed (Reason)
-)
-
-// RecallConfig is Config.Recall (config.Recall).
-type RecallConfig = config.Recall
-
-// RecallItem is one recalled turn or summary (recalled.Item).
-type RecallItem = recalled.Item
-
-// RecallOptions adjust Engine.RecallWith (recalled.Options).
-type RecallOptions = recalled.Options
-
-// AssembleDetails says how an Assemble went, beyond its result
-// (AssembleWithDetails; recalled.Details).
-type AssembleDetails = recalled.Details
-
-// RecallReport is what recall did in one Assemble (recalled.Report).
-type RecallReport = recalled.Report
 
 // recaller is the recall state of one Engine.
 // recaller is the recall state of one Engine: package recall's Index.
@@ -102,20 +61,15 @@ func (e *Engine) indexOptions() recall.IndexOptions {
 
 func (e *Engine) indexDir() string { return filepath.Join(e.cfg.StoreDir, "index") }
 
-// RecallStatus reports the recall index: whether it is rebuilding, how
-// many docs the rebuild indexed so far, and how many added docs are not yet
-// searchable (recall.Status).
-type RecallStatus = recalled.Status
-
 // RecallStatus returns the state of the recall index.
-func (e *Engine) RecallStatus() RecallStatus {
+func (e *Engine) RecallStatus() recalled.Status {
 	done, err := e.enter()
 	if err != nil {
-		return RecallStatus{Error: err.Error()}
+		return recalled.Status{Error: err.Error()}
 	}
 	defer done()
 	if e.recall == nil {
-		return RecallStatus{}
+		return recalled.Status{}
 	}
 	return e.recall.Status()
 }
@@ -237,12 +191,12 @@ func (e *Engine) indexSummary(c convID, agent string, s dag.Summary) {
 // has nothing relevant in the history. It is the retrieval Assemble
 // renders; the recall benchmark measures it (RecallWith with a negative
 // MinScore gives the ranking before the gate).
-func (e *Engine) Recall(ctx context.Context, p core.AssembleParams, k int) ([]RecallItem, error) {
-	return e.RecallWith(ctx, p, RecallOptions{K: k})
+func (e *Engine) Recall(ctx context.Context, p core.AssembleParams, k int) ([]recalled.Item, error) {
+	return e.RecallWith(ctx, p, recalled.Options{K: k})
 }
 
 // RecallWith is Recall with options.
-func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o RecallOptions) ([]RecallItem, error) {
+func (e *Engine) RecallWith(ctx context.Context, p core.AssembleParams, o recalled.Options) ([]recalled.Item, error) {
 	done, err := e.enter()
 	if err != nil {
 		return nil, err
@@ -334,10 +288,10 @@ func IsRecallMessage(m core.Message) bool { return recalled.IsMessage(m) }
 // fails the call), and whether only part of the history was searched
 // because the recall index is being rebuilt (Assemble never waits for a
 // rebuild).
-func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams) (core.AssembleResult, AssembleDetails, error) {
-	d := &AssembleDetails{}
+func (e *Engine) AssembleWithDetails(ctx context.Context, p core.AssembleParams) (core.AssembleResult, recalled.Details, error) {
+	d := &recalled.Details{}
 	res, err := e.Assemble(recalled.WithDetails(ctx, d), p)
-	if d.Recall.Partial && d.Recall.Status != RecallFailed {
+	if d.Recall.Partial && d.Recall.Status != recalled.Failed {
 		msg := fmt.Sprintf("the recall index is being rebuilt (%d docs so far): only what the old index holds was searched", d.Recall.Rebuilt)
 		if d.Recall.Reason != "" {
 			msg = d.Recall.Reason + "; " + msg

@@ -17,6 +17,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/pgstore"
 )
@@ -24,12 +26,12 @@ import (
 // openPG opens an engine on the PostgreSQL database at url, as package
 // lossless/postgres does (the store and its recall), its configuration
 // changed by mutate.
-func openPG(ctx context.Context, url string, mutate ...func(*Config)) (*Engine, error) {
+func openPG(ctx context.Context, url string, mutate ...func(*config.Config)) (*Engine, error) {
 	return openPGHooked(ctx, url, testHooks{}, mutate...)
 }
 
 // openPGHooked is openPG with the tests' seams h.
-func openPGHooked(ctx context.Context, url string, h testHooks, mutate ...func(*Config)) (*Engine, error) {
+func openPGHooked(ctx context.Context, url string, h testHooks, mutate ...func(*config.Config)) (*Engine, error) {
 	cfg := testConfig("")
 	cfg.StoreURL = url
 	for _, f := range mutate {
@@ -99,7 +101,7 @@ func TestRecallCatchUpChild(t *testing.T) {
 		os.Exit(4)
 	}
 	if res.Result != nil {
-		var d CompactDetails
+		var d orchestrate.CompactDetails
 		if err := json.Unmarshal(res.Result.Details, &d); err != nil {
 			fmt.Println("error:", err)
 			os.Exit(4)

@@ -16,7 +16,7 @@ type recallBodies = recall.Bodies
 // renderRecall renders items into the recall block as Assemble does
 // (recall.Render over the engine's recall.Deps), with the grep tool named when
 // grep is set.
-func (e *Engine) renderRecall(ctx context.Context, items []RecallItem, citations string, grep bool, max int, ts int64, here string, bodies *recallBodies) (core.Message, int, error) {
+func (e *Engine) renderRecall(ctx context.Context, items []recalled.Item, citations string, grep bool, max int, ts int64, here string, bodies *recallBodies) (core.Message, int, error) {
 	tool := ""
 	if grep {
 		tool = ToolGrep

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // storeWithoutIndex fills a store with convs conversations of n messages
 // each and removes its recall index, so that the next Open rebuilds it.
-func storeWithoutIndex(t *testing.T, convs, n int) Config {
+func storeWithoutIndex(t *testing.T, convs, n int) config.Config {
 	t.Helper()
 	ctx := context.Background()
 	cfg := testConfig(t.TempDir())
@@ -93,7 +95,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	})
 	p := core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: "what is the wifi password?"}
 	var res core.AssembleResult
-	var det AssembleDetails
+	var det recalled.Details
 	// A loaded machine may stall a goroutine past 50 ms: a deadline error
 	// is retried; a blocked call fails the test.
 	for try := 0; ; try++ {
@@ -104,7 +106,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 			res, det, err = e.AssembleWithDetails(actx, p)
 			return nil
 		})
-		if err == nil && det.Recall.Status != RecallFailed {
+		if err == nil && det.Recall.Status != recalled.Failed {
 			break
 		}
 		if try == 2 || (err != nil && !errors.Is(err, context.DeadlineExceeded)) {
@@ -117,7 +119,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	if !det.Recall.Partial || !strings.Contains(det.Recall.Reason, "being rebuilt") {
 		t.Fatalf("details %+v: want a partial recall", det)
 	}
-	if det.Recall.Status != RecallInjected || !strings.Contains(recallMessage(res), "hunter2-orange") {
+	if det.Recall.Status != recalled.Injected || !strings.Contains(recallMessage(res), "hunter2-orange") {
 		t.Fatalf("recall from what the old index holds: %+v\n%s", det, recallMessage(res))
 	}
 	// Once the rebuild ends, the details say nothing of it.
@@ -125,7 +127,7 @@ func TestAssembleDuringRebuild(t *testing.T) {
 	if err := e.WaitRecallIndex(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, det, err = e.AssembleWithDetails(ctx, p); err != nil || det.Recall.Partial || det.Recall.Status != RecallInjected {
+	if _, det, err = e.AssembleWithDetails(ctx, p); err != nil || det.Recall.Partial || det.Recall.Status != recalled.Injected {
 		t.Fatalf("after the rebuild: %+v %v", det, err)
 	}
 }
@@ -313,7 +315,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 	if err != nil || len(items) == 0 {
 		t.Fatal(items, err)
 	}
-	var hit RecallItem
+	var hit recalled.Item
 	for _, it := range items {
 		if !it.Neighbour {
 			hit = it
@@ -331,7 +333,7 @@ func TestRenderRecallStoreError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if det.Recall.Status != RecallFailed || !strings.Contains(det.Recall.Reason, hit.ID) || recallMessage(res) != "" {
+	if det.Recall.Status != recalled.Failed || !strings.Contains(det.Recall.Reason, hit.ID) || recallMessage(res) != "" {
 		t.Fatalf("assemble over a corrupt record: %+v", det)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/index/bleveindex"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
@@ -29,13 +30,13 @@ func TestRecallSplitAdapts(t *testing.T) {
 	const budget = 3000
 	for _, qs := range []float64{0, -1} {
 		t.Run(fmt.Sprint("questionShare=", qs), func(t *testing.T) {
-			e := openTest(t, withRecall, func(c *Config) { c.Recall.QuestionShare = qs })
+			e := openTest(t, withRecall, func(c *config.Config) { c.Recall.QuestionShare = qs })
 			ctx := context.Background()
 			ingestProjectHistory(t, e)
 			if err := e.WaitRecallIndex(ctx); err != nil {
 				t.Fatal(err)
 			}
-			reserve := int(budget * DefaultRecallShare)
+			reserve := int(budget * config.DefaultRecallShare)
 			toolFlow := []core.Message{core.AssistantToolCall("c1", "read", map[string]string{"path": "a.go"}, 1), core.ToolResult("c1", "read", "package a", false, 2)}
 			for _, tc := range []struct {
 				prompt string
@@ -187,7 +188,7 @@ func TestQuestionRankedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &countingRecall{ix: bix}
-	cfg := Config{}
+	cfg := config.Config{}
 	withRecall(&cfg)
 	e, err := OpenStore(context.Background(), cfg, memstore.New(), rec)
 	if err != nil {
@@ -248,7 +249,7 @@ func markerNote(i, j int) (marker, text string) {
 // at a budget of 8,870 (the block took all the room the empty context
 // left, then the fit dropped it whole).
 func TestQuestionRecallWithinBound(t *testing.T) {
-	e := openTest(t, withRecall, func(c *Config) { c.Tokenizer = core.EncodingO200k })
+	e := openTest(t, withRecall, func(c *config.Config) { c.Tokenizer = core.EncodingO200k })
 	ctx := context.Background()
 	for i := 0; i < 6; i++ {
 		sess := fmt.Sprintf("earlier-%d", i)
@@ -266,7 +267,7 @@ func TestQuestionRecallWithinBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	const budget = 8870
-	bound := max(int(budget*DefaultRecallShare), 2560)
+	bound := max(int(budget*config.DefaultRecallShare), 2560)
 	host := "openclaw"
 	reserve := 6000
 	for i := 0; i < 6; i += 2 {

@@ -16,12 +16,15 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
-func withRecall(c *Config) { on := true; c.Recall.Enabled = &on }
+func withRecall(c *config.Config) { on := true; c.Recall.Enabled = &on }
 
 // withoutRecall turns recall off (it is on by default).
-func withoutRecall(c *Config) { off := false; c.Recall.Enabled = &off }
+func withoutRecall(c *config.Config) { off := false; c.Recall.Enabled = &off }
 
 // ingestTurns stores texts as alternating user/assistant messages.
 func ingestTurns(t testing.TB, e *Engine, sessionID, sessionKey string, texts ...string) {
@@ -183,7 +186,7 @@ func TestRecallSkipsWhatIsInContext(t *testing.T) {
 	}
 	// Every turn holds both words: no hit is specific enough for the
 	// relevance gate, and the ranking before it is checked.
-	ungated := RecallOptions{K: 50, MinScore: -1}
+	ungated := recalled.Options{K: 50, MinScore: -1}
 	items, err := e.RecallWith(ctx, p, ungated)
 	if err != nil || len(items) == 0 {
 		t.Fatalf("recall %v %v", items, err)
@@ -214,7 +217,7 @@ func TestRecallSkipsWhatIsInContext(t *testing.T) {
 // TestRecallAgentIsolation: two agents with the same words; nothing of one
 // is ever returned to the other, by recall, assemble, grep or expand.
 func TestRecallAgentIsolation(t *testing.T) {
-	e := openTest(t, withRecall, func(c *Config) { c.FreshTailMessages = 2 })
+	e := openTest(t, withRecall, func(c *config.Config) { c.FreshTailMessages = 2 })
 	ctx := context.Background()
 	for _, agent := range []string{"alice", "bob"} {
 		for s := 0; s < 3; s++ {
@@ -250,10 +253,10 @@ func TestRecallAgentIsolation(t *testing.T) {
 		t.Fatal("no summary made")
 	}
 	for _, id := range bobSummaries {
-		if page, err := e.ExpandSummary(ctx, ExpandParams{AgentID: "bob", SessionID: "bob-0", SessionKey: "agent:bob:s0", ID: id}); err != nil || len(page.Messages) == 0 {
+		if page, err := e.ExpandSummary(ctx, tools.ExpandParams{AgentID: "bob", SessionID: "bob-0", SessionKey: "agent:bob:s0", ID: id}); err != nil || len(page.Messages) == 0 {
 			t.Fatalf("bob cannot expand his own summary %s: %v", id, err)
 		}
-		page, err := e.ExpandSummary(ctx, ExpandParams{AgentID: "alice", SessionID: "alice-0", SessionKey: "agent:alice:s0", ID: id})
+		page, err := e.ExpandSummary(ctx, tools.ExpandParams{AgentID: "alice", SessionID: "alice-0", SessionKey: "agent:alice:s0", ID: id})
 		if err == nil && len(page.Messages) > 0 {
 			t.Fatalf("alice expanded bob's summary %s: %d messages", id, len(page.Messages))
 		}
@@ -275,7 +278,7 @@ func TestRecallAgentIsolation(t *testing.T) {
 			p := core.AssembleParams{SessionID: me + "-fresh", SessionKey: key, TokenBudget: 100000, Prompt: prompt}
 			// The ranking before the relevance gate (the shared words are
 			// in every turn: none passes it).
-			items, err := e.RecallWith(ctx, p, RecallOptions{K: 100, MinScore: -1})
+			items, err := e.RecallWith(ctx, p, recalled.Options{K: 100, MinScore: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -312,7 +315,7 @@ func TestRecallAgentIsolation(t *testing.T) {
 					t.Fatalf("%s's assemble shows %s's message", me, other)
 				}
 			}
-			hits, err := e.Grep(ctx, GrepParams{AgentID: me, SessionKey: key, SessionID: me + "-0", Query: prompt, Scope: ScopeAgent, Limit: 200})
+			hits, err := e.Grep(ctx, tools.GrepParams{AgentID: me, SessionKey: key, SessionID: me + "-0", Query: prompt, Scope: tools.ScopeAgent, Limit: 200})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,7 +431,7 @@ func TestRecallOnByDefault(t *testing.T) {
 		``: true, `{}`: true, `{"recall":{}}`: true, `{"recall":{"k":3}}`: true,
 		`{"recall":{"enabled":true}}`: true, `{"recall":{"enabled":false}}`: false,
 	} {
-		c, err := ParseConfig([]byte(raw))
+		c, err := config.Parse([]byte(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -436,7 +439,7 @@ func TestRecallOnByDefault(t *testing.T) {
 			t.Errorf("%s: recall enabled %v, want %v", raw, c.RecallEnabled(), want)
 		}
 	}
-	if _, err := ParseConfig([]byte(`{"recall":{"enabled":"yes"}}`)); err == nil {
+	if _, err := config.Parse([]byte(`{"recall":{"enabled":"yes"}}`)); err == nil {
 		t.Error("a string for recall.enabled accepted")
 	}
 	e := openTest(t) // the defaults
@@ -576,7 +579,7 @@ func TestRecallGateRefusesUnrelated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ungated, err := e.RecallWith(ctx, p, RecallOptions{MinScore: -1})
+	ungated, err := e.RecallWith(ctx, p, recalled.Options{MinScore: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -584,7 +587,7 @@ func TestRecallGateRefusesUnrelated(t *testing.T) {
 	for _, it := range ungated {
 		if it.Conversation == trivia.ID() {
 			weak++
-			if it.Relevance >= DefaultRecallMinScore {
+			if it.Relevance >= config.DefaultRecallMinScore {
 				t.Errorf("trivia item %s passes the gate: relevance %.2f", it.ID, it.Relevance)
 			}
 		}
@@ -620,7 +623,7 @@ func TestRecallGateRefusesUnrelated(t *testing.T) {
 		t.Errorf("recalled more than the joke:\n%s", rm)
 	}
 	items, err := e.Recall(ctx, p, 0)
-	if err != nil || len(items) == 0 || items[0].Relevance < DefaultRecallMinScore {
+	if err != nil || len(items) == 0 || items[0].Relevance < config.DefaultRecallMinScore {
 		t.Fatalf("items %+v %v", items, err)
 	}
 }
@@ -660,7 +663,7 @@ func TestRecallNeverWhatIsInWindow(t *testing.T) {
 	check(res)
 	// Recall without a window (RecallWith) ranks the copy: in Assemble,
 	// the window's text is what leaves it out.
-	items, err := e.RecallWith(ctx, p, RecallOptions{K: 50})
+	items, err := e.RecallWith(ctx, p, recalled.Options{K: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -817,7 +820,7 @@ func TestIsRecallMessage(t *testing.T) {
 		t.Fatal("rendered an empty recall")
 	}
 	gateFixture(t, e)
-	items, err := e.RecallWith(context.Background(), core.AssembleParams{SessionKey: "agent:main:x", Prompt: "joke about compilers"}, RecallOptions{MinScore: -1})
+	items, err := e.RecallWith(context.Background(), core.AssembleParams{SessionKey: "agent:main:x", Prompt: "joke about compilers"}, recalled.Options{MinScore: -1})
 	if err != nil || len(items) == 0 {
 		t.Fatal(items, err)
 	}
@@ -845,7 +848,7 @@ func TestIsRecallMessage(t *testing.T) {
 }
 
 func TestRecallMinScoreDefaults(t *testing.T) {
-	for v, want := range map[float64]float64{0: DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
+	for v, want := range map[float64]float64{0: config.DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
 		if got := recallMinScore(v); got != want {
 			t.Errorf("recallMinScore(%v) = %v, want %v", v, got, want)
 		}
@@ -909,11 +912,11 @@ func TestRenderedSummaryID(t *testing.T) {
 // TestRecallMinScoreConfig: recall.minScore in the config moves the gate;
 // a negative value turns it off, and the unrelated trivia comes back.
 func TestRecallMinScoreConfig(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"recall":{"minScore":-1}}`))
+	cfg, err := config.Parse([]byte(`{"recall":{"minScore":-1}}`))
 	if err != nil || cfg.Recall.MinScore != -1 {
 		t.Fatalf("recall.minScore not parsed: %+v %v", cfg.Recall, err)
 	}
-	e := openTest(t, withRecall, func(c *Config) { c.Recall.MinScore = -1 })
+	e := openTest(t, withRecall, func(c *config.Config) { c.Recall.MinScore = -1 })
 	p := gateFixture(t, e)
 	items, err := e.Recall(context.Background(), p, 0)
 	if err != nil || len(items) == 0 {

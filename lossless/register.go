@@ -5,6 +5,7 @@ import (
 
 	contextengine "github.com/lossless-engine/contextengine"
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/summarize"
 )
 
@@ -22,7 +23,7 @@ func init() {
 
 // NewFactory returns a core.Factory that decodes FactoryOptions.Config
 // (JSON) over DefaultConfig, resolves the store directory
-// (DefaultStoreDir(opts.AgentDir) when storeDir and storeUrl are empty),
+// (config.DefaultStoreDir(opts.AgentDir) when storeDir and storeUrl are empty),
 // sets Config.Host from opts.Host (under OpenClaw the default summarizer
 // is the host's model) and Config.Spend to spend, and opens the engine. A
 // process that makes several engines hands them one spend
@@ -30,14 +31,14 @@ func init() {
 // and cap; with nil each engine has its own.
 func NewFactory(spend *summarize.Spend) core.Factory {
 	return func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
-		cfg, err := ParseConfig(opts.Config)
+		cfg, err := config.Parse(opts.Config)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Host = opts.Host
 		cfg.Spend = spend
 		if cfg.StoreDir == "" && cfg.StoreURL == "" {
-			dir, err := DefaultStoreDir(opts.AgentDir)
+			dir, err := config.DefaultStoreDir(opts.AgentDir)
 			if err != nil {
 				return nil, err
 			}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -18,7 +19,7 @@ import (
 // Bleve's in <StoreDir>/index). The engine owns what it returns. Package
 // lossless/postgres registers one for postgres:// and postgresql://,
 // package lossless/badger the DirStore one.
-type StoreOpener func(ctx context.Context, cfg Config) (store.Store, index.Recall, error)
+type StoreOpener func(ctx context.Context, cfg config.Config) (store.Store, index.Recall, error)
 
 // DirStore is the name the opener of a store kept in a directory
 // (Config.StoreDir, no StoreURL) is registered under: package
@@ -34,7 +35,7 @@ func registeredStore(name string) StoreOpener {
 
 // openBadger opens the Badger store in cfg.StoreDir: Open's fallback when
 // no DirStore opener is registered (lossless/badger's Open does the same).
-func openBadger(ctx context.Context, cfg Config) (store.Store, index.Recall, error) {
+func openBadger(ctx context.Context, cfg config.Config) (store.Store, index.Recall, error) {
 	st, err := badgerstore.Open(ctx, cfg.BadgerOptions())
 	if err != nil {
 		return nil, nil, err
@@ -79,8 +80,8 @@ func StoreSchemes() []string {
 
 // openURL opens the engine on the store cfg.StoreURL names, through the
 // opener registered for its scheme, with the tests' seams h.
-func openURL(ctx context.Context, cfg Config, h testHooks) (*Engine, error) {
-	where := RedactURL(cfg.StoreURL)
+func openURL(ctx context.Context, cfg config.Config, h testHooks) (*Engine, error) {
+	where := config.RedactURL(cfg.StoreURL)
 	scheme, _, _ := strings.Cut(cfg.StoreURL, "://")
 	open := registeredStore(scheme)
 	if open == nil {

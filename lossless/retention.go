@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/retention"
 	"github.com/lossless-engine/contextengine/store"
@@ -18,24 +19,17 @@ import (
 // the recall index's docs, keep the caches right, and run the periodic
 // pass, started and stopped in Open and Close.
 
-// RetentionResult reports one retention pass (retention.Result).
-type RetentionResult = retention.Result
-
-// DeletedConversation is one conversation removed by Retain
-// (retention.DeletedConversation).
-type DeletedConversation = retention.DeletedConversation
-
 // Retain applies Config.Retention (both limits are off by default) and
 // removes orphaned conversations, those a stopped pass began to delete,
 // and empty ones older than a day (retention.Plan says how each is
 // chosen). now is the reference time (time.Now() when zero). A crash
 // midway leaves a conversation that the next pass finishes deleting.
-func (e *Engine) Retain(ctx context.Context, now time.Time) (RetentionResult, error) {
+func (e *Engine) Retain(ctx context.Context, now time.Time) (retention.Result, error) {
 	return e.retain(ctx, now, retention.Options{})
 }
 
 // RetainDryRun reports what Retain would delete at now, deleting nothing.
-func (e *Engine) RetainDryRun(ctx context.Context, now time.Time) (RetentionResult, error) {
+func (e *Engine) RetainDryRun(ctx context.Context, now time.Time) (retention.Result, error) {
 	return e.retain(ctx, now, retention.Options{DryRun: true})
 }
 
@@ -49,10 +43,10 @@ func (e *Engine) retentionLimits() retention.Limits {
 // (retention.Plan), then each candidate deleted (retireConversation)
 // unless o.DryRun. A candidate written to since the plan, or deleted by
 // another pass, is kept out of the result.
-func (e *Engine) retain(ctx context.Context, now time.Time, o retention.Options) (RetentionResult, error) {
+func (e *Engine) retain(ctx context.Context, now time.Time, o retention.Options) (retention.Result, error) {
 	done, err := e.enter()
 	if err != nil {
-		return RetentionResult{}, err
+		return retention.Result{}, err
 	}
 	defer done()
 	if now.IsZero() {
@@ -65,9 +59,9 @@ func (e *Engine) retain(ctx context.Context, now time.Time, o retention.Options)
 		return err
 	})
 	if err != nil {
-		return RetentionResult{}, err
+		return retention.Result{}, err
 	}
-	var res RetentionResult
+	var res retention.Result
 	for _, c := range plan {
 		if !o.DryRun {
 			if hook := e.cfg.hooks.retainBeforeDelete; hook != nil {
@@ -198,7 +192,7 @@ const retentionFirstDelay, retentionUnit = time.Minute, time.Minute
 // run.
 func (e *Engine) startRetention() {
 	every, interruptedOnly := retention.Schedule(e.retentionLimits(), retention.Timing{
-		Unit: cmp.Or(e.cfg.hooks.retentionUnit, retentionUnit), DefaultIntervalMinutes: DefaultRetentionIntervalMinutes})
+		Unit: cmp.Or(e.cfg.hooks.retentionUnit, retentionUnit), DefaultIntervalMinutes: config.DefaultRetentionIntervalMinutes})
 	if !retention.Needed(context.Background(), e.st, interruptedOnly) {
 		return
 	}

@@ -27,22 +27,19 @@ import (
 // successor file lossless/transcript's (WriteSuccessor); the engine reads
 // the kept messages, writes the file and maps the successor's session.
 
-// RotateParams are the arguments of Rotate.
-type RotateParams = orchestrate.RotateParams
-
 // Rotate compacts the session (forced, to the budget) and rotates its
 // transcript: see Compact.
-func (e *Engine) Rotate(ctx context.Context, p RotateParams) (RotateResult, error) {
-	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{RuntimeContextRotate: json.RawMessage("true")}}
+func (e *Engine) Rotate(ctx context.Context, p orchestrate.RotateParams) (orchestrate.RotateResult, error) {
+	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{orchestrate.RuntimeContextRotate: json.RawMessage("true")}}
 	res, err := e.compact(ctx, core.CompactParams{AgentID: p.AgentID, SessionID: p.SessionID, SessionKey: p.SessionKey,
 		SessionFile: p.SessionFile, TokenBudget: p.TokenBudget, Force: true, RuntimeContext: rc})
 	if err != nil {
-		return RotateResult{}, err
+		return orchestrate.RotateResult{}, err
 	}
 	if res.Result == nil || res.Result.SessionID == "" {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: not rotated: %s", res.Reason)
+		return orchestrate.RotateResult{}, fmt.Errorf("lossless: rotate: not rotated: %s", res.Reason)
 	}
-	return RotateResult{SessionID: res.Result.SessionID, SessionFile: res.Result.SessionFile,
+	return orchestrate.RotateResult{SessionID: res.Result.SessionID, SessionFile: res.Result.SessionFile,
 		SessionTarget: res.Result.SessionTarget, FirstKeptEntryID: res.Result.FirstKeptEntryID}, nil
 }
 
@@ -50,42 +47,42 @@ func (e *Engine) Rotate(ctx context.Context, p RotateParams) (RotateResult, erro
 // (transcript.WriteSuccessor: the context's summary, then the messages
 // after its last summary, orchestrate.KeptTail) and maps its new session
 // id to conv (mapSession).
-func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionID, path string, tokensBefore, tokensAfter int) (RotateResult, error) {
+func (e *Engine) rotate(ctx context.Context, conv *Conversation, agent, sessionID, path string, tokensBefore, tokensAfter int) (orchestrate.RotateResult, error) {
 	t, err := core.ReadTranscript(path)
 	if err != nil {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+		return orchestrate.RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
 	}
 	items, err := conv.Items(ctx)
 	if err != nil {
-		return RotateResult{}, err
+		return orchestrate.RotateResult{}, err
 	}
 	seqs, summaryIDs := orchestrate.KeptTail(items)
 	tail := make([][]byte, 0, len(seqs))
 	for _, seq := range seqs {
 		m, err := conv.Message(ctx, seq)
 		if err != nil {
-			return RotateResult{}, err
+			return orchestrate.RotateResult{}, err
 		}
 		tail = append(tail, m.Raw())
 	}
 	summary, err := orchestrate.ContextSummaryText(ctx, e.st, conv.id, items)
 	if err != nil {
-		return RotateResult{}, err
+		return orchestrate.RotateResult{}, err
 	}
 	succ, err := transcript.WriteSuccessor(transcript.SuccessorParams{Path: path, Transcript: t, Tail: tail,
 		Summary: summary, SummaryIDs: summaryIDs, Engine: EngineID, Conv: conv.id.String(), SessionID: sessionID,
 		TokensBefore: tokensBefore, TokensAfter: tokensAfter})
 	if err != nil {
-		return RotateResult{}, err
+		return orchestrate.RotateResult{}, err
 	}
 	if err := e.mapSession(ctx, conv, agent, succ.SessionID, succ.CheckpointPath, succ.Checkpoint); err != nil {
-		return RotateResult{}, err
+		return orchestrate.RotateResult{}, err
 	}
 	target, err := json.Marshal(map[string]string{"sessionId": succ.SessionID, "sessionFile": succ.Path})
 	if err != nil {
-		return RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
+		return orchestrate.RotateResult{}, fmt.Errorf("lossless: rotate: %w", err)
 	}
-	return RotateResult{SessionID: succ.SessionID, SessionFile: succ.Path, SessionTarget: target,
+	return orchestrate.RotateResult{SessionID: succ.SessionID, SessionFile: succ.Path, SessionTarget: target,
 		FirstKeptEntryID: succ.FirstKeptEntryID, KeptEntries: succ.KeptEntries}, nil
 }
 

@@ -20,6 +20,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/internal/synth"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 )
 
 // tailRaw returns the raw bytes of the context's messages after its last
@@ -65,7 +67,7 @@ func TestRotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := openTest(t, func(c *Config) { c.RotateBytes = info.Bytes; c.FreshTailMessages = 10 })
+	e := openTest(t, func(c *config.Config) { c.RotateBytes = info.Bytes; c.FreshTailMessages = 10 })
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: info.ID, SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func TestRotate(t *testing.T) {
 	}
 	checkConvDAG(t, e, info.ID)
 	// A rotated session rotates again on request.
-	rot, err := e.Rotate(ctx, RotateParams{SessionID: r.SessionID, SessionFile: r.SessionFile, TokenBudget: 30000})
+	rot, err := e.Rotate(ctx, orchestrate.RotateParams{SessionID: r.SessionID, SessionFile: r.SessionFile, TokenBudget: 30000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func TestRotateCrashChild(t *testing.T) {
 		os.Exit(4)
 	}
 	fmt.Println("ready")
-	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{RuntimeContextRotate: json.RawMessage("true")}}
+	rc := &core.RuntimeContext{Values: map[string]json.RawMessage{orchestrate.RuntimeContextRotate: json.RawMessage("true")}}
 	for turn := 0; ; turn++ {
 		var lines []any
 		var msgs []core.Message
@@ -402,7 +404,7 @@ func TestRotateImportsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := openTest(t, func(c *Config) { c.RotateBytes = info.Bytes; c.FreshTailMessages = 10 })
+	e := openTest(t, func(c *config.Config) { c.RotateBytes = info.Bytes; c.FreshTailMessages = 10 })
 	if _, err := e.Bootstrap(ctx, core.BootstrapParams{SessionID: info.ID, SessionFile: path}); err != nil {
 		t.Fatal(err)
 	}

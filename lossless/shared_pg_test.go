@@ -9,6 +9,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store/pgstore"
 )
 
@@ -56,7 +57,7 @@ func TestSharedAssembleRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := openPG(ctx, url, func(c *Config) { c.Retention.MaxAgeDays = 1 })
+	b, err := openPG(ctx, url, func(c *config.Config) { c.Retention.MaxAgeDays = 1 })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
@@ -19,7 +20,7 @@ import (
 // openShared opens n engines on one memstore, each through its own
 // memstore.Shared handle: n "processes" sharing one store, as several
 // gateways share one PostgreSQL database.
-func openShared(t *testing.T, n int, mutate ...func(*Config)) []*Engine {
+func openShared(t *testing.T, n int, mutate ...func(*config.Config)) []*Engine {
 	t.Helper()
 	ms := memstore.New()
 	cfg := testConfig("")
@@ -90,7 +91,7 @@ func TestSharedStoreTwoEngines(t *testing.T) {
 }
 
 // sharedTestConfig makes conversations compact after a few turns.
-func sharedTestConfig(c *Config) {
+func sharedTestConfig(c *config.Config) {
 	c.FreshTailMessages = 6
 	c.LeafChunkTokens = 600
 	c.DefaultTokenBudget = 2000

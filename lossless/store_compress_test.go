@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -18,7 +19,7 @@ func TestCompressedStoreRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	open := func() *Engine {
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.StoreDir = dir
 		e, err := Open(ctx, cfg)
 		if err != nil {

@@ -17,6 +17,10 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/tools"
+	"github.com/lossless-engine/contextengine/store"
 )
 
 // The store fixture (issue #16): a Badger store written by the format-2 code
@@ -53,8 +57,8 @@ const (
 // fixtureConfig is the configuration the fixture is written and read with:
 // chars4 counting, recall off (no Bleve index), and small sizes so that a
 // small store holds large content, leaf and condensed summaries.
-func fixtureConfig(dir string) Config {
-	cfg := DefaultConfig()
+func fixtureConfig(dir string) config.Config {
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	cfg.Tokenizer = core.CounterChars4
 	off := false
@@ -87,7 +91,7 @@ type fixtureGolden struct {
 	Files         []fixtureFile  `json:"files"`
 	Host          fixtureHost    `json:"host"`
 	// Subagents are the subagent records ('G'), as Engine.Subagent returns them.
-	Subagents []SubagentInfo `json:"subagents"`
+	Subagents []store.Subagent `json:"subagents"`
 	// Messages is the total number of stored messages.
 	Messages int64 `json:"messages"`
 	// Records counts the fixture's records by family, as the generator
@@ -104,7 +108,7 @@ type fixtureConv struct {
 	Key        string   `json:"key,omitempty"`
 	SessionIDs []string `json:"sessionIds"`
 	// Session is the conversation's entry of Engine.Sessions.
-	Session SessionInfo `json:"session"`
+	Session inspect.SessionInfo `json:"session"`
 	// Messages are the stored messages in sequence order; Raw is the exact
 	// bytes the engine was given (taken from the inputs, not read back).
 	Messages []fixtureMsg `json:"messages"`
@@ -447,7 +451,7 @@ func verifyFixture(t *testing.T, e *Engine, g *fixtureGolden) {
 	if len(infos) != len(g.Conversations) {
 		t.Errorf("%d conversations listed, want %d", len(infos), len(g.Conversations))
 	}
-	byID := map[string]SessionInfo{}
+	byID := map[string]inspect.SessionInfo{}
 	for _, in := range infos {
 		byID[in.ID] = in
 	}
@@ -615,7 +619,7 @@ func fixtureExpand(t *testing.T, e *Engine, c *fixtureConv, id string) [][]byte 
 	var out [][]byte
 	cursor := ""
 	for pages := 0; pages < 1000; pages++ {
-		p, err := e.ExpandSummary(context.Background(), ExpandParams{AgentID: c.Agent, SessionID: c.lastSession(),
+		p, err := e.ExpandSummary(context.Background(), tools.ExpandParams{AgentID: c.Agent, SessionID: c.lastSession(),
 			SessionKey: c.Key, ID: id, MaxTokens: 300, Cursor: cursor})
 		if err != nil {
 			t.Errorf("expand %s: %v", id, err)

@@ -13,14 +13,15 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 // testConfig is a config for tests in dir: chars4 counting unless the test
 // asks for tiktoken (fast and deterministic).
-func testConfig(dir string) Config {
-	cfg := DefaultConfig()
+func testConfig(dir string) config.Config {
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	cfg.Tokenizer = "chars4"
 	return cfg
@@ -28,13 +29,13 @@ func testConfig(dir string) Config {
 
 // openTest opens an engine in a fresh directory and, when the test ends,
 // checks the store's invariants and closes it.
-func openTest(t testing.TB, mutate ...func(*Config)) *Engine {
+func openTest(t testing.TB, mutate ...func(*config.Config)) *Engine {
 	t.Helper()
 	return openTestHooked(t, testHooks{}, mutate...)
 }
 
 // openTestHooked is openTest with the tests' seams h.
-func openTestHooked(t testing.TB, h testHooks, mutate ...func(*Config)) *Engine {
+func openTestHooked(t testing.TB, h testHooks, mutate ...func(*config.Config)) *Engine {
 	t.Helper()
 	cfg := testConfig(t.TempDir())
 	for _, f := range mutate {

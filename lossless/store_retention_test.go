@@ -10,11 +10,12 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 )
 
 func TestRetention(t *testing.T) {
-	e := openTest(t, func(c *Config) {
+	e := openTest(t, func(c *config.Config) {
 		c.Retention.MaxAgeDays = 30
 		c.Retention.MaxBytesPerAgent = 3000
 	})
@@ -99,7 +100,7 @@ func TestRetention(t *testing.T) {
 // A message acknowledged between retention's decision and the deletion is
 // never deleted: the conversation changed, so it is kept.
 func TestRetentionKeepsConversationWrittenAfterDecision(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.Retention.MaxAgeDays = 1 })
+	e := openTest(t, func(c *config.Config) { c.Retention.MaxAgeDays = 1 })
 	ctx := context.Background()
 	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "s", Messages: turn(0)}); err != nil {
 		t.Fatal(err)
@@ -203,7 +204,7 @@ func TestRetentionRemovesRecallDocs(t *testing.T) {
 func TestRetentionRunsOnItsOwn(t *testing.T) {
 	fast := testHooks{retentionFirst: 50 * time.Millisecond, retentionUnit: 10 * time.Millisecond}
 	ctx := context.Background()
-	e := openTestHooked(t, fast, func(c *Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = 1 })
+	e := openTestHooked(t, fast, func(c *config.Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = 1 })
 	for i, s := range []string{"first", "second"} {
 		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: s, Messages: turn(i)}); err != nil {
 			t.Fatal(err)
@@ -235,7 +236,7 @@ func TestRetentionRunsOnItsOwn(t *testing.T) {
 
 func TestRetainDryRun(t *testing.T) {
 	ctx := context.Background()
-	e := openTest(t, func(c *Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = -1 })
+	e := openTest(t, func(c *config.Config) { c.Retention.MaxBytesPerAgent = 1; c.Retention.IntervalMinutes = -1 })
 	for i, s := range []string{"first", "second", "third"} {
 		if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: s, Messages: turn(i)}); err != nil {
 			t.Fatal(err)
@@ -264,7 +265,7 @@ func TestRetainDryRun(t *testing.T) {
 }
 
 func TestRetentionConfigValidated(t *testing.T) {
-	for _, r := range []RetentionConfig{{MaxAgeDays: -1}, {MaxBytesPerAgent: -5}, {IntervalMinutes: -2}} {
+	for _, r := range []config.RetentionConfig{{MaxAgeDays: -1}, {MaxBytesPerAgent: -5}, {IntervalMinutes: -2}} {
 		cfg := testConfig(t.TempDir())
 		cfg.Retention = r
 		if _, err := Open(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "retention") {

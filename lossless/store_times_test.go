@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 )
 
 // The engine stores an imported history's own timestamps (Sessions reports
@@ -16,7 +18,7 @@ import (
 // implausible time included, is lossless/retention's TestPlanAgesByMessageTime;
 // the times Sessions reports, lossless/inspect's TestSessionsReportMessageTimes.)
 func TestRetentionAgesByMessageTime(t *testing.T) {
-	e := openTest(t, func(c *Config) { c.Retention.MaxAgeDays = 30 })
+	e := openTest(t, func(c *config.Config) { c.Retention.MaxAgeDays = 30 })
 	ctx := context.Background()
 	now := time.Now()
 	at := func(d time.Duration) int64 { return now.Add(-d).UnixMilli() }
@@ -38,7 +40,7 @@ func TestRetentionAgesByMessageTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]SessionInfo{}
+	got := map[string]inspect.SessionInfo{}
 	for _, in := range infos {
 		got[in.SessionIDs[0]] = in
 	}

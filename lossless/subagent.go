@@ -36,10 +36,6 @@ const (
 	SubagentEnded = subagent.Ended
 )
 
-// SubagentInfo is the stored record of a subagent preparation
-// (store.Subagent).
-type SubagentInfo = store.Subagent
-
 var (
 	_ core.SubagentSpawner     = (*Engine)(nil)
 	_ core.SubagentEndListener = (*Engine)(nil)
@@ -173,10 +169,10 @@ func (e *Engine) SweepSubagents(ctx context.Context) (int, error) {
 }
 
 // Subagent returns the record of the child with session key childKey.
-func (e *Engine) Subagent(ctx context.Context, childKey string) (SubagentInfo, bool, error) {
+func (e *Engine) Subagent(ctx context.Context, childKey string) (store.Subagent, bool, error) {
 	done, err := e.enter()
 	if err != nil {
-		return SubagentInfo{}, false, err
+		return store.Subagent{}, false, err
 	}
 	defer done()
 	return e.subagentLifecycle().Info(ctx, e.agentFor("", childKey), childKey)

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -260,7 +263,7 @@ func TestSubagentEnded(t *testing.T) {
 	for _, reason := range []string{core.SubagentDeleted, core.SubagentSwept, core.SubagentCompleted, core.SubagentReleased} {
 		t.Run(reason, func(t *testing.T) {
 			ctx := context.Background()
-			e := openTest(t, func(c *Config) { c.LargeContentTokens = 200 })
+			e := openTest(t, func(c *config.Config) { c.LargeContentTokens = 200 })
 			ingestParent(t, e, 0, 6)
 			if _, err := e.PrepareSubagentSpawn(ctx, core.SubagentSpawnParams{ParentSessionKey: parentKey, ParentSessionID: "parent",
 				ChildSessionKey: childKey, ChildSessionID: "child", ContextMode: core.ContextModeFork}); err != nil {
@@ -283,12 +286,12 @@ func TestSubagentEnded(t *testing.T) {
 			if got := storedMessages(t, e, "", "child"); len(got) != 3 {
 				t.Fatalf("child has %d messages", len(got))
 			}
-			hits, err := e.Grep(ctx, GrepParams{SessionID: "parent", SessionKey: parentKey, Query: "okapi-7731"})
+			hits, err := e.Grep(ctx, tools.GrepParams{SessionID: "parent", SessionKey: parentKey, Query: "okapi-7731"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			largeID := LargeRefPrefix + hashHex(big)
-			page, expErr := e.ExpandSummary(ctx, ExpandParams{SessionID: "parent", SessionKey: parentKey, ID: largeID})
+			page, expErr := e.ExpandSummary(ctx, tools.ExpandParams{SessionID: "parent", SessionKey: parentKey, ID: largeID})
 			keys := subKeys(t, e)
 			switch reason {
 			case core.SubagentDeleted, core.SubagentSwept:
@@ -357,7 +360,7 @@ func TestSubagentForkExpandsParentSummary(t *testing.T) {
 	if !strings.Contains(out.Messages[0].Text(), "<lcm_summary") {
 		t.Fatalf("the child's context does not start with the parent's summary: %s", out.Messages[0].Raw())
 	}
-	var details CompactDetails
+	var details orchestrate.CompactDetails
 	if err := json.Unmarshal(res.Result.Details, &details); err != nil || len(details.NewSummaryIDs) == 0 {
 		t.Fatalf("details %s: %v", res.Result.Details, err)
 	}
@@ -365,7 +368,7 @@ func TestSubagentForkExpandsParentSummary(t *testing.T) {
 	if _, err := e.IngestBatch(ctx, core.IngestBatchParams{SessionID: "child", SessionKey: childKey, Messages: []core.Message{core.UserText("task", 1)}}); err != nil {
 		t.Fatal(err)
 	}
-	page, err := e.ExpandSummary(ctx, ExpandParams{SessionID: "child", SessionKey: childKey, ID: details.NewSummaryIDs[0]})
+	page, err := e.ExpandSummary(ctx, tools.ExpandParams{SessionID: "child", SessionKey: childKey, ID: details.NewSummaryIDs[0]})
 	if err != nil || len(page.Messages) == 0 {
 		t.Fatalf("child expands the parent's summary: %v %+v", err, page)
 	}

@@ -22,57 +22,25 @@ import (
 // lossless/tools the store and those conversations. The types are
 // re-exported.
 
-// Grep scopes and sorts.
-const (
-	ScopeConversation = tools.ScopeConversation
-	ScopeAgent        = tools.ScopeAgent
-	SortRelevance     = tools.SortRelevance
-	SortRecency       = tools.SortRecency
-)
-
-// GrepParams are the arguments of Grep (tools.GrepParams).
-type GrepParams = tools.GrepParams
-
-// GrepHit is one match (tools.GrepHit).
-type GrepHit = tools.GrepHit
-
-// ExpandParams are the arguments of ExpandSummary (tools.ExpandParams).
-type ExpandParams = tools.ExpandParams
-
-// ExpandedMessage is one raw message of an expansion, bytes exactly as
-// stored (tools.ExpandedMessage).
-type ExpandedMessage = tools.ExpandedMessage
-
-// ExpandPage is one page of ExpandSummary (tools.ExpandPage).
-type ExpandPage = tools.ExpandPage
-
-// DefaultExpandTokens is ExpandParams.MaxTokens's default.
-const DefaultExpandTokens = tools.DefaultExpandTokens
-
-// Tool is a recall tool as offered to the model (tools.Tool).
-type Tool = tools.Tool
-
-// ToolSession is the session a tool call runs in, when its arguments do
-// not name one (tools.ToolSession).
-type ToolSession = tools.ToolSession
-
 // WithToolSession returns ctx carrying the session tool handlers use when
 // their arguments do not name one.
-func WithToolSession(ctx context.Context, s ToolSession) context.Context {
+func WithToolSession(ctx context.Context, s tools.ToolSession) context.Context {
 	return tools.WithToolSession(ctx, s)
 }
 
 // DecodeGrepArgs decodes lcm_grep's arguments.
-func DecodeGrepArgs(raw json.RawMessage) (GrepParams, error) { return tools.DecodeGrepArgs(raw) }
+func DecodeGrepArgs(raw json.RawMessage) (tools.GrepParams, error) { return tools.DecodeGrepArgs(raw) }
 
 // DecodeExpandArgs decodes lcm_expand's arguments.
-func DecodeExpandArgs(raw json.RawMessage) (ExpandParams, error) { return tools.DecodeExpandArgs(raw) }
+func DecodeExpandArgs(raw json.RawMessage) (tools.ExpandParams, error) {
+	return tools.DecodeExpandArgs(raw)
+}
 
 // Grep searches stored messages and summaries (full text or regex) of the
 // session's conversation, or of every conversation of its agent, with time
 // filters, sorted by relevance or recency. It scans the store; messages are
 // matched on their plain text (MessagePlainText), summaries on their text.
-func (e *Engine) Grep(ctx context.Context, p GrepParams) ([]GrepHit, error) {
+func (e *Engine) Grep(ctx context.Context, p tools.GrepParams) ([]tools.GrepHit, error) {
 	m, err := tools.NewMatcher(p)
 	if err != nil {
 		return nil, err
@@ -133,10 +101,6 @@ func (e *Engine) DescribeSummary(ctx context.Context, agentID, sessionID, sessio
 	return tools.Describe(ctx, tools.Conv{St: e.st, ID: c}, id)
 }
 
-// MessageDescription is a stored message and where it sits in its
-// conversation's history (tools.MessageDescription).
-type MessageDescription = tools.MessageDescription
-
 // MessageID returns the id the tools give message seq of conversation c
 // ("<conv>:<seq>", tools.MessageID): DescribeMessage and ExpandSummary take
 // it, Grep's message hits carry it.
@@ -152,40 +116,36 @@ func ParseMessageID(id string) (c store.ConvID, seq uint64, ok bool) {
 // hits carry it) of a conversation the session's agent may read: its text
 // (cut at tools.DescribeTextBytes), and whether it is in the active context
 // or which leaf summary covers it, with that summary's ancestors.
-func (e *Engine) DescribeMessage(ctx context.Context, agentID, sessionID, sessionKey, id string) (MessageDescription, error) {
+func (e *Engine) DescribeMessage(ctx context.Context, agentID, sessionID, sessionKey, id string) (tools.MessageDescription, error) {
 	_, seq, err := tools.CheckMessageID(id)
 	if err != nil {
-		return MessageDescription{}, err
+		return tools.MessageDescription{}, err
 	}
 	c, err := e.locate(ctx, agentID, sessionID, sessionKey, id)
 	if err != nil {
-		return MessageDescription{}, err
+		return tools.MessageDescription{}, err
 	}
 	done, err := e.enter()
 	if err != nil {
-		return MessageDescription{}, err
+		return tools.MessageDescription{}, err
 	}
 	defer done()
 	return tools.DescribeMessage(ctx, tools.Conv{St: e.st, ID: c}, id, seq)
 }
-
-// DefaultMessageExpandTokens is ExpandParams.MaxTokens's default around a
-// message id.
-const DefaultMessageExpandTokens = tools.DefaultMessageExpandTokens
 
 // ExpandSummary returns the raw messages summary p.ID covers, in order,
 // byte for byte as ingested, one page of at most p.MaxTokens tokens at a
 // time. A large-content reference returns its one message; a message id
 // ("<conv>:<seq>") the message with its neighbours, then, from the page's
 // NextCursor, the messages after them.
-func (e *Engine) ExpandSummary(ctx context.Context, p ExpandParams) (ExpandPage, error) {
+func (e *Engine) ExpandSummary(ctx context.Context, p tools.ExpandParams) (tools.ExpandPage, error) {
 	c, err := e.locate(ctx, p.AgentID, p.SessionID, p.SessionKey, p.ID)
 	if err != nil {
-		return ExpandPage{}, err
+		return tools.ExpandPage{}, err
 	}
 	done, err := e.enter()
 	if err != nil {
-		return ExpandPage{}, err
+		return tools.ExpandPage{}, err
 	}
 	defer done()
 	return tools.Expand(ctx, tools.Conv{St: e.st, ID: c}, p)
@@ -193,7 +153,7 @@ func (e *Engine) ExpandSummary(ctx context.Context, p ExpandParams) (ExpandPage,
 
 // Tools returns the recall tools lcm_grep, lcm_describe and lcm_expand
 // (their handlers: grepTool, describeTool, expandTool).
-func (e *Engine) Tools() []Tool {
+func (e *Engine) Tools() []tools.Tool {
 	ts := tools.Tools()
 	for i := range ts {
 		switch ts[i].Name {
@@ -274,7 +234,7 @@ func (e *Engine) CallTool(ctx context.Context, p core.ToolCallParams) (core.Tool
 		if agent == "" {
 			agent = e.agentFor("", p.SessionKey)
 		}
-		ctx = tools.WithToolSession(ctx, ToolSession{AgentID: agent, SessionID: p.SessionID, SessionKey: p.SessionKey})
+		ctx = tools.WithToolSession(ctx, tools.ToolSession{AgentID: agent, SessionID: p.SessionID, SessionKey: p.SessionKey})
 		text, err := t.Handler(ctx, p.Arguments)
 		if err != nil {
 			return core.ToolCallResult{}, fmt.Errorf("lossless: %s: %w", p.Name, err)
@@ -383,7 +343,7 @@ const (
 // (records.PlainText).
 type matcher struct{ m *tools.Matcher }
 
-func newMatcher(p GrepParams) (*matcher, error) {
+func newMatcher(p tools.GrepParams) (*matcher, error) {
 	m, err := tools.NewMatcher(p)
 	if err != nil {
 		return nil, err
@@ -391,9 +351,13 @@ func newMatcher(p GrepParams) (*matcher, error) {
 	return &matcher{m: m}, nil
 }
 
-func (m *matcher) messageHit(c convID, rec msgRecord) (GrepHit, bool) { return m.m.MessageHit(c, rec) }
+func (m *matcher) messageHit(c convID, rec msgRecord) (tools.GrepHit, bool) {
+	return m.m.MessageHit(c, rec)
+}
 
-func (m *matcher) summaryHit(c convID, s dag.Summary) (GrepHit, bool) { return m.m.SummaryHit(c, s) }
+func (m *matcher) summaryHit(c convID, s dag.Summary) (tools.GrepHit, bool) {
+	return m.m.SummaryHit(c, s)
+}
 
 // snippet is tools.Snippet.
 func snippet(text string, at int) string { return tools.Snippet(text, at) }

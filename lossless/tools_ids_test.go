@@ -11,6 +11,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/internal/recall"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
@@ -93,7 +94,7 @@ func TestGrepMessageHitsOpen(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			var e *Engine
 			if backend == "badger" {
-				e = openTest(t, func(c *Config) { c.FreshTailMessages = 6 })
+				e = openTest(t, func(c *config.Config) { c.FreshTailMessages = 6 })
 			} else {
 				cfg := testConfig("")
 				cfg.FreshTailMessages = 6
@@ -145,10 +146,10 @@ func testMessageHitsOpen(t *testing.T, e *Engine) {
 		}
 		return page
 	}
-	describeMsg := func(id string) MessageDescription {
+	describeMsg := func(id string) tools.MessageDescription {
 		t.Helper()
 		out := mustCall(ToolDescribe, map[string]any{"id": id})
-		var d MessageDescription
+		var d tools.MessageDescription
 		if err := json.Unmarshal([]byte(out), &d); err != nil {
 			t.Fatalf("describe output %s: %v", out, err)
 		}
@@ -201,8 +202,8 @@ func testMessageHitsOpen(t *testing.T, e *Engine) {
 			t.Fatalf("expand %s: message %d not verbatim", zebra.ID, s)
 		}
 	}
-	if page.Tokens > DefaultMessageExpandTokens {
-		t.Fatalf("expand %s: %d tokens over the default %d", zebra.ID, page.Tokens, DefaultMessageExpandTokens)
+	if page.Tokens > tools.DefaultMessageExpandTokens {
+		t.Fatalf("expand %s: %d tokens over the default %d", zebra.ID, page.Tokens, tools.DefaultMessageExpandTokens)
 	}
 	// Bounded by maxTokens: the message alone, then the pages after it.
 	page = expand(map[string]any{"id": zebra.ID, "maxTokens": 1})

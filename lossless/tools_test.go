@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
@@ -26,7 +27,7 @@ func (markSummarizer) Summarize(_ context.Context, req core.SummarizeRequest) (s
 // characters), compacted; session s2 of the same agent mentions a zebra.
 func toolFixture(t *testing.T) *Engine {
 	t.Helper()
-	e := openTest(t, func(c *Config) { c.FreshTailMessages = 6 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 6 })
 	e.SetSummarizer(markSummarizer{})
 	ctx := context.Background()
 	var msgs []core.Message
@@ -64,7 +65,7 @@ func toolFixture(t *testing.T) *Engine {
 func TestGrep(t *testing.T) {
 	e := toolFixture(t)
 	ctx := context.Background()
-	hits, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "Zebra build"})
+	hits, err := e.Grep(ctx, tools.GrepParams{SessionID: "s1", Query: "Zebra build"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,16 +76,16 @@ func TestGrep(t *testing.T) {
 	if err != nil || !strings.Contains(m.Text(), "zebra") {
 		t.Fatalf("hit seq %d is not the zebra message: %v", hits[0].Seq, err)
 	}
-	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "zebra", Scope: ScopeAgent}); len(hits) != 2 {
+	if hits, _ := e.Grep(ctx, tools.GrepParams{SessionID: "s1", Query: "zebra", Scope: tools.ScopeAgent}); len(hits) != 2 {
 		t.Fatalf("agent scope: %+v", hits)
 	}
-	if _, err := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "x", Scope: "galaxy"}); !errors.Is(err, ErrBadToolArgs) {
+	if _, err := e.Grep(ctx, tools.GrepParams{SessionID: "s1", Query: "x", Scope: "galaxy"}); !errors.Is(err, ErrBadToolArgs) {
 		t.Fatalf("bad scope: %v", err)
 	}
-	if _, err := e.Grep(ctx, GrepParams{SessionID: "nope", Query: "zebra"}); !errors.Is(err, core.ErrUnknownSession) {
+	if _, err := e.Grep(ctx, tools.GrepParams{SessionID: "nope", Query: "zebra"}); !errors.Is(err, core.ErrUnknownSession) {
 		t.Fatalf("unknown session: %v", err)
 	}
-	if hits, _ := e.Grep(ctx, GrepParams{SessionID: "s1", Query: "summarymark", Kind: "summary"}); len(hits) == 0 || hits[0].SummaryID == "" {
+	if hits, _ := e.Grep(ctx, tools.GrepParams{SessionID: "s1", Query: "summarymark", Kind: "summary"}); len(hits) == 0 || hits[0].SummaryID == "" {
 		t.Fatalf("summary hits: %+v", hits)
 	}
 }
@@ -100,10 +101,10 @@ func mustConv(t *testing.T, e *Engine, sid string) *Conversation {
 
 func TestTools(t *testing.T) {
 	e := toolFixture(t)
-	ctx := WithToolSession(context.Background(), ToolSession{SessionID: "s1"})
-	tools := e.Tools()
-	byName := map[string]Tool{}
-	for _, tl := range tools {
+	ctx := WithToolSession(context.Background(), tools.ToolSession{SessionID: "s1"})
+	defs := e.Tools()
+	byName := map[string]tools.Tool{}
+	for _, tl := range defs {
 		var schema map[string]any
 		if err := json.Unmarshal(tl.Schema, &schema); err != nil || schema["type"] != "object" || tl.Description == "" {
 			t.Fatalf("tool %s: schema %s: %v", tl.Name, tl.Schema, err)
@@ -111,7 +112,7 @@ func TestTools(t *testing.T) {
 		byName[tl.Name] = tl
 	}
 	if len(byName) != 3 || byName[ToolGrep].Handler == nil || byName[ToolDescribe].Handler == nil || byName[ToolExpand].Handler == nil {
-		t.Fatalf("tools: %v", tools)
+		t.Fatalf("tools: %v", defs)
 	}
 	out, err := byName[ToolGrep].Handler(ctx, json.RawMessage(`{"query":"zebra"}`))
 	if err != nil || !strings.Contains(out, "zebra near the build") {

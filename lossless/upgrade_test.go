@@ -17,6 +17,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -129,7 +131,7 @@ func unpackStore(t testing.TB, archive string) string {
 // upgradeConfig is the configuration the goldens are read with: chars4
 // counting (as they were written, LOSSLESS_TOKENIZER=chars4), recall off
 // (the archives leave the derived recall index out).
-func upgradeConfig(dir string) Config {
+func upgradeConfig(dir string) config.Config {
 	cfg := testConfig(dir)
 	off := false
 	cfg.Recall.Enabled = &off
@@ -204,7 +206,7 @@ func checkUpgraded(t *testing.T, e *Engine, want [][]byte, summaries int) {
 		}
 		cursor := ""
 		for {
-			page, err := e.ExpandSummary(ctx, ExpandParams{AgentID: upgradeAgent, SessionID: upgradeSession, ID: s.ID, Cursor: cursor})
+			page, err := e.ExpandSummary(ctx, tools.ExpandParams{AgentID: upgradeAgent, SessionID: upgradeSession, ID: s.ID, Cursor: cursor})
 			if err != nil {
 				t.Fatalf("expand %s: %v", s.ID, err)
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/explain"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 // maxMessageText caps the text of one message in /api/context (the whole
@@ -20,21 +22,21 @@ type contextAnswer struct {
 	SessionKey string `json:"sessionKey"`
 	// Budget is the budget asked for (0: the engine's default);
 	// EffectiveBudget the one assemble used.
-	Budget                     int                   `json:"budget"`
-	EffectiveBudget            int                   `json:"effectiveBudget"`
-	EstimatedTokens            int                   `json:"estimatedTokens"`
-	SystemPromptAddition       string                `json:"systemPromptAddition"`
-	SystemPromptAdditionTokens int                   `json:"systemPromptAdditionTokens"`
-	PromptAuthority            string                `json:"promptAuthority,omitempty"`
-	Recall                     lossless.RecallReport `json:"recall"`
+	Budget                     int             `json:"budget"`
+	EffectiveBudget            int             `json:"effectiveBudget"`
+	EstimatedTokens            int             `json:"estimatedTokens"`
+	SystemPromptAddition       string          `json:"systemPromptAddition"`
+	SystemPromptAdditionTokens int             `json:"systemPromptAdditionTokens"`
+	PromptAuthority            string          `json:"promptAuthority,omitempty"`
+	Recall                     recalled.Report `json:"recall"`
 	// Cut says what the budget could not hold (nil: everything fit).
 	Cut *core.AssembleCut `json:"cut,omitempty"`
 	// Last is the session's last assemble the serving process answered
 	// (asked for with last=1; nil when none is recorded): this answer then
 	// assembles again with its budget and prompt.
-	Last     *LastAssemble          `json:"last,omitempty"`
-	Parts    []lossless.ContextPart `json:"parts"`
-	Messages []contextMessage       `json:"messages"`
+	Last     *LastAssemble         `json:"last,omitempty"`
+	Parts    []explain.ContextPart `json:"parts"`
+	Messages []contextMessage      `json:"messages"`
 }
 
 // contextMessage is one message of the assembled context.

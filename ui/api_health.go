@@ -8,26 +8,29 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/explore"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 // agentTotals is one agent's row of /api/overview.
 type agentTotals struct {
 	Agent string `json:"agent"`
-	lossless.AgentStats
+	inspect.AgentStats
 }
 
 // overviewAnswer is /api/overview's answer.
 type overviewAnswer struct {
-	Backend    string                `json:"backend"` // "badger" or "postgres"
-	Store      string                `json:"store"`   // directory, or URL without its password
-	Format     int                   `json:"format"`
-	Version    string                `json:"version"`
-	Tokenizer  string                `json:"tokenizer"`
-	DiskBytes  int64                 `json:"diskBytes"`
-	IndexBytes int64                 `json:"indexBytes"`
-	Recall     lossless.RecallStatus `json:"recall"`
-	Agents     []agentTotals         `json:"agents"`
+	Backend    string          `json:"backend"` // "badger" or "postgres"
+	Store      string          `json:"store"`   // directory, or URL without its password
+	Format     int             `json:"format"`
+	Version    string          `json:"version"`
+	Tokenizer  string          `json:"tokenizer"`
+	DiskBytes  int64           `json:"diskBytes"`
+	IndexBytes int64           `json:"indexBytes"`
+	Recall     recalled.Status `json:"recall"`
+	Agents     []agentTotals   `json:"agents"`
 }
 
 // overview answers /api/overview: the store and per-agent totals.
@@ -41,7 +44,7 @@ func (s *Server) overview(ctx context.Context, e *lossless.Engine, r *http.Reque
 		Tokenizer: cfg.Tokenizer, DiskBytes: st.DiskBytes, IndexBytes: st.IndexBytes, Recall: e.RecallStatus(),
 		Agents: []agentTotals{}}
 	if cfg.StoreURL != "" {
-		out.Backend, out.Store = "postgres", lossless.RedactURL(cfg.StoreURL)
+		out.Backend, out.Store = "postgres", config.RedactURL(cfg.StoreURL)
 	}
 	for a, t := range st.Agents {
 		out.Agents = append(out.Agents, agentTotals{Agent: a, AgentStats: t})
@@ -72,7 +75,7 @@ type healthRun struct {
 	Error      string                 `json:"error,omitempty"`
 	StartedAt  int64                  `json:"startedAt"`
 	DurationMs int64                  `json:"durationMs"`
-	Check      *lossless.CheckResult  `json:"check,omitempty"`
+	Check      *inspect.CheckResult   `json:"check,omitempty"`
 	Census     *explore.SummaryCensus `json:"census,omitempty"`
 }
 
@@ -134,15 +137,15 @@ func (h *healthJob) run(ctx context.Context, e *lossless.Engine, start time.Time
 
 // healthAnswer is /api/health's answer.
 type healthAnswer struct {
-	Backend       string                `json:"backend"`
-	Store         string                `json:"store"`
-	Format        int                   `json:"format"`
-	DiskBytes     int64                 `json:"diskBytes"`
-	IndexBytes    int64                 `json:"indexBytes"`
-	Recall        lossless.RecallStatus `json:"recall"`
-	Conversations int64                 `json:"conversations"`
-	Messages      int64                 `json:"messages"`
-	Summaries     int64                 `json:"summaries"`
+	Backend       string          `json:"backend"`
+	Store         string          `json:"store"`
+	Format        int             `json:"format"`
+	DiskBytes     int64           `json:"diskBytes"`
+	IndexBytes    int64           `json:"indexBytes"`
+	Recall        recalled.Status `json:"recall"`
+	Conversations int64           `json:"conversations"`
+	Messages      int64           `json:"messages"`
+	Summaries     int64           `json:"summaries"`
 	// RefusedSummaries counts the summaries the extractive summarizer
 	// wrote because the model's answer was refused (method "refused").
 	RefusedSummaries int64 `json:"refusedSummaries"`

@@ -8,12 +8,16 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/explain"
 	"github.com/lossless-engine/contextengine/lossless/explore"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // grepHit is one hit of /api/grep: lossless.GrepHit with its session.
 type grepHit struct {
-	lossless.GrepHit
+	tools.GrepHit
 	Agent   string `json:"agent"`
 	Session string `json:"session"`
 }
@@ -45,19 +49,19 @@ func (s *Server) grep(ctx context.Context, e *lossless.Engine, r *http.Request) 
 		return nil, err
 	}
 	agent := agentParam(e, r)
-	p := explore.GrepPageParams{GrepParams: lossless.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
+	p := explore.GrepPageParams{GrepParams: tools.GrepParams{AgentID: agent, Query: q.Get("q"), Limit: limit,
 		Regex: q.Get("regex") == "1" || q.Get("regex") == "true"}, Cursor: q.Get("cursor"), MaxTime: grepTime}
 	if sid := q.Get("session"); sid != "" {
-		p.SessionID, p.Scope = sid, lossless.ScopeConversation
+		p.SessionID, p.Scope = sid, tools.ScopeConversation
 	} else {
-		p.Scope = lossless.ScopeAgent
+		p.Scope = tools.ScopeAgent
 	}
 	res, err := explore.New(e).GrepPage(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	out := grepAnswer{Items: make([]grepHit, len(res.Hits)), Scanned: res.Scanned, Next: res.Next}
-	names := map[string]lossless.SessionInfo{}
+	names := map[string]inspect.SessionInfo{}
 	for i, h := range res.Hits {
 		in, ok := names[h.Conversation]
 		if !ok {
@@ -79,14 +83,14 @@ func agentParam(e *lossless.Engine, r *http.Request) string {
 	if a := e.Config().AgentID; a != "" {
 		return a
 	}
-	return lossless.DefaultAgentID
+	return config.DefaultAgentID
 }
 
 // recallAnswer is /api/recall's answer: lossless.ExplainRecall.
 type recallAnswer struct {
 	Prompt string `json:"prompt"`
 	Agent  string `json:"agent"`
-	lossless.RecallExplained
+	explain.RecallExplained
 }
 
 // recall answers /api/recall?prompt=&agent=&session=&k=: "what would be

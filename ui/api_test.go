@@ -13,7 +13,12 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/explain"
 	"github.com/lossless-engine/contextengine/lossless/explore"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 type sessionItem struct {
@@ -112,8 +117,8 @@ type contextAnswer struct {
 	Budget                     int `json:"budget"`
 	EffectiveBudget            int `json:"effectiveBudget"`
 	SystemPromptAdditionTokens int `json:"systemPromptAdditionTokens"`
-	Recall                     lossless.RecallReport
-	Parts                      []lossless.ContextPart
+	Recall                     recalled.Report
+	Parts                      []explain.ContextPart
 	Messages                   []struct {
 		Index     int    `json:"index"`
 		Role      string `json:"role"`
@@ -144,7 +149,7 @@ func TestContextAPI(t *testing.T) {
 		sum += p.Tokens
 		byPart[p.Part] = p.Tokens
 	}
-	if sum != c.EstimatedTokens || byPart[lossless.PartSummaries] == 0 || byPart[lossless.PartTail] == 0 {
+	if sum != c.EstimatedTokens || byPart[explain.PartSummaries] == 0 || byPart[explain.PartTail] == 0 {
 		t.Fatalf("parts %+v sum to %d of %d", c.Parts, sum, c.EstimatedTokens)
 	}
 	msgTokens := 0
@@ -153,10 +158,10 @@ func TestContextAPI(t *testing.T) {
 		if m.Index != i || m.Part != rep.Messages[i].Part || m.Tokens != rep.Messages[i].Tokens || m.Role != rep.Messages[i].Message.Role() {
 			t.Fatalf("message %d: %+v", i, m)
 		}
-		if m.Part == lossless.PartSummaries && (m.SummaryID == "" || !strings.Contains(m.Text, m.SummaryID)) {
+		if m.Part == explain.PartSummaries && (m.SummaryID == "" || !strings.Contains(m.Text, m.SummaryID)) {
 			t.Fatalf("summary message %d: %+v", i, m)
 		}
-		if m.Part == lossless.PartTail && m.Seq == 0 {
+		if m.Part == explain.PartTail && m.Seq == 0 {
 			t.Fatalf("tail message %d without its seq", i)
 		}
 	}
@@ -165,7 +170,7 @@ func TestContextAPI(t *testing.T) {
 	}
 	// Without a budget: the engine's default, recall off without a prompt.
 	f.getJSON(t, "/api/context", q("agent", "main", "session", "s1"), &c)
-	if c.Budget != 0 || c.EffectiveBudget != f.e.Config().DefaultTokenBudget || c.Recall.Status != lossless.RecallOff {
+	if c.Budget != 0 || c.EffectiveBudget != f.e.Config().DefaultTokenBudget || c.Recall.Status != recalled.Off {
 		t.Fatalf("default budget: %d/%d, recall %+v", c.Budget, c.EffectiveBudget, c.Recall)
 	}
 	f.wantError(t, "/api/context", q("agent", "main", "session", "nope"), http.StatusNotFound)
@@ -308,7 +313,7 @@ func TestMessageAPI(t *testing.T) {
 
 type grepAnswer struct {
 	Items []struct {
-		lossless.GrepHit
+		tools.GrepHit
 		Agent   string `json:"agent"`
 		Session string `json:"session"`
 	}
@@ -408,7 +413,7 @@ func TestRecallAPI(t *testing.T) {
 	f := newFixture(t)
 	var r recallAnswer
 	f.getJSON(t, "/api/recall", q("prompt", "the zebra near the build server", "agent", "main", "session", "s2"), &r)
-	if r.Agent != "main" || !slices.Contains(r.Terms, "zebra") || r.Threshold != lossless.DefaultRecallMinScore || len(r.Items) == 0 {
+	if r.Agent != "main" || !slices.Contains(r.Terms, "zebra") || r.Threshold != config.DefaultRecallMinScore || len(r.Items) == 0 {
 		t.Fatalf("recall: %+v", r)
 	}
 	gated, err := f.e.Recall(context.Background(), core.AssembleParams{SessionID: "s2", SessionKey: "agent:main:cli", Prompt: "the zebra near the build server"}, 0)
@@ -439,11 +444,11 @@ type healthAnswer struct {
 	Messages         int64
 	Summaries        int64
 	RefusedSummaries int64
-	Recall           lossless.RecallStatus
+	Recall           recalled.Status
 	Doctor           struct {
 		State  string
 		Error  string
-		Check  *lossless.CheckResult
+		Check  *inspect.CheckResult
 		Census *explore.SummaryCensus
 	}
 }
@@ -492,7 +497,7 @@ func TestOverviewAndHealthAPI(t *testing.T) {
 // in /api/health (and /api/overview's agents), listed among the fallbacks
 // with the reason, and marked in the DAG view.
 func TestHealthShowsRefusedSummaries(t *testing.T) {
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = t.TempDir()
 	cfg.Tokenizer = core.CounterChars4
 	cfg.FreshTailMessages = 6

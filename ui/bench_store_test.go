@@ -13,6 +13,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/synth"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // The explorer's benchmark store: n messages (100K by default, 1M with
@@ -62,8 +63,8 @@ func benchLayout(n int) []benchSession {
 
 // benchConfig is the engine configuration the store is built and read
 // with.
-func benchConfig(dir string) lossless.Config {
-	cfg := lossless.DefaultConfig()
+func benchConfig(dir string) config.Config {
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	cfg.Tokenizer = core.CounterChars4
 	return cfg

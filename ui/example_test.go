@@ -10,6 +10,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/ui"
 )
 
@@ -20,7 +21,7 @@ func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "ui-example-")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = dir
 	cfg.Tokenizer = core.CounterChars4
 	e, err := lossless.Open(ctx, cfg)

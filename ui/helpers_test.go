@@ -13,6 +13,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/ui"
 )
 
@@ -32,7 +33,7 @@ type fixture struct {
 // and deterministic), closed when the test ends.
 func openEngine(t testing.TB) *lossless.Engine {
 	t.Helper()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = t.TempDir()
 	cfg.Tokenizer = core.CounterChars4
 	cfg.FreshTailMessages = 6

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
@@ -19,7 +20,7 @@ import (
 func TestSearchFailsOnDamagedStore(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.Tokenizer = core.CounterChars4
 	e, err := lossless.OpenStore(ctx, cfg, st, nil)
 	if err != nil {

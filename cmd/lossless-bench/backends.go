@@ -26,8 +26,10 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/bench"
 	"github.com/lossless-engine/contextengine/lossless"
-	_ "github.com/lossless-engine/contextengine/lossless/badger"   // --store DIR
+	_ "github.com/lossless-engine/contextengine/lossless/badger" // --store DIR
+	"github.com/lossless-engine/contextengine/lossless/config"
 	_ "github.com/lossless-engine/contextengine/lossless/postgres" // --store postgres://…
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 // The backends comparison (--store postgres://…): the same workload on the
@@ -106,8 +108,8 @@ type backendStore struct {
 	async bool   // Config.AsyncCommit (PostgreSQL)
 }
 
-func (s backendStore) config(budget int) lossless.Config {
-	cfg := lossless.DefaultConfig()
+func (s backendStore) config(budget int) config.Config {
+	cfg := config.Default()
 	cfg.DefaultTokenBudget = budget
 	cfg.SyncWrites = s.sync
 	cfg.AsyncCommit = s.async && s.url != ""
@@ -148,7 +150,7 @@ func (b *backend) fresh(ctx context.Context) (backendStore, error) {
 		return backendStore{dir: dir, sync: b.o.SyncWrites}, nil
 	}
 	if err := pgExec(ctx, b.o.ServerURL, "CREATE DATABASE "+pgx.Identifier{id}.Sanitize()); err != nil {
-		return backendStore{}, fmt.Errorf("create database %s on %s: %w", id, lossless.RedactURL(b.o.ServerURL), err)
+		return backendStore{}, fmt.Errorf("create database %s on %s: %w", id, config.RedactURL(b.o.ServerURL), err)
 	}
 	u, err := url.Parse(b.o.ServerURL)
 	if err != nil {
@@ -331,7 +333,7 @@ func measureBackend(ctx context.Context, b *backend, logf func(string, ...any)) 
 		if _, d, err := e.AssembleWithDetails(ctx, rp); err != nil { // warm
 			e.Close()
 			return f, fmt.Errorf("assemble with recall: %w", err)
-		} else if st := d.Recall.Status; (st != lossless.RecallInjected && st != lossless.RecallNone) || d.Recall.Partial {
+		} else if st := d.Recall.Status; (st != recalled.Injected && st != recalled.None) || d.Recall.Partial {
 			e.Close()
 			return f, fmt.Errorf("assemble with recall: recall did not run: %+v", d.Recall)
 		}
@@ -525,11 +527,11 @@ func writerChild(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.DefaultTokenBudget = *budget
 	cfg.SyncWrites = *syncWrites
 	cfg.AsyncCommit = *asyncCommit
-	if lossless.IsStoreURL(*storeArg) {
+	if config.IsStoreURL(*storeArg) {
 		cfg.StoreURL = *storeArg
 	} else {
 		cfg.StoreDir = *storeArg
@@ -664,8 +666,8 @@ func runBackendsCommand(ctx context.Context, storeURL string, sizes, writers lis
 		fmt.Fprintf(stderr, "lossless-bench: %v\n", err)
 		return 2
 	}
-	if !lossless.IsStoreURL(storeURL) {
-		return usage(fmt.Errorf("--store %q is not a PostgreSQL URL (postgres://… or postgresql://…)", lossless.RedactURL(storeURL)))
+	if !config.IsStoreURL(storeURL) {
+		return usage(fmt.Errorf("--store %q is not a PostgreSQL URL (postgres://… or postgresql://…)", config.RedactURL(storeURL)))
 	}
 	o := backendsOptions{ServerURL: storeURL, Sizes: []int{10_000, 100_000}, Writers: []int{1, 2, 4}, Budget: budget,
 		Runs: 200, Keep: keep, SyncWrites: syncWrites, AsyncCommit: asyncCommit, Log: stderr}

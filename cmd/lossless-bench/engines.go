@@ -12,6 +12,9 @@ import (
 	"github.com/lossless-engine/contextengine/internal/locomo"
 	"github.com/lossless-engine/contextengine/legacy"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // losslessTarget is the lossless engine on embedded defaults (a Badger
@@ -22,7 +25,7 @@ func losslessTarget(tokenizer string, recall bool) bench.Target {
 	return bench.Target{
 		Name: lossless.EngineID,
 		Open: func(ctx context.Context, dir string, budget int) (core.Engine, error) {
-			cfg := lossless.DefaultConfig()
+			cfg := config.Default()
 			cfg.StoreDir = dir
 			cfg.DefaultTokenBudget = budget
 			cfg.Tokenizer = tokenizer
@@ -58,7 +61,7 @@ func losslessTarget(tokenizer string, recall bool) bench.Target {
 			if !ok {
 				return "", "", fmt.Errorf("lossless-bench: rotate: %T is not *lossless.Engine", e)
 			}
-			r, err := le.Rotate(ctx, lossless.RotateParams{SessionID: session, SessionKey: key,
+			r, err := le.Rotate(ctx, orchestrate.RotateParams{SessionID: session, SessionKey: key,
 				SessionFile: file, TokenBudget: budget})
 			return r.SessionID, r.SessionFile, err
 		},
@@ -95,7 +98,7 @@ func expandAll(ctx context.Context, e core.Engine, sessions []string) ([][]byte,
 		}
 		cursor := ""
 		for {
-			page, err := le.ExpandSummary(ctx, lossless.ExpandParams{SessionID: session, ID: it.Ref.ID,
+			page, err := le.ExpandSummary(ctx, tools.ExpandParams{SessionID: session, ID: it.Ref.ID,
 				MaxTokens: 64000, Cursor: cursor})
 			if err != nil {
 				return nil, fmt.Errorf("lossless-bench: expand %s: %w", it.Ref.ID, err)

@@ -20,6 +20,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/progress"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 )
 
 // Exit codes.
@@ -139,7 +141,7 @@ func run(ctx context.Context, args []string, io *stdio) int {
 	fs.SetOutput(io.err)
 	env.fs = fs
 	fs.StringVar(&env.store, "store", "", "the store: a directory, or a PostgreSQL URL (postgres://user:password@host/database) (default "+defaultStoreHelp()+")")
-	fs.StringVar(&env.agent, "agent", lossless.DefaultAgentID, "the agent id")
+	fs.StringVar(&env.agent, "agent", config.DefaultAgentID, "the agent id")
 	fs.BoolVar(&env.json, "json", false, "machine-readable JSON output")
 	fs.StringVar(&env.tokenizer, "tokenizer", os.Getenv("LOSSLESS_TOKENIZER"),
 		"the token counter: o200k_base (default), cl100k_base or chars4 (OpenClaw's chars/4, fast to start); use the one the store was written with (default $LOSSLESS_TOKENIZER)")
@@ -235,7 +237,7 @@ func defaultStore() (string, error) {
 	if s := os.Getenv("LOSSLESS_STORE"); s != "" {
 		return s, nil
 	}
-	return lossless.DefaultStoreDir("")
+	return config.DefaultStoreDir("")
 }
 
 func defaultStoreHelp() string {
@@ -243,13 +245,13 @@ func defaultStoreHelp() string {
 }
 
 // storeURL reports whether the command's store is a PostgreSQL URL.
-func (c *cmdEnv) storeURL() bool { return lossless.IsStoreURL(c.store) }
+func (c *cmdEnv) storeURL() bool { return config.IsStoreURL(c.store) }
 
 // storeName names the command's store in output: a directory made
 // absolute, a URL without its password.
 func (c *cmdEnv) storeName() string {
 	if c.storeURL() {
-		return lossless.RedactURL(c.store)
+		return config.RedactURL(c.store)
 	}
 	return absPath(c.store)
 }
@@ -263,7 +265,7 @@ var errStoreBusy = errors.New("another process holds the store")
 
 // openEngine opens the store. create is false for commands that only read:
 // a missing store is then an error rather than a new empty store.
-func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossless.Config)) (*lossless.Engine, error) {
+func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*config.Config)) (*lossless.Engine, error) {
 	if !create && !c.storeURL() {
 		// A command that only reads never makes a store: the directory must
 		// hold one already (Badger's MANIFEST), not be empty or someone
@@ -279,7 +281,7 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 			return nil, err
 		}
 	}
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	if c.storeURL() {
 		// A database: a read-only open of one never migrated says so
 		// (pgstore's ErrSchemaTooOld), as a missing directory does here.
@@ -313,7 +315,7 @@ func openEngine(ctx context.Context, c *cmdEnv, create bool, tweak func(*lossles
 // own. When the disk is too full for writes, a note on stderr says so:
 // the command answers, and the next write will be refused.
 func openReader(ctx context.Context, c *cmdEnv) (*lossless.Engine, error) {
-	e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) { cfg.ReadOnly = true })
+	e, err := openEngine(ctx, c, false, func(cfg *config.Config) { cfg.ReadOnly = true })
 	if err != nil && strings.Contains(err.Error(), "Log truncate required") {
 		we, werr := openEngine(ctx, c, false, nil)
 		if werr != nil {
@@ -355,14 +357,14 @@ const readOnlyRecall = "the disk is full: the store is open read-only, and the r
 // findSession resolves the agent of sessionID: --agent when given,
 // otherwise the agent whose conversation has that session id (any agent).
 // It fails with core.ErrUnknownSession when no conversation has it.
-func findSession(ctx context.Context, e *lossless.Engine, c *cmdEnv, sessionID string) (agent string, info lossless.SessionInfo, err error) {
+func findSession(ctx context.Context, e *lossless.Engine, c *cmdEnv, sessionID string) (agent string, info inspect.SessionInfo, err error) {
 	scope := ""
 	if c.agentSet {
 		scope = c.agent
 	}
 	infos, err := e.Sessions(ctx, scope)
 	if err != nil {
-		return "", lossless.SessionInfo{}, err
+		return "", inspect.SessionInfo{}, err
 	}
 	for _, in := range infos {
 		for _, id := range in.SessionIDs {
@@ -375,7 +377,7 @@ func findSession(ctx context.Context, e *lossless.Engine, c *cmdEnv, sessionID s
 	if scope != "" {
 		where = "agent " + scope
 	}
-	return "", lossless.SessionInfo{}, fmt.Errorf("session %q in %s: %w (see `lossless sessions`)", sessionID, where, core.ErrUnknownSession)
+	return "", inspect.SessionInfo{}, fmt.Errorf("session %q in %s: %w (see `lossless sessions`)", sessionID, where, core.ErrUnknownSession)
 }
 
 // printJSON writes v as indented JSON without HTML escaping.

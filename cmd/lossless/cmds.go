@@ -15,6 +15,11 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/orchestrate"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
+	"github.com/lossless-engine/contextengine/lossless/retention"
 )
 
 func cmdImport() *command {
@@ -83,7 +88,7 @@ func cmdImport() *command {
 			}
 			bar.Clear()
 			if c.json {
-				if err := printJSON(c.io.out, map[string]any{"agent": c.agent, "store": lossless.RedactURL(c.store), "files": results,
+				if err := printJSON(c.io.out, map[string]any{"agent": c.agent, "store": config.RedactURL(c.store), "files": results,
 					"imported": total.Imported, "duplicates": total.Duplicates, "summaries": total.Summaries,
 					"malformed": len(total.Malformed), "bytes": total.Bytes}); err != nil {
 					return err
@@ -146,7 +151,7 @@ func cmdSessions() *command {
 			}
 			if c.json {
 				if infos == nil {
-					infos = []lossless.SessionInfo{}
+					infos = []inspect.SessionInfo{}
 				}
 				return printJSON(c.io.out, infos)
 			}
@@ -199,7 +204,7 @@ func cmdStats() *command {
 				return err
 			}
 			if c.json {
-				return printJSON(c.io.out, map[string]any{"store": lossless.RedactURL(c.store), "format": st.Format,
+				return printJSON(c.io.out, map[string]any{"store": config.RedactURL(c.store), "format": st.Format,
 					"diskBytes": st.DiskBytes, "indexBytes": st.IndexBytes, "agents": st.Agents})
 			}
 			fmt.Fprintf(c.io.out, "store %s (format %d), %s on disk, recall index %s\n", c.storeName(), st.Format,
@@ -266,7 +271,7 @@ func cmdAssemble() *command {
 				return err
 			}
 			res, details, addTokens := rep.Result, rep.Details, rep.SystemPromptAdditionTokens
-			if readOnly && details.Recall.Status == lossless.RecallOff {
+			if readOnly && details.Recall.Status == recalled.Off {
 				details.Recall.Reason = readOnlyRecall
 			}
 			if c.json {
@@ -294,7 +299,7 @@ func cmdAssemble() *command {
 				fmt.Fprintf(w, " of a %d budget", budget)
 			}
 			fmt.Fprintln(w)
-			if prompt != "" || details.Recall.Status != lossless.RecallNone {
+			if prompt != "" || details.Recall.Status != recalled.None {
 				fmt.Fprintln(w, recallLine(details.Recall))
 			}
 			if res.SystemPromptAddition != "" {
@@ -317,17 +322,17 @@ func cmdAssemble() *command {
 // it read is damaged, say): the context printed lacks what recall would
 // have added, so the command exits 1 (the host's assemble goes on without
 // recall; this command reports it).
-func recallFailed(r lossless.RecallReport) error {
-	if r.Status != lossless.RecallFailed {
+func recallFailed(r recalled.Report) error {
+	if r.Status != recalled.Failed {
 		return nil
 	}
 	return fmt.Errorf("assemble: recall failed, the context printed lacks it: %s", r.Reason)
 }
 
 // recallLine says what recall did in an assemble, for people.
-func recallLine(r lossless.RecallReport) string {
+func recallLine(r recalled.Report) string {
 	line := "recall: " + r.Status
-	if r.Status == lossless.RecallInjected {
+	if r.Status == recalled.Injected {
 		line += fmt.Sprintf(" (%d items)", r.Items)
 	}
 	if r.Reason != "" {
@@ -408,7 +413,7 @@ func cmdCompact() *command {
 			if err != nil {
 				return err
 			}
-			e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) { cfg.Summarizer = sumCfg })
+			e, err := openEngine(ctx, c, false, func(cfg *config.Config) { cfg.Summarizer = sumCfg })
 			if err != nil {
 				return err
 			}
@@ -455,7 +460,7 @@ func cmdCompact() *command {
 					}
 				}
 				fmt.Fprintln(c.io.out)
-				var d lossless.CompactDetails
+				var d orchestrate.CompactDetails
 				if res.Result != nil && json.Unmarshal(res.Result.Details, &d) == nil && len(d.NewSummaryIDs) > 0 {
 					fmt.Fprintf(c.io.out, "new summaries (lossless describe/expand ID): %s\n", strings.Join(d.NewSummaryIDs, " "))
 				}
@@ -540,8 +545,8 @@ func cmdRetain() *command {
 			if maxAgeDays < 0 || maxBytes < 0 {
 				return usagef("--max-age-days and --max-bytes-per-agent must be 0 (no limit) or positive")
 			}
-			e, err := openEngine(ctx, c, false, func(cfg *lossless.Config) {
-				cfg.Retention = lossless.RetentionConfig{MaxAgeDays: maxAgeDays, MaxBytesPerAgent: maxBytes, IntervalMinutes: -1}
+			e, err := openEngine(ctx, c, false, func(cfg *config.Config) {
+				cfg.Retention = config.RetentionConfig{MaxAgeDays: maxAgeDays, MaxBytesPerAgent: maxBytes, IntervalMinutes: -1}
 			})
 			if err != nil {
 				return err
@@ -557,7 +562,7 @@ func cmdRetain() *command {
 			}
 			if c.json {
 				if res.Deleted == nil {
-					res.Deleted = []lossless.DeletedConversation{}
+					res.Deleted = []retention.DeletedConversation{}
 				}
 				return printJSON(c.io.out, map[string]any{"dryRun": dryRun, "deleted": res.Deleted,
 					"messages": res.Messages, "bytes": res.Bytes})

@@ -17,6 +17,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/diskusage"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
 
@@ -99,7 +101,7 @@ type storeReport struct {
 	Recall *recallReport `json:"recall,omitempty"`
 	// Check is what the store's check read and found (lossless.Check):
 	// the summary DAG of every conversation, and with --deep every record.
-	Check *lossless.CheckResult `json:"check,omitempty"`
+	Check *inspect.CheckResult `json:"check,omitempty"`
 	// HeldBy is the process holding the store for writing: doctor then
 	// does not open it (Badger admits no other process beside it) and
 	// reports only what it sees from outside (DiskBytes).
@@ -134,7 +136,7 @@ var errNeedsRepair = errors.New("the store needs Badger's log repair")
 // (plugins.entries.lossless.config) for reading only: doctor writes
 // nothing, rebuilds no index and starts no retention pass.
 func openReadOnly(ctx context.Context, raw []byte, storeDir string) (*lossless.Engine, error) {
-	url := lossless.IsStoreURL(storeDir)
+	url := config.IsStoreURL(storeDir)
 	if _, err := os.Stat(storeDir); err != nil && !url {
 		return nil, fmt.Errorf("store %s: %w", storeDir, err)
 	}
@@ -142,7 +144,7 @@ func openReadOnly(ctx context.Context, raw []byte, storeDir string) (*lossless.E
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := lossless.ParseConfig(engRaw)
+	cfg, err := config.Parse(engRaw)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +250,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	if !c.storeSet && os.Getenv("LOSSLESS_STORE") == "" {
 		rep.Store.Source = "per-user default"
 	}
-	pc, err := lossless.ParseConfig(engCfg)
+	pc, err := config.Parse(engCfg)
 	if err == nil {
 		err = pc.Validate()
 	}
@@ -278,7 +280,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		rep.Store.Dir, rep.Store.Source = pc.StoreDir, "plugins.entries.lossless.config.storeDir"
 	}
 	rep.Store.BuildFormat = lossless.FormatVersion
-	if lossless.IsStoreURL(rep.Store.Dir) {
+	if config.IsStoreURL(rep.Store.Dir) {
 		rep.Store.Exists = true // a database: opening it says whether it holds a store
 	} else if st, err := os.Stat(rep.Store.Dir); err == nil && st.IsDir() {
 		rep.Store.Exists = true
@@ -290,7 +292,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	// read-only. Doctor then does not try (a failed open would look like a
 	// quarantine) and says what it could not check.
 	var lock storeLock
-	if rep.Store.Exists && !lossless.IsStoreURL(rep.Store.Dir) {
+	if rep.Store.Exists && !config.IsStoreURL(rep.Store.Dir) {
 		l, err := probeStoreLock(rep.Store.Dir)
 		if err != nil {
 			warn("%v", err)
@@ -305,8 +307,8 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	reg := contextengine.NewRegistry()
 	reg.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
 	storeDir := rep.Store.Dir
-	rep.Store.Dir = lossless.RedactURL(storeDir) // a URL's password is not shown
-	repair := false                              // the store needs Badger's log repair: nothing in it is checked
+	rep.Store.Dir = config.RedactURL(storeDir) // a URL's password is not shown
+	repair := false                            // the store needs Badger's log repair: nothing in it is checked
 	factory := func(ctx context.Context, opts core.FactoryOptions) (core.Engine, error) {
 		e, err := openReadOnly(ctx, opts.Config, storeDir)
 		if errors.Is(err, errNeedsRepair) {
@@ -318,7 +320,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	// heldNow probes the lock again after a failed open: an engine may have
 	// taken the store since the first probe.
 	heldNow := func() bool {
-		if !lock.Held && rep.Store.Exists && !lossless.IsStoreURL(storeDir) {
+		if !lock.Held && rep.Store.Exists && !config.IsStoreURL(storeDir) {
 			if l, err := probeStoreLock(storeDir); err == nil && l.Held {
 				lock = l
 			}
@@ -400,7 +402,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 		rep.Store.StaleLockPID = lock.PID
 		warn("store %s: its LOCK file names pid %d, which does not hold the store: that process stopped without closing it (the next process to open the store for writing replaces the file)", rep.Store.Dir, lock.PID)
 	}
-	if rep.Store.Exists && !lock.Held && !lossless.IsStoreURL(storeDir) {
+	if rep.Store.Exists && !lock.Held && !config.IsStoreURL(storeDir) {
 		checkMemLogs(rep, storeDir, problem, warn)
 	}
 	if repair {
@@ -458,7 +460,7 @@ func runDoctor(ctx context.Context, c *cmdEnv, configPath string, explicit, deep
 	// 7. The recall index, seen from outside: opening it may rebuild it
 	// (a missing or stale index is rebuilt from the store when the engine
 	// opens for writing), which doctor does not do.
-	if pc, err := lossless.ParseConfig(engCfg); err == nil && rep.Store.Exists && !lossless.IsStoreURL(storeDir) {
+	if pc, err := config.Parse(engCfg); err == nil && rep.Store.Exists && !config.IsStoreURL(storeDir) {
 		rr := &recallReport{Enabled: pc.RecallEnabled(), Dir: filepath.Join(storeDir, "index")}
 		if st, err := os.Stat(rr.Dir); err == nil && st.IsDir() {
 			rr.Exists = true
@@ -558,7 +560,7 @@ func printDoctor(w io.Writer, r *doctorReport) {
 		fmt.Fprintf(w, ": error: %s\n", s.Error)
 	default:
 		measure := "allocated, as du counts"
-		if lossless.IsStoreURL(s.Dir) {
+		if config.IsStoreURL(s.Dir) {
 			measure = "its tables and indexes, as PostgreSQL counts them"
 		}
 		fmt.Fprintf(w, ": format %d (this build writes %d), %s on disk (%s), %d conversations, %d messages\n",

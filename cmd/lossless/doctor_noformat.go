@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -15,7 +15,7 @@ import (
 // (shown is its name as doctor shows it, dir where it is), and what to do.
 func noFormatProblem(ctx context.Context, shown, dir string) string {
 	holds := "data"
-	if !lossless.IsStoreURL(dir) {
+	if !config.IsStoreURL(dir) {
 		if convs, msgs, err := countRecords(ctx, dir); err == nil {
 			holds = fmt.Sprintf("%d conversation records counting %d messages", convs, msgs)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // TestDoctorCountsRefusedSummaries: summaries the extractive summarizer
@@ -20,7 +21,7 @@ func TestDoctorCountsRefusedSummaries(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	storeDir := filepath.Join(dir, "store")
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = storeDir
 	cfg.FreshTailMessages = 4
 	cfg.LeafChunkTokens = 400

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/ui"
 )
 
@@ -40,7 +40,7 @@ var errNoExplorerURL = errors.New("no memory explorer URL")
 // explorerStateDir returns where the explorer's files of store (a
 // directory, or a PostgreSQL URL) live.
 func explorerStateDir(store string) (string, error) {
-	if !lossless.IsStoreURL(store) {
+	if !config.IsStoreURL(store) {
 		if store == "" {
 			return "", errors.New("lossless: explorer: no store directory")
 		}
@@ -50,7 +50,7 @@ func explorerStateDir(store string) (string, error) {
 	if base == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("lossless: explorer: no state directory for %s: %w", lossless.RedactURL(store), err)
+			return "", fmt.Errorf("lossless: explorer: no state directory for %s: %w", config.RedactURL(store), err)
 		}
 		base = filepath.Join(home, ".local", "state")
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // parseTime reads a --since/--until value: RFC 3339, a date (2006-01-02),
@@ -39,7 +41,7 @@ func parseTime(s string, now time.Time) (int64, error) {
 type grepHit struct {
 	Agent     string `json:"agent"`
 	SessionID string `json:"sessionId"`
-	lossless.GrepHit
+	tools.GrepHit
 }
 
 func cmdGrep() *command {
@@ -55,7 +57,7 @@ func cmdGrep() *command {
 			fs.BoolVar(&regex, "regex", false, "QUERY is a regular expression (case-insensitive)")
 			fs.StringVar(&since, "since", "", "only items at or after this time (2006-01-02, RFC 3339, 36h or 7d ago)")
 			fs.StringVar(&until, "until", "", "only items at or before this time (same forms as --since)")
-			fs.StringVar(&sortBy, "sort", lossless.SortRelevance, "relevance or recency")
+			fs.StringVar(&sortBy, "sort", tools.SortRelevance, "relevance or recency")
 			fs.IntVar(&limit, "limit", 20, "the most hits (at most 200)")
 			fs.StringVar(&kind, "kind", "", "only \"message\" or \"summary\" hits")
 		},
@@ -66,7 +68,7 @@ func cmdGrep() *command {
 			if all && (c.agentSet || session != "") {
 				return usagef("--all cannot be combined with --agent or --session")
 			}
-			if sortBy != lossless.SortRelevance && sortBy != lossless.SortRecency {
+			if sortBy != tools.SortRelevance && sortBy != tools.SortRecency {
 				return usagef("--sort must be relevance or recency")
 			}
 			if kind != "" && kind != "message" && kind != "summary" {
@@ -75,7 +77,7 @@ func cmdGrep() *command {
 			if limit <= 0 {
 				return usagef("--limit must be positive")
 			}
-			p := lossless.GrepParams{Query: args[0], Regex: regex, Sort: sortBy, Limit: limit, Kind: kind}
+			p := tools.GrepParams{Query: args[0], Regex: regex, Sort: sortBy, Limit: limit, Kind: kind}
 			now := time.Now()
 			var err error
 			if since != "" {
@@ -97,13 +99,13 @@ func cmdGrep() *command {
 			if err != nil {
 				return err
 			}
-			owner := map[string]lossless.SessionInfo{}
+			owner := map[string]inspect.SessionInfo{}
 			agents := map[string]bool{}
 			for _, in := range infos {
 				owner[in.ID] = in
 				agents[in.Agent] = true
 			}
-			var calls []lossless.GrepParams
+			var calls []tools.GrepParams
 			switch {
 			case session != "":
 				agent, _, err := findSession(ctx, e, c, session)
@@ -111,17 +113,17 @@ func cmdGrep() *command {
 					return err
 				}
 				q := p
-				q.AgentID, q.SessionID, q.Scope = agent, session, lossless.ScopeConversation
+				q.AgentID, q.SessionID, q.Scope = agent, session, tools.ScopeConversation
 				calls = append(calls, q)
 			case all:
 				for _, a := range sortedKeys(agents) {
 					q := p
-					q.AgentID, q.Scope = a, lossless.ScopeAgent
+					q.AgentID, q.Scope = a, tools.ScopeAgent
 					calls = append(calls, q)
 				}
 			default:
 				q := p
-				q.AgentID, q.Scope = c.agent, lossless.ScopeAgent
+				q.AgentID, q.Scope = c.agent, tools.ScopeAgent
 				calls = append(calls, q)
 			}
 			var hits []grepHit
@@ -143,7 +145,7 @@ func cmdGrep() *command {
 				}
 			}
 			sort.SliceStable(hits, func(i, j int) bool {
-				if sortBy == lossless.SortRecency || hits[i].Score == hits[j].Score {
+				if sortBy == tools.SortRecency || hits[i].Score == hits[j].Score {
 					return hits[i].Timestamp > hits[j].Timestamp
 				}
 				return hits[i].Score > hits[j].Score

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store/pgstore"
 )
 
@@ -48,7 +48,7 @@ func cmdMigrate() *command {
 // (pgstore.Migrate, under its advisory lock) and returns the versions
 // before and after.
 func migrateURL(ctx context.Context, url string) (before, after int, err error) {
-	name := lossless.RedactURL(url)
+	name := config.RedactURL(url)
 	pcfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return 0, 0, fmt.Errorf("store %s: not a usable PostgreSQL URL: %w", name, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // rpcChild is one `lossless serve --stdio` process and its JSON-RPC
@@ -376,7 +377,7 @@ func TestServeManyProcessesOnePostgres(t *testing.T) {
 	// byte for byte; nothing but the killed process's unanswered ones
 	// besides; the check holds.
 	ctx := context.Background()
-	e, err := lossless.Open(ctx, lossless.Config{StoreURL: url, ReadOnly: true, Tokenizer: "chars4"})
+	e, err := lossless.Open(ctx, config.Config{StoreURL: url, ReadOnly: true, Tokenizer: "chars4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +389,7 @@ func TestServeManyProcessesOnePostgres(t *testing.T) {
 			count[string(raw)]++
 		}
 		seen := map[string]bool{}
-		err := e.Messages(ctx, lossless.DefaultAgentID, sid, func(seq uint64, m core.Message) error {
+		err := e.Messages(ctx, config.DefaultAgentID, sid, func(seq uint64, m core.Message) error {
 			k := string(m.Raw())
 			if seen[k] {
 				return fmt.Errorf("message %d of %s is stored twice: %.80s", seq, sid, k)

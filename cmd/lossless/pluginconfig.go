@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/summarize"
 	"github.com/lossless-engine/contextengine/ui"
 )
@@ -80,7 +80,7 @@ type summarizerReport struct {
 
 // pluginSummarizer describes the summarizer the engine process the plugin
 // starts would use with config pc (its Host set as the plugin sets it).
-func pluginSummarizer(pc lossless.Config) (*summarizerReport, error) {
+func pluginSummarizer(pc config.Config) (*summarizerReport, error) {
 	pc.Host = core.HostOpenClaw
 	sc, err := pc.SummarizerConfig()
 	if err != nil {

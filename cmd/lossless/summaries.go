@@ -12,6 +12,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // locate returns the agent and a session id of the conversation holding
@@ -187,7 +188,7 @@ func cmdExpand() *command {
 		summary: "Print the raw messages a summary (or a large-content reference) covers, or a message (by its id <conv>:<seq>, as grep prints it) and those around it, in order, one message object per line, exactly the bytes ingested; paged by --max-tokens.",
 		flags: func(fs *flag.FlagSet, c *cmdEnv) {
 			fs.StringVar(&session, "session", "", "the session the summary belongs to (default: search every conversation)")
-			fs.IntVar(&maxTokens, "max-tokens", 0, fmt.Sprintf("the most tokens of messages to print (0: all of a summary's, %d around a message); the rest is paged with --cursor", lossless.DefaultMessageExpandTokens))
+			fs.IntVar(&maxTokens, "max-tokens", 0, fmt.Sprintf("the most tokens of messages to print (0: all of a summary's, %d around a message); the rest is paged with --cursor", tools.DefaultMessageExpandTokens))
 			fs.StringVar(&cursor, "cursor", "", "continue an expansion where the previous page stopped")
 		},
 		run: func(ctx context.Context, c *cmdEnv, args []string) error {
@@ -210,7 +211,7 @@ func cmdExpand() *command {
 			if _, _, isMsg := lossless.ParseMessageID(args[0]); max == 0 && !isMsg {
 				max = math.MaxInt32 // everything in one page (around a message: the engine's default)
 			}
-			page, err := e.ExpandSummary(ctx, lossless.ExpandParams{AgentID: agent, SessionID: sid, ID: args[0], MaxTokens: max, Cursor: cursor})
+			page, err := e.ExpandSummary(ctx, tools.ExpandParams{AgentID: agent, SessionID: sid, ID: args[0], MaxTokens: max, Cursor: cursor})
 			if errors.Is(err, dag.ErrBadCursor) {
 				return usagef("%v", err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // The explorer's browser test reads a store holding both pi-mono
@@ -86,7 +87,7 @@ type uiFixture struct {
 // waits until its recall index holds everything stored.
 func openUIEngine(t *testing.T, store string) *lossless.Engine {
 	t.Helper()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = store
 	cfg.Tokenizer = core.CounterChars4
 	e, err := lossless.Open(context.Background(), cfg)

@@ -21,6 +21,9 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/explain"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/ui"
 )
 
@@ -200,13 +203,13 @@ func TestUIContextMatchesAssemble(t *testing.T) {
 		runCLI(t, "", nil, "compact", "--store", store, "--session", header, "--budget", "16000", "--force").want(t, 0)
 	}
 	type cliAssemble struct {
-		EstimatedTokens int                    `json:"estimatedTokens"`
-		Parts           []lossless.ContextPart `json:"parts"`
+		EstimatedTokens int                   `json:"estimatedTokens"`
+		Parts           []explain.ContextPart `json:"parts"`
 		Messages        []struct {
 			Tokens int    `json:"tokens"`
 			Part   string `json:"part"`
 		} `json:"messages"`
-		Recall lossless.RecallReport `json:"recall"`
+		Recall recalled.Report `json:"recall"`
 	}
 	type call struct {
 		session, budget, prompt string
@@ -226,7 +229,7 @@ func TestUIContextMatchesAssemble(t *testing.T) {
 	}
 	// The explorer, in this process, on the same store (the commands have
 	// ended: Badger admits one process).
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = store
 	cfg.Tokenizer = core.CounterChars4 // as runCLI's commands count
 	ctx := context.Background()
@@ -273,7 +276,7 @@ func TestUIContextMatchesAssemble(t *testing.T) {
 				t.Errorf("%s: message %d %+v, assemble %+v", c.session, i, got.Messages[i], c.want.Messages[i])
 			}
 		}
-		if got.Recall.Status == lossless.RecallInjected {
+		if got.Recall.Status == recalled.Injected {
 			injected++
 		}
 	}

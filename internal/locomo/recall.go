@@ -17,6 +17,8 @@ import (
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 // DefaultKs are the k of recall@k reported by default: the LoCoMo paper's
@@ -67,7 +69,7 @@ type GatedRetriever interface {
 
 // InjectK is the number of items recall injects (lossless.DefaultRecallK):
 // the gated figures are measured at it.
-const InjectK = lossless.DefaultRecallK
+const InjectK = config.DefaultRecallK
 
 // RecallConfig configures RunRecall.
 type RecallConfig struct {
@@ -508,7 +510,7 @@ func pct(n, of int) float64 {
 
 func (g *gateCounts) report(minScore float64) *GateReport {
 	if minScore == 0 {
-		minScore = lossless.DefaultRecallMinScore
+		minScore = config.DefaultRecallMinScore
 	}
 	return &GateReport{
 		MinScore:                   max(minScore, 0),
@@ -630,7 +632,7 @@ func (r *IndexRetriever) Recall(ctx context.Context, agent, prompt string, k int
 func (r *IndexRetriever) RecallGated(ctx context.Context, agent, prompt string, k int) ([]string, error) {
 	ms := r.MinScore
 	if ms == 0 {
-		ms = lossless.DefaultRecallMinScore
+		ms = config.DefaultRecallMinScore
 	}
 	hits, err := r.ix.Recall(ctx, index.RecallQuery{Agent: agent, Text: prompt, K: k, Neighbours: r.neighbours, MinRelevance: max(ms, 0)})
 	if err != nil {
@@ -665,7 +667,7 @@ type EngineRetriever struct {
 
 // NewEngineRetriever opens a lossless engine with recall in dir.
 func NewEngineRetriever(ctx context.Context, dir string) (*EngineRetriever, error) {
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = dir // recall is on by default
 	e, err := lossless.Open(ctx, cfg)
 	if err != nil {
@@ -715,15 +717,15 @@ func (r *EngineRetriever) Ready(ctx context.Context) error { return r.e.WaitReca
 
 // Recall implements Retriever: the ranking before the relevance gate.
 func (r *EngineRetriever) Recall(ctx context.Context, agent, prompt string, k int) ([]string, error) {
-	return r.recall(ctx, agent, prompt, lossless.RecallOptions{K: k, MinScore: -1})
+	return r.recall(ctx, agent, prompt, recalled.Options{K: k, MinScore: -1})
 }
 
 // RecallGated implements GatedRetriever: what assemble injects.
 func (r *EngineRetriever) RecallGated(ctx context.Context, agent, prompt string, k int) ([]string, error) {
-	return r.recall(ctx, agent, prompt, lossless.RecallOptions{K: k, MinScore: r.MinScore})
+	return r.recall(ctx, agent, prompt, recalled.Options{K: k, MinScore: r.MinScore})
 }
 
-func (r *EngineRetriever) recall(ctx context.Context, agent, prompt string, o lossless.RecallOptions) ([]string, error) {
+func (r *EngineRetriever) recall(ctx context.Context, agent, prompt string, o recalled.Options) ([]string, error) {
 	r.q++
 	sid := "question-" + strconv.Itoa(r.q)
 	items, err := r.e.RecallWith(ctx, core.AssembleParams{SessionID: sid, SessionKey: "agent:" + agent + ":" + sid,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
-	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // TestSplit: the evaluation split names the dev file's three
@@ -57,7 +57,7 @@ func TestTuneQuestionShare(t *testing.T) {
 	}
 	run := func(data []Conversation, share float64) (covered, verbatim []float64) {
 		t.Helper()
-		eng := LosslessWindowEngineWith("", func(c *lossless.Config) { c.Recall.QuestionShare = share })
+		eng := LosslessWindowEngineWith("", func(c *config.Config) { c.Recall.QuestionShare = share })
 		eng.Variants = nil
 		rep, err := RunWindow(context.Background(), WindowConfig{Data: data, Budgets: DefaultWindowBudgets,
 			Counter: core.DefaultCounter(), Engines: []WindowEngine{eng}, Dir: t.TempDir()})
@@ -89,11 +89,11 @@ func TestTuneQuestionShare(t *testing.T) {
 			best, bestCov, bestVerb = sh, m, v
 		}
 	}
-	fmt.Fprintf(&table, "chosen on tune-on: %.1f (the default: %.1f)\n", best, lossless.DefaultRecallQuestionShare)
-	for _, sh := range []float64{best, lossless.DefaultRecallQuestionShare} {
+	fmt.Fprintf(&table, "chosen on tune-on: %.1f (the default: %.1f)\n", best, config.DefaultRecallQuestionShare)
+	for _, sh := range []float64{best, config.DefaultRecallQuestionShare} {
 		cov, verb := run(held, sh)
 		fmt.Fprintf(&table, "held out (%s), questionShare %.1f: covered %v verbatim %v (means %.2f / %.2f)\n", HeldOutSample, sh, cov, verb, mean(cov), mean(verb))
-		if sh == lossless.DefaultRecallQuestionShare {
+		if sh == config.DefaultRecallQuestionShare {
 			break
 		}
 	}

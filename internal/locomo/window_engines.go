@@ -9,6 +9,8 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/legacy"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/explain"
 )
 
 // Row names of the engines WindowEngines wires.
@@ -34,10 +36,10 @@ func LosslessWindowEngine(tokenizer string) WindowEngine {
 // LosslessWindowEngineWith is LosslessWindowEngine with edit applied to
 // the engine's config before each open (nil: none): a knob under tuning,
 // such as Recall.QuestionShare.
-func LosslessWindowEngineWith(tokenizer string, edit func(*lossless.Config)) WindowEngine {
+func LosslessWindowEngineWith(tokenizer string, edit func(*config.Config)) WindowEngine {
 	open := func(recall bool) func(ctx context.Context, dir string, budget int) (core.Engine, error) {
 		return func(ctx context.Context, dir string, budget int) (core.Engine, error) {
-			cfg := lossless.DefaultConfig()
+			cfg := config.Default()
 			cfg.StoreDir = dir
 			cfg.DefaultTokenBudget = budget
 			if tokenizer != "" {
@@ -129,11 +131,11 @@ func assembleLossless(ctx context.Context, e core.Engine, p core.AssembleParams)
 	parts := make([]string, len(r.Messages))
 	for i, m := range r.Messages {
 		switch m.Part {
-		case lossless.PartSummaries:
+		case explain.PartSummaries:
 			parts[i] = PartSummaries
-		case lossless.PartRecall:
+		case explain.PartRecall:
 			parts[i] = PartRecall
-		case lossless.PartTail:
+		case explain.PartTail:
 			parts[i] = PartTail
 		default:
 			parts[i] = PartSystem

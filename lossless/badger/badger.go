@@ -19,6 +19,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -30,7 +31,7 @@ func init() {
 // Open opens the Badger store in cfg.StoreDir (a lossless.StoreOpener)
 // with cfg's Badger options (Config.BadgerOptions). It has no recall index
 // of its own: the engine opens Bleve's beside the store.
-func Open(ctx context.Context, cfg lossless.Config) (store.Store, index.Recall, error) {
+func Open(ctx context.Context, cfg config.Config) (store.Store, index.Recall, error) {
 	if cfg.StoreDir == "" {
 		return nil, nil, ErrNoDir
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
 	"github.com/lossless-engine/contextengine/lossless/badger"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // TestRegistered: importing the package registers the Badger store as
@@ -20,7 +21,7 @@ func TestRegistered(t *testing.T) {
 		t.Fatalf("registered stores %v lack %q", lossless.StoreSchemes(), lossless.DirStore)
 	}
 	ctx := context.Background()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = t.TempDir()
 	e, err := lossless.Open(ctx, cfg)
 	if err != nil {
@@ -34,10 +35,10 @@ func TestRegistered(t *testing.T) {
 	if err != nil || len(res.Messages) != 1 || res.Messages[0].Text() != "kept in Badger" {
 		t.Fatalf("assemble: %v, %v", res.Messages, err)
 	}
-	if _, _, err := badger.Open(ctx, lossless.DefaultConfig()); !errors.Is(err, badger.ErrNoDir) {
+	if _, _, err := badger.Open(ctx, config.Default()); !errors.Is(err, badger.ErrNoDir) {
 		t.Fatalf("Open without a directory: %v, want ErrNoDir", err)
 	}
-	url := lossless.DefaultConfig()
+	url := config.Default()
 	url.StoreURL = lossless.DirStore + "://" + t.TempDir()
 	if e, err := lossless.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "storeUrl") {
 		if e != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/synth"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 )
 
 // exploreBenchEngine stores n synthetic agent messages (package synth:
@@ -47,7 +48,7 @@ func BenchmarkExploreBounds(b *testing.B) {
 	b.Run("GrepPage", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "long", Query: "zqxjkvw"}})
+			res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: tools.GrepParams{SessionID: "long", Query: "zqxjkvw"}})
 			if err != nil || res.Scanned != DefaultGrepScan || res.Next == "" {
 				b.Fatalf("%d scanned, next %q: %v", res.Scanned, res.Next, err)
 			}

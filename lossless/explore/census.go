@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -75,7 +76,7 @@ func (x *Explorer) SummaryCensus(ctx context.Context, max int) (SummaryCensus, e
 				out.Fallback++
 				if len(out.Fallbacks) < max {
 					out.Fallbacks = append(out.Fallbacks, FallbackSummary{Agent: cr.Agent, Conversation: cr.ID.String(),
-						Session: lossless.SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
+						Session: inspect.SessionInfo{ID: cr.ID.String(), SessionIDs: cr.SessionIDs, Key: cr.Key}.Name(),
 						ID:      s.ID, Depth: s.Depth, Method: s.Method, Tokens: s.Tokens, CreatedAt: s.CreatedAt, Refused: s.Refused})
 				}
 			}

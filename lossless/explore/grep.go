@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -26,7 +27,7 @@ const grepChunk = 256
 // with a cursor and a bound on the work of one call. Sort is not used (the
 // order is fixed).
 type GrepPageParams struct {
-	lossless.GrepParams
+	tools.GrepParams
 	// Cursor continues a previous call (GrepPageResult.Next; "" starts).
 	Cursor string
 	// MaxScan bounds the messages and summaries read (0: DefaultGrepScan).
@@ -39,7 +40,7 @@ type GrepPageParams struct {
 
 // GrepPageResult is one call of GrepPage.
 type GrepPageResult struct {
-	Hits []lossless.GrepHit `json:"hits"`
+	Hits []tools.GrepHit `json:"hits"`
 	// Scanned is the number of messages and summaries read.
 	Scanned int `json:"scanned"`
 	// Next continues the search ("" when everything was read).
@@ -77,7 +78,7 @@ func (x *Explorer) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResu
 	}
 	var convs []store.ConvID
 	switch p.Scope {
-	case "", lossless.ScopeConversation:
+	case "", tools.ScopeConversation:
 		conv, err := x.e.ConversationFor(ctx, p.AgentID, p.SessionID, p.SessionKey)
 		if err != nil {
 			return GrepPageResult{}, err
@@ -87,16 +88,16 @@ func (x *Explorer) GrepPage(ctx context.Context, p GrepPageParams) (GrepPageResu
 			return GrepPageResult{}, err
 		}
 		convs = append([]store.ConvID{conv.StoreID()}, kids...)
-	case lossless.ScopeAgent:
+	case tools.ScopeAgent:
 	default:
 		return GrepPageResult{}, fmt.Errorf("%w: scope %q (want conversation or agent)", lossless.ErrBadToolArgs, p.Scope)
 	}
-	g := &grepScan{m: m, p: p.GrepParams, limit: limit, maxScan: maxScan, out: GrepPageResult{Hits: []lossless.GrepHit{}}}
+	g := &grepScan{m: m, p: p.GrepParams, limit: limit, maxScan: maxScan, out: GrepPageResult{Hits: []tools.GrepHit{}}}
 	if p.MaxTime > 0 {
 		g.deadline = time.Now().Add(p.MaxTime)
 	}
 	err = x.e.View(ctx, func(r store.Reader) error {
-		if p.Scope == lossless.ScopeAgent {
+		if p.Scope == tools.ScopeAgent {
 			var err error
 			if convs, err = agentConvsNewestFirst(r, x.e.AgentFor(p.AgentID, p.SessionKey)); err != nil {
 				return err
@@ -158,7 +159,7 @@ func agentConvsNewestFirst(r store.Reader, agent string) ([]store.ConvID, error)
 // grepScan is one GrepPage call in progress.
 type grepScan struct {
 	m       *lossless.GrepMatcher
-	p       lossless.GrepParams
+	p       tools.GrepParams
 	limit   int
 	maxScan int
 	// deadline is when MaxTime runs out (zero: never).

@@ -10,6 +10,8 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/badgerstore"
 )
@@ -20,15 +22,15 @@ func TestGrepPage(t *testing.T) {
 	e := toolFixture(t)
 	x := New(e)
 	ctx := context.Background()
-	key := func(h lossless.GrepHit) string { return fmt.Sprintf("%s/%d/%s", h.Conversation, h.Seq, h.SummaryID) }
+	key := func(h tools.GrepHit) string { return fmt.Sprintf("%s/%d/%s", h.Conversation, h.Seq, h.SummaryID) }
 	for _, tc := range []struct {
 		name string
-		p    lossless.GrepParams
+		p    tools.GrepParams
 	}{
-		{"agent", lossless.GrepParams{SessionID: "s1", Query: "zebra", Scope: lossless.ScopeAgent}},
-		{"conversation", lossless.GrepParams{SessionID: "s1", Query: "routine", Limit: 200}},
-		{"summaries", lossless.GrepParams{SessionID: "s1", Query: "summarymark", Kind: "summary", Scope: lossless.ScopeAgent}},
-		{"regex", lossless.GrepParams{SessionID: "s1", Query: `message \d+ about`, Regex: true, Limit: 200, Scope: lossless.ScopeAgent}},
+		{"agent", tools.GrepParams{SessionID: "s1", Query: "zebra", Scope: tools.ScopeAgent}},
+		{"conversation", tools.GrepParams{SessionID: "s1", Query: "routine", Limit: 200}},
+		{"summaries", tools.GrepParams{SessionID: "s1", Query: "summarymark", Kind: "summary", Scope: tools.ScopeAgent}},
+		{"regex", tools.GrepParams{SessionID: "s1", Query: `message \d+ about`, Regex: true, Limit: 200, Scope: tools.ScopeAgent}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			all, err := e.Grep(ctx, tc.p)
@@ -84,7 +86,7 @@ func TestGrepPage(t *testing.T) {
 		})
 	}
 	// Newest first within a conversation.
-	res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "s1", Query: "routine", Kind: "message", Limit: 5}})
+	res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: tools.GrepParams{SessionID: "s1", Query: "routine", Kind: "message", Limit: 5}})
 	if err != nil || len(res.Hits) != 5 || res.Next == "" {
 		t.Fatalf("first page: %+v %v", res, err)
 	}
@@ -94,11 +96,11 @@ func TestGrepPage(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"x", "0011223344556677:q", "0011223344556677:m0", "nothex:m3"} {
-		if _, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "s1", Query: "a"}, Cursor: bad}); !errors.Is(err, lossless.ErrBadToolArgs) {
+		if _, err := x.GrepPage(ctx, GrepPageParams{GrepParams: tools.GrepParams{SessionID: "s1", Query: "a"}, Cursor: bad}); !errors.Is(err, lossless.ErrBadToolArgs) {
 			t.Fatalf("cursor %q: %v", bad, err)
 		}
 	}
-	if _, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "s1", Query: "a"}, Cursor: "0011223344556677:m3"}); !errors.Is(err, lossless.ErrBadToolArgs) {
+	if _, err := x.GrepPage(ctx, GrepPageParams{GrepParams: tools.GrepParams{SessionID: "s1", Query: "a"}, Cursor: "0011223344556677:m3"}); !errors.Is(err, lossless.ErrBadToolArgs) {
 		t.Fatalf("cursor of another conversation: %v", err)
 	}
 }
@@ -132,11 +134,11 @@ func TestGrepEscapedText(t *testing.T) {
 		{"<b>bold</b>", 1}, {"café", 1}, {`"quoted"`, 1}, {"a/b", 1}, {"bold tag", 1},
 		{"plain WORDS", 1}, {"plain bold", 0}, {"user:", 1}, {"assistant: plain", 1},
 	} {
-		hits, err := e.Grep(ctx, lossless.GrepParams{SessionID: "esc", Query: tc.q})
+		hits, err := e.Grep(ctx, tools.GrepParams{SessionID: "esc", Query: tc.q})
 		if err != nil || len(hits) != tc.want {
 			t.Errorf("grep %q: %d hits, want %d (%v)", tc.q, len(hits), tc.want, err)
 		}
-		page, err := x.GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "esc", Query: tc.q}})
+		page, err := x.GrepPage(ctx, GrepPageParams{GrepParams: tools.GrepParams{SessionID: "esc", Query: tc.q}})
 		if err != nil || len(page.Hits) != tc.want {
 			t.Errorf("grep page %q: %d hits, want %d (%v)", tc.q, len(page.Hits), tc.want, err)
 		}
@@ -153,7 +155,7 @@ func TestGrepPageFailsOnMissingMessage(t *testing.T) {
 	ctx := context.Background()
 	for _, lost := range []uint64{4, 10} { // one inside, the last
 		t.Run(fmt.Sprint(lost), func(t *testing.T) {
-			cfg := lossless.DefaultConfig()
+			cfg := config.Default()
 			cfg.StoreDir = t.TempDir()
 			cfg.Tokenizer = core.CounterChars4
 			withoutRecall(&cfg)
@@ -172,7 +174,7 @@ func TestGrepPageFailsOnMissingMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			healthy, err := New(e).GrepPage(ctx, GrepPageParams{GrepParams: lossless.GrepParams{SessionID: "s", Query: "needle", Limit: 50}})
+			healthy, err := New(e).GrepPage(ctx, GrepPageParams{GrepParams: tools.GrepParams{SessionID: "s", Query: "needle", Limit: 50}})
 			if err != nil || len(healthy.Hits) != 10 {
 				t.Fatalf("healthy grep page: %d hits, %v", len(healthy.Hits), err)
 			}
@@ -196,10 +198,10 @@ func TestGrepPageFailsOnMissingMessage(t *testing.T) {
 			defer e.Close() // damaged on purpose: no check at the end
 			x := New(e)
 			want := fmt.Sprintf("messages %d-%d are missing", lost, lost)
-			for _, p := range []lossless.GrepParams{
+			for _, p := range []tools.GrepParams{
 				{SessionID: "s", Query: "needle", Limit: 50},
 				{SessionID: "s", Query: "needle", Limit: 50, Since: 1, Until: 100},
-				{SessionID: "s", Query: "needle", Limit: 50, Scope: lossless.ScopeAgent},
+				{SessionID: "s", Query: "needle", Limit: 50, Scope: tools.ScopeAgent},
 			} {
 				res, err := x.GrepPage(ctx, GrepPageParams{GrepParams: p})
 				if !errors.Is(err, lossless.ErrCorrupt) || !strings.Contains(err.Error(), want) {

@@ -8,14 +8,15 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // openTest opens an engine (chars/4 counter) in a fresh directory and,
 // when the test ends, checks the store (lossless.Engine.Check, deep) and
 // closes it.
-func openTest(t testing.TB, mutate ...func(*lossless.Config)) *lossless.Engine {
+func openTest(t testing.TB, mutate ...func(*config.Config)) *lossless.Engine {
 	t.Helper()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = t.TempDir()
 	cfg.Tokenizer = core.CounterChars4
 	for _, f := range mutate {
@@ -37,7 +38,7 @@ func openTest(t testing.TB, mutate ...func(*lossless.Config)) *lossless.Engine {
 	return e
 }
 
-func withoutRecall(c *lossless.Config) { off := false; c.Recall.Enabled = &off }
+func withoutRecall(c *config.Config) { off := false; c.Recall.Enabled = &off }
 
 // markSummarizer marks its summaries (SUMMARYMARK) and keeps them short.
 type markSummarizer struct{}
@@ -60,7 +61,7 @@ func textMsg(role, text string, ts int64) core.Message {
 // session s2 of the same agent mentions a zebra.
 func toolFixture(t *testing.T) *lossless.Engine {
 	t.Helper()
-	e := openTest(t, func(c *lossless.Config) { c.FreshTailMessages = 6 })
+	e := openTest(t, func(c *config.Config) { c.FreshTailMessages = 6 })
 	e.SetSummarizer(markSummarizer{})
 	ctx := context.Background()
 	var msgs []core.Message

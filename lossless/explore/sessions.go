@@ -13,6 +13,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -107,7 +108,7 @@ type SessionQuery struct {
 // SessionDetail is one conversation of a SessionPage: its SessionInfo and
 // its active context's figures.
 type SessionDetail struct {
-	lossless.SessionInfo
+	inspect.SessionInfo
 	Context ContextStats `json:"context"`
 }
 
@@ -207,12 +208,12 @@ func matchesSession(cr store.ConvRecord, match string) bool {
 // SessionByID describes the conversation whose id (hex, as Sessions, Grep
 // and Recall give it) is id; an error wrapping core.ErrUnknownSession when
 // there is none.
-func (x *Explorer) SessionByID(ctx context.Context, id string) (lossless.SessionInfo, error) {
+func (x *Explorer) SessionByID(ctx context.Context, id string) (inspect.SessionInfo, error) {
 	c, ok := store.ParseConvID(id)
 	if !ok {
-		return lossless.SessionInfo{}, fmt.Errorf("explore: conversation id %q: %w", id, core.ErrUnknownSession)
+		return inspect.SessionInfo{}, fmt.Errorf("explore: conversation id %q: %w", id, core.ErrUnknownSession)
 	}
-	var in lossless.SessionInfo
+	var in inspect.SessionInfo
 	err := x.e.View(ctx, func(r store.Reader) error {
 		rec, err := r.Conversation(c)
 		if errors.Is(err, store.ErrNotFound) {

@@ -10,6 +10,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/inspect"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -79,7 +80,7 @@ func TestSessionsPage(t *testing.T) {
 	if page.Total != len(all) || len(page.Sessions) != len(all) {
 		t.Fatalf("total %d, %d on the page; Sessions has %d", page.Total, len(page.Sessions), len(all))
 	}
-	byID := map[string]lossless.SessionInfo{}
+	byID := map[string]inspect.SessionInfo{}
 	for _, in := range all {
 		byID[in.ID] = in
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/postgres"
 	"github.com/lossless-engine/contextengine/store/pgstore"
 )
@@ -26,7 +27,7 @@ func TestCommitMode(t *testing.T) {
 		{"syncWrites", true, false, "on"},
 		{"asyncCommit", false, true, "off"},
 	} {
-		cfg := lossless.DefaultConfig()
+		cfg := config.Default()
 		cfg.StoreURL, cfg.SyncWrites, cfg.AsyncCommit = url, c.sync, c.async
 		st, rec, err := postgres.Open(ctx, cfg)
 		if err != nil {
@@ -42,7 +43,7 @@ func TestCommitMode(t *testing.T) {
 			t.Errorf("%s: synchronous_commit = %q (%v), want %q", c.name, got, err, c.want)
 		}
 	}
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreURL, cfg.SyncWrites, cfg.AsyncCommit = url, true, true
 	if e, err := lossless.Open(ctx, cfg); err == nil || !strings.Contains(err.Error(), "asyncCommit") {
 		if e != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 // The server crash test (issue #27): writer processes ingest through the
@@ -68,7 +69,7 @@ func TestServerCrashWriter(t *testing.T) {
 	w, _ := strconv.Atoi(os.Getenv(envCrashWriter))
 	round, _ := strconv.Atoi(os.Getenv(envCrashRound))
 	ctx := context.Background()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreURL, cfg.Tokenizer = url, core.CounterChars4
 	var e *lossless.Engine
 	var err error
@@ -233,7 +234,7 @@ func TestServerCrash(t *testing.T) {
 	writers := envInt("LOSSLESS_PGCRASH_WRITERS", 4)
 	srv := startCrashServer(t)
 	ctx := context.Background()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreURL, cfg.Tokenizer = srv.url, core.CounterChars4
 	if e, err := lossless.Open(ctx, cfg); err != nil { // the schema, before the writers
 		t.Fatal(err)

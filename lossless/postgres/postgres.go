@@ -16,6 +16,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/pgstore"
 )
@@ -34,7 +35,7 @@ func init() {
 // (TestServerCrash), unless cfg.AsyncCommit opts into asynchronous
 // commits: then a killed engine process still loses nothing it was told
 // was stored, but a server crash may lose the last commits.
-func Open(ctx context.Context, cfg lossless.Config) (store.Store, index.Recall, error) {
+func Open(ctx context.Context, cfg config.Config) (store.Store, index.Recall, error) {
 	st, err := pgstore.Open(ctx, pgstore.Options{URL: cfg.StoreURL, ReadOnly: cfg.ReadOnly, AsyncCommit: cfg.AsyncCommit && !cfg.SyncWrites})
 	if err != nil {
 		return nil, nil, err

@@ -8,6 +8,7 @@ import (
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
 	_ "github.com/lossless-engine/contextengine/lossless/postgres"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestOpenStoreURL(t *testing.T) {
 	url := pgtest.NewDB(t)
 	ctx := context.Background()
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreURL, cfg.Tokenizer = url, core.CounterChars4
 	a, err := lossless.Open(ctx, cfg)
 	if err != nil {

@@ -21,6 +21,8 @@ import (
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/internal/pgtest"
 	"github.com/lossless-engine/contextengine/lossless"
+	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/tools"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/pgstore"
 )
@@ -214,8 +216,8 @@ func atSchema(t testing.TB, n int, dump string) string {
 	return u
 }
 
-func pgConfig(url string) lossless.Config {
-	cfg := lossless.DefaultConfig()
+func pgConfig(url string) config.Config {
+	cfg := config.Default()
 	cfg.StoreURL, cfg.Tokenizer = url, core.CounterChars4
 	return cfg
 }
@@ -296,7 +298,7 @@ func pgCheck(t *testing.T, e *lossless.Engine, want [][]byte, summaries int) {
 		nsum += count(it.Ref.ID)
 		cursor := ""
 		for {
-			page, err := e.ExpandSummary(ctx, lossless.ExpandParams{AgentID: pgUpgradeAgent, SessionID: pgUpgradeSession, ID: it.Ref.ID, Cursor: cursor})
+			page, err := e.ExpandSummary(ctx, tools.ExpandParams{AgentID: pgUpgradeAgent, SessionID: pgUpgradeSession, ID: it.Ref.ID, Cursor: cursor})
 			if err != nil {
 				t.Fatalf("expand %s: %v", it.Ref.ID, err)
 			}
