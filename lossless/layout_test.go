@@ -79,25 +79,14 @@ func TestLayout(t *testing.T) {
 	}
 }
 
-// The parts of the engine (#40 point 1), wherever they live:
-// lossless/<part> today, lossless/internal/<part> after the integration.
+// The parts of the engine (#40 point 1): lossless/<part> when users name
+// its types (the engine's API returns them), lossless/internal/<part>
+// when they do not.
 var layoutParts = []string{"assemble", "recall", "explain", "ingest", "subagent", "tools", "orchestrate", "transcript", "retention", "inspect"}
 
 // The shared leaves the parts may import (lossless/<leaf> or
 // lossless/internal/<leaf>): they import no part.
-var layoutLeaves = []string{"config", "records"}
-
-// knownCrossImports are the imports between parts (and from a leaf into
-// a part) that the layout still has, importer → imported part: removed by
-// #40 point 1; the integrator empties this.
-var knownCrossImports = map[[2]string]bool{
-	{"assemble", "recall"}:        true,
-	{"assemble", "subagent"}:      true,
-	{"config", "recall"}:          true,
-	{"explain", "recall"}:         true,
-	{"orchestrate", "transcript"}: true,
-	{"subagent", "ingest"}:        true,
-}
+var layoutLeaves = []string{"config", "records", "recalled"}
 
 // layoutUnit returns the part or the leaf that package pkg (an import path
 // under engine) belongs to, "" for none: lossless/<name>[/...] or
@@ -119,8 +108,8 @@ func layoutUnit(engine, pkg string) string {
 
 // TestPartsAreLeaves holds #40 point 1's layout: no part imports package
 // lossless, no part imports another part, and the shared leaves
-// (lossless/config, lossless/internal/records) import no part; but for
-// knownCrossImports, each logged once it is gone. Checked with `go list`;
+// (lossless/config, lossless/recalled, lossless/internal/records) import
+// no part. Checked with `go list`;
 // skipped without the go tool.
 func TestPartsAreLeaves(t *testing.T) {
 	const engine = "github.com/lossless-engine/contextengine/lossless"
@@ -137,7 +126,6 @@ func TestPartsAreLeaves(t *testing.T) {
 		isPart[p] = true
 	}
 	seenParts := map[string]bool{}
-	present := map[[2]string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, imports, _ := strings.Cut(line, " ")
 		from := layoutUnit(engine, pkg)
@@ -154,10 +142,6 @@ func TestPartsAreLeaves(t *testing.T) {
 			if to == "" || to == from || !isPart[to] {
 				continue
 			}
-			if knownCrossImports[[2]string{from, to}] {
-				present[[2]string{from, to}] = true
-				continue
-			}
 			kind := "part"
 			if !isPart[from] {
 				kind = "shared leaf"
@@ -168,11 +152,6 @@ func TestPartsAreLeaves(t *testing.T) {
 	for _, u := range append(append([]string{}, layoutParts...), layoutLeaves...) {
 		if !seenParts[u] {
 			t.Errorf("part or leaf %s not found under %s (moved? update layoutParts)", u, engine)
-		}
-	}
-	for k := range knownCrossImports {
-		if !present[k] {
-			t.Logf("knownCrossImports: %s no longer imports %s: delete the entry", k[0], k[1])
 		}
 	}
 }
