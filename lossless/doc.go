@@ -8,9 +8,11 @@
 // every optional interface of the contract, and the API for tools, the CLI
 // and the benchmark), the state it owns (store, recall index, compaction
 // state, subagents, retention, token counter, the per-conversation cache),
-// the *Conversation handle over the store, the locks, and one adapter per
-// part, the engine as that part's Port. The parts are packages of their
-// own, each along the data flow: lossless/config (the Config), lossless/internal/ingest
+// the *Conversation handle over the store, the locks, and the doors: one
+// file per part whose methods enter the engine, resolve the session, take
+// the locks and call the part with concrete values (no part calls back
+// into the engine or imports another part). The parts are packages of
+// their own, each along the data flow: lossless/config (the Config), lossless/internal/ingest
 // (the write path), lossless/transcript (import, reconciliation, the host
 // reader, rotation's file), lossless/internal/assemble (Assemble: the call resolved
 // once, the window, its rendering), lossless/internal/recall (recall in Assemble and
