@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lossless-engine/contextengine/internal/retry"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -25,21 +26,8 @@ func isWriteConflict(err error) bool {
 }
 
 // Retry runs fn, and again (at most maxConflictRetries times, with a
-// doubling pause that ctx ends) while it fails with a conflict.
+// doubling pause from conflictBackoff that ctx ends: internal/retry, the
+// module's one retry loop) while it fails with a conflict.
 func Retry[T any](ctx context.Context, fn func() (T, error)) (T, error) {
-	pause := conflictBackoff
-	for i := 0; ; i++ {
-		v, err := fn()
-		if err == nil || i >= maxConflictRetries || !isWriteConflict(err) {
-			return v, err
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return v, err
-		case <-t.C:
-		}
-		pause *= 2
-	}
+	return retry.Do(ctx, retry.Backoff{First: conflictBackoff}, maxConflictRetries, isWriteConflict, fn)
 }
