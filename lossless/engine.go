@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/lossless-engine/contextengine/internal/dirs"
 	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -374,14 +374,4 @@ func (e *Engine) agentFor(explicit, sessionKey string) string {
 }
 
 // AgentFromSessionKey returns <id> of a session key "agent:<id>:...", or "".
-func AgentFromSessionKey(key string) string {
-	rest, ok := strings.CutPrefix(key, "agent:")
-	if !ok {
-		return ""
-	}
-	id, _, ok := strings.Cut(rest, ":")
-	if !ok {
-		return ""
-	}
-	return id
-}
+func AgentFromSessionKey(key string) string { return records.AgentOfKey(key) }

@@ -98,7 +98,7 @@ func (e *Engine) DescribeSummary(ctx context.Context, agentID, sessionID, sessio
 		return dag.Description{}, err
 	}
 	defer done()
-	return tools.Describe(ctx, tools.Conv{St: e.st, ID: c}, id)
+	return tools.Describe(ctx, tools.NewConv(e.st, c), id)
 }
 
 // MessageID returns the id the tools give message seq of conversation c
@@ -130,7 +130,7 @@ func (e *Engine) DescribeMessage(ctx context.Context, agentID, sessionID, sessio
 		return tools.MessageDescription{}, err
 	}
 	defer done()
-	return tools.DescribeMessage(ctx, tools.Conv{St: e.st, ID: c}, id, seq)
+	return tools.DescribeMessage(ctx, tools.NewConv(e.st, c), id, seq)
 }
 
 // ExpandSummary returns the raw messages summary p.ID covers, in order,
@@ -148,7 +148,7 @@ func (e *Engine) ExpandSummary(ctx context.Context, p tools.ExpandParams) (tools
 		return tools.ExpandPage{}, err
 	}
 	defer done()
-	return tools.Expand(ctx, tools.Conv{St: e.st, ID: c}, p)
+	return tools.Expand(ctx, tools.NewConv(e.st, c), p)
 }
 
 // Tools returns the recall tools lcm_grep, lcm_describe and lcm_expand

@@ -112,7 +112,7 @@ func Check(ctx context.Context, st store.Store, deep bool) (CheckResult, error) 
 			report(err)
 			continue
 		}
-		if err := dag.Check(ctx, storeDAG{st, c}, seqs); err != nil {
+		if err := dag.Check(ctx, records.ReadOnlyDAG{St: st, ID: c}, seqs); err != nil {
 			if errors.Is(err, context.Canceled) {
 				return res, err
 			}

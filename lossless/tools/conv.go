@@ -8,77 +8,21 @@ import (
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// errReadOnly is Conv.Replace's error: the tools never change a
-// conversation.
-var errReadOnly = errors.New("lossless: tools: a conversation read by the tools is not written")
-
 // Conv is stored conversation ID of St as the tools read it: its summary
-// DAG (a dag.Store for dag.Describe and dag.Expand, read only) and its
-// messages. Each method reads in a transaction of its own.
+// DAG (records.ReadOnlyDAG: a dag.Store for dag.Describe and dag.Expand,
+// read only) and its messages. Each method reads in a transaction of its
+// own.
 type Conv struct {
-	St store.Store
-	ID store.ConvID
+	records.ReadOnlyDAG
 }
 
-var (
-	_ dag.Store             = Conv{}
-	_ dag.MessageMetaReader = Conv{}
-)
-
-// Items returns the context items in position order (dag.Store).
-func (c Conv) Items(ctx context.Context) ([]dag.Item, error) {
-	var out []dag.Item
-	err := c.St.View(ctx, func(r store.Reader) error {
-		var err error
-		out, err = records.ReadItems(ctx, r, c.ID)
-		return err
-	})
-	return out, err
-}
-
-// MessageText returns raw message seq rendered as plain text
-// (records.ReadPlainText; dag.Store).
-func (c Conv) MessageText(ctx context.Context, seq uint64) (string, error) {
-	var out string
-	err := c.St.View(ctx, func(r store.Reader) error {
-		var err error
-		out, err = records.ReadPlainText(r, c.ID, seq)
-		return err
-	})
-	return out, err
-}
-
-// Summary returns summary id (dag.Store); dag.ErrNotFound when absent.
-func (c Conv) Summary(ctx context.Context, id string) (dag.Summary, error) {
-	var s dag.Summary
-	err := c.St.View(ctx, func(r store.Reader) error {
-		var err error
-		s, err = records.GetSummary(r, c.ID, id)
-		return err
-	})
-	return s, err
-}
-
-// Replace refuses: the tools only read (dag.Store).
-func (c Conv) Replace(context.Context, []dag.Item, dag.Summary, dag.Item) error {
-	return fmt.Errorf("conversation %s: %w", c.ID, errReadOnly)
-}
-
-// MessageMeta returns the metadata of raw message seq
-// (dag.MessageMetaReader).
-func (c Conv) MessageMeta(ctx context.Context, seq uint64) (dag.MessageMeta, error) {
-	var out dag.MessageMeta
-	err := c.St.View(ctx, func(r store.Reader) error {
-		var err error
-		out, err = records.ReadMessageMeta(r, c.ID, seq)
-		return err
-	})
-	return out, err
+// NewConv is the tools' view of conversation c of st.
+func NewConv(st store.Store, c store.ConvID) Conv {
+	return Conv{records.ReadOnlyDAG{St: st, ID: c}}
 }
 
 // Message returns stored message seq, bytes exactly as ingested.

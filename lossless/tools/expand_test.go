@@ -74,7 +74,7 @@ func newDagFixture(t *testing.T) dagFixture {
 	return f
 }
 
-func (f dagFixture) conv() Conv { return Conv{St: f.st, ID: f.c} }
+func (f dagFixture) conv() Conv { return NewConv(f.st, f.c) }
 
 // TestDescribe: a summary's description names its sources; a message id
 // is refused; a summary id that is not stored is dag.ErrNotFound.

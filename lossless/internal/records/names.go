@@ -38,8 +38,8 @@ func CheckName(field, v string) error {
 	return nil
 }
 
-// AgentOfKey returns <id> of a session key "agent:<id>:...", or ""
-// (lossless.AgentFromSessionKey).
+// AgentOfKey returns <id> of a session key "agent:<id>:...", or "" (the
+// engine exports it as lossless.AgentFromSessionKey).
 func AgentOfKey(key string) string {
 	rest, ok := strings.CutPrefix(key, "agent:")
 	if !ok {
