@@ -79,7 +79,43 @@ func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core
 		return transcript.HostSyncResult{}, err
 	}
 	defer unlock()
-	return transcript.SyncHost(ctx, importPort{e}, agent, c, read)
+	h, err := transcript.OpenHost(ctx, e.st, e.space, agent, c, read)
+	if err != nil {
+		return transcript.HostSyncResult{}, err
+	}
+	for {
+		p, err := h.Next(ctx)
+		if err != nil {
+			return h.Result(), err
+		}
+		if p == nil {
+			return h.Result(), nil
+		}
+		for i, m := range p.Messages {
+			if err := validateMessage(m, e.cfg.MaxMessageBytes); err != nil {
+				p.Skip(c, i, err)
+			}
+		}
+		var seqs []uint64
+		var hashes []store.Hash
+		n := 0
+		if msgs := p.Valid(); len(msgs) > 0 {
+			ps, err := e.prepare(ctx, msgs, false)
+			if err != nil {
+				return h.Result(), err
+			}
+			if n, err = e.ingestInto(ctx, c, ps); err != nil {
+				return h.Result(), err
+			}
+			for i := range ps {
+				seqs = append(seqs, ps[i].Seq)
+				hashes = append(hashes, ps[i].Hash)
+			}
+		}
+		if err := h.Stored(ctx, p, seqs, hashes, n); err != nil {
+			return h.Result(), err
+		}
+	}
 }
 
 // dropHostMap drops the entry map of c's host-kept transcript
