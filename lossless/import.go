@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -75,8 +76,8 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 }
 
 // The import pipeline is lossless/transcript's (pipeline.go there): its
-// workers prepare each message through the engine's preparePending
-// (ingest.go).
+// workers parse the file ahead of importChunks, which prepares each chunk's
+// messages in parallel across the cores (ingest.Prepare).
 
 // WithImportProgress returns a copy of ctx under which Import and Bootstrap
 // report their progress through a file: fn is called with the file offset
@@ -184,44 +185,85 @@ func (e *Engine) importChunks(ctx context.Context, im *transcript.Import, agent,
 			return err
 		}
 	}
-	var seqs []uint64
-	for {
-		ch, err := im.Next(ctx)
-		if err != nil || ch == nil {
-			return err
-		}
-		for i, m := range ch.Messages {
-			if err := validateMessage(m, e.cfg.MaxMessageBytes); err != nil {
-				ch.Reject(i, err)
+	// Chunks are read, validated and prepared one ahead of the one stored
+	// (preparing is the costly part: token counts, in parallel across the
+	// cores), in file order.
+	type prepared struct {
+		ch *transcript.Chunk
+		ps []pending
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	ready := make(chan prepared, 1)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // the goroutine is done with im before it is closed
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ready)
+		for {
+			ch, err := im.Next(pctx)
+			if err != nil || ch == nil {
+				errc <- err
+				return
+			}
+			for i, m := range ch.Messages {
+				if err := validateMessage(m, e.cfg.MaxMessageBytes); err != nil {
+					ch.Reject(i, err)
+				}
+			}
+			var ps []pending
+			if msgs := ch.Valid(); len(msgs) > 0 {
+				if ps, err = e.prepare(pctx, msgs, false); err != nil {
+					errc <- err
+					return
+				}
+			}
+			select {
+			case ready <- prepared{ch, ps}:
+			case <-pctx.Done():
+				errc <- fmt.Errorf("lossless: import: %w", pctx.Err())
+				return
 			}
 		}
-		seqs = seqs[:0]
-		n := 0
-		if msgs := ch.Valid(); len(msgs) > 0 {
-			ps, err := e.prepare(ctx, msgs, false)
-			if err != nil {
-				return err
-			}
-			if n, err = e.ingestInto(ctx, c, ps); err != nil {
-				return err
-			}
-			for i := range ps {
-				seqs = append(seqs, ps[i].Seq)
-			}
-		}
-		comp, err := im.Stored(ctx, ch, seqs, n)
-		if err != nil {
-			return err
-		}
-		if comp != nil {
-			if err := e.importCompaction(ctx, im, *comp); err != nil {
-				return err
-			}
-		}
-		if err := im.Checkpoint(ctx, ch, seqs); err != nil {
+	}()
+	for p := range ready {
+		if err := e.storeChunk(ctx, im, c, p.ch, p.ps); err != nil {
 			return err
 		}
 	}
+	return <-errc
+}
+
+// storeChunk stores chunk ch of im (its messages prepared as ps) into
+// conversation c, applies its compaction entry, and moves the file's
+// checkpoint past it.
+func (e *Engine) storeChunk(ctx context.Context, im *transcript.Import, c convID, ch *transcript.Chunk, ps []pending) error {
+	var seqs []uint64
+	n := 0
+	if len(ps) > 0 {
+		var err error
+		if n, err = e.ingestInto(ctx, c, ps); err != nil {
+			return err
+		}
+		seqs = make([]uint64, len(ps))
+		for i := range ps {
+			seqs[i] = ps[i].Seq
+		}
+	}
+	comp, err := im.Stored(ctx, ch, seqs, n)
+	if err != nil {
+		return err
+	}
+	if comp != nil {
+		if err := e.importCompaction(ctx, im, *comp); err != nil {
+			return err
+		}
+	}
+	return im.Checkpoint(ctx, ch, seqs)
 }
 
 // reconcileImport reconciles a rewritten file's read (im.Reconcile) under

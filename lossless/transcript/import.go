@@ -59,16 +59,11 @@ type Chunk struct {
 	rejected int
 	ids      []core.Entry
 	comp     *core.Entry
-	// The file's position after the chunk (its checkpoint).
+	// The file's position after the chunk (its checkpoint) and the offset
+	// of its last entry (the start of the file's tail).
 	offset      int64
 	line, index int
-}
-
-func (c *Chunk) reset() {
-	clear(c.Messages)
-	clear(c.ids)
-	clear(c.lines)
-	c.Messages, c.lines, c.indexes, c.ids, c.comp, c.rejected = c.Messages[:0], c.lines[:0], c.indexes[:0], c.ids[:0], nil, 0
+	tail        int64
 }
 
 // Reject marks Messages[i] as not stored: err says why (the engine's
@@ -148,9 +143,8 @@ type Import struct {
 	b         *lineBatch // the batch being cut into chunks
 	bi        int        // its next line
 	ended     bool       // the last batch is consumed
-	ch        Chunk
+	ch        *Chunk     // the chunk being filled
 	nmsg      int
-	header    *core.Header
 	parseErrs []core.LineError
 	last      Checkpoint
 	progress  func(int64)
@@ -300,9 +294,11 @@ func (im *Import) BeginReconcile(ctx context.Context, next uint64) error {
 }
 
 // Next returns the next chunk to store, nil at the end of the file. The
-// chunk is Import's until the next call.
+// chunk is the caller's: Next may be called again (from one goroutine)
+// while another stores the chunks before it (Stored, Checkpoint, in file
+// order), so that the next chunk is prepared while one is stored.
 func (im *Import) Next(ctx context.Context) (*Chunk, error) {
-	im.ch.reset()
+	im.ch = &Chunk{}
 	im.nmsg = 0
 	for !im.ended {
 		if im.b == nil {
@@ -322,10 +318,7 @@ func (im *Import) Next(ctx context.Context) (*Chunk, error) {
 				im.parseErrs = append(im.parseErrs, pl.lerr)
 				continue
 			case plHeader:
-				if im.header == nil && ln.index == 0 {
-					im.header = pl.header
-				}
-				continue
+				continue // the session's header: read by Open
 			}
 			ent := &pl.ent
 			im.lastTail = ent.Offset
@@ -379,8 +372,19 @@ func (im *Import) cut(ctx context.Context, offset int64, line, index int) (*Chun
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("lossless: import: %w", err)
 	}
-	im.ch.offset, im.ch.line, im.ch.index = offset, line, index
-	return &im.ch, nil
+	ch := im.ch
+	ch.offset, ch.line, ch.index, ch.tail = offset, line, index, im.lastTail
+	if ch.comp != nil {
+		// The entry's buffers belong to the pipeline's batch, reused once
+		// consumed (perhaps before the chunk is stored): copied.
+		ent := *ch.comp
+		ent.Raw = bytes.Clone(ent.Raw)
+		ent.Details = bytes.Clone(ent.Details)
+		ent.Message = core.Message{}
+		ch.comp = &ent
+	}
+	im.ch = nil
+	return ch, nil
 }
 
 // Stored records that ch's valid messages are stored (seqs: their
@@ -397,13 +401,8 @@ func (im *Import) Stored(ctx context.Context, ch *Chunk, seqs []uint64, imported
 		}
 	}
 	if im.rs != nil && ch.comp != nil {
-		// Applied after the reconciliation (reconcile.go); the entry's
-		// buffers belong to the pipeline's batch, so it is copied.
-		ent := *ch.comp
-		ent.Raw = bytes.Clone(ent.Raw)
-		ent.Details = bytes.Clone(ent.Details)
-		ent.Message = core.Message{}
-		im.rs.comps = append(im.rs.comps, ent)
+		// Applied after the reconciliation (reconcile.go).
+		im.rs.comps = append(im.rs.comps, *ch.comp)
 		ch.comp = nil
 	}
 	if len(seqs) > 0 || len(ch.ids) > 0 {
@@ -450,7 +449,7 @@ func (im *Import) Checkpoint(ctx context.Context, ch *Chunk, seqs []uint64) erro
 	if im.rs != nil {
 		im.rs.order = append(im.rs.order, seqs...)
 	}
-	tailHash, err := HashRange(im.f, im.lastTail, ch.offset)
+	tailHash, err := HashRange(im.f, ch.tail, ch.offset)
 	if err != nil {
 		return err
 	}
@@ -461,7 +460,7 @@ func (im *Import) Checkpoint(ctx context.Context, ch *Chunk, seqs []uint64) erro
 		im.hashedTo = ch.offset
 	}
 	ncp := Checkpoint{SessionID: im.sessionID, Conv: im.c.String(), Offset: ch.offset, Line: ch.line,
-		Index: ch.index, MtimeNs: im.mtime, HeadHash: im.headHash, TailStart: im.lastTail, TailHash: tailHash,
+		Index: ch.index, MtimeNs: im.mtime, HeadHash: im.headHash, TailStart: ch.tail, TailHash: tailHash,
 		PrefixHash: hex.EncodeToString(im.prefix.Sum(nil))}
 	if im.rs != nil {
 		ncp.Reconcile = im.rs.from
