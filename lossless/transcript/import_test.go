@@ -30,10 +30,12 @@ type fakeWriter struct {
 	chunks  []int // messages per chunk
 	comps   []*transcript.Compaction
 	replace bool // apply the planned compactions
+	o       transcript.Options
 }
 
 func newFakeWriter(st *memstore.Store) *fakeWriter {
-	return &fakeWriter{st: st, c: store.ConvID{7}, next: 1, seqs: map[string]uint64{}, replace: true}
+	return &fakeWriter{st: st, c: store.ConvID{7}, next: 1, seqs: map[string]uint64{}, replace: true,
+		o: transcript.Options{Workers: 3, BatchLines: 7, BatchBytes: 1 << 10, MaxMessageBytes: 1 << 20}}
 }
 
 func (w *fakeWriter) store(t *testing.T, msgs []core.Message) ([]uint64, int) {
@@ -97,7 +99,7 @@ func (w *fakeWriter) compact(t *testing.T, im *transcript.Import, ent core.Entry
 func (w *fakeWriter) run(t *testing.T, path string) (*transcript.Import, transcript.Result) {
 	t.Helper()
 	ctx := context.Background()
-	im, err := transcript.Open(ctx, w.st, nil, "main", "", path, transcript.Options{Workers: 3, BatchLines: 7, BatchBytes: 1 << 10, MaxMessageBytes: 1 << 20})
+	im, err := transcript.Open(ctx, w.st, nil, "main", "", path, w.o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +419,50 @@ func TestImportFaultStopsBeforeCheckpoint(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestImportLongLineSkipped: a line longer than maxMessageBytes plus the
+// margin is reported with its number and skipped, the lines around it
+// imported; a re-import finds nothing new. (Moved from package lossless.)
+func TestImportLongLineSkipped(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.jsonl")
+	huge := `{"type":"message","id":"big","message":{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"` +
+		strings.Repeat("Q", 64<<10+transcript.LineMargin+10) + `"}],"timestamp":2}}`
+	lines := []string{
+		`{"type":"session","version":4,"id":"sess-long","timestamp":"2026-01-01T00:00:00Z"}`,
+		`{"type":"message","id":"a","message":{"role":"user","content":"before","timestamp":1}}`,
+		huge,
+		`{"type":"message","id":"b","message":{"role":"assistant","content":[{"type":"text","text":"after"}],"timestamp":3}}`,
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := newFakeWriter(memstore.New())
+	w.o.MaxMessageBytes = 64 << 10
+	_, res := w.run(t, path)
+	if res.Imported != 2 || len(res.Malformed) != 1 || res.Malformed[0].Line != 3 || !errors.Is(res.Malformed[0].Err, core.ErrTooLarge) {
+		t.Fatalf("import with a long line: %+v", res)
+	}
+	if !strings.Contains(res.Malformed[0].Err.Error(), "over the") {
+		t.Fatalf("error %q does not say why", res.Malformed[0].Err)
+	}
+	if _, res = w.run(t, path); res.Imported != 0 || !res.Resumed {
+		t.Fatalf("re-import: %+v", res)
+	}
+}
+
+// TestImportRefusesNonRegularFiles: a device or a directory is not a
+// session file (ErrNotSessionFile), and a device is not opened (a named
+// pipe would block). (Moved from package lossless.)
+func TestImportRefusesNonRegularFiles(t *testing.T) {
+	for _, p := range []string{"/dev/zero", t.TempDir()} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		_, err := transcript.Open(context.Background(), memstore.New(), nil, "main", "", p, transcript.DefaultOptions())
+		if !errors.Is(err, transcript.ErrNotSessionFile) {
+			t.Fatalf("import %s: %v, want ErrNotSessionFile", p, err)
+		}
 	}
 }
