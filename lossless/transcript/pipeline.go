@@ -222,7 +222,10 @@ func startPipeline(ctx context.Context, r io.Reader, start int64, line, index in
 		o.BatchLines = 1
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	inFlight := 2*o.Workers + 2
+	// Batches in flight: enough for the workers, and for a chunk's worth
+	// of lines (importBatch) parsed ahead while the engine prepares and
+	// stores the chunk before it.
+	inFlight := 2*o.Workers + 2 + min(importBatch/o.BatchLines, 16)
 	p := &pipeline{cancel: cancel, ctx: ctx, free: make(chan *lineBatch, inFlight),
 		done: make(chan *lineBatch, inFlight), pending: make(map[int]*lineBatch, inFlight)}
 	for i := 0; i < inFlight; i++ {
