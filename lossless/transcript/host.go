@@ -200,7 +200,7 @@ func (h *HostSync) Next(ctx context.Context) (*HostPage, error) {
 // dropMap drops the cursor and the entry map (DropHostMap behind the
 // free-space guard); the read starts over.
 func (h *HostSync) dropMap(ctx context.Context) error {
-	if err := CheckSpace(h.space); err != nil {
+	if err := checkSpace(h.space); err != nil {
 		return err
 	}
 	if err := DropHostMap(ctx, h.st, h.agent, h.c); err != nil {

@@ -523,10 +523,10 @@ func (im *Import) saveCheckpoint(ctx context.Context, cp Checkpoint) error {
 	})
 }
 
-// CheckSpace returns an error wrapping store.ErrDiskFull when space (the
+// checkSpace returns an error wrapping store.ErrDiskFull when space (the
 // store's free-space guard; nil: none) says the filesystem is too full to
 // write, nil otherwise.
-func CheckSpace(space *diskspace.Guard) error {
+func checkSpace(space *diskspace.Guard) error {
 	if err := space.Check(); err != nil {
 		return fmt.Errorf("lossless: %w: %w", store.ErrDiskFull, err)
 	}
@@ -535,7 +535,7 @@ func CheckSpace(space *diskspace.Guard) error {
 
 // update is st.Update behind the free-space guard.
 func update(ctx context.Context, st store.Store, space *diskspace.Guard, fn func(store.Tx) error) error {
-	if err := CheckSpace(space); err != nil {
+	if err := checkSpace(space); err != nil {
 		return err
 	}
 	return st.Update(ctx, fn)
@@ -543,7 +543,7 @@ func update(ctx context.Context, st store.Store, space *diskspace.Guard, fn func
 
 // newBatch is st.NewBatch behind the free-space guard.
 func newBatch(ctx context.Context, st store.Store, space *diskspace.Guard) (store.Batch, error) {
-	if err := CheckSpace(space); err != nil {
+	if err := checkSpace(space); err != nil {
 		return nil, err
 	}
 	return st.NewBatch(ctx)

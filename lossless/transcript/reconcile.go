@@ -536,7 +536,7 @@ func updateMapped(ctx context.Context, st store.Store, space *diskspace.Guard, f
 
 // batchMapped is newBatch, its error mapped by records.FromStore.
 func batchMapped(ctx context.Context, st store.Store, space *diskspace.Guard) (store.Batch, error) {
-	if err := CheckSpace(space); err != nil {
+	if err := checkSpace(space); err != nil {
 		return nil, err
 	}
 	b, err := st.NewBatch(ctx)
