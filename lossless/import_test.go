@@ -146,36 +146,6 @@ func TestImportIncremental(t *testing.T) {
 	}
 }
 
-func TestImportMalformedLines(t *testing.T) {
-	e := openTest(t)
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "bad.jsonl")
-	lines := [][]byte{
-		[]byte(`{"type":"session","version":4,"id":"sess-1","timestamp":"2026-01-01T00:00:00Z"}`),
-		[]byte(`{"type":"message","id":"a","message":{"role":"user","content":"hi","timestamp":1}}`),
-		[]byte(`{"type":"message","id":"b","message":{not json}}`),
-		[]byte(`{"type":"message","id":"c","message":{"role":"wizard","content":"x"}}`),
-		[]byte("{\"type\":\"message\",\"id\":\"d\",\"message\":{\"role\":\"user\",\"content\":\"\xff\"}}"),
-		[]byte(`{"type":"message","id":"e","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"timestamp":2}}`),
-	}
-	writeLines(t, path, lines, false)
-	res, err := e.Import(ctx, "", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The unknown role (line 4) is accepted and stored; lines 3 and 5 are malformed.
-	if res.SessionID != "sess-1" || res.Imported != 3 {
-		t.Fatalf("%+v", res)
-	}
-	var got []int
-	for _, le := range res.Malformed {
-		got = append(got, le.Line)
-	}
-	if fmt.Sprint(got) != "[3 5]" {
-		t.Fatalf("malformed lines %v, want 3 and 5", got)
-	}
-}
-
 func TestImportCompactionsAsSummaries(t *testing.T) {
 	e := openTest(t)
 	ctx := context.Background()

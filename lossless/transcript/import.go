@@ -193,7 +193,7 @@ func Open(ctx context.Context, st store.Store, space *diskspace.Guard, agent, se
 		im.hashedTo = cp.Offset
 		im.res.Resumed = true
 		if cp.Offset == fst.Size() {
-			im.res.SessionID = cp.SessionID
+			im.res.SessionID, im.sessionID = cp.SessionID, cp.SessionID
 			im.done = true
 			return im, nil
 		}

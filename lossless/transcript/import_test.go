@@ -12,6 +12,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
@@ -154,6 +155,17 @@ func (w *fakeWriter) run(t *testing.T, path string) (*transcript.Import, transcr
 		t.Fatal(err)
 	}
 	return im, res
+}
+
+// tag returns the file tag of path's session (its header's id).
+func (w *fakeWriter) tag(t *testing.T, path string) [8]byte {
+	t.Helper()
+	im, err := transcript.Open(context.Background(), w.st, nil, "main", "", path, w.o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer im.Close()
+	return transcript.FileTag(im.SessionID())
 }
 
 func msgLine(i int, text string) string {
@@ -463,6 +475,103 @@ func TestImportRefusesNonRegularFiles(t *testing.T) {
 		_, err := transcript.Open(context.Background(), memstore.New(), nil, "main", "", p, transcript.DefaultOptions())
 		if !errors.Is(err, transcript.ErrNotSessionFile) {
 			t.Fatalf("import %s: %v, want ErrNotSessionFile", p, err)
+		}
+	}
+}
+
+// TestImportMalformedLines: lines that do not parse are reported by line
+// number and skipped; an unknown role is accepted. (Moved from package
+// lossless.)
+func TestImportMalformedLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad.jsonl")
+	lines := []string{
+		`{"type":"session","version":4,"id":"sess-1","timestamp":"2026-01-01T00:00:00Z"}`,
+		`{"type":"message","id":"a","message":{"role":"user","content":"hi","timestamp":1}}`,
+		`{"type":"message","id":"b","message":{not json}}`,
+		`{"type":"message","id":"c","message":{"role":"wizard","content":"x"}}`,
+		"{\"type\":\"message\",\"id\":\"d\",\"message\":{\"role\":\"user\",\"content\":\"\xff\"}}",
+		`{"type":"message","id":"e","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"timestamp":2}}`,
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, res := newFakeWriter(memstore.New()).run(t, path)
+	// The unknown role (line 4) is accepted and stored; lines 3 and 5 are malformed.
+	if res.SessionID != "sess-1" || res.Imported != 3 {
+		t.Fatalf("%+v", res)
+	}
+	var got []int
+	for _, le := range res.Malformed {
+		got = append(got, le.Line)
+	}
+	if fmt.Sprint(got) != "[3 5]" {
+		t.Fatalf("malformed lines %v, want 3 and 5", got)
+	}
+}
+
+// TestImportCompactionsWindow: the compaction entries of a real session
+// (pi-mono's before-compaction.jsonl, two of them) are planned over the
+// messages before their first kept entries, so that after both the raw
+// items are exactly the transcript's window (core.Transcript.Window) and
+// the last summary is its compaction's; a re-import plans nothing.
+func TestImportCompactionsWindow(t *testing.T) {
+	path := testutil.PiMono(t)[0]
+	st := memstore.New()
+	w := newFakeWriter(st)
+	_, res := w.run(t, path)
+	if res.Summaries != 2 || len(w.comps) != 2 {
+		t.Fatalf("summaries %d, %d planned; want 2", res.Summaries, len(w.comps))
+	}
+	var items []dag.Item
+	err := st.View(context.Background(), func(r store.Reader) error {
+		var err error
+		items, err = records.ReadItems(context.Background(), r, w.c)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !items[0].IsSummary() || !items[1].IsSummary() || items[2].IsSummary() {
+		t.Fatalf("items start %+v %+v %+v", items[0], items[1], items[2])
+	}
+	tr, err := core.ReadTranscript(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	win := tr.Window()
+	bySeq := map[uint64]string{}
+	for raw, seq := range w.seqs {
+		bySeq[seq] = raw
+	}
+	var winMsgs []string
+	for _, ent := range win.Entries {
+		if ent.Type == core.EntryMessage {
+			winMsgs = append(winMsgs, string(ent.Message.Raw()))
+		}
+	}
+	if len(items)-2 != len(winMsgs) {
+		t.Fatalf("%d raw items, window has %d messages", len(items)-2, len(winMsgs))
+	}
+	for i, it := range items[2:] {
+		if bySeq[it.Ref.Seq] != winMsgs[i] {
+			t.Fatalf("item %d is not the window's message %d", i+2, i)
+		}
+	}
+	if s := w.comps[1].Summary; s.Method != dag.MethodImported || s.Kind != dag.KindLeaf || s.Text != win.Compaction.Summary || items[1].Ref.ID != s.ID {
+		t.Fatalf("summary 2: %+v", s)
+	}
+	// Re-import: nothing planned (the file's checkpoint; and the summaries
+	// exist: PlanCompaction finds them by id).
+	w.comps = nil
+	if _, res := w.run(t, path); res.Summaries != 0 || res.Imported != 0 || len(w.comps) != 0 {
+		t.Fatalf("re-import: %+v, %d planned", res, len(w.comps))
+	}
+	for _, ent := range tr.Entries {
+		if ent.Type != core.EntryCompaction {
+			continue
+		}
+		if p, err := transcript.PlanCompaction(context.Background(), st, w.c, w.tag(t, path), ent); err != nil || p != nil {
+			t.Fatalf("plan of an imported compaction entry: %+v, %v; want none", p, err)
 		}
 	}
 }
