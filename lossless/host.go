@@ -17,8 +17,8 @@ import (
 // reads such a transcript only through the host, from a cursor it keeps
 // per conversation, and maps every entry read to its stored message
 // (lossless/transcript's host.go). What stays here is the engine's side:
-// Bootstrap's door (resolving the conversation, the import lock) and a
-// call's session identity; Maintain's rewrite
+// Bootstrap's door (resolving the conversation, the import lock, storing
+// each page the sync reads) and a call's session identity; Maintain's rewrite
 // through the host and the host's model as the summarizer are
 // lossless/orchestrate's.
 
@@ -72,7 +72,9 @@ func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agen
 }
 
 // syncHost reads what is new of conversation c's host-kept transcript
-// (transcript.SyncHost) under its import lock.
+// (transcript.HostSync) under its import lock: each page read is
+// validated, prepared and stored by the write path (ingestInto, which
+// feeds the recall index), then mapped and its cursor saved by the sync.
 func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core.HostTranscriptReader) (transcript.HostSyncResult, error) {
 	unlock, err := e.lockImport(ctx, agent, transcript.HostLockKey(c))
 	if err != nil {
