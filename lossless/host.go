@@ -71,10 +71,8 @@ func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agen
 	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: r.Imported}, nil
 }
 
-// syncHost reads what is new of conversation c's host-kept transcript
-// (transcript.HostSync) under its import lock: each page read is
-// validated, prepared and stored by the write path (ingestInto, which
-// feeds the recall index), then mapped and its cursor saved by the sync.
+// syncHost reads what is new of c's host-kept transcript (transcript.HostSync)
+// under its import lock, storing each page through ingestInto (and recall).
 func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core.HostTranscriptReader) (transcript.HostSyncResult, error) {
 	unlock, err := e.lockImport(ctx, agent, transcript.HostLockKey(c))
 	if err != nil {
