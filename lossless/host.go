@@ -17,8 +17,8 @@ import (
 // reads such a transcript only through the host, from a cursor it keeps
 // per conversation, and maps every entry read to its stored message
 // (lossless/transcript's host.go). What stays here is the engine's side:
-// Bootstrap's door (resolving the conversation, the import lock) and a
-// call's session identity; Maintain's rewrite
+// Bootstrap's door (resolving the conversation, the import lock, storing
+// each page the sync reads) and a call's session identity; Maintain's rewrite
 // through the host and the host's model as the summarizer are
 // lossless/orchestrate's.
 
@@ -71,15 +71,51 @@ func (e *Engine) bootstrapHost(ctx context.Context, p core.BootstrapParams, agen
 	return core.BootstrapResult{Bootstrapped: true, ImportedMessages: r.Imported}, nil
 }
 
-// syncHost reads what is new of conversation c's host-kept transcript
-// (transcript.SyncHost) under its import lock.
+// syncHost reads what is new of c's host-kept transcript (transcript.HostSync)
+// under its import lock, storing each page through ingestInto (and recall).
 func (e *Engine) syncHost(ctx context.Context, agent string, c convID, read core.HostTranscriptReader) (transcript.HostSyncResult, error) {
 	unlock, err := e.lockImport(ctx, agent, transcript.HostLockKey(c))
 	if err != nil {
 		return transcript.HostSyncResult{}, err
 	}
 	defer unlock()
-	return transcript.SyncHost(ctx, importPort{e}, agent, c, read)
+	h, err := transcript.OpenHost(ctx, e.st, e.space, agent, c, read)
+	if err != nil {
+		return transcript.HostSyncResult{}, err
+	}
+	for {
+		p, err := h.Next(ctx)
+		if err != nil {
+			return h.Result(), err
+		}
+		if p == nil {
+			return h.Result(), nil
+		}
+		for i, m := range p.Messages {
+			if err := validateMessage(m, e.cfg.MaxMessageBytes); err != nil {
+				p.Skip(c, i, err)
+			}
+		}
+		var seqs []uint64
+		var hashes []store.Hash
+		n := 0
+		if msgs := p.Valid(); len(msgs) > 0 {
+			ps, err := e.prepare(ctx, msgs, false)
+			if err != nil {
+				return h.Result(), err
+			}
+			if n, err = e.ingestInto(ctx, c, ps); err != nil {
+				return h.Result(), err
+			}
+			for i := range ps {
+				seqs = append(seqs, ps[i].Seq)
+				hashes = append(hashes, ps[i].Hash)
+			}
+		}
+		if err := h.Stored(ctx, p, seqs, hashes, n); err != nil {
+			return h.Result(), err
+		}
+	}
 }
 
 // dropHostMap drops the entry map of c's host-kept transcript

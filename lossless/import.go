@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/lossless/transcript"
-	"github.com/lossless-engine/contextengine/store"
 )
 
 // ImportResult reports one import of a session file (transcript.Result).
@@ -76,8 +76,8 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 }
 
 // The import pipeline is lossless/transcript's (pipeline.go there): its
-// workers prepare each message through the engine's preparePending
-// (ingest.go).
+// workers parse the file ahead of importChunks, which prepares each chunk's
+// messages in parallel across the cores (ingest.Prepare).
 
 // WithImportProgress returns a copy of ctx under which Import and Bootstrap
 // report their progress through a file: fn is called with the file offset
@@ -125,7 +125,11 @@ func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, p
 }
 
 // importFileOpts is the import of one file (lossless/transcript.Import)
-// with the engine entered, under the file's import lock (lockImport).
+// with the engine entered, under the file's import lock (lockImport): the
+// door resolves the file's session, then stores each chunk the import
+// reads (validated, prepared and stored by the write path, its compaction
+// entry through the conversation's Replace), and reconciles a rewritten
+// file under the conversation's lock.
 func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKey, path string, o importOpts) (ImportResult, error) {
 	done, err := e.enter()
 	if err != nil {
@@ -140,88 +144,171 @@ func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKe
 	defer unlock()
 	o.MaxMessageBytes = e.cfg.MaxMessageBytes
 	o.Fault = e.cfg.hooks.reconcileFault
-	return transcript.Import(ctx, importPort{e}, agent, sessionID, sessionKey, path, o)
-}
-
-// importPort is the engine as lossless/transcript's Port: what an import
-// needs of it, over its unexported parts.
-type importPort struct{ e *Engine }
-
-var _ transcript.Port[pending] = importPort{}
-
-// Store is the engine's store.
-func (p importPort) Store() store.Store { return p.e.st }
-
-// CheckSpace is the engine's free-space guard.
-func (p importPort) CheckSpace() error { return p.e.checkSpace() }
-
-// Resolve is resolve.
-func (p importPort) Resolve(ctx context.Context, agent, sessionID, sessionKey string, create bool) (convID, error) {
-	return p.e.resolve(ctx, agent, sessionID, sessionKey, create)
-}
-
-// LockConv is lockConv; it returns the conversation's NextSeq.
-func (p importPort) LockConv(ctx context.Context, c convID) (uint64, func(), error) {
-	s, err := p.e.lockConv(ctx, c)
+	im, err := transcript.Open(ctx, e.st, e.space, agent, sessionID, path, o)
 	if err != nil {
-		return 0, nil, err
+		return ImportResult{}, err
 	}
-	return s.rec.NextSeq, s.unlock, nil
+	defer im.Close()
+	if im.Done() {
+		return im.Result(ctx)
+	}
+	if err := e.importChunks(ctx, im, agent, sessionKey); err != nil {
+		return im.Partial(), err
+	}
+	if im.Reconciling() {
+		if err := e.reconcileImport(ctx, im); err != nil {
+			return im.Partial(), err
+		}
+	}
+	return im.Result(ctx)
 }
 
-// Conversation returns conversation c's DAG store (the engine is entered
-// by the import: convDAG calls the unexported methods).
-func (p importPort) Conversation(c convID) dag.Store { return convDAG{&Conversation{e: p.e, id: c}} }
-
-// Validate is validateMessage under the engine's MaxMessageBytes.
-func (p importPort) Validate(m core.Message) error {
-	return validateMessage(m, p.e.cfg.MaxMessageBytes)
+// importChunks resolves im's session (made when new) and stores every
+// chunk im reads, moving the file's checkpoint past each.
+func (e *Engine) importChunks(ctx context.Context, im *transcript.Import, agent, sessionKey string) error {
+	c, err := e.resolve(ctx, agent, im.SessionID(), sessionKey, true)
+	if err != nil {
+		return err
+	}
+	needNext, err := im.Begin(ctx, c)
+	if err != nil {
+		return err
+	}
+	if needNext {
+		s, err := e.lockConv(ctx, c)
+		if err != nil {
+			return err
+		}
+		next := s.rec.NextSeq
+		s.unlock()
+		if err := im.BeginReconcile(ctx, next); err != nil {
+			return err
+		}
+	}
+	// Chunks are read, validated and prepared one ahead of the one stored
+	// (preparing is the costly part: token counts, in parallel across the
+	// cores), in file order.
+	type prepared struct {
+		ch *transcript.Chunk
+		ps []pending
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	ready := make(chan prepared, 1)
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // the goroutine is done with im before it is closed
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(ready)
+		for {
+			ch, err := im.Next(pctx)
+			if err != nil || ch == nil {
+				errc <- err
+				return
+			}
+			for i, m := range ch.Messages {
+				if err := validateMessage(m, e.cfg.MaxMessageBytes); err != nil {
+					ch.Reject(i, err)
+				}
+			}
+			var ps []pending
+			if msgs := ch.Valid(); len(msgs) > 0 {
+				if ps, err = e.prepare(pctx, msgs, false); err != nil {
+					errc <- err
+					return
+				}
+			}
+			select {
+			case ready <- prepared{ch, ps}:
+			case <-pctx.Done():
+				errc <- fmt.Errorf("lossless: import: %w", pctx.Err())
+				return
+			}
+		}
+	}()
+	for p := range ready {
+		if err := e.storeChunk(ctx, im, c, p.ch, p.ps); err != nil {
+			return err
+		}
+	}
+	return <-errc
 }
 
-// Prepare is preparePending.
-func (p importPort) Prepare(ctx context.Context, pp *pending, m core.Message) {
-	p.e.preparePending(ctx, pp, m)
+// storeChunk stores chunk ch of im (its messages prepared as ps) into
+// conversation c, applies its compaction entry, and moves the file's
+// checkpoint past it.
+func (e *Engine) storeChunk(ctx context.Context, im *transcript.Import, c convID, ch *transcript.Chunk, ps []pending) error {
+	var seqs []uint64
+	n := 0
+	if len(ps) > 0 {
+		var err error
+		if n, err = e.ingestInto(ctx, c, ps); err != nil {
+			return err
+		}
+		seqs = make([]uint64, len(ps))
+		for i := range ps {
+			seqs[i] = ps[i].Seq
+		}
+	}
+	comp, err := im.Stored(ctx, ch, seqs, n)
+	if err != nil {
+		return err
+	}
+	if comp != nil {
+		if err := e.importCompaction(ctx, im, *comp); err != nil {
+			return err
+		}
+	}
+	return im.Checkpoint(ctx, ch, seqs)
 }
 
-// PrepareAll is prepare (no heartbeat flag).
-func (p importPort) PrepareAll(ctx context.Context, msgs []core.Message) ([]pending, error) {
-	return p.e.prepare(ctx, msgs, false)
+// reconcileImport reconciles a rewritten file's read (im.Reconcile) under
+// its conversation's lock, behind the free-space guard, then applies the
+// compaction entries it held back.
+func (e *Engine) reconcileImport(ctx context.Context, im *transcript.Import) error {
+	if err := e.checkSpace(); err != nil {
+		return err
+	}
+	s, err := e.lockConv(ctx, im.Conv())
+	if err != nil {
+		return err
+	}
+	err = im.Reconcile(ctx)
+	s.unlock()
+	if err != nil {
+		return err
+	}
+	for _, ent := range im.Deferred() {
+		if err := e.importCompaction(ctx, im, ent); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// StoreMessages is ingestInto.
-func (p importPort) StoreMessages(ctx context.Context, c convID, ps []pending) (int, error) {
-	return p.e.ingestInto(ctx, c, ps)
-}
-
-// Seq returns the sequence number ingestInto gave pp.
-func (importPort) Seq(pp *pending) uint64 { return pp.Seq }
-
-// Hash returns pp's key (its message's hash).
-func (importPort) Hash(pp *pending) store.Hash { return pp.Hash }
-
-// SummaryTokens counts s rendered as the context shows it.
-func (p importPort) SummaryTokens(s dag.Summary) int {
-	return core.CountMessage(p.e.tc, RenderSummary(s))
-}
-
-// convDAG is a conversation as a dag.Store for a caller that has entered
-// the engine already (Conversation's exported methods enter it again).
-type convDAG struct{ c *Conversation }
-
-// Items is Conversation.Items without entering the engine.
-func (d convDAG) Items(ctx context.Context) ([]dag.Item, error) { return d.c.items(ctx) }
-
-// MessageText is Conversation.MessageText.
-func (d convDAG) MessageText(ctx context.Context, seq uint64) (string, error) {
-	return d.c.MessageText(ctx, seq)
-}
-
-// Summary is Conversation.Summary without entering the engine.
-func (d convDAG) Summary(ctx context.Context, id string) (dag.Summary, error) {
-	return d.c.summary(ctx, id)
-}
-
-// Replace is Conversation.Replace without entering the engine.
-func (d convDAG) Replace(ctx context.Context, old []dag.Item, s dag.Summary, item dag.Item) error {
-	return d.c.replace(ctx, old, s, item)
+// importCompaction imports compaction entry ent of im's file as a summary
+// (transcript.PlanCompaction) through the conversation's Replace (which
+// feeds the recall index); a conflict with a write meanwhile imports
+// nothing.
+func (e *Engine) importCompaction(ctx context.Context, im *transcript.Import, ent core.Entry) error {
+	c := im.Conv()
+	p, err := transcript.PlanCompaction(ctx, e.st, c, im.Tag(), ent)
+	if err != nil || p == nil {
+		return err
+	}
+	p.Summary.Tokens = core.CountMessage(e.tc, RenderSummary(p.Summary))
+	p.Item.Tokens = p.Summary.Tokens
+	conv := &Conversation{e: e, id: c}
+	if err := conv.replace(ctx, p.Old, p.Summary, p.Item); err != nil {
+		if errors.Is(err, dag.ErrConflict) {
+			return nil
+		}
+		return err
+	}
+	im.Summarized()
+	return nil
 }

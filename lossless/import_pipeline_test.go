@@ -191,3 +191,53 @@ func TestImportPipelineCanceled(t *testing.T) {
 		t.Fatalf("stores differ:\n%s", d)
 	}
 }
+
+// TestImportStopsOnStoreError: when storing a chunk fails while the next
+// chunks are read and prepared ahead (importChunks), the import returns
+// that error at once (the read-ahead stopped, not waited for to the end of
+// the file) and the next import finishes the file.
+func TestImportStopsOnStoreError(t *testing.T) {
+	e := openTest(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "s.jsonl")
+	lines := toolTranscript("sess-stop", 3)
+	writeLines(t, path, lines, false)
+	if _, err := e.Import(ctx, "", path); err != nil {
+		t.Fatal(err)
+	}
+	// Rewritten (a new first message) and much longer: many chunks.
+	lines = append(lines[:1:1], append([][]byte{[]byte(`{"type":"message","id":"new","message":{"role":"user","content":"inserted"}}`)}, lines[1:]...)...)
+	for i := 0; i < 3000; i++ {
+		lines = append(lines, []byte(fmt.Sprintf(`{"type":"message","id":"x%d","message":{"role":"user","content":"more %d"}}`, i, i)))
+	}
+	writeLines(t, path, lines, false)
+	boom := errors.New("injected fault")
+	stored := 0
+	e.cfg.hooks.reconcileFault = func(stage string) error {
+		if stage == "stored" {
+			stored++
+			return boom
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Import(ctx, "", path)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, boom) || stored != 1 {
+			t.Fatalf("import with a fault: %v after %d chunks, want the fault after the first", err, stored)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("import did not return after a store error")
+	}
+	e.cfg.hooks.reconcileFault = nil
+	res, err := e.Import(ctx, "", path)
+	// The failed import stored its first chunk: the next one finds those
+	// stored and stores the rest.
+	if err != nil || res.Resumed || res.Imported == 0 || res.Imported >= 3001 {
+		t.Fatalf("import after the fault: %+v %v (want the file read again, the rest stored)", res, err)
+	}
+}

@@ -3,18 +3,15 @@ package lossless
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/internal/testutil"
-	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 func TestImportRoundTrip(t *testing.T) {
@@ -149,36 +146,6 @@ func TestImportIncremental(t *testing.T) {
 	}
 }
 
-func TestImportMalformedLines(t *testing.T) {
-	e := openTest(t)
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "bad.jsonl")
-	lines := [][]byte{
-		[]byte(`{"type":"session","version":4,"id":"sess-1","timestamp":"2026-01-01T00:00:00Z"}`),
-		[]byte(`{"type":"message","id":"a","message":{"role":"user","content":"hi","timestamp":1}}`),
-		[]byte(`{"type":"message","id":"b","message":{not json}}`),
-		[]byte(`{"type":"message","id":"c","message":{"role":"wizard","content":"x"}}`),
-		[]byte("{\"type\":\"message\",\"id\":\"d\",\"message\":{\"role\":\"user\",\"content\":\"\xff\"}}"),
-		[]byte(`{"type":"message","id":"e","message":{"role":"assistant","content":[{"type":"text","text":"hello"}],"timestamp":2}}`),
-	}
-	writeLines(t, path, lines, false)
-	res, err := e.Import(ctx, "", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The unknown role (line 4) is accepted and stored; lines 3 and 5 are malformed.
-	if res.SessionID != "sess-1" || res.Imported != 3 {
-		t.Fatalf("%+v", res)
-	}
-	var got []int
-	for _, le := range res.Malformed {
-		got = append(got, le.Line)
-	}
-	if fmt.Sprint(got) != "[3 5]" {
-		t.Fatalf("malformed lines %v, want 3 and 5", got)
-	}
-}
-
 func TestImportCompactionsAsSummaries(t *testing.T) {
 	e := openTest(t)
 	ctx := context.Background()
@@ -236,50 +203,6 @@ func TestImportCompactionsAsSummaries(t *testing.T) {
 	r2, err := e.Import(ctx, "", path)
 	if err != nil || r2.Summaries != 0 || r2.Imported != 0 {
 		t.Fatalf("re-import: %+v %v", r2, err)
-	}
-}
-
-// TestImportLongLineSkipped: a line longer than maxMessageBytes plus the
-// margin is reported with its number and skipped, the lines around it
-// imported; a re-import finds nothing new.
-func TestImportLongLineSkipped(t *testing.T) {
-	e := openTest(t, func(c *config.Config) { c.MaxMessageBytes = 64 << 10 })
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "long.jsonl")
-	huge := `{"type":"message","id":"big","message":{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"` +
-		strings.Repeat("Q", 64<<10+importLineMargin+10) + `"}],"timestamp":2}}`
-	writeLines(t, path, [][]byte{
-		[]byte(`{"type":"session","version":4,"id":"sess-long","timestamp":"2026-01-01T00:00:00Z"}`),
-		[]byte(`{"type":"message","id":"a","message":{"role":"user","content":"before","timestamp":1}}`),
-		[]byte(huge),
-		[]byte(`{"type":"message","id":"b","message":{"role":"assistant","content":[{"type":"text","text":"after"}],"timestamp":3}}`),
-	}, false)
-	res, err := e.Import(ctx, "", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Imported != 2 || len(res.Malformed) != 1 || res.Malformed[0].Line != 3 || !errors.Is(res.Malformed[0].Err, core.ErrTooLarge) {
-		t.Fatalf("import with a long line: %+v", res)
-	}
-	if !strings.Contains(res.Malformed[0].Err.Error(), "over the") {
-		t.Fatalf("error %q does not say why", res.Malformed[0].Err)
-	}
-	res, err = e.Import(ctx, "", path)
-	if err != nil || res.Imported != 0 {
-		t.Fatalf("re-import: %+v %v", res, err)
-	}
-}
-
-func TestImportRefusesNonRegularFiles(t *testing.T) {
-	e := openTest(t)
-	for _, p := range []string{"/dev/zero", t.TempDir()} {
-		if _, err := os.Stat(p); err != nil {
-			continue
-		}
-		_, err := e.Import(context.Background(), "", p)
-		if !errors.Is(err, ErrNotSessionFile) {
-			t.Fatalf("import %s: %v, want ErrNotSessionFile", p, err)
-		}
 	}
 }
 

@@ -143,12 +143,6 @@ func (e *Engine) prepare(ctx context.Context, msgs []core.Message, heartbeat boo
 	return ingest.Prepare(ctx, e.preparer(), msgs, heartbeat)
 }
 
-// preparePending is ingest.PrepareOne with the engine's counter and count
-// cache.
-func (e *Engine) preparePending(ctx context.Context, p *pending, m core.Message) {
-	ingest.PrepareOne(ctx, e.preparer(), p, m)
-}
-
 // ingestInto stores the prepared messages not already in conversation c
 // (ingest.StoreMessages) behind the free-space guard, under c's lock, and
 // hands those it stored to the recall index. It returns how many it

@@ -10,7 +10,6 @@ import (
 	"github.com/lossless-engine/contextengine/lossless/internal/subagent"
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
-	"github.com/lossless-engine/contextengine/lossless/transcript"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -64,7 +63,3 @@ const maxBackgroundResults = orchestrate.MaxBackgroundResults
 
 // itemTokens is the tokens of all items.
 var itemTokens = dag.SumTokens
-
-// importLineMargin is what an import line may hold beyond
-// Config.MaxMessageBytes (the entry around the message, JSON escaping).
-const importLineMargin = transcript.LineMargin

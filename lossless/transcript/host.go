@@ -26,6 +26,7 @@ import (
 	"log/slog"
 
 	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -48,158 +49,226 @@ type HostSyncResult struct {
 	Unavailable string
 }
 
-// SyncHost reads the host-kept transcript of conversation c from its
-// cursor to the end, stores the messages not stored yet (in transcript
-// order) and maps every entry read to its message. Pages are stored before
-// the cursor moves past them, so an interrupted sync repeats at most one
-// page (storing nothing twice). The caller holds the import lock of the
-// transcript (HostLockKey).
-func SyncHost[P any](ctx context.Context, port Port[P], agent string, c store.ConvID, read core.HostTranscriptReader) (HostSyncResult, error) {
-	var res HostSyncResult
-	var cp store.HostCheckpoint
-	err := port.Store().View(context.WithoutCancel(ctx), func(r store.Reader) error {
+// HostSync is one sync of a host-kept transcript, which the engine's door
+// drives: it reads conversation c's transcript from its cursor to the end
+// (Next: a page at a time), the engine stores the messages not stored yet
+// (in transcript order), and Stored maps every entry read to its message
+// and moves the cursor. Pages are stored before the cursor moves past
+// them, so an interrupted sync repeats at most one page (storing nothing
+// twice). The caller holds the import lock of the transcript
+// (HostLockKey).
+type HostSync struct {
+	st       store.Store
+	space    *diskspace.Guard
+	agent    string
+	c        store.ConvID
+	read     core.HostTranscriptReader
+	cp       store.HostCheckpoint
+	resets   int
+	res      HostSyncResult
+	finished bool
+	page     HostPage
+}
+
+// HostPage is a page of a host-kept transcript to store: the engine
+// validates its messages (Skip: those it will not store), prepares and
+// stores the others (Valid), then calls HostSync.Stored.
+type HostPage struct {
+	// Messages are the page's entries' messages, in transcript order.
+	Messages []core.Message
+	ids      []string
+	skipped  []bool
+	nskipped int
+	page     core.TranscriptPage
+}
+
+// Skip marks Messages[i] as not stored: err says why (the engine's
+// validation). An entry the engine cannot store (no message, over
+// maxMessageBytes) is logged and skipped, as a file import skips a bad
+// line: it must not stop every later read of the session. It is not
+// mapped, so maintain never names it (the host's suffix guard then
+// refuses a rewrite spanning it: nothing is lost).
+func (p *HostPage) Skip(c store.ConvID, i int, err error) {
+	if p.skipped[i] {
+		return
+	}
+	slog.Warn("lossless: host transcript entry skipped", "conversation", c.String(), "entry", p.ids[i], "err", err)
+	p.skipped[i] = true
+	p.nskipped++
+}
+
+// Valid returns the messages not skipped, in transcript order.
+func (p *HostPage) Valid() []core.Message {
+	if p.nskipped == 0 {
+		return p.Messages
+	}
+	out := make([]core.Message, 0, len(p.Messages)-p.nskipped)
+	for i, m := range p.Messages {
+		if !p.skipped[i] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// OpenHost starts a sync of conversation c's host-kept transcript (agent's)
+// in st, read through read from its cursor (space: the store's free-space
+// guard, nil for none).
+func OpenHost(ctx context.Context, st store.Store, space *diskspace.Guard, agent string, c store.ConvID, read core.HostTranscriptReader) (*HostSync, error) {
+	h := &HostSync{st: st, space: space, agent: agent, c: c, read: read}
+	err := st.View(context.WithoutCancel(ctx), func(r store.Reader) error {
 		var err error
-		cp, err = r.HostCheckpoint(agent, c)
+		h.cp, err = r.HostCheckpoint(agent, c)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		cp = store.HostCheckpoint{}
+		h.cp = store.HostCheckpoint{}
 	} else if err != nil {
-		return res, fmt.Errorf("lossless: read: %w", err)
+		return nil, fmt.Errorf("lossless: read: %w", err)
 	}
-	cp.Conv = c.String()
-	resets := 0
-	for {
+	h.cp.Conv = c.String()
+	return h, nil
+}
+
+// Next reads the next page from the cursor (following the host's "reset"
+// answers: the cursor and the entry map are dropped and the read starts
+// over). It returns nil when the sync is over: the transcript read to its
+// end, missing or unavailable (Result says which). The page is HostSync's
+// until the next call.
+func (h *HostSync) Next(ctx context.Context) (*HostPage, error) {
+	c := h.c
+	for !h.finished {
 		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("lossless: read host transcript: %w", err)
+			return nil, fmt.Errorf("lossless: read host transcript: %w", err)
 		}
 		req := core.TranscriptReadRequest{MaxMessages: hostPageMessages}
-		if cp.Cursor != "" {
-			cur := cp.Cursor
+		if h.cp.Cursor != "" {
+			cur := h.cp.Cursor
 			req.Cursor = &cur
 		}
-		page, err := read(ctx, req)
-		if err != nil && cp.Cursor != "" && ctx.Err() == nil && resets < maxHostResets {
+		page, err := h.read(ctx, req)
+		if err != nil && h.cp.Cursor != "" && ctx.Err() == nil && h.resets < maxHostResets {
 			// A cursor the host no longer takes (rewritten transcript, a
 			// fence it crossed): start over once, storing nothing twice.
 			slog.Info("lossless: host transcript read failed at the cursor; reading from the start", "conversation", c.String(), "err", err)
-			resets++
-			if derr := dropHostMap(ctx, port, agent, c); derr != nil {
-				return res, derr
+			h.resets++
+			if derr := h.dropMap(ctx); derr != nil {
+				return nil, derr
 			}
-			cp = store.HostCheckpoint{Conv: c.String()}
 			continue
 		}
 		if err != nil {
-			return res, fmt.Errorf("lossless: read host transcript: %w", err)
+			return nil, fmt.Errorf("lossless: read host transcript: %w", err)
 		}
 		switch page.Kind {
 		case core.TranscriptPageKind:
 		case core.TranscriptResetKind:
-			if resets++; resets > maxHostResets {
-				return res, fmt.Errorf("lossless: read host transcript: reset %d times in one read (%s)", resets, page.Reason)
+			if h.resets++; h.resets > maxHostResets {
+				return nil, fmt.Errorf("lossless: read host transcript: reset %d times in one read (%s)", h.resets, page.Reason)
 			}
-			if err := dropHostMap(ctx, port, agent, c); err != nil {
-				return res, err
+			if err := h.dropMap(ctx); err != nil {
+				return nil, err
 			}
-			cp = store.HostCheckpoint{Conv: c.String()}
 			continue
 		case core.TranscriptMissingKind:
-			res.Missing = true
-			return res, nil
+			h.res.Missing = true
+			h.finished = true
+			return nil, nil
 		case core.TranscriptUnavailableKind:
-			res.Unavailable = page.Reason
-			if res.Unavailable == "" {
-				res.Unavailable = "unavailable"
+			h.res.Unavailable = page.Reason
+			if h.res.Unavailable == "" {
+				h.res.Unavailable = "unavailable"
 			}
-			return res, nil
+			h.finished = true
+			return nil, nil
 		default:
-			return res, fmt.Errorf("lossless: read host transcript: unknown answer kind %q", page.Kind)
+			return nil, fmt.Errorf("lossless: read host transcript: unknown answer kind %q", page.Kind)
 		}
-		n, err := storeHostPage(ctx, port, c, &cp, page)
+		p := &h.page
+		clear(p.Messages)
+		p.Messages, p.ids, p.skipped, p.nskipped, p.page = p.Messages[:0], p.ids[:0], p.skipped[:0], 0, page
+		for _, en := range page.Entries {
+			p.Messages = append(p.Messages, en.Message)
+			p.ids = append(p.ids, en.EntryID)
+			p.skipped = append(p.skipped, false)
+		}
+		return p, nil
+	}
+	return nil, nil
+}
+
+// dropMap drops the cursor and the entry map (DropHostMap behind the
+// free-space guard); the read starts over.
+func (h *HostSync) dropMap(ctx context.Context) error {
+	if err := checkSpace(h.space); err != nil {
+		return err
+	}
+	if err := DropHostMap(ctx, h.st, h.agent, h.c); err != nil {
+		return err
+	}
+	h.cp = store.HostCheckpoint{Conv: h.c.String()}
+	return nil
+}
+
+// Stored records that p's valid messages are stored (seqs and hashes:
+// their sequence numbers and keys, in the order of Valid; imported: how
+// many were new): it maps p's entries, then moves the cursor past p (the
+// sync is over when the host has no more).
+func (h *HostSync) Stored(ctx context.Context, p *HostPage, seqs []uint64, hashes []store.Hash, imported int) error {
+	c := h.c
+	cp := &h.cp
+	cp.Skipped += p.nskipped
+	if len(seqs) > 0 {
+		cp.Imported += imported
+		// The entries of messages stored: mapped whether or not ctx is
+		// done by then.
+		wb, err := newBatch(context.WithoutCancel(ctx), h.st, h.space)
 		if err != nil {
-			return res, err
+			return err
 		}
-		res.Imported += n
-		res.Entries += len(page.Entries)
-		next := page.CursorString()
-		if page.HasMore && next == cp.Cursor {
-			return res, fmt.Errorf("lossless: read host transcript: the host says there is more but its cursor did not move (%q)", next)
-		}
-		if !page.HasMore || next == "" {
-			if next != "" {
-				cp.Cursor = next
-				if err := saveHostCheckpoint(ctx, port, agent, c, cp); err != nil {
-					return res, err
-				}
+		defer wb.Cancel()
+		j := 0
+		for i := range p.Messages {
+			if p.skipped[i] {
+				continue
 			}
-			return res, nil
+			if err := wb.PutHostEntry(c, cp.Entries, store.HostEntry{Seq: seqs[j], Key: hashes[j], EntryID: p.ids[i]}); err != nil {
+				return fmt.Errorf("lossless: write host entry map: %w", err)
+			}
+			j++
+			cp.Entries++
 		}
-		cp.Cursor = next
-		if err := saveHostCheckpoint(ctx, port, agent, c, cp); err != nil {
-			return res, err
+		if err := wb.Flush(); err != nil {
+			return fmt.Errorf("lossless: write host entry map: %w", err)
 		}
 	}
+	page := p.page
+	h.res.Imported += imported
+	h.res.Entries += len(page.Entries)
+	next := page.CursorString()
+	if page.HasMore && next == cp.Cursor {
+		return fmt.Errorf("lossless: read host transcript: the host says there is more but its cursor did not move (%q)", next)
+	}
+	if !page.HasMore || next == "" {
+		h.finished = true
+		if next != "" {
+			cp.Cursor = next
+			return h.saveCheckpoint(ctx)
+		}
+		return nil
+	}
+	cp.Cursor = next
+	return h.saveCheckpoint(ctx)
 }
 
-// storeHostPage stores a page's messages (those not stored yet) and maps
-// its entries, then saves the checkpoint with the page's cursor.
-func storeHostPage[P any](ctx context.Context, port Port[P], c store.ConvID, cp *store.HostCheckpoint, page core.TranscriptPage) (int, error) {
-	if len(page.Entries) == 0 {
-		return 0, nil
-	}
-	msgs := make([]core.Message, 0, len(page.Entries))
-	ids := make([]string, 0, len(page.Entries))
-	for _, en := range page.Entries {
-		// An entry the engine cannot store (no message, over
-		// maxMessageBytes) is reported and skipped, as a file import skips
-		// a bad line: it must not stop every later read of the session.
-		// It is not mapped, so maintain never names it (the host's suffix
-		// guard then refuses a rewrite spanning it: nothing is lost).
-		if err := port.Validate(en.Message); err != nil {
-			slog.Warn("lossless: host transcript entry skipped", "conversation", c.String(), "entry", en.EntryID, "err", err)
-			cp.Skipped++
-			continue
-		}
-		msgs = append(msgs, en.Message)
-		ids = append(ids, en.EntryID)
-	}
-	if len(msgs) == 0 {
-		return 0, nil
-	}
-	ps, err := port.PrepareAll(ctx, msgs)
-	if err != nil {
-		return 0, err
-	}
-	n, err := port.StoreMessages(ctx, c, ps)
-	if err != nil {
-		return 0, err
-	}
-	cp.Imported += n
-	// The entries of messages stored: mapped whether or not ctx is done
-	// by then.
-	wb, err := newBatch(context.WithoutCancel(ctx), port)
-	if err != nil {
-		return 0, err
-	}
-	defer wb.Cancel()
-	for i := range ps {
-		if err := wb.PutHostEntry(c, cp.Entries, store.HostEntry{Seq: port.Seq(&ps[i]), Key: port.Hash(&ps[i]), EntryID: ids[i]}); err != nil {
-			return 0, fmt.Errorf("lossless: write host entry map: %w", err)
-		}
-		cp.Entries++
-	}
-	if err := wb.Flush(); err != nil {
-		return 0, fmt.Errorf("lossless: write host entry map: %w", err)
-	}
-	return n, nil
-}
+// Result returns what the sync did.
+func (h *HostSync) Result() HostSyncResult { return h.res }
 
-// saveHostCheckpoint writes the checkpoint of c's host-kept transcript
+// saveHostCheckpoint writes the checkpoint of the host-kept transcript
 // (whether or not ctx is done by then: the pages it records are stored).
-func saveHostCheckpoint[P any](ctx context.Context, port Port[P], agent string, c store.ConvID, cp store.HostCheckpoint) error {
-	return update(context.WithoutCancel(ctx), port, func(tx store.Tx) error {
-		if err := tx.PutHostCheckpoint(agent, c, cp); err != nil {
+func (h *HostSync) saveCheckpoint(ctx context.Context) error {
+	return update(context.WithoutCancel(ctx), h.st, h.space, func(tx store.Tx) error {
+		if err := tx.PutHostCheckpoint(h.agent, h.c, h.cp); err != nil {
 			return fmt.Errorf("lossless: write: %w", err)
 		}
 		return nil
@@ -209,14 +278,6 @@ func saveHostCheckpoint[P any](ctx context.Context, port Port[P], agent string, 
 // HostLockKey is the import-lock key of conversation c's host-kept
 // transcript (a file's key is its absolute path): a sync holds it.
 func HostLockKey(c store.ConvID) string { return "host:" + c.String() }
-
-// dropHostMap is DropHostMap behind the engine's free-space guard.
-func dropHostMap[P any](ctx context.Context, port Port[P], agent string, c store.ConvID) error {
-	if err := port.CheckSpace(); err != nil {
-		return err
-	}
-	return DropHostMap(ctx, port.Store(), agent, c)
-}
 
 // DropHostMap forgets the cursor and entry map of conversation c's
 // host-kept transcript in st (the next sync reads it from the start). The

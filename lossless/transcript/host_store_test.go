@@ -1,10 +1,13 @@
 package transcript_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -140,4 +143,126 @@ func TestImportPath(t *testing.T) {
 	if transcript.HostLockKey(store.ConvID{1}) == transcript.ImportPath("host") {
 		t.Fatal("a host lock key names a file")
 	}
+}
+
+// TestHostSync drives a sync of a host-kept transcript as the engine's
+// door does, over a memstore: pages are read from the cursor, an entry the
+// engine refuses is skipped and not mapped, every other entry is mapped to
+// its message in transcript order, the cursor moves past each page, a
+// "reset" answer drops the map and reads from the start, and a second
+// sync reads from the cursor.
+func TestHostSync(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	c := store.ConvID{3}
+	msg := func(text string) core.Message {
+		m, err := core.NewMessage(map[string]any{"role": "user", "content": text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	entries := []core.TranscriptEntry{
+		{EntryID: "e0", Message: msg("a")}, {EntryID: "e1", Message: msg("refuse")},
+		{EntryID: "e2", Message: msg("b")}, {EntryID: "e3", Message: msg("c")},
+	}
+	var cursors []string
+	reset := false
+	read := func(_ context.Context, req core.TranscriptReadRequest) (core.TranscriptPage, error) {
+		from := 0
+		if req.Cursor != nil {
+			cursors = append(cursors, *req.Cursor)
+			fmt.Sscan(*req.Cursor, &from)
+		} else {
+			cursors = append(cursors, "")
+		}
+		if reset {
+			reset = false
+			return core.TranscriptPage{Kind: core.TranscriptResetKind, Reason: "rewritten"}, nil
+		}
+		to := min(from+2, len(entries))
+		return core.TranscriptPage{Kind: core.TranscriptPageKind, Entries: entries[from:to],
+			Cursor: []byte(fmt.Sprintf("%q", fmt.Sprint(to))), HasMore: to < len(entries)}, nil
+	}
+	seqs := map[string]uint64{}
+	sync := func() transcript.HostSyncResult {
+		t.Helper()
+		h, err := transcript.OpenHost(ctx, st, nil, "main", c, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			p, err := h.Next(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p == nil {
+				return h.Result()
+			}
+			for i, m := range p.Messages {
+				if bytes.Contains(m.Raw(), []byte("refuse")) {
+					p.Skip(c, i, errors.New("refused"))
+				}
+			}
+			var ss []uint64
+			var hs []store.Hash
+			n := 0
+			for _, m := range p.Valid() {
+				s, ok := seqs[string(m.Raw())]
+				if !ok {
+					s = uint64(len(seqs) + 1)
+					seqs[string(m.Raw())] = s
+					n++
+				}
+				ss = append(ss, s)
+				hs = append(hs, store.Hash{byte(s)})
+			}
+			if err := h.Stored(ctx, p, ss, hs, n); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(wantCursor string, wantSkipped int) {
+		t.Helper()
+		got, err := transcript.HostEntries(ctx, st, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, e := range got {
+			ids = append(ids, fmt.Sprintf("%s=%d", e.EntryID, e.Seq))
+		}
+		if s := strings.Join(ids, " "); s != "e0=1 e2=2 e3=3" {
+			t.Fatalf("entry map %s, want e0=1 e2=2 e3=3 (e1 skipped)", s)
+		}
+		err = st.View(ctx, func(r store.Reader) error {
+			cp, err := r.HostCheckpoint("main", c)
+			if err != nil || cp.Cursor != wantCursor || cp.Entries != 3 || cp.Skipped != wantSkipped {
+				return fmt.Errorf("checkpoint %+v, %v; want cursor %s, 3 entries, %d skipped", cp, err, wantCursor, wantSkipped)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := sync(); r.Imported != 3 || r.Entries != 4 {
+		t.Fatalf("first sync %+v", r)
+	}
+	check("4", 1)
+	if strings.Join(cursors, ",") != ",2" {
+		t.Fatalf("cursors asked %q", cursors)
+	}
+	// From the cursor: nothing new.
+	cursors = nil
+	if r := sync(); r.Imported != 0 || r.Entries != 0 || strings.Join(cursors, ",") != "4" {
+		t.Fatalf("second sync %+v, cursors %q", r, cursors)
+	}
+	// A reset: the map is dropped and rebuilt from the start, nothing
+	// stored twice.
+	reset, cursors = true, nil
+	if r := sync(); r.Imported != 0 || r.Entries != 4 || strings.Join(cursors, ",") != "4,,2" {
+		t.Fatalf("sync after a reset %+v, cursors %q", r, cursors)
+	}
+	check("4", 1)
 }

@@ -16,11 +16,10 @@ import (
 
 // The import pipeline: one goroutine reads raw lines (bytes and positions,
 // no parsing) into batches; workers parse each batch (entry and message
-// decoded once), validate, hash and count its messages (Port.Prepare); the
-// writer takes the parsed batches back in file order and stores them
-// (Import). The number of batches in flight is bounded (a free list), so
-// memory stays constant in the file's size, and a batch's buffer is reused
-// once written.
+// decoded once); Import.Next takes the parsed batches back in file order
+// and cuts them into the chunks the engine stores. The number of batches in
+// flight is bounded (a free list), so memory stays constant in the file's
+// size, and a batch's buffer is reused once consumed.
 
 // progressKey is the context key of WithProgress.
 type progressKey struct{}
@@ -83,26 +82,20 @@ const (
 	plMalformed        // a malformed line (or an invalid message)
 )
 
-// parsedLine is a worker's result for one rawLine; P is the engine's
-// prepared message (Port).
-type parsedLine[P any] struct {
+// parsedLine is a worker's result for one rawLine.
+type parsedLine struct {
 	kind   uint8
 	ent    core.Entry   // plEntry (Raw set for compaction entries only)
 	header *core.Header // plHeader
 	lerr   core.LineError
-	// valid is set for a message entry that passed validation; p is then
-	// hashed and counted. invalid is set for one that did not (lerr says
-	// why).
-	valid, invalid bool
-	p              P
 }
 
 // lineBatch is a unit of the pipeline: raw lines in, parsed lines out.
-type lineBatch[P any] struct {
+type lineBatch struct {
 	seq   int
 	buf   []byte
 	lines []rawLine
-	out   []parsedLine[P]
+	out   []parsedLine
 	// Reader state after the batch (its last line, and any empty lines
 	// after it).
 	endOffset         int64
@@ -111,7 +104,7 @@ type lineBatch[P any] struct {
 	err               error
 }
 
-func (b *lineBatch[P]) reset() {
+func (b *lineBatch) reset() {
 	b.buf, b.lines = b.buf[:0], b.lines[:0]
 	clear(b.out)
 	b.out = b.out[:0]
@@ -205,12 +198,23 @@ func (lr *lineReader) next(buf *[]byte, lines *[]rawLine) (bool, error) {
 	return false, nil
 }
 
-// runPipeline reads r (positioned at start, with line and index lines
-// before it) and calls write with each parsed batch in file order; write
-// returns the batch when it is done with it. It returns write's first error,
-// a read error, or ctx's error.
-func runPipeline[P any](ctx context.Context, port Port[P], r io.Reader, start int64, line, index int, o Options,
-	write func(*lineBatch[P]) error) error {
+// pipeline reads a stream ahead of its consumer: a reader goroutine cuts
+// it into batches of raw lines, workers parse them (out of order), and next
+// hands them back in stream order.
+type pipeline struct {
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	free    chan *lineBatch
+	done    chan *lineBatch
+	pending map[int]*lineBatch
+	next    int
+	ctx     context.Context
+}
+
+// startPipeline starts reading r (positioned at start, with line and index
+// lines before it). The caller takes the batches with next, gives each
+// back with release, and stops the pipeline with stop.
+func startPipeline(ctx context.Context, r io.Reader, start int64, line, index int, o Options) *pipeline {
 	if o.Workers < 1 {
 		o.Workers = 1
 	}
@@ -218,29 +222,28 @@ func runPipeline[P any](ctx context.Context, port Port[P], r io.Reader, start in
 		o.BatchLines = 1
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	inFlight := 2*o.Workers + 2
-	free := make(chan *lineBatch[P], inFlight)
+	// Batches in flight: enough for the workers, and for a chunk's worth
+	// of lines (importBatch) parsed ahead while the engine prepares and
+	// stores the chunk before it.
+	inFlight := 2*o.Workers + 2 + min(importBatch/o.BatchLines, 16)
+	p := &pipeline{cancel: cancel, ctx: ctx, free: make(chan *lineBatch, inFlight),
+		done: make(chan *lineBatch, inFlight), pending: make(map[int]*lineBatch, inFlight)}
 	for i := 0; i < inFlight; i++ {
-		free <- &lineBatch[P]{}
+		p.free <- &lineBatch{}
 	}
-	work := make(chan *lineBatch[P], inFlight)
-	done := make(chan *lineBatch[P], inFlight)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel() // runs before wg.Wait: stops the goroutines on an early return
+	work := make(chan *lineBatch, inFlight)
 
 	// Reader.
-	wg.Add(1)
+	p.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer p.wg.Done()
 		defer close(work)
 		lr := &lineReader{r: bufio.NewReaderSize(r, 256<<10), offset: start, line: line, index: index,
 			max: o.MaxMessageBytes + LineMargin}
 		for seq := 0; ; seq++ {
-			var b *lineBatch[P]
+			var b *lineBatch
 			select {
-			case b = <-free:
+			case b = <-p.free:
 			case <-ctx.Done():
 				return
 			}
@@ -275,77 +278,76 @@ func runPipeline[P any](ctx context.Context, port Port[P], r io.Reader, start in
 	// Workers.
 	var wwg sync.WaitGroup
 	for w := 0; w < o.Workers; w++ {
-		wg.Add(1)
+		p.wg.Add(1)
 		wwg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer p.wg.Done()
 			defer wwg.Done()
 			for b := range work {
 				if b.err == nil {
-					parseBatch(ctx, port, o, b)
+					parseBatch(o, b)
 				}
 				select {
-				case done <- b:
+				case p.done <- b:
 				case <-ctx.Done():
 					return
 				}
 			}
 		}()
 	}
-	wg.Add(1)
+	p.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer p.wg.Done()
 		wwg.Wait()
-		close(done)
+		close(p.done)
 	}()
+	return p
+}
 
-	// Writer: reorder by sequence number (at most inFlight batches wait).
-	progress, _ := ctx.Value(progressKey{}).(func(int64))
-	pending := make(map[int]*lineBatch[P], inFlight)
-	next := 0
+// nextBatch returns the next batch in stream order (reordered by sequence
+// number: at most inFlight batches wait): its parsed lines, or its read
+// error. It returns ctx's error when the pipeline is stopped.
+func (p *pipeline) nextBatch() (*lineBatch, error) {
 	for {
-		var b *lineBatch[P]
+		if b, ok := p.pending[p.next]; ok {
+			delete(p.pending, p.next)
+			p.next++
+			if b.err != nil {
+				return nil, b.err
+			}
+			return b, nil
+		}
+		var b *lineBatch
 		var ok bool
 		select {
-		case b, ok = <-done:
-		case <-ctx.Done():
-			return fmt.Errorf("lossless: import: %w", ctx.Err())
+		case b, ok = <-p.done:
+		case <-p.ctx.Done():
+			return nil, fmt.Errorf("lossless: import: %w", p.ctx.Err())
 		}
 		if !ok {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("lossless: import: %w", err)
+			if err := p.ctx.Err(); err != nil {
+				return nil, fmt.Errorf("lossless: import: %w", err)
 			}
-			return errors.New("lossless: import: pipeline ended before its last batch")
+			return nil, errors.New("lossless: import: pipeline ended before its last batch")
 		}
-		pending[b.seq] = b
-		for {
-			b, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			next++
-			if b.err != nil {
-				return b.err
-			}
-			if err := write(b); err != nil {
-				return err
-			}
-			if progress != nil {
-				progress(b.endOffset)
-			}
-			if b.last {
-				return nil
-			}
-			free <- b // never blocks: the free list holds every batch
-		}
+		p.pending[b.seq] = b
 	}
 }
 
+// release gives batch b back to the reader (never blocks: the free list
+// holds every batch).
+func (p *pipeline) release(b *lineBatch) { p.free <- b }
+
+// stop stops the pipeline's goroutines and waits for them.
+func (p *pipeline) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
 // parseBatch parses every line of b into b.out.
-func parseBatch[P any](ctx context.Context, port Port[P], o Options, b *lineBatch[P]) {
+func parseBatch(o Options, b *lineBatch) {
 	if cap(b.out) < len(b.lines) {
-		b.out = make([]parsedLine[P], len(b.lines))
+		b.out = make([]parsedLine, len(b.lines))
 	}
 	b.out = b.out[:len(b.lines)]
 	for i, ln := range b.lines {
@@ -370,17 +372,5 @@ func parseBatch[P any](ctx context.Context, port Port[P], o Options, b *lineBatc
 		}
 		ent.Line, ent.Index, ent.Offset = ln.line, ln.index, ln.offset
 		pl.kind, pl.ent = plEntry, ent
-		if ent.Type != core.EntryMessage {
-			continue
-		}
-		if err := port.Validate(ent.Message); err != nil {
-			// Still an entry (its id is mapped, it ends the tail), but
-			// reported and not stored.
-			pl.invalid = true
-			pl.lerr = core.LineError{Line: ln.line, Offset: ln.offset, Err: err}
-			continue
-		}
-		pl.valid = true
-		port.Prepare(ctx, &pl.p, ent.Message)
 	}
 }

@@ -18,7 +18,7 @@ func readAllLines(data []byte) (*core.Transcript, error) {
 	lr := &lineReader{r: bufio.NewReaderSize(bytes.NewReader(data), 16)}
 	t := &core.Transcript{}
 	for {
-		b := &lineBatch[struct{}]{}
+		b := &lineBatch{}
 		ok, err := lr.next(&b.buf, &b.lines)
 		if err != nil {
 			return nil, err

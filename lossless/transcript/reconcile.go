@@ -10,6 +10,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/internal/diskspace"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
@@ -69,10 +70,12 @@ type reconcileState struct {
 // into conversation c, or nil when there is nothing to reconcile (the
 // conversation held no message before and no interrupted reconciliation is
 // pending: every message is appended in file order). pending is the
-// checkpoint's Reconcile.
-func maybeReconcile[P any](ctx context.Context, port Port[P], c store.ConvID, tag [8]byte, pending uint64) (*reconcileState, error) {
+// checkpoint's Reconcile. needNext is set when that depends on the
+// conversation's NextSeq, which the engine reads under the conversation's
+// lock and hands to beginReconcile (Import.BeginReconcile).
+func maybeReconcile(ctx context.Context, st store.Store, c store.ConvID, tag [8]byte, pending uint64) (rs *reconcileState, needNext bool, err error) {
 	var from uint64
-	err := port.Store().View(ctx, func(r store.Reader) error {
+	err = st.View(ctx, func(r store.Reader) error {
 		v, err := r.ReconcileFrom(c, store.FileTag(tag))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
@@ -87,45 +90,37 @@ func maybeReconcile[P any](ctx context.Context, port Port[P], c store.ConvID, ta
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if from != 0 { // an interrupted run: its saved map and its from
-		st := &reconcileState{from: from, old: map[uint64]bool{}}
-		err := port.Store().View(ctx, func(r store.Reader) error {
+		rs := &reconcileState{from: from, old: map[uint64]bool{}}
+		err := st.View(ctx, func(r store.Reader) error {
 			return collectSeqs(r, c, tag, store.EntriesPrevious, func(p store.EntryPair) error {
-				st.old[p.Seq] = true
+				rs.old[p.Seq] = true
 				return nil
 			})
 		})
-		return st, err
+		return rs, false, err
 	}
 	if pending != 0 {
 		// The reconciliation ran but its checkpoint was not cleared: moves
 		// and hides are done; running it again finds everything in place.
-		return &reconcileState{from: pending, old: map[uint64]bool{}}, nil
+		return &reconcileState{from: pending, old: map[uint64]bool{}}, false, nil
 	}
-	next, unlock, err := port.LockConv(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	unlock()
-	if next <= 1 {
-		return nil, nil
-	}
-	return beginReconcile(ctx, port, c, tag, next)
+	return nil, true, nil
 }
 
 // beginReconcile saves the file's previous entry map (EntriesCurrent) as
 // its EntriesPrevious map, then from as its ReconcileFrom record, and
 // returns the state.
-func beginReconcile[P any](ctx context.Context, port Port[P], c store.ConvID, tag [8]byte, from uint64) (*reconcileState, error) {
+func beginReconcile(ctx context.Context, s store.Store, space *diskspace.Guard, c store.ConvID, tag [8]byte, from uint64) (*reconcileState, error) {
 	st := &reconcileState{from: from, old: map[uint64]bool{}}
-	wb, err := batchMapped(ctx, port)
+	wb, err := batchMapped(ctx, s, space)
 	if err != nil {
 		return nil, err
 	}
 	defer wb.Cancel()
-	err = port.Store().View(ctx, func(r store.Reader) error {
+	err = s.View(ctx, func(r store.Reader) error {
 		return collectSeqs(r, c, tag, store.EntriesCurrent, func(p store.EntryPair) error {
 			if err := ctx.Err(); err != nil {
 				return fmt.Errorf("lossless: reconcile: %w", err)
@@ -143,7 +138,7 @@ func beginReconcile[P any](ctx context.Context, port Port[P], c store.ConvID, ta
 	if err := wb.Flush(); err != nil {
 		return nil, fmt.Errorf("lossless: save entry map: %w", records.FromStore(err))
 	}
-	if err := updateMapped(ctx, port, func(tx store.Tx) error { return tx.PutReconcileFrom(c, store.FileTag(tag), from) }); err != nil {
+	if err := updateMapped(ctx, s, space, func(tx store.Tx) error { return tx.PutReconcileFrom(c, store.FileTag(tag), from) }); err != nil {
 		return nil, fmt.Errorf("lossless: save reconcile record: %w", err)
 	}
 	return st, nil
@@ -168,24 +163,17 @@ func collectSeqs(r store.Reader, c store.ConvID, tag [8]byte, m store.EntryMap, 
 
 // reconcile puts the conversation's context in the file's order (see the
 // top of this file), then drops the saved map and the file's stale entry
-// indexes (at entries and above). It holds the conversation's lock.
-func reconcile[P any](ctx context.Context, port Port[P], o Options, c store.ConvID, tag [8]byte, st *reconcileState, entries int) error {
+// indexes (at entries and above). The caller holds the conversation's lock
+// and has checked the store's free space.
+func reconcile(ctx context.Context, s store.Store, space *diskspace.Guard, o Options, c store.ConvID, tag [8]byte, st *reconcileState, entries int) error {
 	if fault := o.Fault; fault != nil {
 		if err := fault("reconcile"); err != nil {
 			return err
 		}
 	}
-	if err := port.CheckSpace(); err != nil {
-		return err
-	}
-	_, unlock, err := port.LockConv(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	var items []dag.Item
 	flags := map[uint64]byte{} // raw item pos -> flags
-	err = port.Store().View(ctx, func(r store.Reader) error {
+	err := s.View(ctx, func(r store.Reader) error {
 		for it, err := range r.Items(c, 0, math.MaxUint64, false) {
 			if err != nil {
 				return records.FromStore(err)
@@ -200,12 +188,12 @@ func reconcile[P any](ctx context.Context, port Port[P], o Options, c store.Conv
 	if err != nil {
 		return err
 	}
-	cover, err := coverPositions(ctx, port.Conversation(c), items)
+	cover, err := coverPositions(ctx, s, c, items)
 	if err != nil {
 		return err
 	}
 	var moves map[uint64]uint64
-	if err := port.Store().View(ctx, func(r store.Reader) error {
+	if err := s.View(ctx, func(r store.Reader) error {
 		var err error
 		moves, err = records.MovedSeqs(r, c)
 		return err
@@ -253,7 +241,7 @@ func reconcile[P any](ctx context.Context, port Port[P], o Options, c store.Conv
 	var writes []write
 	readItem := func(pos uint64) (store.Item, error) {
 		var val store.Item
-		err := port.Store().View(ctx, func(r store.Reader) error {
+		err := s.View(ctx, func(r store.Reader) error {
 			var err error
 			val, err = r.Item(c, pos)
 			return records.FromStore(err)
@@ -404,7 +392,7 @@ func reconcile[P any](ctx context.Context, port Port[P], o Options, c store.Conv
 		if len(chunk) == 0 {
 			return nil
 		}
-		err := port.Store().Update(ctx, func(tx store.Tx) error {
+		err := s.Update(ctx, func(tx store.Tx) error {
 			for _, w := range chunk {
 				if w.move {
 					if err := tx.DeleteItem(c, w.del); err != nil {
@@ -448,13 +436,13 @@ func reconcile[P any](ctx context.Context, port Port[P], o Options, c store.Conv
 	if err := commit(chunk); err != nil {
 		return err
 	}
-	if err := dropEntries(ctx, port, c, tag, store.EntriesPrevious, 0); err != nil {
+	if err := dropEntries(ctx, s, space, c, tag, store.EntriesPrevious, 0); err != nil {
 		return err
 	}
-	if err := dropEntries(ctx, port, c, tag, store.EntriesCurrent, uint64(entries)); err != nil {
+	if err := dropEntries(ctx, s, space, c, tag, store.EntriesCurrent, uint64(entries)); err != nil {
 		return err
 	}
-	if err := updateMapped(ctx, port, func(tx store.Tx) error { return tx.DeleteReconcileFrom(c, store.FileTag(tag)) }); err != nil {
+	if err := updateMapped(ctx, s, space, func(tx store.Tx) error { return tx.DeleteReconcileFrom(c, store.FileTag(tag)) }); err != nil {
 		return fmt.Errorf("lossless: reconcile: %w", err)
 	}
 	if hidden > 0 || moved > 0 || shown > 0 {
@@ -464,9 +452,9 @@ func reconcile[P any](ctx context.Context, port Port[P], o Options, c store.Conv
 }
 
 // dropEntries deletes the pairs of map m of file tag from index from on.
-func dropEntries[P any](ctx context.Context, port Port[P], c store.ConvID, tag [8]byte, m store.EntryMap, from uint64) error {
+func dropEntries(ctx context.Context, st store.Store, space *diskspace.Guard, c store.ConvID, tag [8]byte, m store.EntryMap, from uint64) error {
 	var indexes []uint64
-	err := port.Store().View(ctx, func(r store.Reader) error {
+	err := st.View(ctx, func(r store.Reader) error {
 		for p, err := range r.Entries(c, store.FileTag(tag), m, from) {
 			if err != nil {
 				return err
@@ -478,7 +466,7 @@ func dropEntries[P any](ctx context.Context, port Port[P], c store.ConvID, tag [
 	if err != nil {
 		return fmt.Errorf("lossless: reconcile: %w", records.FromStore(err))
 	}
-	wb, err := batchMapped(ctx, port)
+	wb, err := batchMapped(ctx, st, space)
 	if err != nil {
 		return err
 	}
@@ -501,14 +489,19 @@ func dropEntries[P any](ctx context.Context, port Port[P], c store.ConvID, tag [
 
 // coverPositions maps every message the context covers to the position of
 // the item covering it: its own raw item, or the summary item above it.
-func coverPositions(ctx context.Context, conv dag.Store, items []dag.Item) (map[uint64]uint64, error) {
+func coverPositions(ctx context.Context, st store.Store, c store.ConvID, items []dag.Item) (map[uint64]uint64, error) {
 	out := make(map[uint64]uint64, len(items))
 	var walk func(id string, pos uint64, depth int) error
 	walk = func(id string, pos uint64, depth int) error {
 		if depth > 64 {
 			return fmt.Errorf("lossless: reconcile: summary %s: %w", id, dag.ErrInvariant)
 		}
-		s, err := conv.Summary(ctx, id)
+		var s dag.Summary
+		err := st.View(ctx, func(r store.Reader) error {
+			var err error
+			s, err = records.GetSummary(r, c, id)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -537,16 +530,16 @@ func coverPositions(ctx context.Context, conv dag.Store, items []dag.Item) (map[
 
 // updateMapped is update (the store's Update behind the free-space guard),
 // its error mapped by records.FromStore.
-func updateMapped[P any](ctx context.Context, port Port[P], fn func(tx store.Tx) error) error {
-	return records.FromStore(update(ctx, port, fn))
+func updateMapped(ctx context.Context, st store.Store, space *diskspace.Guard, fn func(tx store.Tx) error) error {
+	return records.FromStore(update(ctx, st, space, fn))
 }
 
 // batchMapped is newBatch, its error mapped by records.FromStore.
-func batchMapped[P any](ctx context.Context, port Port[P]) (store.Batch, error) {
-	if err := port.CheckSpace(); err != nil {
+func batchMapped(ctx context.Context, st store.Store, space *diskspace.Guard) (store.Batch, error) {
+	if err := checkSpace(space); err != nil {
 		return nil, err
 	}
-	b, err := port.Store().NewBatch(ctx)
+	b, err := st.NewBatch(ctx)
 	if err != nil {
 		return nil, records.FromStore(err)
 	}
