@@ -12,9 +12,6 @@ import (
 	"github.com/lossless-engine/contextengine/lossless/transcript"
 )
 
-// ImportResult reports one import of a session file (transcript.Result).
-type ImportResult = transcript.Result
-
 // checkpoint is an imported file's progress (transcript.Checkpoint).
 type checkpoint = transcript.Checkpoint
 
@@ -25,7 +22,7 @@ type checkpoint = transcript.Checkpoint
 // without storing anything twice, and skips malformed lines (reported in
 // Malformed). Compaction entries become summaries (Method "imported") over
 // the messages they replaced.
-func (e *Engine) Import(ctx context.Context, agent, sessionFile string) (ImportResult, error) {
+func (e *Engine) Import(ctx context.Context, agent, sessionFile string) (transcript.Result, error) {
 	if agent == "" {
 		agent = e.cfg.AgentID
 	}
@@ -81,9 +78,11 @@ func (e *Engine) Bootstrap(ctx context.Context, p core.BootstrapParams) (core.Bo
 
 // WithImportProgress returns a copy of ctx under which Import and Bootstrap
 // report their progress through a file: fn is called with the file offset
-// up to which the file has been read and stored, after every batch the
-// import stores (at most a few hundred KiB apart), from the goroutine that
-// stores them, so it must return quickly. A resumed import starts at its
+// up to which the import has read the file and handed its messages on to
+// be stored (the store may be up to one chunk behind: the engine prepares
+// the next chunk while it stores one), after every batch (at most a few
+// hundred KiB apart), from one goroutine at a time (the import's
+// read-ahead, not the caller's), so it must return quickly. A resumed import starts at its
 // checkpoint's offset; a file already imported calls fn not at all. The
 // CLI's import progress bar is drawn from it (cmd/lossless), in bytes, so
 // that a single large file moves the bar too.
@@ -120,7 +119,7 @@ func (e *Engine) lockImport(ctx context.Context, agent, path string) (func(), er
 	}, nil
 }
 
-func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, path string) (ImportResult, error) {
+func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, path string) (transcript.Result, error) {
 	return e.importFileOpts(ctx, agent, sessionID, sessionKey, path, defaultImportOpts())
 }
 
@@ -130,23 +129,23 @@ func (e *Engine) importFile(ctx context.Context, agent, sessionID, sessionKey, p
 // reads (validated, prepared and stored by the write path, its compaction
 // entry through the conversation's Replace), and reconciles a rewritten
 // file under the conversation's lock.
-func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKey, path string, o importOpts) (ImportResult, error) {
+func (e *Engine) importFileOpts(ctx context.Context, agent, sessionID, sessionKey, path string, o importOpts) (transcript.Result, error) {
 	done, err := e.enter()
 	if err != nil {
-		return ImportResult{}, err
+		return transcript.Result{}, err
 	}
 	defer done()
 	path = transcript.ImportPath(path)
 	unlock, err := e.lockImport(ctx, agent, path)
 	if err != nil {
-		return ImportResult{}, err
+		return transcript.Result{}, err
 	}
 	defer unlock()
 	o.MaxMessageBytes = e.cfg.MaxMessageBytes
 	o.Fault = e.cfg.hooks.reconcileFault
 	im, err := transcript.Open(ctx, e.st, e.space, agent, sessionID, path, o)
 	if err != nil {
-		return ImportResult{}, err
+		return transcript.Result{}, err
 	}
 	defer im.Close()
 	if im.Done() {

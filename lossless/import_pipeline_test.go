@@ -15,6 +15,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/internal/testutil"
 	"github.com/lossless-engine/contextengine/lossless/config"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 )
 
 // dumpStore returns every record of e's store (dumpRecords), with the
@@ -66,7 +67,7 @@ func TestImportPipelineEquivalent(t *testing.T) {
 		{Workers: 2, BatchLines: 5, BatchBytes: 300},
 	}
 	engines := make([]*Engine, len(configs))
-	results := make([][]ImportResult, len(configs))
+	results := make([][]transcript.Result, len(configs))
 	for i, o := range configs {
 		engines[i] = openTest(t)
 		res, err := engines[i].importFileOpts(ctx, "main", "", "", path, o)

@@ -206,12 +206,6 @@ func (c *Conversation) replace(ctx context.Context, old []dag.Item, s dag.Summar
 	return nil
 }
 
-// getMsg returns message seq of c with its raw bytes (dag.ErrNotFound when
-// there is none: records.GetMsg).
-func getMsg(r store.Reader, c convID, seq uint64) (msgRecord, error) {
-	return records.GetMsg(r, c, seq)
-}
-
 // getMsgText returns the bytes that stand for message seq in text
 // (records.GetMsgText).
 func getMsgText(r store.Reader, c convID, seq uint64) (msgRecord, []byte, error) {

@@ -20,6 +20,7 @@ import (
 	"github.com/lossless-engine/contextengine/lossless/orchestrate"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/lossless/retention"
+	"github.com/lossless-engine/contextengine/lossless/transcript"
 )
 
 func cmdImport() *command {
@@ -58,11 +59,11 @@ func cmdImport() *command {
 			}
 			type fileResult struct {
 				File string `json:"file"`
-				lossless.ImportResult
+				transcript.Result
 				Malformed []malformedLine `json:"malformed"`
 			}
 			var results []fileResult
-			var total lossless.ImportResult
+			var total transcript.Result
 			// The bar counts bytes, so one large file moves it too.
 			bar := newProgress(c.io, "importing", totalBytes, true)
 			var base int64 // bytes of the files before this one
@@ -74,7 +75,7 @@ func cmdImport() *command {
 					bar.Clear()
 					return fmt.Errorf("import %s: %w", f, err)
 				}
-				fr := fileResult{File: f, ImportResult: res, Malformed: []malformedLine{}}
+				fr := fileResult{File: f, Result: res, Malformed: []malformedLine{}}
 				for _, m := range res.Malformed {
 					fr.Malformed = append(fr.Malformed, malformedLine{m.Line, m.Offset, m.Err.Error()})
 				}

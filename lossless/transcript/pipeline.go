@@ -26,9 +26,11 @@ type progressKey struct{}
 
 // WithProgress returns a copy of ctx under which an import reports its
 // progress through a file: fn is called with the file offset up to which
-// the file has been read and stored, after every batch the import stores
-// (at most a few hundred KiB apart), from the goroutine that stores them,
-// so it must return quickly. A resumed import starts at its checkpoint's
+// up to which the import has read the file and handed its messages on to
+// be stored (the store may be up to one chunk behind: the engine prepares
+// the next chunk while it stores one), after every batch (at most a few
+// hundred KiB apart), from one goroutine at a time (the import's
+// read-ahead, not the caller's), so it must return quickly. A resumed import starts at its checkpoint's
 // offset; a file already imported calls fn not at all.
 func WithProgress(ctx context.Context, fn func(offset int64)) context.Context {
 	return context.WithValue(ctx, progressKey{}, fn)
