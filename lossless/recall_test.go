@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
@@ -813,48 +812,6 @@ func TestRecallIdempotentOverItsOutput(t *testing.T) {
 	}
 }
 
-func TestIsRecallMessage(t *testing.T) {
-	e := openTest(t, withRecall)
-	m, n, err := e.renderRecall(context.Background(), nil, "", false, 1000, 1, "", nil)
-	if err != nil || n != 0 || !m.IsZero() {
-		t.Fatal("rendered an empty recall")
-	}
-	gateFixture(t, e)
-	items, err := e.RecallWith(context.Background(), core.AssembleParams{SessionKey: "agent:main:x", Prompt: "joke about compilers"}, recalled.Options{MinScore: -1})
-	if err != nil || len(items) == 0 {
-		t.Fatal(items, err)
-	}
-	if m, _, err = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000, "", nil); err != nil {
-		t.Fatal(err)
-	}
-	text := m.Text()
-	for name, c := range map[string]struct {
-		m    core.Message
-		want bool
-	}{
-		"rendered":        {m, true},
-		"string content":  {core.MustParseMessage(fmt.Sprintf(`{"role":"user","content":%q}`, text)), true},
-		"host stamp":      {core.UserText("[Mon 2026-11-30 10:00 UTC] "+text, 1), true},
-		"trailing spaces": {core.UserText(text+"\n", 1), true},
-		"assistant":       {core.AssistantText(text, 1), false},
-		"quoted":          {core.UserText("what does <lcm_recall> mean in "+text, 1), false},
-		"unclosed":        {core.UserText(strings.TrimSuffix(text, "</lcm_recall>"), 1), false},
-		"plain":           {core.UserText("hello", 1), false},
-	} {
-		if got := IsRecallMessage(c.m); got != c.want {
-			t.Errorf("%s: IsRecallMessage = %v", name, got)
-		}
-	}
-}
-
-func TestRecallMinScoreDefaults(t *testing.T) {
-	for v, want := range map[float64]float64{0: config.DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
-		if got := recallMinScore(v); got != want {
-			t.Errorf("recallMinScore(%v) = %v, want %v", v, got, want)
-		}
-	}
-}
-
 // TestRecallSmallHistory: the end-to-end test's flow on a history of a few
 // turns, where every word is rare: a fact said in one session is recalled
 // in another, an unrelated prompt gets no block, and a prompt about the
@@ -894,18 +851,6 @@ func TestRecallSmallHistory(t *testing.T) {
 	}
 	if rm := assemble("facts", "Remind me of the HELIOTROPE launch codename, please."); strings.Contains(rm, "Tromsø") {
 		t.Errorf("the fact in the window recalled again:\n%s", rm)
-	}
-}
-
-func TestRenderedSummaryID(t *testing.T) {
-	m := RenderSummary(dag.Summary{ID: `sum_"odd"\id`, Kind: dag.KindLeaf, Text: "x", Earliest: 1, Latest: 2})
-	if id, ok := renderedSummaryID(m); !ok || id != `sum_"odd"\id` {
-		t.Fatalf("id %q %v", id, ok)
-	}
-	for _, m := range []core.Message{core.UserText("hello", 1), core.AssistantText(`<lcm_summary id="a">`, 1), core.UserText(`<lcm_summary id=oops`, 1)} {
-		if id, ok := renderedSummaryID(m); ok {
-			t.Errorf("%s: id %q", m.Raw(), id)
-		}
 	}
 }
 
