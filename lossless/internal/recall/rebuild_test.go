@@ -1,0 +1,109 @@
+package recall
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
+	"github.com/lossless-engine/contextengine/index/bleveindex"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/store"
+	"github.com/lossless-engine/contextengine/store/memstore"
+)
+
+// historyStore is a memstore of convs conversations of agent main, n
+// user messages each, conversation c's id {c+1}.
+func historyStore(t *testing.T, convs, n int) *memstore.Store {
+	t.Helper()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		for c := range convs {
+			id := store.ConvID{byte(c + 1)}
+			rec := store.Conversation{Agent: "main", Key: fmt.Sprint("agent:main:old", c), SessionIDs: []string{fmt.Sprint("old", c)},
+				NextSeq: uint64(n + 1), Messages: int64(n)}
+			if err := tx.PutConversation(id, rec); err != nil {
+				return err
+			}
+			for i := range n {
+				m := core.UserText(fmt.Sprintf("history %d-%d about the deploy of service alpha", c, i), int64(c*n+i+1))
+				seq := uint64(i + 1)
+				if err := tx.PutMessage(id, store.Message{Seq: seq, Role: m.Role(), Timestamp: m.Timestamp(), Hash: records.HashRaw(m.Raw()), Raw: m.Raw()}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestRecallRebuildResumes: a rebuild stopped by Close part-way (the
+// Rebuild hook holds it at doc stopAt) is resumed by the next OpenBleve
+// where it stopped: the second run reads only the docs after, and the
+// index then holds every message of every conversation once, the status
+// saying so. Moved from package lossless, where it ran through the
+// engine's Open and its test hooks.
+func TestRecallRebuildResumes(t *testing.T) {
+	const convs, per, stopAt = 3, 400, 700
+	st := historyStore(t, convs, per)
+	dir := filepath.Join(t.TempDir(), "index")
+	ctx := context.Background()
+	reached := make(chan struct{})
+	r, err := OpenBleve(ctx, dir, st, IndexOptions{Rebuild: func(ctx context.Context, n int) {
+		if n == stopAt {
+			close(reached)
+			<-ctx.Done() // Close stops the rebuild here
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-reached
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	read := 0
+	r, err = OpenBleve(ctx, dir, st, IndexOptions{Rebuild: func(context.Context, int) { read++ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if read != convs*per-stopAt {
+		t.Fatalf("the resumed rebuild read %d docs, want the %d after the first run's %d", read, convs*per-stopAt, stopAt)
+	}
+	if s := r.Status(); s.Rebuilding || s.Rebuilt != convs*per || s.Error != "" {
+		t.Fatalf("status %+v", s)
+	}
+	if n, err := r.Recall().(*bleveindex.Index).DocCount(); err != nil || n != convs*per {
+		t.Fatalf("%d docs (%v), want %d", n, err, convs*per)
+	}
+	for c := range convs {
+		id := store.ConvID{byte(c + 1)}
+		ids, err := r.Recall().ConversationDocIDs(ctx, id.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, d := range ids {
+			seen[d] = true
+		}
+		for seq := uint64(1); seq <= per; seq++ {
+			if !seen[MessageDocID(id, seq)] {
+				t.Fatalf("conversation %d: message %d not indexed", c, seq)
+			}
+		}
+		if len(ids) != per || len(seen) != per {
+			t.Fatalf("conversation %d: %d docs, %d distinct, want %d", c, len(ids), len(seen), per)
+		}
+	}
+}
