@@ -330,79 +330,6 @@ func TestRecallAgentIsolation(t *testing.T) {
 	}
 }
 
-func TestRecallIndexRebuiltFromStore(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	cfg := testConfig(dir)
-	open := func(recall bool) *Engine {
-		t.Helper()
-		c := cfg
-		c.Recall.Enabled = &recall
-		e, err := Open(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	find := func(e *Engine, prompt, want string) {
-		t.Helper()
-		if err := e.WaitRecallIndex(ctx); err != nil {
-			t.Fatal(err)
-		}
-		p := core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: prompt}
-		res, err := e.Assemble(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(recallMessage(res), want) {
-			t.Fatalf("%q: recall lacks %q: %v", prompt, want, res.Messages)
-		}
-	}
-	e := open(true)
-	ingestTurns(t, e, "a", "agent:main:a", "the wifi password is hunter2-orange", "noted")
-	find(e, "wifi password", "hunter2-orange")
-	if st := e.RecallStatus(); !st.Enabled || st.Rebuilding || st.Lag != 0 {
-		t.Fatalf("status %+v", st)
-	}
-	e.Close()
-
-	// Missing: the index directory is deleted.
-	if err := os.RemoveAll(filepath.Join(dir, "index")); err != nil {
-		t.Fatal(err)
-	}
-	e = open(true)
-	find(e, "wifi password", "hunter2-orange")
-	e.Close()
-
-	// Stale: messages stored while recall was off are not in the index.
-	e = open(false)
-	ingestTurns(t, e, "b", "agent:main:b", "the garage door code is 7715", "ok")
-	e.Close()
-	e = open(true)
-	find(e, "garage door code", "7715")
-	find(e, "wifi password", "hunter2-orange")
-	e.Close()
-
-	// Up to date: reopening does not rebuild.
-	e = open(true)
-	if st := e.RecallStatus(); st.Rebuilding || st.Rebuilt != 0 {
-		t.Fatalf("rebuilt an up-to-date index: %+v", st)
-	}
-	find(e, "garage door code", "7715")
-	e.Close()
-
-	// Corrupt: garbage in every index file.
-	filepath.Walk(filepath.Join(dir, "index"), func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			os.WriteFile(p, []byte("not an index"), 0o644)
-		}
-		return nil
-	})
-	e = open(true)
-	find(e, "garage door code", "7715")
-	e.Close()
-}
-
 func TestRecallOff(t *testing.T) {
 	e := openTest(t, withoutRecall)
 	ingestTurns(t, e, "a", "agent:main:a", "alpha beta", "gamma")
@@ -422,25 +349,10 @@ func TestRecallOff(t *testing.T) {
 	}
 }
 
-// TestRecallOnByDefault: recall is on unless the config says
-// "enabled": false, and an engine opened with the defaults recalls in
-// Assemble.
+// TestRecallOnByDefault: an engine opened with the defaults recalls in
+// Assemble (that recall is on unless the config says "enabled": false is
+// lossless/config's TestRecallEnabled).
 func TestRecallOnByDefault(t *testing.T) {
-	for raw, want := range map[string]bool{
-		``: true, `{}`: true, `{"recall":{}}`: true, `{"recall":{"k":3}}`: true,
-		`{"recall":{"enabled":true}}`: true, `{"recall":{"enabled":false}}`: false,
-	} {
-		c, err := config.Parse([]byte(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.RecallEnabled() != want {
-			t.Errorf("%s: recall enabled %v, want %v", raw, c.RecallEnabled(), want)
-		}
-	}
-	if _, err := config.Parse([]byte(`{"recall":{"enabled":"yes"}}`)); err == nil {
-		t.Error("a string for recall.enabled accepted")
-	}
 	e := openTest(t) // the defaults
 	ctx := context.Background()
 	ingestTurns(t, e, "old", "agent:main:old", "the boat is moored at pier 39 in slot C", "ok")

@@ -3,12 +3,15 @@ package recall
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/lossless/internal/records"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 	"github.com/lossless-engine/contextengine/store"
 	"github.com/lossless-engine/contextengine/store/memstore"
 )
@@ -106,4 +109,109 @@ func TestRecallRebuildResumes(t *testing.T) {
 			t.Fatalf("conversation %d: %d docs, %d distinct, want %d", c, len(ids), len(seen), per)
 		}
 	}
+}
+
+// putTurns appends texts (user first, then alternating) to conversation c
+// of agent main (session key agent:main:<session>), its record counting
+// them, as the engine's writes leave it.
+func putTurns(t *testing.T, st store.Store, c store.ConvID, session string, texts ...string) {
+	t.Helper()
+	err := st.Update(context.Background(), func(tx store.Tx) error {
+		rec, err := tx.Conversation(c)
+		if err != nil {
+			rec = store.Conversation{Agent: "main", Key: "agent:main:" + session, SessionIDs: []string{session}, NextSeq: 1}
+		}
+		for i, s := range texts {
+			m := core.UserText(s, int64(1_700_000_000_000+i*1000))
+			if i%2 == 1 {
+				m = core.AssistantText(s, m.Timestamp())
+			}
+			if err := tx.PutMessage(c, store.Message{Seq: rec.NextSeq, Role: m.Role(), Timestamp: m.Timestamp(), Hash: records.HashRaw(m.Raw()), Raw: m.Raw()}); err != nil {
+				return err
+			}
+			rec.NextSeq++
+			rec.Messages++
+		}
+		return tx.PutConversation(c, rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRecallIndexRebuiltFromStore: the Bleve index is rebuilt from the
+// store when missing, stale (messages stored while it was closed: recall
+// off) or corrupt, and not when up to date; each time the block holds
+// what the store holds. Moved from package lossless, where it ran through
+// the engine's Open and Assemble.
+func TestRecallIndexRebuiltFromStore(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	dir := filepath.Join(t.TempDir(), "index")
+	open := func() *Index {
+		t.Helper()
+		r, err := OpenBleve(ctx, dir, st, IndexOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	find := func(r *Index, prompt, want string) {
+		t.Helper()
+		if err := r.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d := Deps{Counter: core.Chars4{}, Store: st, Index: r, Names: mapNames{}}
+		call := &Call{Params: core.AssembleParams{SessionKey: "agent:main:q", Prompt: prompt}, Budget: 10000, Agent: "main"}
+		items, err := Rank(ctx, d, call, recalled.Options{}, nil, Shown{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := Render(ctx, d, items, "", "", 4000, 1, "", nil)
+		if err != nil || !strings.Contains(m.Text(), want) {
+			t.Fatalf("%q: recall lacks %q: %q %v", prompt, want, m.Text(), err)
+		}
+	}
+	putTurns(t, st, store.ConvID{1}, "a", "the wifi password is hunter2-orange", "noted")
+	r := open()
+	find(r, "wifi password", "hunter2-orange")
+	if s := r.Status(); !s.Enabled || s.Rebuilding || s.Lag != 0 {
+		t.Fatalf("status %+v", s)
+	}
+	r.Close()
+
+	// Missing: the index directory is deleted.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	r = open()
+	find(r, "wifi password", "hunter2-orange")
+	r.Close()
+
+	// Stale: messages stored while the index was closed are not in it.
+	putTurns(t, st, store.ConvID{2}, "b", "the garage door code is 7715", "ok")
+	r = open()
+	find(r, "garage door code", "7715")
+	find(r, "wifi password", "hunter2-orange")
+	r.Close()
+
+	// Up to date: reopening does not rebuild.
+	r = open()
+	if s := r.Status(); s.Rebuilding || s.Rebuilt != 0 {
+		t.Fatalf("rebuilt an up-to-date index: %+v", s)
+	}
+	find(r, "garage door code", "7715")
+	r.Close()
+
+	// Corrupt: garbage in every index file.
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			os.WriteFile(p, []byte("not an index"), 0o644)
+		}
+		return nil
+	})
+	r = open()
+	defer r.Close()
+	find(r, "garage door code", "7715")
 }
