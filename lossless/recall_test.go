@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -369,73 +368,6 @@ func TestRecallOnByDefault(t *testing.T) {
 	}
 	if !strings.Contains(recallMessage(res), "pier 39") {
 		t.Fatalf("default config: no recall: %v", res.Messages)
-	}
-}
-
-// indexGoroutines counts the goroutines running the recall index: its
-// worker, the opening rebuild, and Bleve's own.
-func indexGoroutines() int {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "contextengine/index.") || strings.Contains(g, "contextengine/index/bleveindex.") || strings.Contains(g, "openRecall") || strings.Contains(g, "blevesearch/") {
-			n++
-		}
-	}
-	return n
-}
-
-// TestCloseDuringRebuild: Close right after an Open that started a rebuild
-// of the recall index waits for it (no index goroutine survives), and the
-// interrupted rebuild is redone at the next Open: nothing is lost.
-func TestCloseDuringRebuild(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	c := testConfig(dir)
-	withoutRecall(&c)
-	e, err := Open(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := make([]string, 600)
-	for i := range texts {
-		texts[i] = fmt.Sprintf("turn %d about topic%d", i, i)
-	}
-	texts[333] = "the spare key is under the blue flowerpot"
-	ingestTurns(t, e, "a", "agent:main:a", texts...)
-	e.Close()
-
-	before := indexGoroutines()
-	for i := 0; i < 3; i++ {
-		e, err = Open(ctx, testConfig(dir)) // recall on: the index is missing, rebuilt
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 && !e.RecallStatus().Rebuilding {
-			t.Log("rebuild finished before the status was read")
-		}
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if n := indexGoroutines(); n > before {
-			t.Fatalf("%d index goroutines after Close, %d before Open", n, before)
-		}
-	}
-	e, err = Open(ctx, testConfig(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.WaitRecallIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := e.RecallStatus(); st.Error != "" || st.Rebuilding {
-		t.Fatalf("status %+v", st)
-	}
-	items, err := e.Recall(ctx, core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", Prompt: "where is the spare key?"}, 3)
-	if err != nil || len(items) == 0 || items[0].Seq != 334 {
-		t.Fatalf("recall after interrupted rebuilds: %+v %v", items, err)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/index/bleveindex"
@@ -214,4 +216,86 @@ func TestRecallIndexRebuiltFromStore(t *testing.T) {
 	r = open()
 	defer r.Close()
 	find(r, "garage door code", "7715")
+}
+
+// indexGoroutines counts the goroutines running the recall index: its
+// worker, the opening rebuild, and Bleve's own.
+func indexGoroutines() int {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "contextengine/index.") || strings.Contains(g, "contextengine/index/bleveindex.") || strings.Contains(g, "recall.OpenBleve") || strings.Contains(g, "blevesearch/") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCloseDuringRebuild: Close right after an OpenBleve that started a
+// rebuild of the index waits for it (no index goroutine survives), and
+// the interrupted rebuild is redone at the next open: nothing is lost
+// (the engine's Close closes its Index).
+// Moved from package lossless, where it ran through the engine's Open and
+// Close.
+func TestCloseDuringRebuild(t *testing.T) {
+	ctx := context.Background()
+	texts := make([]string, 600)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("turn %d about topic%d", i, i)
+	}
+	texts[333] = "the spare key is under the blue flowerpot"
+	st := memstore.New()
+	t.Cleanup(func() { st.Close() })
+	putTurns(t, st, store.ConvID{1}, "a", texts...)
+	dir := filepath.Join(t.TempDir(), "index")
+
+	before := indexGoroutines()
+	for i := 0; i < 3; i++ {
+		// The index is missing, rebuilt; the hook holds the rebuild at its
+		// 100th doc (a resumed one's too) until Close, and makes it slow to stop, so that a Close that
+		// did not wait for it would leave its goroutine behind.
+		reached := make(chan struct{})
+		r, err := OpenBleve(ctx, dir, st, IndexOptions{Rebuild: func(ctx context.Context, n int) {
+			if n == 100 {
+				close(reached)
+				<-ctx.Done()
+				time.Sleep(20 * time.Millisecond)
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-reached:
+		case <-time.After(time.Minute):
+			t.Fatal("the rebuild never reached its 100th doc")
+		}
+		if !r.Rebuilding() {
+			t.Fatal("the held rebuild is not running")
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := indexGoroutines(); n > before {
+			t.Fatalf("%d index goroutines after Close, %d before Open", n, before)
+		}
+	}
+	r, err := OpenBleve(ctx, dir, st, IndexOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := r.Status(); s.Error != "" || s.Rebuilding {
+		t.Fatalf("status %+v", s)
+	}
+	d := Deps{Counter: core.Chars4{}, Store: st, Index: r, Names: mapNames{}}
+	call := &Call{Params: core.AssembleParams{SessionKey: "agent:main:q", Prompt: "where is the spare key?"}, Agent: "main"}
+	items, err := Rank(ctx, d, call, recalled.Options{K: 3}, nil, Shown{})
+	if err != nil || len(items) == 0 || items[0].Seq != 334 {
+		t.Fatalf("recall after interrupted rebuilds: %+v %v", items, err)
+	}
 }
