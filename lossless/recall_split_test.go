@@ -21,10 +21,11 @@ func splitWord(i int) string {
 // context assembled in the rest, the whole within the budget), and one
 // whose answer needs no more keeps its context whole; an
 // instruction, or the same question in the middle of a tool flow, keeps
-// the base share; recall.questionShare -1 keeps it for every prompt.
+// the base share. (That recall.questionShare -1 keeps it for every prompt
+// is lossless/internal/recall's TestQuestionSplitByIntent.)
 func TestRecallSplitAdapts(t *testing.T) {
 	const budget = 3000
-	for _, qs := range []float64{0, -1} {
+	for _, qs := range []float64{0} {
 		t.Run(fmt.Sprint("questionShare=", qs), func(t *testing.T) {
 			e := openTest(t, withRecall, func(c *config.Config) { c.Recall.QuestionShare = qs })
 			ctx := context.Background()
