@@ -233,31 +233,6 @@ func TestCompactTakesOffTheHostShare(t *testing.T) {
 	}
 }
 
-// TestTurnBudgetIsTheTurnsSmallest: a host that says nothing of its limits
-// (a Go host) gets its budgets as given; the compaction decision after the
-// commit uses the turn's smallest, and the next turn starts afresh.
-func TestTurnBudgetIsTheTurnsSmallest(t *testing.T) {
-	ctx := context.Background()
-	e := openTest(t)
-	if _, err := e.CommitTurn(ctx, commitParams("sess-1", "adv-0", 0)); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []int{9000, 7000, 8000} {
-		if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: b}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got := e.turnBudget("main", "sess-1", "", nil); got != 7000 {
-		t.Fatalf("turn budget %d, want the turn's smallest 7000", got)
-	}
-	if _, err := e.Assemble(ctx, core.AssembleParams{SessionID: "sess-1", TokenBudget: 9500}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.turnBudget("main", "sess-1", "", nil); got != 9500 {
-		t.Fatalf("next turn's budget %d, want 9500", got)
-	}
-}
-
 // TestTinyBudget: with contextWindow 16000 OpenClaw's first assemble got a
 // budget of 366 tokens (system prompt and tools take the rest). The engine
 // never returns more than that, by either count, and says what it cut.

@@ -39,10 +39,6 @@ func (e *Engine) storeGeneration() (uint64, error) {
 // Doc ids: "<conv>:<seq>" for a message, "<conv>/<summary id>" for a summary.
 func messageDocID(c convID, seq uint64) string { return recall.MessageDocID(c, seq) }
 
-// recallMinScore is the relevance gate's threshold for a configured value
-// v (recalled.MinScore).
-func recallMinScore(v float64) float64 { return recalled.MinScore(v) }
-
 // renderedSummaryID returns the id of a summary as RenderSummary shows it
 // (recalled.SummaryID).
 func renderedSummaryID(m core.Message) (string, bool) { return recalled.SummaryID(m) }

@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/index"
-	"github.com/lossless-engine/contextengine/index/bleveindex"
 	"github.com/lossless-engine/contextengine/lossless/config"
-	"github.com/lossless-engine/contextengine/store/memstore"
 )
 
 // splitWord is a distinct made-up word for fact i (no stem of another).
@@ -25,10 +21,11 @@ func splitWord(i int) string {
 // context assembled in the rest, the whole within the budget), and one
 // whose answer needs no more keeps its context whole; an
 // instruction, or the same question in the middle of a tool flow, keeps
-// the base share; recall.questionShare -1 keeps it for every prompt.
+// the base share. (That recall.questionShare -1 keeps it for every prompt
+// is lossless/internal/recall's TestQuestionSplitByIntent.)
 func TestRecallSplitAdapts(t *testing.T) {
 	const budget = 3000
-	for _, qs := range []float64{0, -1} {
+	for _, qs := range []float64{0} {
 		t.Run(fmt.Sprint("questionShare=", qs), func(t *testing.T) {
 			e := openTest(t, withRecall, func(c *config.Config) { c.Recall.QuestionShare = qs })
 			ctx := context.Background()
@@ -160,75 +157,6 @@ func (e *Engine) summaryTokensOf(msgs []core.Message) int {
 		}
 	}
 	return n
-}
-
-// countingRecall counts the rankings asked of a recall index.
-type countingRecall struct {
-	ix
-	n atomic.Int64
-}
-
-type ix = index.Recall
-
-func (c *countingRecall) Recall(ctx context.Context, q index.RecallQuery) ([]index.Hit, error) {
-	c.n.Add(1)
-	return c.ix.Recall(ctx, q)
-}
-
-// TestQuestionRankedOnce: a question's probe ranks for the room the
-// question may take, so that one ranking serves the probe and the block
-// when the context leaves room enough, and a second is asked only when the
-// context is assembled again in less (against that window). (The probe
-// and the block's sizing were two rankings, three with the smaller
-// window: on PostgreSQL three queries.)
-func TestQuestionRankedOnce(t *testing.T) {
-	const budget = 3000
-	bix, err := bleveindex.Open(t.TempDir(), bleveindex.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &countingRecall{ix: bix}
-	cfg := config.Config{}
-	withRecall(&cfg)
-	e, err := OpenStore(context.Background(), cfg, memstore.New(), rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	ctx := context.Background()
-	ingestProjectHistory(t, e)
-	if err := e.WaitRecallIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
-	ingestTurns(t, e, "new", "agent:main:new", "Back again, a new day.", "Welcome back.")
-	if err := e.WaitRecallIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		session  string
-		prompt   string
-		rankings int64
-		fact     string
-	}{
-		// A short session's context leaves room for the block.
-		{"new", "Which code words did project " + splitWord(3) + " have?", 1, splitWord(600)},
-		// A full one is assembled again in less.
-		{"cur", "Which code words did project " + splitWord(3) + " have?", 2, splitWord(600)},
-		// A task keeps the base split.
-		{"cur", "Change the code word of project " + splitWord(3) + " to " + splitWord(500), 1, ""},
-	} {
-		before := rec.n.Load()
-		res, err := e.Assemble(ctx, core.AssembleParams{SessionID: tc.session, SessionKey: "agent:main:" + tc.session, TokenBudget: budget, Prompt: tc.prompt})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := rec.n.Load() - before; got != tc.rankings {
-			t.Errorf("%q: %d rankings, want %d (cut: %+v)", tc.prompt, got, tc.rankings, res.Cut)
-		}
-		if rm := recallMessage(res); !strings.Contains(rm, tc.fact) {
-			t.Errorf("%q: the recall block does not hold %q: %q", tc.prompt, tc.fact, rm)
-		}
-	}
 }
 
 // markerNote is note j of an earlier session i: 3-8 KB of prose tagged

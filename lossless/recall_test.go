@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/dag"
 	"github.com/lossless-engine/contextengine/index"
 	"github.com/lossless-engine/contextengine/lossless/config"
 	"github.com/lossless-engine/contextengine/lossless/recalled"
@@ -331,79 +329,6 @@ func TestRecallAgentIsolation(t *testing.T) {
 	}
 }
 
-func TestRecallIndexRebuiltFromStore(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	cfg := testConfig(dir)
-	open := func(recall bool) *Engine {
-		t.Helper()
-		c := cfg
-		c.Recall.Enabled = &recall
-		e, err := Open(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	find := func(e *Engine, prompt, want string) {
-		t.Helper()
-		if err := e.WaitRecallIndex(ctx); err != nil {
-			t.Fatal(err)
-		}
-		p := core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", TokenBudget: 10000, Prompt: prompt}
-		res, err := e.Assemble(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(recallMessage(res), want) {
-			t.Fatalf("%q: recall lacks %q: %v", prompt, want, res.Messages)
-		}
-	}
-	e := open(true)
-	ingestTurns(t, e, "a", "agent:main:a", "the wifi password is hunter2-orange", "noted")
-	find(e, "wifi password", "hunter2-orange")
-	if st := e.RecallStatus(); !st.Enabled || st.Rebuilding || st.Lag != 0 {
-		t.Fatalf("status %+v", st)
-	}
-	e.Close()
-
-	// Missing: the index directory is deleted.
-	if err := os.RemoveAll(filepath.Join(dir, "index")); err != nil {
-		t.Fatal(err)
-	}
-	e = open(true)
-	find(e, "wifi password", "hunter2-orange")
-	e.Close()
-
-	// Stale: messages stored while recall was off are not in the index.
-	e = open(false)
-	ingestTurns(t, e, "b", "agent:main:b", "the garage door code is 7715", "ok")
-	e.Close()
-	e = open(true)
-	find(e, "garage door code", "7715")
-	find(e, "wifi password", "hunter2-orange")
-	e.Close()
-
-	// Up to date: reopening does not rebuild.
-	e = open(true)
-	if st := e.RecallStatus(); st.Rebuilding || st.Rebuilt != 0 {
-		t.Fatalf("rebuilt an up-to-date index: %+v", st)
-	}
-	find(e, "garage door code", "7715")
-	e.Close()
-
-	// Corrupt: garbage in every index file.
-	filepath.Walk(filepath.Join(dir, "index"), func(p string, fi os.FileInfo, err error) error {
-		if err == nil && !fi.IsDir() {
-			os.WriteFile(p, []byte("not an index"), 0o644)
-		}
-		return nil
-	})
-	e = open(true)
-	find(e, "garage door code", "7715")
-	e.Close()
-}
-
 func TestRecallOff(t *testing.T) {
 	e := openTest(t, withoutRecall)
 	ingestTurns(t, e, "a", "agent:main:a", "alpha beta", "gamma")
@@ -423,25 +348,10 @@ func TestRecallOff(t *testing.T) {
 	}
 }
 
-// TestRecallOnByDefault: recall is on unless the config says
-// "enabled": false, and an engine opened with the defaults recalls in
-// Assemble.
+// TestRecallOnByDefault: an engine opened with the defaults recalls in
+// Assemble (that recall is on unless the config says "enabled": false is
+// lossless/config's TestRecallEnabled).
 func TestRecallOnByDefault(t *testing.T) {
-	for raw, want := range map[string]bool{
-		``: true, `{}`: true, `{"recall":{}}`: true, `{"recall":{"k":3}}`: true,
-		`{"recall":{"enabled":true}}`: true, `{"recall":{"enabled":false}}`: false,
-	} {
-		c, err := config.Parse([]byte(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.RecallEnabled() != want {
-			t.Errorf("%s: recall enabled %v, want %v", raw, c.RecallEnabled(), want)
-		}
-	}
-	if _, err := config.Parse([]byte(`{"recall":{"enabled":"yes"}}`)); err == nil {
-		t.Error("a string for recall.enabled accepted")
-	}
 	e := openTest(t) // the defaults
 	ctx := context.Background()
 	ingestTurns(t, e, "old", "agent:main:old", "the boat is moored at pier 39 in slot C", "ok")
@@ -458,73 +368,6 @@ func TestRecallOnByDefault(t *testing.T) {
 	}
 	if !strings.Contains(recallMessage(res), "pier 39") {
 		t.Fatalf("default config: no recall: %v", res.Messages)
-	}
-}
-
-// indexGoroutines counts the goroutines running the recall index: its
-// worker, the opening rebuild, and Bleve's own.
-func indexGoroutines() int {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	n := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "contextengine/index.") || strings.Contains(g, "contextengine/index/bleveindex.") || strings.Contains(g, "openRecall") || strings.Contains(g, "blevesearch/") {
-			n++
-		}
-	}
-	return n
-}
-
-// TestCloseDuringRebuild: Close right after an Open that started a rebuild
-// of the recall index waits for it (no index goroutine survives), and the
-// interrupted rebuild is redone at the next Open: nothing is lost.
-func TestCloseDuringRebuild(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	c := testConfig(dir)
-	withoutRecall(&c)
-	e, err := Open(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts := make([]string, 600)
-	for i := range texts {
-		texts[i] = fmt.Sprintf("turn %d about topic%d", i, i)
-	}
-	texts[333] = "the spare key is under the blue flowerpot"
-	ingestTurns(t, e, "a", "agent:main:a", texts...)
-	e.Close()
-
-	before := indexGoroutines()
-	for i := 0; i < 3; i++ {
-		e, err = Open(ctx, testConfig(dir)) // recall on: the index is missing, rebuilt
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i == 0 && !e.RecallStatus().Rebuilding {
-			t.Log("rebuild finished before the status was read")
-		}
-		if err := e.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if n := indexGoroutines(); n > before {
-			t.Fatalf("%d index goroutines after Close, %d before Open", n, before)
-		}
-	}
-	e, err = Open(ctx, testConfig(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.WaitRecallIndex(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st := e.RecallStatus(); st.Error != "" || st.Rebuilding {
-		t.Fatalf("status %+v", st)
-	}
-	items, err := e.Recall(ctx, core.AssembleParams{SessionID: "q", SessionKey: "agent:main:q", Prompt: "where is the spare key?"}, 3)
-	if err != nil || len(items) == 0 || items[0].Seq != 334 {
-		t.Fatalf("recall after interrupted rebuilds: %+v %v", items, err)
 	}
 }
 
@@ -813,48 +656,6 @@ func TestRecallIdempotentOverItsOutput(t *testing.T) {
 	}
 }
 
-func TestIsRecallMessage(t *testing.T) {
-	e := openTest(t, withRecall)
-	m, n, err := e.renderRecall(context.Background(), nil, "", false, 1000, 1, "", nil)
-	if err != nil || n != 0 || !m.IsZero() {
-		t.Fatal("rendered an empty recall")
-	}
-	gateFixture(t, e)
-	items, err := e.RecallWith(context.Background(), core.AssembleParams{SessionKey: "agent:main:x", Prompt: "joke about compilers"}, recalled.Options{MinScore: -1})
-	if err != nil || len(items) == 0 {
-		t.Fatal(items, err)
-	}
-	if m, _, err = e.renderRecall(context.Background(), items, "", true, 4000, 1_700_000_000_000, "", nil); err != nil {
-		t.Fatal(err)
-	}
-	text := m.Text()
-	for name, c := range map[string]struct {
-		m    core.Message
-		want bool
-	}{
-		"rendered":        {m, true},
-		"string content":  {core.MustParseMessage(fmt.Sprintf(`{"role":"user","content":%q}`, text)), true},
-		"host stamp":      {core.UserText("[Mon 2026-11-30 10:00 UTC] "+text, 1), true},
-		"trailing spaces": {core.UserText(text+"\n", 1), true},
-		"assistant":       {core.AssistantText(text, 1), false},
-		"quoted":          {core.UserText("what does <lcm_recall> mean in "+text, 1), false},
-		"unclosed":        {core.UserText(strings.TrimSuffix(text, "</lcm_recall>"), 1), false},
-		"plain":           {core.UserText("hello", 1), false},
-	} {
-		if got := IsRecallMessage(c.m); got != c.want {
-			t.Errorf("%s: IsRecallMessage = %v", name, got)
-		}
-	}
-}
-
-func TestRecallMinScoreDefaults(t *testing.T) {
-	for v, want := range map[float64]float64{0: config.DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
-		if got := recallMinScore(v); got != want {
-			t.Errorf("recallMinScore(%v) = %v, want %v", v, got, want)
-		}
-	}
-}
-
 // TestRecallSmallHistory: the end-to-end test's flow on a history of a few
 // turns, where every word is rare: a fact said in one session is recalled
 // in another, an unrelated prompt gets no block, and a prompt about the
@@ -894,18 +695,6 @@ func TestRecallSmallHistory(t *testing.T) {
 	}
 	if rm := assemble("facts", "Remind me of the HELIOTROPE launch codename, please."); strings.Contains(rm, "Tromsø") {
 		t.Errorf("the fact in the window recalled again:\n%s", rm)
-	}
-}
-
-func TestRenderedSummaryID(t *testing.T) {
-	m := RenderSummary(dag.Summary{ID: `sum_"odd"\id`, Kind: dag.KindLeaf, Text: "x", Earliest: 1, Latest: 2})
-	if id, ok := renderedSummaryID(m); !ok || id != `sum_"odd"\id` {
-		t.Fatalf("id %q %v", id, ok)
-	}
-	for _, m := range []core.Message{core.UserText("hello", 1), core.AssistantText(`<lcm_summary id="a">`, 1), core.UserText(`<lcm_summary id=oops`, 1)} {
-		if id, ok := renderedSummaryID(m); ok {
-			t.Errorf("%s: id %q", m.Raw(), id)
-		}
 	}
 }
 

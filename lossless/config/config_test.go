@@ -44,7 +44,7 @@ func TestParse(t *testing.T) {
 // TestRecallEnabled: recall is on unless "enabled" is false.
 func TestRecallEnabled(t *testing.T) {
 	for raw, want := range map[string]bool{
-		``: true, `{"recall":{}}`: true, `{"recall":{"k":3}}`: true,
+		``: true, `{}`: true, `{"recall":{}}`: true, `{"recall":{"k":3}}`: true,
 		`{"recall":{"enabled":true}}`: true, `{"recall":{"enabled":false}}`: false,
 	} {
 		c, err := Parse([]byte(raw))
@@ -54,6 +54,9 @@ func TestRecallEnabled(t *testing.T) {
 		if c.RecallEnabled() != want {
 			t.Errorf("%s: recall enabled %v, want %v", raw, c.RecallEnabled(), want)
 		}
+	}
+	if _, err := Parse([]byte(`{"recall":{"enabled":"yes"}}`)); err == nil {
+		t.Error("a string for recall.enabled accepted")
 	}
 }
 

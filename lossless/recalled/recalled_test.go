@@ -68,7 +68,7 @@ func TestSummaryIDAndGate(t *testing.T) {
 	if id, ok := SummaryID(s); !ok || id != "sum_9" || !HoldsSummary([]core.Message{core.UserText("a", 1), s}) || HoldsSummary([]core.Message{block(1)}) {
 		t.Fatalf("summary id %q %v", id, ok)
 	}
-	for v, want := range map[float64]float64{0: config.DefaultRecallMinScore, -1: 0, 0.4: 0.4} {
+	for v, want := range map[float64]float64{0: config.DefaultRecallMinScore, -1: 0, 0.4: 0.4, 1.5: 1.5} {
 		if got := MinScore(v); got != want {
 			t.Errorf("MinScore(%v) = %v, want %v", v, got, want)
 		}

@@ -145,6 +145,19 @@ func TestExpand(t *testing.T) {
 	if err != nil || fmt.Sprint(seqsOf(page)) != "[5 6]" || page.NextCursor != "" {
 		t.Fatalf("from the cursor: %+v %v", page, err)
 	}
+	// Bounded by maxTokens: the message alone, then the pages after it;
+	// another id's cursor is refused (moved from package lossless's
+	// TestGrepMessageHitsOpen).
+	page, err = Expand(ctx, f.conv(), ExpandParams{ID: id, MaxTokens: 1})
+	if err != nil || fmt.Sprint(seqsOf(page)) != "[3]" || page.NextCursor == "" {
+		t.Fatalf("message 3 in 1 token: %+v %v", page, err)
+	}
+	if next, err := Expand(ctx, f.conv(), ExpandParams{ID: id, MaxTokens: 200, Cursor: page.NextCursor}); err != nil || len(next.Messages) == 0 || next.Messages[0].Seq != 4 {
+		t.Fatalf("from its cursor: %+v %v", next, err)
+	}
+	if _, err := Expand(ctx, f.conv(), ExpandParams{ID: id, Cursor: "sum_a@1"}); !errors.Is(err, dag.ErrBadCursor) {
+		t.Errorf("a message id with another id's cursor: %v", err)
+	}
 	page, err = Expand(ctx, f.conv(), ExpandParams{ID: f.largeKey})
 	if err != nil || fmt.Sprint(seqsOf(page)) != "[6]" || string(page.Messages[0].Message.Raw()) != string(f.largeMessage) {
 		t.Fatalf("large content: %+v %v", page, err)

@@ -155,3 +155,29 @@ func TestRequestFloor(t *testing.T) {
 }
 
 func ptr(n int) *int { return &n }
+
+// TestTurnBudgetIsTheTurnsSmallest: a host that says nothing of its limits
+// (a Go host) gets its budgets as given; the turn's budget (what the
+// compaction decision after the commit measures against) is the turn's
+// smallest, and the next turn starts afresh; sessions are kept apart.
+// Moved from package lossless, where the budgets came through Assemble.
+func TestTurnBudgetIsTheTurnsSmallest(t *testing.T) {
+	table := NewBudgetTable(Request{})
+	b := table.Of("main", "sess-1", "")
+	if got := b.TurnBudget(); got != 0 {
+		t.Fatalf("turn budget %d before any assemble, want 0 (unknown)", got)
+	}
+	for _, tb := range []int{9000, 7000, 8000} {
+		if got := table.Of("main", "sess-1", "").AssembleBudget(tb, nil, "a prompt", RequestHints{}); got != tb {
+			t.Fatalf("a Go host's budget %d came back as %d", tb, got)
+		}
+	}
+	table.Of("main", "sess-2", "").AssembleBudget(5000, nil, "", RequestHints{})
+	if got := b.TurnBudget(); got != 7000 {
+		t.Fatalf("turn budget %d, want the turn's smallest 7000", got)
+	}
+	table.Of("main", "sess-1", "").AssembleBudget(9500, nil, "", RequestHints{})
+	if got := table.Of("main", "sess-1", "").TurnBudget(); got != 9500 {
+		t.Fatalf("next turn's budget %d, want 9500", got)
+	}
+}

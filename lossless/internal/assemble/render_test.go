@@ -8,6 +8,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
+	"github.com/lossless-engine/contextengine/lossless/recalled"
 )
 
 func TestRenderSummaryDeterministic(t *testing.T) {
@@ -90,6 +91,21 @@ func TestProjectionMode(t *testing.T) {
 	} {
 		if got := ProjectionMode(tc.rs, tc.rc, tc.def); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRenderedSummaryID: the id of a summary as RenderSummary shows it is
+// read back (recalled.SummaryID), quotes and backslashes included; other
+// messages hold none. Moved from package lossless.
+func TestRenderedSummaryID(t *testing.T) {
+	m := RenderSummary(dag.Summary{ID: `sum_"odd"\id`, Kind: dag.KindLeaf, Text: "x", Earliest: 1, Latest: 2})
+	if id, ok := recalled.SummaryID(m); !ok || id != `sum_"odd"\id` {
+		t.Fatalf("id %q %v", id, ok)
+	}
+	for _, m := range []core.Message{core.UserText("hello", 1), core.AssistantText(`<lcm_summary id="a">`, 1), core.UserText(`<lcm_summary id=oops`, 1)} {
+		if id, ok := recalled.SummaryID(m); ok {
+			t.Errorf("%s: id %q", m.Raw(), id)
 		}
 	}
 }

@@ -220,3 +220,38 @@ func TestRecallBlockRenderedOnce(t *testing.T) {
 		t.Fatalf("rendering %d of the items again counted %d texts holding them, want 1 (the block): %.80s", len(items)-1, got, fewer.Text())
 	}
 }
+
+// TestIsRecallMessage: nothing to render is no message; a rendered block
+// (the grep tool named) is a recall message, also as string content,
+// behind a host's stamp or with trailing space; not from an assistant,
+// not quoted, not unclosed. Moved from package lossless, where the items
+// were ranked through the engine.
+func TestIsRecallMessage(t *testing.T) {
+	d, _, items := renderFixture(t)
+	ctx := context.Background()
+	m, n, err := Render(ctx, d, nil, "", "", 1000, 1, "", nil)
+	if err != nil || n != 0 || !m.IsZero() {
+		t.Fatal("rendered an empty recall")
+	}
+	if m, _, err = Render(ctx, d, []recalled.Item{items[1], items[3]}, "", "lcm_grep", 4000, 1_700_000_000_000, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	text := m.Text()
+	for name, c := range map[string]struct {
+		m    core.Message
+		want bool
+	}{
+		"rendered":        {m, true},
+		"string content":  {core.MustParseMessage(fmt.Sprintf(`{"role":"user","content":%q}`, text)), true},
+		"host stamp":      {core.UserText("[Mon 2026-11-30 10:00 UTC] "+text, 1), true},
+		"trailing spaces": {core.UserText(text+"\n", 1), true},
+		"assistant":       {core.AssistantText(text, 1), false},
+		"quoted":          {core.UserText("what does <lcm_recall> mean in "+text, 1), false},
+		"unclosed":        {core.UserText(strings.TrimSuffix(text, "</lcm_recall>"), 1), false},
+		"plain":           {core.UserText("hello", 1), false},
+	} {
+		if got := recalled.IsMessage(c.m); got != c.want {
+			t.Errorf("%s: IsMessage = %v", name, got)
+		}
+	}
+}
