@@ -121,7 +121,7 @@ func (e *Engine) resolveAssemble(ctx context.Context, p core.AssembleParams) (*a
 // assembleDeps are what package assemble reads of the engine.
 func (e *Engine) assembleDeps() assemble.Deps {
 	return assemble.Deps{Store: e.st, Counter: e.tc, Shared: e.locker != nil,
-		DefaultTokenBudget: e.cfg.DefaultTokenBudget, Reference: largeReference}
+		DefaultTokenBudget: e.cfg.DefaultTokenBudget}
 }
 
 // assembleWindow assembles call's conversation within p.TokenBudget,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/lossless/internal/ingest"
+	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
@@ -17,13 +18,13 @@ import (
 // LargeRefPrefix starts the id of stored large content in reference
 // messages: "lcm-large:" + the hex message key. The full message is
 // retrievable with Engine.MessageByKey.
-const LargeRefPrefix = ingest.LargeRefPrefix
+const LargeRefPrefix = records.LargeRefPrefix
 
 // DescribeContent returns a short deterministic description of text: the
 // structure of JSON (top-level type, keys or length), CSV (rows, columns,
 // header), code (its signatures), and otherwise the head and tail of the
 // text. It is at most about 2,500 characters.
-func DescribeContent(text string) string { return ingest.DescribeContent(text) }
+func DescribeContent(text string) string { return records.DescribeContent(text) }
 
 // Ingest stores one message (idempotent: a message already stored in the
 // conversation, byte for byte, is not stored again and Ingested is false).
@@ -161,9 +162,9 @@ func (e *Engine) ingestInto(ctx context.Context, c convID, ps []pending) (int, e
 	return len(stored), err
 }
 
-// largeReference is ingest.LargeReference.
+// largeReference is records.LargeReference.
 func largeReference(m core.Message, tokens int) []byte {
-	return ingest.LargeReference(m, hashRaw(m.Raw()), tokens)
+	return records.LargeReference(m, hashRaw(m.Raw()), tokens)
 }
 
 var (

@@ -222,7 +222,7 @@ func Walk(ctx context.Context, items iter.Seq2[store.Item, error], avail int, wh
 }
 
 // referenceFor returns the reference message standing for tool result
-// item of c (Deps.Reference: the original's key, size and a
+// item of c (records.LargeReference: the original's key, size and a
 // description) and its tokens, when they fit room.
 func referenceFor(d Deps, r store.Reader, c store.ConvID, item dag.Item, room int) (core.Message, int, bool, error) {
 	msg, err := r.Message(c, item.Ref.Seq)
@@ -233,7 +233,7 @@ func referenceFor(d Deps, r store.Reader, c store.ConvID, item dag.Item, room in
 	if err != nil {
 		return core.Message{}, 0, false, fmt.Errorf("lossless: stored message %d: %w", item.Ref.Seq, err)
 	}
-	ref, err := core.ParseMessage(d.Reference(m, item.Tokens))
+	ref, err := core.ParseMessage(records.LargeReference(m, records.HashRaw(msg.Raw), item.Tokens))
 	if err != nil {
 		return core.Message{}, 0, false, fmt.Errorf("lossless: reference of message %d: %w", item.Ref.Seq, err)
 	}

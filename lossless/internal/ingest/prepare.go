@@ -123,7 +123,7 @@ func PrepareOne(ctx context.Context, p Preparer, pp *Pending, m core.Message) {
 	}
 	if pp.Tokens > p.LargeContentTokens {
 		pp.Flags |= store.FlagLarge
-		pp.Ref = LargeReference(m, pp.Hash, pp.Tokens)
+		pp.Ref = records.LargeReference(m, pp.Hash, pp.Tokens)
 		if rm, err := core.ParseMessage(pp.Ref); err == nil {
 			pp.RefTokens = core.CountMessage(p.Counter, rm)
 		}

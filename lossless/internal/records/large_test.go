@@ -1,8 +1,10 @@
-package ingest
+package records
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/lossless-engine/contextengine/core"
 )
 
 func TestDescribeContent(t *testing.T) {
@@ -25,7 +27,7 @@ func TestDescribeContent(t *testing.T) {
 // time.
 func TestLargeReferenceDeterministic(t *testing.T) {
 	m := msg(t, `{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"`+strings.Repeat("x", 100)+`"}],"timestamp":7}`)
-	h := hashOf(m.Raw())
+	h := HashRaw(m.Raw())
 	a, b := LargeReference(m, h, 5000), LargeReference(m, h, 5000)
 	if string(a) != string(b) {
 		t.Fatalf("two references differ:\n%s\n%s", a, b)
@@ -37,4 +39,13 @@ func TestLargeReferenceDeterministic(t *testing.T) {
 	if !strings.Contains(ref.Text(), LargeRefPrefix) || !strings.Contains(ref.Text(), "5000 tokens") {
 		t.Errorf("reference text %q names neither the key nor the tokens", ref.Text())
 	}
+}
+
+func msg(t testing.TB, raw string) core.Message {
+	t.Helper()
+	m, err := core.ParseMessage([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -1,4 +1,4 @@
-package ingest
+package records
 
 import (
 	"bytes"
@@ -11,16 +11,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/lossless-engine/contextengine/core"
-	"github.com/lossless-engine/contextengine/lossless/internal/records"
 	"github.com/lossless-engine/contextengine/store"
 )
 
-// LargeRefPrefix starts the id of stored large content in reference
-// messages: "lcm-large:" + the hex message key (records.LargeRefPrefix).
-const LargeRefPrefix = records.LargeRefPrefix
-
 // LargeReference builds the message that stands for a large message m of
-// key h (records.HashMessageRaw) in the active context: the same role (and
+// key h (HashRaw) in the active context: ingest stores it beside the
+// message, assemble rebuilds it when a window shows the message; the same role (and
 // toolCallId/toolName for a tool result, the tool calls' ids and names for
 // an assistant message, so pairs stay intact), with one text block holding
 // a short deterministic description of the content. The same message

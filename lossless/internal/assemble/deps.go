@@ -19,11 +19,6 @@ type Deps struct {
 	// DefaultTokenBudget is the configured budget of a call that names
 	// none.
 	DefaultTokenBudget int
-	// Reference is the reference standing for tool result m of tokens
-	// tokens (the stored original's key, size and a description): a plain
-	// function of the message, package ingest's LargeReference over the
-	// engine's message key; it reads no engine state.
-	Reference func(m core.Message, tokens int) []byte
 }
 
 // Cached is a conversation's cached window: the messages and summaries the
