@@ -96,10 +96,11 @@ import (
 
 	"github.com/lossless-engine/contextengine/lossless"
 	_ "github.com/lossless-engine/contextengine/lossless/badger"
+	"github.com/lossless-engine/contextengine/lossless/config"
 )
 
 func main() {
-	cfg := lossless.DefaultConfig()
+	cfg := config.Default()
 	cfg.StoreDir = os.Args[1]
 	e, err := lossless.Open(context.Background(), cfg)
 	if err != nil {

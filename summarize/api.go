@@ -18,7 +18,7 @@ const (
 // Config selects and configures a summarizer. It is read from
 // plugins.entries.lossless.config.summarizer; the zero value means the
 // extractive summarizer (the engine's default under OpenClaw is KindHost:
-// see lossless.Config.Summarizer). Durations are in milliseconds; zero
+// see lossless/config.Config.Summarizer). Durations are in milliseconds; zero
 // means the documented default.
 type Config struct {
 	// Kind is KindExtractive (default when empty), KindOpenAI, KindAnthropic

@@ -46,7 +46,7 @@ func HostLLMFrom(ctx context.Context) HostLLM {
 // toward its circuit breaker. A request whose context carries no HostLLM
 // is answered by the Guard's fallback without any charge.
 //
-// It is the engine's default summarizer under OpenClaw (lossless.Config.Host).
+// It is the engine's default summarizer under OpenClaw (lossless/config.Config.Host).
 func NewHost(timeout time.Duration, maxOutput int) *Model {
 	t := timeoutOr(timeout)
 	m := &Model{name: KindHost, maxOutput: maxOutput, timeout: t, callTimeout: t, hostOnly: true}

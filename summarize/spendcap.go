@@ -63,7 +63,7 @@ func NewSpendCap(maxCalls, maxTokens int) *SpendCap {
 // one SpendCap per set of hourly limits and one SpendGuard per window's
 // limits, made on first use. A process that hosts several engines (a
 // gateway's agents) creates one with NewSpend and hands it to each
-// (Config.Spend; lossless.Config.Spend; the factories' NewFactory); a
+// (Config.Spend; config.Config.Spend of lossless/config; the factories' NewFactory); a
 // summarizer given none has a Spend of its own. It is safe for concurrent
 // use.
 type Spend struct {

@@ -6,7 +6,7 @@
 // (DefaultStoreDir, IsStoreURL, RedactURL).
 //
 // It does one job: say what a configuration means and whether it can work,
-// before anything is opened. It never imports package lossless; lossless
-// re-exports it (lossless.Config is config.Config, lossless.ParseConfig is
-// Parse), so callers keep writing lossless.Config.
+// before anything is opened. It never imports package lossless, which takes
+// a Config in Open and re-exports none of it: callers write config.Config,
+// config.Default and config.Parse.
 package config

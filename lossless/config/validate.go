@@ -10,7 +10,7 @@ import (
 )
 
 // Parse decodes raw JSON (nil or empty: the defaults) into a Config with
-// defaults filled (lossless.ParseConfig). Unknown fields are refused, so a
+// defaults filled (Parse). Unknown fields are refused, so a
 // typo is reported.
 func Parse(raw json.RawMessage) (Config, error) {
 	var cfg Config

@@ -54,7 +54,7 @@ type Options struct {
 	CloseGrace time.Duration
 }
 
-// Defaults of Options (those of lossless.DefaultConfig's Badger section:
+// Defaults of Options (those of lossless/config.Default's Badger section:
 // small, for an embedded library; about 14 MB of heap).
 const (
 	DefaultMemTableSize     = 8 << 20
