@@ -2,10 +2,8 @@ package lossless
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
 	"github.com/lossless-engine/contextengine/dag"
@@ -231,24 +229,10 @@ func (c *Conversation) Message(ctx context.Context, seq uint64) (core.Message, e
 // MessageByKey returns the stored message whose key (the hex id after
 // LargeRefPrefix in a large-content reference) is key.
 func (c *Conversation) MessageByKey(ctx context.Context, key string) (uint64, core.Message, error) {
-	key = strings.TrimPrefix(key, LargeRefPrefix)
-	b, err := hex.DecodeString(key)
-	if err != nil || len(b) != 16 {
-		return 0, core.Message{}, fmt.Errorf("lossless: bad message key %q: %w", key, core.ErrNotFound)
-	}
-	var h msgHash
-	copy(h[:], b)
 	var seq uint64
-	err = c.e.st.View(ctx, func(r store.Reader) error {
-		var err error
-		seq, err = r.SeqByHash(c.id, h)
-		if errors.Is(err, store.ErrNotFound) {
-			return fromStore(err)
-		}
-		if err != nil {
-			return fmt.Errorf("lossless: read: %w", err)
-		}
-		return nil
+	err := c.e.st.View(ctx, func(r store.Reader) (err error) {
+		seq, err = records.SeqByKey(r, c.id, key)
+		return err
 	})
 	if err != nil {
 		return 0, core.Message{}, err

@@ -2,9 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/lossless-engine/contextengine/core"
@@ -39,24 +36,10 @@ func (c Conv) Message(ctx context.Context, seq uint64) (core.Message, error) {
 // MessageByKey returns the stored message whose key (the hex id after
 // records.LargeRefPrefix in a large-content reference) is key.
 func (c Conv) MessageByKey(ctx context.Context, key string) (uint64, core.Message, error) {
-	key = strings.TrimPrefix(key, records.LargeRefPrefix)
-	b, err := hex.DecodeString(key)
-	if err != nil || len(b) != 16 {
-		return 0, core.Message{}, fmt.Errorf("lossless: bad message key %q: %w", key, core.ErrNotFound)
-	}
-	var h store.Hash
-	copy(h[:], b)
 	var seq uint64
-	err = c.St.View(ctx, func(r store.Reader) error {
-		var err error
-		seq, err = r.SeqByHash(c.ID, h)
-		if errors.Is(err, store.ErrNotFound) {
-			return records.FromStore(err)
-		}
-		if err != nil {
-			return fmt.Errorf("lossless: read: %w", err)
-		}
-		return nil
+	err := c.St.View(ctx, func(r store.Reader) (err error) {
+		seq, err = records.SeqByKey(r, c.ID, key)
+		return err
 	})
 	if err != nil {
 		return 0, core.Message{}, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -201,4 +202,27 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n]) + "…"
+}
+
+// SeqByKey returns the sequence number of the message of c whose key is
+// key (the hex id after LargeRefPrefix in a large-content reference; the
+// prefix may be given): an error wrapping core.ErrNotFound for a key that
+// is not one, the store's not-found mapped by FromStore when no message has
+// it.
+func SeqByKey(r store.Reader, c store.ConvID, key string) (uint64, error) {
+	key = strings.TrimPrefix(key, LargeRefPrefix)
+	b, err := hex.DecodeString(key)
+	if err != nil || len(b) != len(store.Hash{}) {
+		return 0, fmt.Errorf("lossless: bad message key %q: %w", key, core.ErrNotFound)
+	}
+	var h store.Hash
+	copy(h[:], b)
+	seq, err := r.SeqByHash(c, h)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, FromStore(err)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("lossless: read: %w", err)
+	}
+	return seq, nil
 }
